@@ -1,0 +1,55 @@
+# Set-up is automatic: every target below creates the virtualenv, installs and generates stubs
+# when needed. Only python3 (3.11+) and make are required.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PROTOS := $(wildcard protos/tapis/v1/*.proto)
+STAMP  := $(VENV)/.installed
+GEN_STAMP := gen/.generated
+TOOLS  := $(VENV)/.tools
+
+.PHONY: setup gen serve test lint bench bench-quick selfplay clean
+
+setup: $(STAMP)
+
+# 1. A virtualenv with the code generators; 2. the stubs; 3. the project itself (editable), which
+# must come after the stubs so that the generated `tapis` package is part of it.
+$(TOOLS):
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q 'grpcio-tools>=1.66' 'mypy-protobuf>=3.6'
+	touch $(TOOLS)
+
+$(GEN_STAMP): $(PROTOS) $(TOOLS)
+	rm -rf gen && mkdir -p gen
+	$(BIN)/python -m grpc_tools.protoc -Iprotos --python_out=gen --grpc_python_out=gen \
+		--plugin=protoc-gen-mypy=$(BIN)/protoc-gen-mypy --mypy_out=gen \
+		--plugin=protoc-gen-mypy_grpc=$(BIN)/protoc-gen-mypy_grpc --mypy_grpc_out=gen $(PROTOS)
+	touch gen/tapis/__init__.py gen/tapis/v1/__init__.py gen/tapis/py.typed
+	touch $(GEN_STAMP)
+
+$(STAMP): pyproject.toml $(GEN_STAMP)
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+gen: $(GEN_STAMP)
+
+serve: setup
+	$(BIN)/tapis-server --data-dir ./var $(ARGS)
+
+test: setup
+	$(BIN)/python -m pytest $(ARGS)
+
+lint: setup
+	$(BIN)/ruff check service clients tests
+	$(BIN)/mypy
+	cd protos && ../$(BIN)/buf lint
+
+bench: setup
+	$(BIN)/python -m tapis_bench $(ARGS)
+
+bench-quick: setup
+	$(BIN)/python -m tapis_bench --quick $(ARGS)
+
+clean:
+	rm -rf $(VENV) gen

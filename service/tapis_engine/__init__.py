@@ -1,0 +1,1 @@
+"""Tapis rules engine: pure, deterministic card games (no I/O, no clock, no transport)."""
