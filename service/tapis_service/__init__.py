@@ -1,0 +1,1 @@
+"""Tapis gRPC service: sessions, timers, streams and persistence around the pure engine."""

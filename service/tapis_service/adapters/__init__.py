@@ -1,0 +1,49 @@
+"""Per-game converters between the tapis.v1 protobuf messages and the engine's domain types.
+
+Each game has one adapter module; ``ADAPTERS`` maps the engine's kind to it. Adding a game means
+adding its engine rules, its adapter and its ``.proto`` messages: nothing else changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from google.protobuf.message import Message
+
+from tapis_service.adapters.war import WarAdapter
+
+
+class GameAdapter(Protocol):
+    """Translates one game's protobuf messages to and from its engine types."""
+
+    kind: str
+    """The engine's kind (``"war"``)."""
+    proto_kind: int
+    """The ``tapis.v1.GameKind`` value."""
+    field: str
+    """The oneof field name used for this game everywhere (options, action, event, view)."""
+
+    def options_from_proto(self, message: Message | None) -> Any:
+        """Engine options from the request (None: defaults); raise RuleError when invalid."""
+        ...
+
+    def options_to_proto(self, options: Any) -> Message:
+        ...
+
+    def action_from_proto(self, message: Message) -> Any:
+        """The engine action; raise RuleError(INVALID_ACTION) when malformed."""
+        ...
+
+    def action_to_proto(self, action: Any) -> Message:
+        ...
+
+    def event_to_proto(self, event: Any) -> Message:
+        """An (already redacted) engine event as the game's Event message."""
+        ...
+
+    def view_to_proto(self, view: Any) -> Message:
+        ...
+
+
+ADAPTERS: dict[str, GameAdapter] = {adapter.kind: adapter for adapter in (WarAdapter(),)}
+BY_PROTO_KIND: dict[int, GameAdapter] = {a.proto_kind: a for a in ADAPTERS.values()}
