@@ -1,0 +1,161 @@
+"""Capture search: what a played card takes from the floor (RULES.md §4), exactly.
+
+A number card of value v (A = 1, 2..10) takes a *complete* capture: the largest set of floor
+number cards that splits into groups each summing to v (a single card of rank v is such a group),
+every card used once. Several largest sets may exist; each is an option the player may choose.
+The search runs on value counts (suits never matter for sums) and is memoised, then expanded to
+the actual floor cards. Q and K take every floor card of their rank; J takes the whole floor;
+the 7♦ (Egyptian and Iraqi) sweeps a non-empty floor whose number cards sum to 10 or less.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from itertools import combinations, product
+
+from tapis_engine.cards import ACE, JACK, KING, QUEEN, SEVEN, TEN, TWO, Card
+
+SEVEN_OF_DIAMONDS = Card(SEVEN, "D")
+TEN_OF_DIAMONDS = Card(TEN, "D")
+TWO_OF_CLUBS = Card(TWO, "C")
+
+
+def number_value(card: Card) -> int:
+    """The card's value in sums: A = 1, 2..10 their rank, faces 0."""
+    rank = card.rank
+    if rank == ACE:
+        return 1
+    return rank if rank <= TEN else 0
+
+
+def floor_sum(floor: tuple[Card, ...]) -> int:
+    """The sum of the floor's number cards (faces count 0)."""
+    return sum(number_value(card) for card in floor)
+
+
+def _partitions(total: int, largest: int) -> list[tuple[int, ...]]:
+    """All ways to write ``total`` as parts ``<= largest``, parts non-increasing."""
+    if total == 0:
+        return [()]
+    out: list[tuple[int, ...]] = []
+    for part in range(min(total, largest), 0, -1):
+        for rest in _partitions(total - part, part):
+            out.append((part, *rest))
+    return out
+
+
+@lru_cache(maxsize=16)
+def _groups(value: int) -> tuple[tuple[int, ...], ...]:
+    """Every group summing to ``value`` as a count vector indexed by value - 1."""
+    out = []
+    for parts in _partitions(value, value):
+        counts = [0] * value
+        for part in parts:
+            counts[part - 1] += 1
+        out.append(tuple(counts))
+    return tuple(out)
+
+
+@lru_cache(maxsize=1 << 16)
+def best_takes(value: int, counts: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """The largest complete captures for a card of ``value`` as count vectors.
+
+    ``counts[i]`` is the number of floor cards of value ``i + 1`` (for values up to ``value``).
+    Returns every distinct count vector of the largest size, sorted; ``((0,)*value,)`` when
+    nothing can be taken.
+    """
+    groups = [g for g in _groups(value) if all(g[i] <= counts[i] for i in range(value))]
+    best_size = 0
+    found: set[tuple[int, ...]] = {(0,) * value}
+
+    def search(start: int, remaining: list[int], taken: list[int], size: int) -> None:
+        nonlocal best_size, found
+        if size > best_size:
+            best_size = size
+            found = {tuple(taken)}
+        elif size == best_size and size:
+            found.add(tuple(taken))
+        # Bound: even taking every remaining card cannot beat the best.
+        if size + sum(remaining) < best_size:
+            return
+        for index in range(start, len(groups)):
+            group = groups[index]
+            if all(group[i] <= remaining[i] for i in range(value)):
+                gsize = 0
+                for i in range(value):
+                    remaining[i] -= group[i]
+                    taken[i] += group[i]
+                    gsize += group[i]
+                search(index, remaining, taken, size + gsize)
+                for i in range(value):
+                    remaining[i] += group[i]
+                    taken[i] -= group[i]
+
+    search(0, list(counts), [0] * value, 0)
+    return tuple(sorted(found))
+
+
+def _sum_captures(value: int, floor: tuple[Card, ...]) -> list[tuple[Card, ...]]:
+    by_value: list[list[Card]] = [[] for _ in range(value)]
+    for card in floor:
+        v = number_value(card)
+        if 0 < v <= value:
+            by_value[v - 1].append(card)
+    counts = tuple(len(cards) for cards in by_value)
+    options: set[tuple[Card, ...]] = set()
+    for take in best_takes(value, counts):
+        per_value = [combinations(sorted(by_value[i]), take[i]) for i in range(value) if take[i]]
+        for parts in product(*per_value):
+            options.add(tuple(sorted(card for part in parts for card in part)))
+    return list(options)
+
+
+def capture_points(cards: tuple[Card, ...], ten_of_diamonds: int) -> int:
+    """Points the cards score at the end of the deal (10♦, 2♣, aces, jacks)."""
+    points = 0
+    for card in cards:
+        if card.rank == ACE or card.rank == JACK:
+            points += 1
+        elif card == TEN_OF_DIAMONDS:
+            points += ten_of_diamonds
+        elif card == TWO_OF_CLUBS:
+            points += 2
+    return points
+
+
+def is_seven_sweep(card: Card, floor: tuple[Card, ...], seven_sweeps: bool) -> bool:
+    """Whether ``card`` is the 7♦ sweeping this floor (non-empty, number cards summing <= 10)."""
+    return seven_sweeps and card == SEVEN_OF_DIAMONDS and bool(floor) and floor_sum(floor) <= 10
+
+
+def capture_options(card: Card, floor: tuple[Card, ...], seven_sweeps: bool,
+                    ten_of_diamonds: int = 3) -> tuple[tuple[Card, ...], ...]:
+    """Every legal capture of ``card`` on ``floor``: sorted card tuples, the default first.
+
+    ``((),)`` when the card takes nothing. Options are ordered by points (most first), then by
+    card order: the first is the one the service takes when the action names none.
+    """
+    rank = card.rank
+    if rank == JACK:
+        return (tuple(sorted(floor)),)
+    if rank == QUEEN or rank == KING:
+        return (tuple(sorted(c for c in floor if c.rank == rank)),)
+    if is_seven_sweep(card, floor, seven_sweeps):
+        return (tuple(sorted(floor)),)
+    options = _sum_captures(number_value(card), floor)
+    if len(options) == 1:
+        return (options[0],)
+    options.sort(key=lambda cards: (-capture_points(cards, ten_of_diamonds), cards))
+    return tuple(options)
+
+
+def takes_all(card: Card, floor: tuple[Card, ...], seven_sweeps: bool) -> bool:
+    """Whether ``card`` (not a jack) would take the whole non-empty floor."""
+    if not floor or card.rank == JACK:
+        return False
+    options = capture_options(card, floor, seven_sweeps)
+    return len(options[0]) == len(floor)
+
+
+__all__ = ["SEVEN_OF_DIAMONDS", "TEN_OF_DIAMONDS", "TWO_OF_CLUBS", "best_takes", "capture_options",
+           "capture_points", "floor_sum", "is_seven_sweep", "number_value", "takes_all"]

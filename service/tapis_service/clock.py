@@ -1,0 +1,75 @@
+"""Time for the service: wall-clock milliseconds and timers, injectable for tests."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+
+class TimerHandle(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Clock(Protocol):
+    """Milliseconds since the epoch, and callbacks at a given time."""
+
+    def now_ms(self) -> int: ...
+
+    def call_at(self, at_ms: int, callback: Callable[[], None]) -> TimerHandle: ...
+
+
+class SystemClock:
+    """The real clock, with timers on the running asyncio loop."""
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    def call_at(self, at_ms: int, callback: Callable[[], None]) -> TimerHandle:
+        loop = asyncio.get_running_loop()
+        delay = (at_ms - self.now_ms()) / 1000
+        if delay <= 0:
+            return loop.call_soon(callback)
+        return loop.call_later(delay, callback)
+
+
+class _ManualTimer:
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class ManualClock:
+    """A clock that only moves when told to (tests): ``advance`` fires the due timers in order."""
+
+    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
+        self._now = start_ms
+        self._timers: list[tuple[int, int, _ManualTimer, Callable[[], None]]] = []
+        self._order = itertools.count()
+
+    def now_ms(self) -> int:
+        return self._now
+
+    def call_at(self, at_ms: int, callback: Callable[[], None]) -> TimerHandle:
+        handle = _ManualTimer()
+        heapq.heappush(self._timers, (at_ms, next(self._order), handle, callback))
+        return handle
+
+    def pending(self) -> int:
+        """Timers not yet fired nor cancelled."""
+        return sum(1 for _, _, h, _ in self._timers if not h.cancelled)
+
+    def advance(self, ms: int) -> None:
+        """Move time forward by ``ms`` and run every timer due by then, earliest first."""
+        target = self._now + ms
+        while self._timers and self._timers[0][0] <= target:
+            at, _, handle, callback = heapq.heappop(self._timers)
+            self._now = max(self._now, at)
+            if not handle.cancelled:
+                callback()
+        self._now = target

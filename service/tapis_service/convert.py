@@ -1,0 +1,220 @@
+"""Protobuf <-> domain for the table-level messages (the per-game parts are in ``adapters``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis_engine import table as tbl
+from tapis_engine.errors import Reason, RuleError, invalid
+from tapis_engine.registry import rules_for
+from tapis_service.adapters import ADAPTERS, BY_PROTO_KIND
+from tapis_service.adapters.cards import card_from_proto
+from tapis_service.errors import ServiceError, invalid_argument
+from tapis_service.session import LoggedEvent, Session
+
+MAX_ID_LENGTH = 128
+
+
+def check_id(value: str, what: str) -> str:
+    if len(value) > MAX_ID_LENGTH:
+        raise invalid_argument("INVALID_ARGUMENT", f"{what} is longer than {MAX_ID_LENGTH}")
+    return value
+
+
+def _timestamp(ms: int) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromMilliseconds(ms)
+    return stamp
+
+
+def create_arguments(request: pb.CreateGameRequest) -> dict[str, Any]:
+    """The host's ``create`` arguments from a CreateGameRequest (refusals raise)."""
+    if request.kind == pb.GAME_KIND_UNSPECIFIED:
+        raise invalid_argument("INVALID_GAME_KIND", "name the game kind")
+    adapter = BY_PROTO_KIND.get(request.kind)
+    if adapter is None:
+        import grpc
+
+        if request.kind in pb.GameKind.values():
+            raise ServiceError(grpc.StatusCode.UNIMPLEMENTED, "GAME_KIND_NOT_AVAILABLE",
+                               f"{pb.GameKind.Name(request.kind)} is not available yet")
+        raise invalid_argument("INVALID_GAME_KIND", f"unknown game kind {request.kind}")
+    rules = rules_for(adapter.kind)
+    assert rules is not None
+    seats = request.seats or rules.min_seats
+    if not rules.min_seats <= seats <= rules.max_seats:
+        raise invalid(Reason.INVALID_SEAT_COUNT,
+                      f"this game is for {rules.min_seats} to {rules.max_seats} players")
+    if len(request.seat_configs) > seats:
+        raise invalid(Reason.INVALID_SEAT_COUNT, "more seat configs than seats")
+    bots: list[str | None] = []
+    for config in list(request.seat_configs) + [pb.SeatConfig()] * (
+            seats - len(request.seat_configs)):
+        if config.type == pb.SEAT_TYPE_BOT:
+            bots.append(config.bot_strategy or rules.bot_strategies[0])
+        else:
+            if config.bot_strategy:
+                raise invalid(Reason.INVALID_OPTIONS, "only a bot seat takes a bot strategy")
+            bots.append(None)
+    chosen = request.WhichOneof("options")
+    if chosen is not None and chosen != adapter.field:
+        raise invalid(Reason.WRONG_GAME_KIND, f"{chosen} options given for a {adapter.field} game")
+    options = adapter.options_from_proto(getattr(request, chosen) if chosen else None)
+    stacked = tuple(card_from_proto(c) for c in request.stacked_deck) or None
+    first = request.stacked_first_seat if request.HasField("stacked_first_seat") else None
+    if first is not None and stacked is None:
+        raise invalid(Reason.INVALID_STACKED_DECK, "stacked_first_seat needs a stacked deck")
+    return {
+        "kind": adapter.kind,
+        "seats": seats,
+        "seed": request.seed if request.HasField("seed") else None,
+        "turn_time_ms": request.turn_time_limit_ms,
+        "bots": bots,
+        "options": options,
+        "stacked_deck": stacked,
+        "stacked_first": first,
+        "request_id": check_id(request.request_id, "request_id"),
+    }
+
+
+def move_from_proto(session: Session, seat: int, action: pb.Action) -> tbl.Input:
+    """The table input for a person's action."""
+    which = action.WhichOneof("action")
+    if which is None:
+        raise invalid(Reason.INVALID_ACTION, "the action is empty")
+    if which == "reclaim_seat":
+        return tbl.Reclaim(seat)
+    if which == "start_next_game":
+        return tbl.NextGame(seat)
+    if which != session.adapter.field:
+        raise invalid(Reason.WRONG_GAME_KIND,
+                      f"a {which} action was sent to a {session.adapter.field} game")
+    return tbl.Act(seat, session.adapter.action_from_proto(getattr(action, which)))
+
+
+def action_to_proto(session: Session, action: Any) -> pb.Action:
+    message = pb.Action()
+    getattr(message, session.adapter.field).CopyFrom(session.adapter.action_to_proto(action))
+    return message
+
+
+def _summaries(records: tuple[tbl.GameRecord, ...]) -> list[pb.GameSummary]:
+    return [pb.GameSummary(game_number=r.number, winners=r.winners, scores=r.scores,
+                           summary=r.summary, seed=r.seed) for r in records]
+
+
+def _scoreboard(seats: int, records: tuple[tbl.GameRecord, ...]) -> pb.Scoreboard:
+    board = tbl.scoreboard(seats, records)
+    return pb.Scoreboard(wins=board.wins, draws=board.draws, games_played=board.games)
+
+
+def status(session: Session) -> int:
+    table = session.table
+    if not table.started:
+        return pb.GAME_STATUS_WAITING_FOR_PLAYERS
+    if table.game_over(session.rules):
+        return pb.GAME_STATUS_GAME_OVER
+    return pb.GAME_STATUS_IN_PROGRESS
+
+
+def _seats(session: Session) -> list[pb.Seat]:
+    return [pb.Seat(seat=i, type=pb.SEAT_TYPE_PERSON if s.bot is None else pb.SEAT_TYPE_BOT,
+                    taken=s.claimed, bot_controlled=s.bot_controlled,
+                    bot_strategy=s.bot or "", display_name=session.names[i])
+            for i, s in enumerate(session.table.seats)]
+
+
+def settings(session: Session) -> pb.GameSettings:
+    table = session.table
+    message = pb.GameSettings(seats=len(table.seats), turn_time_limit_ms=table.turn_time_ms,
+                              stacked_deck=table.setup.stacked_deck is not None)
+    getattr(message, session.adapter.field).CopyFrom(
+        session.adapter.options_to_proto(table.setup.options))
+    return message
+
+
+def view(session: Session, seat: int | None) -> pb.GameView:
+    """The caller's view of the table."""
+    table = session.table
+    message = pb.GameView(
+        game_id=session.game_id,
+        kind=session.adapter.proto_kind,  # type: ignore[arg-type]
+        status=status(session),  # type: ignore[arg-type]
+        version=table.version,
+        last_sequence=session.last_sequence,
+        game_number=table.game_number,
+        your_seat=seat,
+        seats=_seats(session),
+        scoreboard=_scoreboard(len(table.seats), table.records),
+        series=_summaries(table.records),
+        awaiting_seats=session.awaiting(),
+        deadlines=[pb.Deadline(seat=s, expire_time=_timestamp(at)) for s, at in table.deadlines],
+        settings=settings(session),
+    )
+    if table.state is not None:
+        rules = session.rules
+        getattr(message, session.adapter.field).CopyFrom(
+            session.adapter.view_to_proto(rules.view(table.state, seat)))
+        slot = table.seats[seat] if seat is not None else None
+        if slot is not None and not table.game_over(rules):
+            if slot.taken_over:
+                message.legal_actions.append(pb.Action(reclaim_seat=pb.ReclaimSeat()))
+            elif slot.bot is None:
+                message.legal_actions.extend(
+                    action_to_proto(session, a) for a in rules.legal_actions(table.state, seat))
+        elif slot is not None and table.game_over(rules):
+            message.legal_actions.append(pb.Action(start_next_game=pb.StartNextGame()))
+    return message
+
+
+def event(session: Session, logged: LoggedEvent, seat: int | None) -> pb.Event:
+    """One logged event as ``seat`` may see it."""
+    e = logged.event
+    message = pb.Event(sequence=e.sequence, game_number=e.game_number, version=logged.version,
+                       awaiting_seats=logged.awaiting)
+    body = e.body
+    if isinstance(body, tbl.SeatClaimed):
+        message.seat_claimed.CopyFrom(
+            pb.SeatClaimed(seat=body.seat, display_name=session.names[body.seat]))
+    elif isinstance(body, tbl.GameStarted):
+        message.game_started.CopyFrom(pb.GameStarted(game_number=body.number, seats=body.seats))
+    elif isinstance(body, tbl.SeatTakenOver):
+        message.seat_taken_over.CopyFrom(
+            pb.SeatTakenOver(seat=body.seat, until_reclaimed=body.until_reclaimed))
+    elif isinstance(body, tbl.SeatReclaimed):
+        message.seat_reclaimed.CopyFrom(pb.SeatReclaimed(seat=body.seat))
+    elif isinstance(body, tbl.GameEnded):
+        message.game_ended.CopyFrom(pb.GameEnded(
+            game_number=body.number, winners=body.outcome.winners,
+            scores=body.outcome.scores, summary=body.outcome.summary,
+            series=_summaries(body.records),
+            scoreboard=_scoreboard(len(session.table.seats), body.records)))
+    else:
+        redacted = session.rules.redact(body, seat)
+        getattr(message, session.adapter.field).CopyFrom(
+            session.adapter.event_to_proto(redacted))
+    return message
+
+
+def listing(session: Session) -> pb.GameListing:
+    table = session.table
+    return pb.GameListing(
+        game_id=session.game_id,
+        kind=session.adapter.proto_kind,  # type: ignore[arg-type]
+        status=status(session),  # type: ignore[arg-type]
+        seats=len(table.seats),
+        open_seats=[i for i, s in enumerate(table.seats) if not s.claimed],
+        game_number=table.game_number,
+        create_time=_timestamp(session.created_ms),
+    )
+
+
+def kind_of(proto_kind: int) -> str | None:
+    adapter = BY_PROTO_KIND.get(proto_kind)
+    return adapter.kind if adapter else None
+
+
+__all__ = ["ADAPTERS", "RuleError"]

@@ -1,0 +1,62 @@
+"""One mapping from refusals to gRPC statuses with ``google.rpc.ErrorInfo`` details."""
+
+from __future__ import annotations
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from tapis_engine.errors import ErrorKind, RuleError
+
+DOMAIN = "tapis.v1"
+
+
+class ServiceError(Exception):
+    """A refusal decided by the service (not the rules): code, UPPER_SNAKE reason, message."""
+
+    def __init__(self, code: grpc.StatusCode, reason: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+
+
+_KIND_TO_CODE = {
+    ErrorKind.INVALID: grpc.StatusCode.INVALID_ARGUMENT,
+    ErrorKind.PRECONDITION: grpc.StatusCode.FAILED_PRECONDITION,
+    ErrorKind.PERMISSION: grpc.StatusCode.PERMISSION_DENIED,
+    ErrorKind.RATE_LIMITED: grpc.StatusCode.RESOURCE_EXHAUSTED,
+}
+
+
+def from_rule_error(error: RuleError) -> ServiceError:
+    """The service refusal for an engine refusal."""
+    return ServiceError(_KIND_TO_CODE[error.kind], error.reason.value, error.message)
+
+
+def to_status(error: ServiceError, metadata: dict[str, str] | None = None) -> grpc.Status:
+    """A rich ``grpc.Status`` carrying ErrorInfo(reason, domain="tapis.v1")."""
+    info = error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN,
+                                       metadata=metadata or {})
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    status = status_pb2.Status(code=_CODE_VALUES[error.code], message=error.message,
+                               details=[detail])
+    return rpc_status.to_status(status)
+
+
+_CODE_VALUES = {code: getattr(code_pb2, code.name) for code in grpc.StatusCode
+                if hasattr(code_pb2, code.name)}
+
+
+def not_found(message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.NOT_FOUND, "GAME_NOT_FOUND", message)
+
+
+def invalid_argument(reason: str, message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, reason, message)
+
+
+def failed_precondition(reason: str, message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.FAILED_PRECONDITION, reason, message)

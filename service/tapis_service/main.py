@@ -1,0 +1,83 @@
+"""`tapis-server`: run the Tapis game server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+import structlog
+
+from tapis_service.server import create_server
+from tapis_service.settings import Settings
+
+
+def configure_logging(level: str) -> None:
+    """JSON logs on stderr, one object per line, with the bound context (rpc, game, seat)."""
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.JSONRenderer(),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping()[level.upper()]),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+
+
+def parse_args(argv: list[str] | None = None) -> Settings:
+    parser = argparse.ArgumentParser(prog="tapis-server", description=__doc__)
+    parser.add_argument("--host", default=os.environ.get("TAPIS_HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("TAPIS_PORT", "50051")))
+    parser.add_argument("--data-dir", type=Path, default=os.environ.get("TAPIS_DATA_DIR"),
+                        help="where the durable store keeps its file (default: memory only)")
+    parser.add_argument("--store", choices=("sqlite", "memory"), default=None,
+                        help="sqlite (the default with --data-dir) or memory")
+    parser.add_argument("--allow-stacked-decks", action="store_true",
+                        help="accept explicit deck orders (tests, tutorials, bug reports)")
+    parser.add_argument("--bot-delay-ms", type=int, default=600,
+                        help="how long server bots wait before moving")
+    parser.add_argument("--slap-rate", type=float, default=10.0, help="slaps per second per seat")
+    parser.add_argument("--slap-burst", type=int, default=5)
+    parser.add_argument("--snapshot-every", type=int, default=200)
+    parser.add_argument("--retention", type=int, default=10_000,
+                        help="finished games kept queryable")
+    parser.add_argument("--max-games", type=int, default=100_000)
+    parser.add_argument("--log-level", default=os.environ.get("TAPIS_LOG_LEVEL", "info"))
+    args = parser.parse_args(argv)
+    store = args.store or ("sqlite" if args.data_dir else "memory")
+    if store == "sqlite" and args.data_dir is None:
+        parser.error("--store sqlite needs --data-dir")
+    return Settings(host=args.host, port=args.port, store=store, data_dir=args.data_dir,
+                    allow_stacked_decks=args.allow_stacked_decks, bot_delay_ms=args.bot_delay_ms,
+                    slap_rate_per_s=args.slap_rate, slap_burst=args.slap_burst,
+                    snapshot_every=args.snapshot_every, finished_retention=args.retention,
+                    max_games=args.max_games, log_level=args.log_level)
+
+
+async def serve(settings: Settings) -> None:
+    running = await create_server(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    structlog.get_logger("tapis.server").info("stopping", grace_s=settings.grace_s)
+    await running.stop(settings.grace_s)
+
+
+def main(argv: list[str] | None = None) -> None:
+    settings = parse_args(argv)
+    configure_logging(settings.log_level)
+    asyncio.run(serve(settings))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""The tapis.v1.GameService servicer: thin adapters from RPCs to the game host."""
+
+from __future__ import annotations
+
+import base64
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+import structlog
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis_engine.errors import RuleError
+from tapis_service import convert
+from tapis_service.errors import ServiceError, from_rule_error, invalid_argument, to_status
+from tapis_service.host import GameHost
+
+log = structlog.get_logger("tapis.rpc")
+
+R = TypeVar("R")
+MAX_PAGE = 1000
+
+
+def _token(context: grpc.aio.ServicerContext) -> str | None:
+    for key, value in context.invocation_metadata() or ():
+        if key == "authorization":
+            text = value if isinstance(value, str) else value.decode()
+            scheme, _, token = text.partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN",
+                                   "send the seat token as `authorization: Bearer <token>`")
+            return token.strip()
+    return None
+
+
+def _refusal(error: Exception) -> ServiceError:
+    if isinstance(error, RuleError):
+        return from_rule_error(error)
+    assert isinstance(error, ServiceError)
+    return error
+
+
+def unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
+    """Bind the RPC name to the logs and map every refusal to its status, once."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> R:
+        with structlog.contextvars.bound_contextvars(rpc=method.__name__,
+                                                     game=getattr(request, "game_id", None)):
+            try:
+                return await method(self, request, context)
+            except (RuleError, ServiceError) as error:
+                refusal = _refusal(error)
+                log.info("refused", code=refusal.code.name, reason=refusal.reason)
+                await context.abort_with_status(to_status(refusal))
+                raise AssertionError("unreachable") from error
+
+    return wrapper
+
+
+class GameServicer(pb_grpc.GameServiceServicer):
+    """Every RPC of tapis.v1.GameService."""
+
+    def __init__(self, host: GameHost) -> None:
+        self.host = host
+
+    @unary
+    async def CreateGame(self, request: pb.CreateGameRequest,
+                         context: grpc.aio.ServicerContext) -> pb.CreateGameResponse:
+        session = await self.host.create(**convert.create_arguments(request))
+        return pb.CreateGameResponse(game=convert.view(session, None))
+
+    @unary
+    async def JoinGame(self, request: pb.JoinGameRequest,
+                       context: grpc.aio.ServicerContext) -> pb.JoinGameResponse:
+        name = convert.check_id(request.display_name, "display_name")
+        seat = request.seat if request.HasField("seat") else None
+        session, seat, token = await self.host.join(request.game_id, seat, name)
+        return pb.JoinGameResponse(seat=seat, seat_token=token,
+                                   game=convert.view(session, seat))
+
+    @unary
+    async def GetGame(self, request: pb.GetGameRequest,
+                      context: grpc.aio.ServicerContext) -> pb.GetGameResponse:
+        session = self.host.get(request.game_id)
+        seat = self.host.seat_of(session, _token(context))
+        return pb.GetGameResponse(game=convert.view(session, seat))
+
+    @unary
+    async def SubmitAction(self, request: pb.SubmitActionRequest,
+                           context: grpc.aio.ServicerContext) -> pb.SubmitActionResponse:
+        session = self.host.get(request.game_id)
+        token = _token(context)
+        if token is None:
+            raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, "TOKEN_REQUIRED",
+                               "acting needs your seat token (authorization: Bearer <token>)")
+        seat = self.host.seat_of(session, token)
+        assert seat is not None
+        if request.HasField("seat") and request.seat != seat:
+            raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, "NOT_YOUR_SEAT",
+                               f"your token is for seat {seat}, not seat {request.seat}")
+        if not request.HasField("action"):
+            raise invalid_argument("INVALID_ACTION", "the request has no action")
+        request_id = convert.check_id(request.request_id, "request_id")
+        move = convert.move_from_proto(session, seat, request.action)
+        expected = request.expected_version if request.HasField("expected_version") else None
+        with structlog.contextvars.bound_contextvars(seat=seat):
+            applied = await self.host.submit(session, seat, move, request_id, expected)
+        return pb.SubmitActionResponse(
+            version=applied.version,
+            events=[convert.event(session, e, seat) for e in applied.events])
+
+    async def StreamEvents(self, request: pb.StreamEventsRequest,
+                           context: grpc.aio.ServicerContext
+                           ) -> AsyncIterator[pb.StreamEventsResponse]:
+        try:
+            session = self.host.get(request.game_id)
+            seat = self.host.seat_of(session, _token(context))
+        except ServiceError as error:
+            await context.abort_with_status(to_status(error))
+            return
+        subscriber, backlog = self.host.subscribe(session, seat, request.after_sequence)
+        try:
+            last = request.after_sequence
+            for logged in backlog:
+                last = logged.sequence
+                yield pb.StreamEventsResponse(event=convert.event(session, logged, seat))
+            while True:
+                item = await subscriber.queue.get()
+                if item is None:
+                    break
+                if item.sequence <= last:
+                    continue
+                last = item.sequence
+                yield pb.StreamEventsResponse(event=convert.event(session, item, seat))
+            if subscriber.overflowed:
+                error = ServiceError(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED, "STREAM_TOO_SLOW",
+                    f"this stream fell too far behind; resume with after_sequence={last}")
+                await context.abort_with_status(
+                    to_status(error, {"resume_after_sequence": str(last)}))
+        finally:
+            self.host.unsubscribe(session, subscriber)
+
+    @unary
+    async def ListGames(self, request: pb.ListGamesRequest,
+                        context: grpc.aio.ServicerContext) -> pb.ListGamesResponse:
+        size = request.page_size or 100
+        if size > MAX_PAGE:
+            raise invalid_argument("INVALID_PAGE_SIZE", f"page_size is at most {MAX_PAGE}")
+        start = 0
+        if request.page_token:
+            try:
+                start = int(base64.urlsafe_b64decode(request.page_token.encode()).decode())
+            except ValueError as error:
+                raise invalid_argument("INVALID_PAGE_TOKEN", "page_token is not valid") from error
+        kind = convert.kind_of(request.kind) if request.kind else None
+        sessions = [s for s in self.host.sessions.values()
+                    if (kind is None or s.rules.kind == kind)
+                    and (request.include_finished or not s.table.game_over(s.rules))]
+        page = sessions[start:start + size]
+        token = ""
+        if start + size < len(sessions):
+            token = base64.urlsafe_b64encode(str(start + size).encode()).decode()
+        return pb.ListGamesResponse(games=[convert.listing(s) for s in page],
+                                    next_page_token=token)

@@ -1,0 +1,140 @@
+"""One live table: its pure ``Table``, its event log, its subscribers and its timers.
+
+Inputs are applied one at a time, synchronously (the asyncio loop never interleaves inside
+``apply``), so each game's actions are serialised without a lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from tapis_engine import table as tbl
+from tapis_engine.protocol import Rules
+from tapis_service.adapters import GameAdapter
+from tapis_service.clock import TimerHandle
+
+REQUEST_IDS_KEPT = 1024
+"""Request ids remembered per seat for idempotent retries."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedEvent:
+    """A table event with the table version and awaited seats once its input was applied."""
+
+    event: tbl.TableEvent
+    version: int
+    awaiting: tuple[int, ...]
+
+    @property
+    def sequence(self) -> int:
+        return self.event.sequence
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """The answer to an accepted input (kept for idempotent retries)."""
+
+    version: int
+    events: tuple[LoggedEvent, ...]
+
+
+class Subscriber:
+    """One open event stream: a bounded queue fed by the session."""
+
+    def __init__(self, seat: int | None, capacity: int) -> None:
+        self.seat = seat
+        self.capacity = capacity
+        self.queue: asyncio.Queue[LoggedEvent | None] = asyncio.Queue()
+        self.overflowed = False
+        self.closed = False
+
+    def offer(self, logged: LoggedEvent) -> None:
+        """Queue an event; past capacity the stream is cut off (it may resume by sequence)."""
+        if self.overflowed or self.closed:
+            return
+        if self.queue.qsize() >= self.capacity:
+            self.overflowed = True
+            self.queue.put_nowait(None)
+            return
+        self.queue.put_nowait(logged)
+
+    def close(self) -> None:
+        """End the stream (server shutdown, game dropped)."""
+        if not self.closed:
+            self.closed = True
+            self.queue.put_nowait(None)
+
+
+@dataclass
+class Session:
+    """A table hosted by this server."""
+
+    game_id: str
+    rules: Rules[Any, Any, Any]
+    adapter: GameAdapter
+    table: tbl.Table
+    created_ms: int
+    names: list[str]
+    events: list[LoggedEvent] = field(default_factory=list)
+    request_ids: dict[int, OrderedDict[str, Applied]] = field(default_factory=dict)
+    subscribers: set[Subscriber] = field(default_factory=set)
+    bot_timers: dict[int, TimerHandle] = field(default_factory=dict)
+    deadline_timers: dict[tuple[int, int], TimerHandle] = field(default_factory=dict)
+    journal_length: int = 0
+    """Inputs applied since creation (the journal's length)."""
+
+    @property
+    def last_sequence(self) -> int:
+        return self.table.next_sequence - 1
+
+    def awaiting(self) -> tuple[int, ...]:
+        state = self.table.state
+        if state is None or self.table.game_over(self.rules):
+            return ()
+        return tuple(sorted(self.rules.to_act(state)))
+
+    def record(self, events: list[tbl.TableEvent]) -> tuple[LoggedEvent, ...]:
+        """Append freshly produced events to the log (with the current version)."""
+        awaiting = self.awaiting()
+        logged = tuple(LoggedEvent(e, self.table.version, awaiting) for e in events)
+        self.events.extend(logged)
+        return logged
+
+    def apply(self, move: tbl.Input, now_ms: int) -> Applied:
+        """Apply one input (raises RuleError, changing nothing, when refused)."""
+        table, events = tbl.step(self.rules, self.table, move, now_ms)
+        self.table = table
+        self.journal_length += 1
+        return Applied(table.version, self.record(events))
+
+    def events_after(self, sequence: int) -> list[LoggedEvent]:
+        """The logged events with a sequence greater than ``sequence``."""
+        if not self.events:
+            return []
+        first = self.events[0].sequence
+        start = max(0, sequence + 1 - first)
+        return self.events[start:]
+
+    def remembered(self, seat: int, request_id: str) -> Applied | None:
+        seen = self.request_ids.get(seat)
+        return None if seen is None else seen.get(request_id)
+
+    def remember(self, seat: int, request_id: str, applied: Applied) -> None:
+        seen = self.request_ids.setdefault(seat, OrderedDict())
+        seen[request_id] = applied
+        while len(seen) > REQUEST_IDS_KEPT:
+            seen.popitem(last=False)
+
+    def publish(self, logged: tuple[LoggedEvent, ...]) -> None:
+        for subscriber in list(self.subscribers):
+            for item in logged:
+                subscriber.offer(item)
+
+    def cancel_timers(self) -> None:
+        for handle in list(self.bot_timers.values()) + list(self.deadline_timers.values()):
+            handle.cancel()
+        self.bot_timers.clear()
+        self.deadline_timers.clear()
