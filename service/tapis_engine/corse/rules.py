@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tapis_engine import rng
-from tapis_engine.cards import JACK, Card, cards_from_text, cards_to_text, deck_with_jokers
+from tapis_engine.cards import JACK, cards_from_text, cards_to_text, deck_with_jokers
 from tapis_engine.corse import bots
 from tapis_engine.corse.combinations import ALL_COMBINATIONS, find_combination
 from tapis_engine.corse.state import (
@@ -54,7 +54,8 @@ class _Play:
     """A mutable scratch copy of a state, for applying one validated action."""
 
     __slots__ = ("challenger", "decks", "end", "events", "face_up", "flip_cap", "pile", "rng",
-                 "sequence", "statuses", "strikes", "tries", "turn", "winner")
+                 "sequence", "statuses", "statuses_changed", "strikes", "tries", "turn",
+                 "winner")
 
     def __init__(self, state: CorseState) -> None:
         self.decks = list(state.decks)
@@ -64,8 +65,9 @@ class _Play:
         self.turn = state.turn
         self.challenger = state.challenger
         self.tries = state.tries
-        self.statuses = list(state.statuses)
-        self.strikes = list(state.strikes)
+        self.statuses = state.statuses
+        self.statuses_changed = False
+        self.strikes = state.strikes
         self.rng = state.rng
         self.flip_cap = state.flip_cap
         self.winner: int | None = None
@@ -76,7 +78,7 @@ class _Play:
         return CorseState(
             decks=tuple(self.decks), pile=self.pile, face_up=self.face_up,
             sequence=self.sequence, turn=self.turn, challenger=self.challenger,
-            tries=self.tries, statuses=tuple(self.statuses), strikes=tuple(self.strikes),
+            tries=self.tries, statuses=self.statuses, strikes=self.strikes,
             rng=self.rng, combinations=state.combinations, flip_cap=state.flip_cap,
             winner=self.winner, end=self.end,
         )
@@ -114,8 +116,14 @@ class _Play:
         self.tries = 0
         self.events.append(PileWon(seat, reason, cards, self.sizes()))
 
+    def set_status(self, seat: int, status: str) -> None:
+        statuses = list(self.statuses)
+        statuses[seat] = status
+        self.statuses = tuple(statuses)
+        self.statuses_changed = True
+
     def eliminate(self, seat: int) -> None:
-        self.statuses[seat] = ELIMINATED
+        self.set_status(seat, ELIMINATED)
         self.events.append(Eliminated(seat))
 
     # --- actions ---
@@ -165,14 +173,16 @@ class _Play:
         if combination is not None:
             self.take_pile(seat, combination)
             if self.statuses[seat] == ELIMINATED:
-                self.statuses[seat] = IN_PLAY
+                self.set_status(seat, IN_PLAY)
                 self.events.append(Reentered(seat))
             self.turn = seat
         elif self.statuses[seat] == ELIMINATED:
-            self.strikes[seat] += 1
-            self.events.append(FalseSlap(seat, 0, self.strikes[seat], len(self.pile)))
-            if self.strikes[seat] >= STRIKES_OUT:
-                self.statuses[seat] = OUT
+            strikes = list(self.strikes)
+            strikes[seat] += 1
+            self.strikes = tuple(strikes)
+            self.events.append(FalseSlap(seat, 0, strikes[seat], len(self.pile)))
+            if strikes[seat] >= STRIKES_OUT:
+                self.set_status(seat, OUT)
                 self.events.append(OutForGood(seat))
         else:
             deck = self.decks[seat]
@@ -186,10 +196,12 @@ class _Play:
     def settle(self) -> None:
         """Eliminate whoever must flip with nothing to flip; end the game when it is over."""
         while True:
-            in_play = [s for s, status in enumerate(self.statuses) if status == IN_PLAY]
-            if len(in_play) <= 1:
-                self.finish_last(in_play[0] if in_play else None)
-                return
+            # A live state always has two seats in play: count only after a change.
+            if self.statuses_changed:
+                in_play = [s for s, status in enumerate(self.statuses) if status == IN_PLAY]
+                if len(in_play) <= 1:
+                    self.finish_last(in_play[0] if in_play else None)
+                    return
             seat = self.turn
             assert seat is not None
             if self.decks[seat]:
@@ -251,9 +263,8 @@ class CorseRules:
                           f"unknown combinations {sorted(unknown)}; known: {ALL_COMBINATIONS}")
         if not 1 <= options.flip_cap <= MAX_FLIP_CAP:
             raise invalid(Reason.INVALID_OPTIONS, f"flip_cap must be between 1 and {MAX_FLIP_CAP}")
-        if setup.stacked_deck is not None and (
-            len(setup.stacked_deck) != 54 or sorted(setup.stacked_deck) != sorted(deck_with_jokers())
-        ):
+        deck = setup.stacked_deck
+        if deck is not None and sorted(deck) != sorted(deck_with_jokers()):
             raise invalid(Reason.INVALID_STACKED_DECK,
                           "a stacked Bataille Corse deck must hold the 52 cards and 2 jokers")
 
@@ -289,16 +300,16 @@ class CorseRules:
 
     def apply(self, state: CorseState, seat: int,
               action: CorseAction) -> tuple[CorseState, list[Any]]:
-        if not isinstance(action, Flip | Slap):
+        if not isinstance(action, (Flip, Slap)):
             raise invalid(Reason.WRONG_GAME_KIND, "Bataille Corse knows only flip and slap")
         if state.end is not None:
             raise precondition(Reason.GAME_OVER, "this game is over")
         if not 0 <= seat < len(state.decks):
             raise invalid(Reason.INVALID_ACTION, f"there is no seat {seat}")
-        play = _Play(state)
         if isinstance(action, Flip):
             if seat != state.turn:
                 raise precondition(Reason.NOT_YOUR_TURN, f"seat {state.turn} flips now")
+            play = _Play(state)
             play.flip(seat)
         else:
             if state.statuses[seat] == OUT:
@@ -308,6 +319,7 @@ class CorseRules:
             if action.pile_sequence != state.top_sequence:
                 raise precondition(Reason.SLAP_TOO_LATE,
                                    f"too late: card {action.pile_sequence} is no longer on top")
+            play = _Play(state)
             play.slap(seat, find_combination(state.face_up_cards(), state.combinations))
         return play.freeze(state), play.events
 
@@ -422,7 +434,3 @@ class CorseRules:
             flip_cap=int(data.get("flip_cap", DEFAULT_FLIP_CAP)),
         )
 
-
-def face_up_cards(state: CorseState) -> tuple[Card, ...]:
-    """The face-up cards of the pile since it was last taken, oldest first."""
-    return state.face_up_cards()
