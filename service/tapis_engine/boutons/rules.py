@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from tapis_engine import rng
@@ -39,6 +38,7 @@ from tapis_engine.boutons.state import (
     BoutonsView,
     ButtonsTaken,
     CardFlipped,
+    Counts,
     DrawStarted,
     Flip,
     LaidOutCard,
@@ -54,6 +54,9 @@ Action = Bet | Flip
 FLIP = Flip()
 _BETS = {(colour, card): Bet(colour, card)
          for colour in ALL_COLOURS for seat in range(4) for card in laid_out_cards(seat)}
+_LEGAL_BETS: dict[tuple[int, Counts, tuple[bool, ...]], tuple[Bet, ...]] = {}
+"""Memo of the legal bets by seat, hand and covered cards (pure, so safe to share)."""
+_LEGAL_BETS_CACHE = 100_000
 ENCODING_VERSION = 1
 
 
@@ -99,7 +102,7 @@ class BoutonsRules:
     def _begin_round(self, state: BoutonsState, number: int, first: int,
                      events: list[Any]) -> BoutonsState:
         """The first player moves a reserve button to the centre; betting starts with them."""
-        state = replace(state, round=number, first=first, phase=BETTING, reserve=state.reserve - 1,
+        state = state._replace(round=number, first=first, phase=BETTING, reserve=state.reserve - 1,
                         centre=state.centre + 1, bets_placed=0, deck=(), black_aces=(),
                         last_flip=None)
         events.append(ReserveToCentre(number, first, state.reserve, state.centre))
@@ -111,8 +114,8 @@ class BoutonsRules:
         seat = (state.first + state.bets_placed) % state.seats
         if not any(state.hands[seat]):
             events.append(BettingStopped(seat))
-            return self._start_draw(replace(state, betting_stopped=True), events)
-        return replace(state, to_move=seat)
+            return self._start_draw(state._replace(betting_stopped=True), events)
+        return state._replace(to_move=seat)
 
     def _start_draw(self, state: BoutonsState, events: list[Any]) -> BoutonsState:
         """Deck B, whole again, is shuffled (or stacked); the second player flips first."""
@@ -123,7 +126,7 @@ class BoutonsRules:
             deck, seed = rng.shuffled(seed, DECK_B)
         seat = (state.first + 1) % state.seats
         events.append(DrawStarted(seat, len(deck)))
-        return replace(state, phase=DRAWING, deck=deck, rng=seed, to_move=seat)
+        return state._replace(phase=DRAWING, deck=deck, rng=seed, to_move=seat)
 
     def _end_round(self, state: BoutonsState, reason: str, events: list[Any]) -> BoutonsState:
         game_over = state.reserve == 0 or state.betting_stopped
@@ -133,7 +136,7 @@ class BoutonsRules:
                                      events)
         end = NO_BUTTON_TO_BET if state.betting_stopped else RESERVE_EMPTY
         scores = tuple(product_score(hand) for hand in state.hands)
-        state = replace(state, phase=OVER, to_move=None, end=end)
+        state = state._replace(phase=OVER, to_move=None, end=end)
         events.append(BoutonsEnded(end, state.hands, scores, winners(scores), on_cards(state),
                                    state.centre))
         return state
@@ -150,12 +153,17 @@ class BoutonsRules:
         if state.phase == DRAWING:
             return [FLIP]
         hand = state.hands[seat]
-        mine = state.cards[seat]
-        uncovered = [i for i in range(4) if not any(mine[i])]
-        allowed = uncovered or range(4)
-        cards = laid_out_cards(seat)
-        return [_BETS[colour, cards[i]] for i in allowed
-                for colour_index, colour in enumerate(ALL_COLOURS) if hand[colour_index]]
+        covered = tuple(any(card) for card in state.cards[seat])
+        key = (seat, hand, covered)
+        bets = _LEGAL_BETS.get(key)
+        if bets is None:
+            allowed = [i for i in range(4) if not covered[i]] or range(4)
+            cards = laid_out_cards(seat)
+            bets = tuple(_BETS[colour, cards[i]] for i in allowed
+                         for colour_index, colour in enumerate(ALL_COLOURS) if hand[colour_index])
+            if len(_LEGAL_BETS) < _LEGAL_BETS_CACHE:
+                _LEGAL_BETS[key] = bets
+        return bets
 
     def apply(self, state: BoutonsState, seat: int,
               action: Action) -> tuple[BoutonsState, list[Any]]:
@@ -196,7 +204,11 @@ class BoutonsRules:
         cards[seat] = tuple(seat_cards)
         placed = state.bets_placed + 1
         events.append(BetPlaced(seat, bet.colour, card, placed))
-        state = replace(state, hands=tuple(hands), cards=tuple(cards), bets_placed=placed)
+        after = (seat + 1) % state.seats
+        if placed < BETS_PER_PLAYER * state.seats and any(hands[after]):
+            return state._replace(hands=tuple(hands), cards=tuple(cards), bets_placed=placed,
+                                  to_move=after)
+        state = state._replace(hands=tuple(hands), cards=tuple(cards), bets_placed=placed)
         return self._next_bettor(state, events)
 
     def _flip(self, state: BoutonsState, seat: int, events: list[Any]) -> BoutonsState:
@@ -214,23 +226,23 @@ class BoutonsRules:
                 seat_cards[SUIT_INDEX[card.suit]] = NO_BUTTONS
                 cards[owner] = tuple(seat_cards)
                 events.append(ButtonsTaken(seat, card, taken))
-                state = replace(state, hands=tuple(hands), cards=tuple(cards))
+                state = state._replace(hands=tuple(hands), cards=tuple(cards))
         elif card == ACE_OF_HEARTS:
             if state.centre:
                 taken = with_count(NO_BUTTONS, RESERVE_INDEX, state.centre)
                 hands = list(state.hands)
                 hands[seat] = add(hands[seat], taken)
                 events.append(ButtonsTaken(seat, None, taken))
-                state = replace(state, hands=tuple(hands), centre=0)
+                state = state._replace(hands=tuple(hands), centre=0)
         elif card in BLACK_ACES:
             aces = (*state.black_aces, card)
             events.append(BlackAceSetAside(seat, card, len(aces)))
-            state = replace(state, black_aces=aces)
+            state = state._replace(black_aces=aces)
             if len(aces) == len(BLACK_ACES):
-                return self._end_round(replace(state, deck=deck, last_flip=card),
+                return self._end_round(state._replace(deck=deck, last_flip=card),
                                        SECOND_BLACK_ACE, events)
-        state = replace(state, deck=deck, last_flip=card, to_move=(seat + 1) % state.seats)
-        if not state.centre and not on_cards(state):
+        state = state._replace(deck=deck, last_flip=card, to_move=(seat + 1) % state.seats)
+        if len(events) > 1 and not state.centre and not on_cards(state):
             return self._end_round(state, NO_BUTTONS_LEFT, events)
         return state
 

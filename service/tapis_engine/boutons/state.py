@@ -7,6 +7,7 @@ colour of ``ALL_COLOURS`` (index = colour) a place holds. The reserve colour is 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from tapis_engine.cards import ACE, JACK, KING, QUEEN, SUITS, TEN, Card, piquet_deck
 
@@ -55,7 +56,10 @@ def colours_in_play(seats: int) -> tuple[str, ...]:
 
 def laid_out_cards(seat: int) -> tuple[Card, ...]:
     """The four cards ``seat`` lays out, in suit order."""
-    return tuple(Card(LAID_OUT_RANKS[seat], suit) for suit in SUITS)
+    return LAID_OUT[seat]
+
+
+LAID_OUT = tuple(tuple(Card(rank, suit) for suit in SUITS) for rank in LAID_OUT_RANKS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +88,9 @@ class Flip:
 # --- state ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class BoutonsState:
+class BoutonsState(NamedTuple):
+    """A game in progress (immutable; a NamedTuple so that each action copies it cheaply)."""
+
     seats: int
     rounds: int
     round: int
