@@ -1,0 +1,93 @@
+"""Per-game presentation and play for the clients: one module per game, found by the view's
+oneof field. Each module offers ``render(view)``, ``describe_action(action)``,
+``describe_event(event, seat)`` and ``hotkey(action)``; it may offer ``choose(view, rng)`` (a
+bot's pick, default: a random legal action) and ``reacts_to(event, seat)`` (whether a bot
+should look at the table after this event even when not awaited; default: no)."""
+
+from __future__ import annotations
+
+import importlib
+import random
+from types import ModuleType
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis.v1.cards_pb2 import Card
+
+FIELDS = {pb.GAME_KIND_WAR: "war", pb.GAME_KIND_BATAILLE_CORSE: "bataille_corse",
+          pb.GAME_KIND_BOUTONS: "boutons", pb.GAME_KIND_BASRA: "basra"}
+KINDS = {"war": pb.GAME_KIND_WAR, "bataille-corse": pb.GAME_KIND_BATAILLE_CORSE,
+         "corse": pb.GAME_KIND_BATAILLE_CORSE, "boutons": pb.GAME_KIND_BOUTONS,
+         "basra": pb.GAME_KIND_BASRA}
+_MODULES = {"war": "war", "bataille_corse": "corse", "boutons": "boutons", "basra": "basra"}
+
+RANKS = {2: "2", 3: "3", 4: "4", 5: "5", 6: "6", 7: "7", 8: "8", 9: "9", 10: "10", 11: "J",
+         12: "Q", 13: "K", 14: "A", 15: "Joker"}
+SUITS = {1: "♣", 2: "♦", 3: "♥", 4: "♠", 0: ""}
+RED = {2, 3}
+
+
+def card_text(card: Card) -> str:
+    """``10♥``, ``Q♠``, ``Joker``."""
+    return RANKS.get(card.rank, "?") + SUITS.get(card.suit, "")
+
+
+def card_markup(card: Card) -> str:
+    """The card as rich markup, red suits in red."""
+    text = card_text(card)
+    colour = "red" if card.suit in RED else ("magenta" if card.rank == 15 else "bold")
+    return f"[{colour}]{text}[/]"
+
+
+def module_for(kind: int) -> ModuleType:
+    """The presentation module of a game kind."""
+    return importlib.import_module(f"tapis_clients.games.{_MODULES[FIELDS[kind]]}")
+
+
+def describe_action(kind: int, action: pb.Action) -> str:
+    which = action.WhichOneof("action")
+    if which == "reclaim_seat":
+        return "take your seat back from the bot"
+    if which == "start_next_game":
+        return "start the next game of the series"
+    text: str = module_for(kind).describe_action(action)
+    return text
+
+
+def describe_event(kind: int, event: pb.Event, seat: int | None) -> str | None:
+    """One line for a person, or None for events not worth a line."""
+    which = event.WhichOneof("body")
+    if which == "seat_claimed":
+        name = event.seat_claimed.display_name or "someone"
+        return f"{name} sits at seat {event.seat_claimed.seat}"
+    if which == "game_started":
+        return f"game {event.game_started.game_number} starts"
+    if which == "seat_taken_over":
+        taken = event.seat_taken_over
+        tail = " until its player takes it back" if taken.until_reclaimed else " for one move"
+        return f"seat {taken.seat}'s time ran out: a bot plays it{tail}"
+    if which == "seat_reclaimed":
+        return f"seat {event.seat_reclaimed.seat} is back in human hands"
+    if which == "game_ended":
+        ended = event.game_ended
+        board = ", ".join(f"seat {i}: {w}" for i, w in enumerate(ended.scoreboard.wins))
+        return (f"game {ended.game_number} over — {ended.summary}. Series: {board}, "
+                f"draws: {ended.scoreboard.draws}")
+    text: str | None = module_for(kind).describe_event(event, seat)
+    return text
+
+
+def choose(kind: int, view: pb.GameView, rng: random.Random) -> pb.Action | None:
+    """A bot's pick: the game's own policy, else a random legal action."""
+    if not view.legal_actions:
+        return None
+    module = module_for(kind)
+    policy = getattr(module, "choose", None)
+    if policy is not None:
+        picked: pb.Action | None = policy(view, rng)
+        return picked
+    return rng.choice(list(view.legal_actions))
+
+
+def reacts_to(kind: int, event: pb.Event, seat: int | None) -> bool:
+    hook = getattr(module_for(kind), "reacts_to", None)
+    return bool(hook(event, seat)) if hook is not None else False
