@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from tapis_engine.protocol import Rules
-from tapis_engine.war import RULES as WAR
 
-GAMES: dict[str, Rules[Any, Any, Any]] = {WAR.kind: WAR}
+_MODULES = ("tapis_engine.war", "tapis_engine.corse", "tapis_engine.boutons",
+            "tapis_engine.basra")
+
+
+def _load() -> dict[str, Rules[Any, Any, Any]]:
+    games: dict[str, Rules[Any, Any, Any]] = {}
+    for name in _MODULES:
+        try:
+            rules = importlib.import_module(name).RULES
+        except (ImportError, AttributeError):  # a game not built yet
+            continue
+        games[rules.kind] = rules
+    return games
+
+
+GAMES: dict[str, Rules[Any, Any, Any]] = _load()
 
 
 def rules_for(kind: str) -> Rules[Any, Any, Any] | None:
