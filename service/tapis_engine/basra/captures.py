@@ -13,6 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 from itertools import combinations, product
 
+from tapis_engine.basra.state import LEBANESE, BasraOptions
 from tapis_engine.cards import ACE, JACK, KING, QUEEN, SEVEN, TEN, TWO, Card
 
 SEVEN_OF_DIAMONDS = Card(SEVEN, "D")
@@ -20,17 +21,18 @@ TEN_OF_DIAMONDS = Card(TEN, "D")
 TWO_OF_CLUBS = Card(TWO, "C")
 
 
+VALUES = (0, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 0, 0, 1, 0)
+"""The value in sums of each rank (index = rank): A = 1, 2..10 their rank, faces 0."""
+
+
 def number_value(card: Card) -> int:
     """The card's value in sums: A = 1, 2..10 their rank, faces 0."""
-    rank = card.rank
-    if rank == ACE:
-        return 1
-    return rank if rank <= TEN else 0
+    return VALUES[card.rank]
 
 
 def floor_sum(floor: tuple[Card, ...]) -> int:
     """The sum of the floor's number cards (faces count 0)."""
-    return sum(number_value(card) for card in floor)
+    return sum(VALUES[card.rank] for card in floor)
 
 
 def _partitions(total: int, largest: int) -> list[tuple[int, ...]]:
@@ -95,19 +97,73 @@ def best_takes(value: int, counts: tuple[int, ...]) -> tuple[tuple[int, ...], ..
     return tuple(sorted(found))
 
 
-def _sum_captures(value: int, floor: tuple[Card, ...]) -> list[tuple[Card, ...]]:
+@lru_cache(maxsize=1 << 16)
+def _plan(value: int, counts: tuple[int, ...]
+          ) -> tuple[int, tuple[int, ...], tuple[tuple[int, ...], ...]]:
+    """``best_takes`` digested: (0, _, _) nothing to take; (1, take, _) one option using every
+    floor card of each value it uses; (2, _, takes) several options to expand card by card."""
+    takes = best_takes(value, counts)
+    if len(takes) == 1:
+        take = takes[0]
+        if not any(take):
+            return 0, take, takes
+        if all(t == 0 or t == c for t, c in zip(take, counts, strict=True)):
+            return 1, take, takes
+    return 2, takes[0], takes
+
+
+def _sum_captures(value: int, sorted_floor: tuple[Card, ...], counts10: list[int],
+                  ten_of_diamonds: int) -> tuple[tuple[Card, ...], ...]:
+    kind, take, takes = _plan(value, tuple(counts10[:value]))
+    if kind == 0:
+        return NOTHING
+    if kind == 1:
+        return (tuple(c for c in sorted_floor
+                      if 0 < VALUES[c.rank] <= value and take[VALUES[c.rank] - 1]),)
     by_value: list[list[Card]] = [[] for _ in range(value)]
-    for card in floor:
-        v = number_value(card)
+    for card in sorted_floor:
+        v = VALUES[card.rank]
         if 0 < v <= value:
             by_value[v - 1].append(card)
-    counts = tuple(len(cards) for cards in by_value)
-    options: set[tuple[Card, ...]] = set()
-    for take in best_takes(value, counts):
-        per_value = [combinations(sorted(by_value[i]), take[i]) for i in range(value) if take[i]]
+    found: set[tuple[Card, ...]] = set()
+    for take in takes:
+        per_value = [combinations(by_value[i], take[i]) for i in range(value) if take[i]]
         for parts in product(*per_value):
-            options.add(tuple(sorted(card for part in parts for card in part)))
-    return list(options)
+            found.add(tuple(sorted(card for part in parts for card in part)))
+    options = sorted(found)
+    options.sort(key=lambda cards: -capture_points(cards, ten_of_diamonds))
+    return tuple(options)
+
+
+def hand_options(hand: tuple[Card, ...] | list[Card], floor: tuple[Card, ...],
+                 seven_sweeps: bool, ten_of_diamonds: int = 3
+                 ) -> list[tuple[Card, tuple[tuple[Card, ...], ...]]]:
+    """``(card, capture_options(card, ...))`` for each card of ``hand``, sharing the floor's
+    digest between cards."""
+    sorted_floor = tuple(sorted(floor))
+    counts10 = [0] * 10
+    total = 0
+    for card in floor:
+        v = VALUES[card.rank]
+        if v:
+            counts10[v - 1] += 1
+            total += v
+    out = []
+    for card in hand:
+        rank = card.rank
+        options: tuple[tuple[Card, ...], ...]
+        if rank == JACK or (seven_sweeps and card == SEVEN_OF_DIAMONDS and floor
+                            and total <= 10):
+            options = (sorted_floor,)
+        elif rank in (QUEEN, KING):
+            options = (tuple(c for c in sorted_floor if c.rank == rank),)
+        else:
+            options = _sum_captures(VALUES[rank], sorted_floor, counts10, ten_of_diamonds)
+        out.append((card, options))
+    return out
+
+
+NOTHING: tuple[tuple[Card, ...], ...] = ((),)
 
 
 def capture_points(cards: tuple[Card, ...], ten_of_diamonds: int) -> int:
@@ -135,18 +191,7 @@ def capture_options(card: Card, floor: tuple[Card, ...], seven_sweeps: bool,
     ``((),)`` when the card takes nothing. Options are ordered by points (most first), then by
     card order: the first is the one the service takes when the action names none.
     """
-    rank = card.rank
-    if rank == JACK:
-        return (tuple(sorted(floor)),)
-    if rank == QUEEN or rank == KING:
-        return (tuple(sorted(c for c in floor if c.rank == rank)),)
-    if is_seven_sweep(card, floor, seven_sweeps):
-        return (tuple(sorted(floor)),)
-    options = _sum_captures(number_value(card), floor)
-    if len(options) == 1:
-        return (options[0],)
-    options.sort(key=lambda cards: (-capture_points(cards, ten_of_diamonds), cards))
-    return tuple(options)
+    return hand_options((card,), floor, seven_sweeps, ten_of_diamonds)[0][1]
 
 
 def takes_all(card: Card, floor: tuple[Card, ...], seven_sweeps: bool) -> bool:
@@ -157,5 +202,39 @@ def takes_all(card: Card, floor: tuple[Card, ...], seven_sweeps: bool) -> bool:
     return len(options[0]) == len(floor)
 
 
-__all__ = ["SEVEN_OF_DIAMONDS", "TEN_OF_DIAMONDS", "TWO_OF_CLUBS", "best_takes", "capture_options",
-           "capture_points", "floor_sum", "is_seven_sweep", "number_value", "takes_all"]
+def basra_how(options: BasraOptions, card: Card, floor: tuple[Card, ...],
+              remaining: tuple[Card, ...]) -> str | None:
+    """How the capture of ``floor`` by ``card`` (leaving ``remaining``) is a basra, or None.
+
+    Egyptian and Iraqi: a capture by a card other than a jack that empties the floor ("sum",
+    "rank" for Q and K, "seven" for the 7♦ sweep); a jack when the floor held exactly one card
+    (one or two with ``two_card_jack_basra``). Lebanese: only when the floor held a single card
+    of the played card's rank ("match").
+    """
+    if options.variant == LEBANESE:
+        return "match" if len(floor) == 1 and floor[0].rank == card.rank else None
+    if card.rank == JACK:
+        if len(floor) == 1 or (options.two_card_jack_basra and len(floor) == 2):
+            return "jack"
+        return None
+    if remaining or not floor:
+        return None
+    if is_seven_sweep(card, floor, True):
+        return "seven"
+    return "rank" if card.rank in (QUEEN, KING) else "sum"
+
+
+__all__ = [
+    "SEVEN_OF_DIAMONDS",
+    "TEN_OF_DIAMONDS",
+    "TWO_OF_CLUBS",
+    "basra_how",
+    "best_takes",
+    "capture_options",
+    "capture_points",
+    "floor_sum",
+    "hand_options",
+    "is_seven_sweep",
+    "number_value",
+    "takes_all",
+]

@@ -7,6 +7,7 @@ each seat is its own side (side = seat). Per-side tuples are indexed by side.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from tapis_engine.cards import Card
 
@@ -27,8 +28,7 @@ class BasraOptions:
     target: int = 101
 
 
-@dataclass(frozen=True, slots=True)
-class PlayCard:
+class PlayCard(NamedTuple):
     """Play ``card`` from the hand. ``capture`` names the floor cards taken (sorted, () for none);
     None lets the service choose (the complete capture with the most points, then the smallest
     in card order)."""
@@ -52,9 +52,11 @@ def seats_of_side(seats: int, side: int) -> tuple[int, ...]:
     return (side, side + 2) if seats == 4 else (side,)
 
 
-@dataclass(frozen=True, slots=True)
-class BasraState:
-    """The whole game. Hidden: ``hands`` (but the owner's), ``stock``, ``stacked``."""
+class BasraState(NamedTuple):
+    """The whole game. Hidden: ``hands`` (but the owner's), ``stock``, ``stacked``.
+
+    A named tuple rather than a dataclass: it is built once per action, and cheaply.
+    """
 
     seats: int
     options: BasraOptions
