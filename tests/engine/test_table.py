@@ -1,0 +1,148 @@
+"""The table: seats, series, turn timers, bot takeover and reclaim (RULES.md common rulings)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tapis_engine import table as tbl
+from tapis_engine.errors import Reason, RuleError
+from tapis_engine.protocol import GameSetup
+from tapis_engine.war import RULES, Reveal, WarOptions
+
+
+def new(turn_ms: int = 0, target: int = 50, bots: tuple[str | None, ...] = (None, None),
+        seed: int = 11) -> tbl.Table:
+    table, _ = tbl.new_table(RULES, GameSetup(2, seed, WarOptions(target)), list(bots),
+                             turn_ms, now_ms=0)
+    return table
+
+
+def claimed(turn_ms: int = 0, target: int = 50) -> tuple[tbl.Table, list[tbl.TableEvent]]:
+    table = new(turn_ms, target)
+    table, events = tbl.step(RULES, table, tbl.Claim(0), 0)
+    table, more = tbl.step(RULES, table, tbl.Claim(1), 0)
+    return table, events + more
+
+
+def test_game_starts_when_every_person_seat_is_taken() -> None:
+    table = new()
+    assert not table.started
+    with pytest.raises(RuleError) as refused:
+        tbl.step(RULES, table, tbl.Act(0, Reveal()), 0)
+    assert refused.value.reason is Reason.GAME_NOT_STARTED
+    table, events = claimed()
+    assert table.started and table.game_number == 1
+    kinds = [type(e.body).__name__ for e in events]
+    assert kinds[:3] == ["SeatClaimed", "SeatClaimed", "GameStarted"]
+    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+
+
+def test_a_taken_seat_cannot_be_claimed_again() -> None:
+    table, _ = tbl.step(RULES, new(), tbl.Claim(0), 0)
+    with pytest.raises(RuleError):
+        tbl.step(RULES, table, tbl.Claim(0), 0)
+
+
+def test_bot_seats_sit_at_once() -> None:
+    table = new(bots=("basic", "basic"))
+    assert table.started
+    assert tbl.pending_bot_seats(RULES, table) == [table.state.first]
+
+
+def test_deadline_set_for_the_awaited_person_and_timeout_only_after_it() -> None:
+    table, _ = claimed(turn_ms=1000)
+    first = table.state.first
+    assert table.deadlines == ((first, 1000),)
+    with pytest.raises(RuleError):
+        tbl.step(RULES, table, tbl.Timeout(first), 999)
+    table, events = tbl.step(RULES, table, tbl.Timeout(first), 1000)
+    assert isinstance(events[0].body, tbl.SeatTakenOver)
+    assert events[0].body.until_reclaimed
+    assert table.seats[first].taken_over
+    assert table.deadlines == ((1 - first, 2000),)
+
+
+def test_taken_over_seat_is_played_by_the_bot_until_reclaimed() -> None:
+    table, _ = claimed(turn_ms=1000)
+    first = table.state.first
+    table, _ = tbl.step(RULES, table, tbl.Timeout(first), 1000)
+    table, _ = tbl.step(RULES, table, tbl.Act(1 - first, Reveal()), 1100)
+    assert table.state.to_move == first
+    assert tbl.pending_bot_seats(RULES, table) == [first]
+    assert table.deadline_of(first) is None  # the bot needs no timer
+    with pytest.raises(RuleError) as refused:
+        tbl.step(RULES, table, tbl.Act(first, Reveal()), 1200)
+    assert refused.value.reason is Reason.SEAT_BOT_CONTROLLED
+    table, events = tbl.step(RULES, table, tbl.Reclaim(first), 1200)
+    assert isinstance(events[0].body, tbl.SeatReclaimed)
+    assert not table.seats[first].taken_over
+    assert table.deadline_of(first) == 2200
+    table, _ = tbl.step(RULES, table, tbl.Act(first, Reveal()), 1300)
+    with pytest.raises(RuleError) as refused:
+        tbl.step(RULES, table, tbl.Reclaim(first), 1300)
+    assert refused.value.reason is Reason.SEAT_NOT_BOT_CONTROLLED
+
+
+def _finish(table: tbl.Table) -> tuple[tbl.Table, list[tbl.TableEvent]]:
+    events: list[tbl.TableEvent] = []
+    while not table.game_over(RULES):
+        seat = next(iter(RULES.to_act(table.state)))
+        table, new_events = tbl.step(RULES, table, tbl.Act(seat, Reveal()), 0)
+        events += new_events
+    return table, events
+
+
+def test_series_summary_at_every_game_end_and_next_game() -> None:
+    table, _ = claimed(target=3)
+    with pytest.raises(RuleError) as refused:
+        tbl.step(RULES, table, tbl.NextGame(0), 0)
+    assert refused.value.reason is Reason.GAME_NOT_OVER
+    table, events = _finish(table)
+    ended = events[-1].body
+    assert isinstance(ended, tbl.GameEnded) and len(ended.records) == 1
+    table, events = tbl.step(RULES, table, tbl.NextGame(1), 0)
+    assert table.game_number == 2 and isinstance(events[0].body, tbl.GameStarted)
+    table, events = _finish(table)
+    ended = events[-1].body
+    assert [r.number for r in ended.records] == [1, 2]
+    board = tbl.scoreboard(2, table.records)
+    assert sum(board.wins) + board.draws == 2
+    assert table.records[0].seed != table.records[1].seed
+
+
+def test_same_inputs_same_table_event_for_event_and_snapshot_round_trip() -> None:
+    def run() -> tuple[tbl.Table, list[tbl.TableEvent]]:
+        table, events = claimed(turn_ms=500, target=5)
+        now = 0
+        while not table.game_over(RULES):
+            seat = next(iter(RULES.to_act(table.state)))
+            now += 100
+            move: tbl.Input = tbl.Act(seat, Reveal()) if now % 300 else tbl.Timeout(seat)
+            if isinstance(move, tbl.Timeout):
+                now = table.deadline_of(seat) or now
+            if table.seats[seat].taken_over:
+                move = tbl.BotMove(seat)
+            table, new_events = tbl.step(RULES, table, move, now)
+            events += new_events
+        return table, events
+
+    first, second = run(), run()
+    assert first == second
+    data = json.loads(json.dumps(tbl.encode_table(RULES, first[0])))
+    assert tbl.decode_table(RULES, data) == first[0]
+
+
+def test_inputs_encode_and_decode() -> None:
+    for move in (tbl.Claim(1), tbl.Act(0, Reveal()), tbl.BotMove(1), tbl.Timeout(0),
+                 tbl.Reclaim(1), tbl.NextGame(0)):
+        data = json.loads(json.dumps(tbl.encode_input(RULES, move)))
+        assert tbl.decode_input(RULES, data) == move
+
+
+def test_unknown_bot_and_bad_seat_are_refused() -> None:
+    with pytest.raises(RuleError):
+        tbl.new_table(RULES, GameSetup(2, 1, WarOptions()), ["genius", None], 0, 0)
+    with pytest.raises(RuleError):
+        tbl.step(RULES, new(), tbl.Claim(5), 0)
