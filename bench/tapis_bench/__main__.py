@@ -1,0 +1,282 @@
+"""`make bench`: every Tapis benchmark, side by side with the bare grpc.aio baseline.
+
+    python -m tapis_bench            the full run (a few minutes)
+    python -m tapis_bench --quick    shorter runs (under a minute)
+    python -m tapis_bench --smoke    a tiny run that checks every figure is produced
+    python -m tapis_bench --profile  also profile the server (pyinstrument) under the action load
+
+Prints a markdown table, writes bench/results.json and prints the JSON as the last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from tapis_bench import engine
+from tapis_bench.stats import raise_fd_limit, ratio
+
+RESULTS = Path(__file__).resolve().parent.parent / "results.json"
+PROFILE = Path(__file__).resolve().parent.parent / "profile.txt"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How long and how big each benchmark runs."""
+
+    warmup_s: float
+    duration_s: float
+    games: int
+    channels: int
+    engine_s: float
+    scale_games: int
+    scale_rate: float
+    scale_s: float
+    kind_s: float
+
+
+PLANS = {
+    "full": Plan(warmup_s=3, duration_s=15, games=64, channels=4, engine_s=4,
+                 scale_games=5000, scale_rate=100, scale_s=15, kind_s=6),
+    "quick": Plan(warmup_s=1.5, duration_s=5, games=64, channels=4, engine_s=1,
+                  scale_games=5000, scale_rate=100, scale_s=5, kind_s=2),
+    "smoke": Plan(warmup_s=0.3, duration_s=0.7, games=4, channels=1, engine_s=0.05,
+                  scale_games=20, scale_rate=20, scale_s=0.5, kind_s=0.3),
+}
+
+
+def progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_ready(port: int, process: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
+    """Until the server accepts connections."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with {process.returncode}")
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            try:
+                grpc.channel_ready_future(channel).result(timeout=0.5)
+                return
+            except grpc.FutureTimeoutError:
+                continue
+    raise RuntimeError("the server did not start")
+
+
+def sqlite_available() -> bool:
+    return importlib.util.find_spec("tapis_service.sqlite_store") is not None
+
+
+@contextmanager
+def server(kind: str, store: str = "memory", profile: Path | None = None
+           ) -> Iterator[tuple[int, int]]:
+    """A server process (``tapis`` or ``bare``) on a free port: yields (port, pid)."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="tapis-bench-") as data_dir:
+        if kind == "bare":
+            command = [sys.executable, "-m", "tapis_bench.bare", str(port)]
+        else:
+            command = [sys.executable, "-m", "tapis_service.main", "--port", str(port),
+                       "--store", store, "--log-level", "warning"]
+            if store == "sqlite":
+                command += ["--data-dir", data_dir]
+            if profile is not None:
+                command[1:1] = ["-m", "pyinstrument", "--renderer", "text", "--outfile",
+                                str(profile)]
+        process = subprocess.Popen(command)
+        try:
+            wait_ready(port, process)
+            yield port, process.pid
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def load(config: dict[str, Any]) -> dict[str, Any]:
+    """Run the load generator in its own process; its figures."""
+    done = subprocess.run([sys.executable, "-m", "tapis_bench.load", json.dumps(config)],
+                          check=True, stdout=subprocess.PIPE, text=True)
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def action_load(port: int, plan: Plan, server_kind: str, kind: str = "war",
+                duration_s: float | None = None) -> dict[str, Any]:
+    return load({"mode": "actions", "server": server_kind, "target": f"127.0.0.1:{port}",
+                 "kind": kind, "games": plan.games, "seats": 2, "channels": plan.channels,
+                 "warmup_s": plan.warmup_s, "duration_s": duration_s or plan.duration_s})
+
+
+def run(plan: Plan, profile: bool) -> dict[str, Any]:
+    from tapis_engine.registry import GAMES
+
+    steps = 5 + len(GAMES) - 1
+    step = 0
+
+    def begin(what: str) -> None:
+        nonlocal step
+        step += 1
+        progress(f"[{step}/{steps}] {what}")
+
+    results: dict[str, Any] = {"notes": []}
+    begin(f"bare grpc.aio baseline: {plan.games} games in flight, 2 streams each")
+    with server("bare") as (port, _):
+        bare = action_load(port, plan, "bare")
+    progress(f"    {bare['actions_per_s']} actions/s, submit p50 {bare['submit_p50_ms']} ms")
+    begin("service, War, --store memory" + (" (profiled)" if profile else ""))
+    with server("tapis", profile=PROFILE if profile else None) as (port, _):
+        war = action_load(port, plan, "tapis")
+    progress(f"    {war['actions_per_s']} actions/s, submit p50 {war['submit_p50_ms']} ms")
+    if profile:
+        progress(f"    profile written to {PROFILE}")
+    per_kind: dict[str, Any] = {"war": war}
+    for kind in sorted(GAMES):
+        if kind == "war":
+            continue
+        begin(f"service, {kind}, --store memory")
+        with server("tapis") as (port, _):
+            per_kind[kind] = action_load(port, plan, "tapis", kind, plan.kind_s)
+        progress(f"    {per_kind[kind]['actions_per_s']} actions/s")
+    begin("durability: War, --store sqlite")
+    durable: dict[str, Any] | None = None
+    if sqlite_available():
+        with server("tapis", store="sqlite") as (port, _):
+            durable = action_load(port, plan, "tapis")
+        progress(f"    {durable['actions_per_s']} actions/s")
+    else:
+        results["notes"].append("durable_throughput_ratio: tapis_service.sqlite_store does not "
+                                "exist yet; measured automatically once it does")
+        progress("    skipped: no tapis_service.sqlite_store yet")
+    begin("engine: random play in-process")
+    engine_figures = engine.run(plan.engine_s)
+    begin(f"scale: {plan.scale_games} games, two streams each")
+    with server("tapis") as (port, pid):
+        scale = load({"mode": "scale", "target": f"127.0.0.1:{port}", "server_pid": pid,
+                      "games": plan.scale_games, "streams_per_channel": 500,
+                      "rate_per_s": plan.scale_rate, "duration_s": plan.scale_s})
+    progress(f"    {scale['streams_open']} streams, {scale['rss_kib_per_game']} KiB/game")
+
+    results.update({
+        "action_throughput_ratio": ratio(war["actions_per_s"], bare["actions_per_s"]),
+        "action_p50_ratio": ratio(war["submit_p50_ms"], bare["submit_p50_ms"]),
+        "event_p99_ratio": ratio(war["event_p99_ms"], bare["event_p99_ms"]),
+        "engine_us_per_action": {k: v["us_per_action"] for k, v in engine_figures.items()},
+        "games_held": scale["games"] if scale["streams_open"] == 2 * scale["games"] else 0,
+        "rss_kib_per_game": scale["rss_kib_per_game"],
+        "action_p99_ms_at_scale": scale["submit_p99_ms"],
+        "durable_throughput_ratio": None if durable is None
+        else ratio(durable["actions_per_s"], war["actions_per_s"]),
+        "detail": {"bare": bare, "service": per_kind, "durable": durable,
+                   "engine": engine_figures, "scale": scale},
+    })
+    return results
+
+
+TARGETS: dict[str, tuple[str, float]] = {
+    "action_throughput_ratio": (">=", 0.8), "action_p50_ratio": ("<=", 1.3),
+    "event_p99_ratio": ("<=", 2.0), "engine_us_per_action": ("<=", 25.0),
+    "rss_kib_per_game": ("<=", 100.0), "action_p99_ms_at_scale": ("<=", 50.0),
+    "durable_throughput_ratio": (">=", 0.7),
+}
+
+
+def _verdict(value: float | None, target: tuple[str, float]) -> str:
+    if value is None:
+        return "n/a"
+    op, bound = target
+    return "met" if (value >= bound if op == ">=" else value <= bound) else "missed"
+
+
+def table(results: dict[str, Any]) -> str:
+    """The markdown table of the run."""
+    d = results["detail"]
+    bare, war, scale = d["bare"], d["service"]["war"], d["scale"]
+    rows = [("figure", "bare grpc.aio", "Tapis", "key", "target", "")]
+
+    def row(name: str, base: Any, ours: Any, key: str) -> None:
+        value = results[key]
+        rows.append((name, str(base), str(ours), f"`{key}` = {value}",
+                     " ".join(map(str, TARGETS[key])), _verdict(value, TARGETS[key])))
+
+    row("actions/s (War, 2 streams/game)", bare["actions_per_s"], war["actions_per_s"],
+        "action_throughput_ratio")
+    row("SubmitAction p50 ms", bare["submit_p50_ms"], war["submit_p50_ms"], "action_p50_ratio")
+    rows.append(("SubmitAction p99 ms", str(bare["submit_p99_ms"]), str(war["submit_p99_ms"]),
+                 "", "", ""))
+    rows.append(("submit→event p50 ms", str(bare["event_p50_ms"]), str(war["event_p50_ms"]),
+                 "", "", ""))
+    row("submit→event p99 ms", bare["event_p99_ms"], war["event_p99_ms"], "event_p99_ratio")
+    for kind, figures in d["service"].items():
+        if kind != "war":
+            rows.append((f"actions/s ({kind}, GetGame + SubmitAction)", "",
+                         str(figures["actions_per_s"]), "", "", ""))
+    for kind, figures in d["engine"].items():
+        value = figures["us_per_action"]
+        rows.append((f"engine µs/action ({kind}; {figures['games_per_s']} games/s)", "",
+                     str(value), f"`engine_us_per_action.{kind}`", "<= 25",
+                     _verdict(value, TARGETS["engine_us_per_action"])))
+    rows.append(("games held (2 open streams each)", "", str(scale["games"]), "`games_held`",
+                 ">= 5000", "met" if results["games_held"] >= 5000 else "missed"))
+    row("RSS KiB per game", "", scale["rss_kib_per_game"], "rss_kib_per_game")
+    row("SubmitAction p99 ms at that size", "", scale["submit_p99_ms"],
+        "action_p99_ms_at_scale")
+    durable = d["durable"]
+    row("actions/s, --store sqlite", "", durable["actions_per_s"] if durable else "n/a",
+        "durable_throughput_ratio")
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |"
+             for r in rows]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="tapis_bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="shorter runs (under a minute)")
+    size.add_argument("--smoke", action="store_true", help="a tiny run (a few seconds)")
+    parser.add_argument("--profile", action="store_true",
+                        help=f"profile the server under the War load into {PROFILE.name}")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    raise_fd_limit()
+    mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    began = time.perf_counter()
+    results = run(PLANS[mode], args.profile)
+    results["mode"] = mode
+    results["seconds"] = round(time.perf_counter() - began, 1)
+    print(table(results))
+    for note in results["notes"]:
+        print(f"\nNote: {note}")
+    args.output.write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

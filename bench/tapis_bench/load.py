@@ -1,0 +1,391 @@
+"""The load generator, run in its own process: ``python -m tapis_bench.load CONFIG_JSON``.
+
+Modes:
+
+* ``actions``: ``games`` concurrent games (one action in flight each), every seat with its own
+  stream open; each game submits its next action as soon as the previous one's answer is back
+  and its events reached every seat's stream. Against ``bare`` the same loop calls the bare
+  server's Submit, which pushes one message to each of the game's streams.
+* ``scale``: create ``games`` two-seat games, open both streams of each, then submit a light
+  open-loop action load and measure SubmitAction latency at that size.
+
+Prints one JSON object (the figures) on stdout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import struct
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from tapis.v1 import bataille_corse_pb2, war_pb2
+from tapis.v1 import game_service_pb2 as pb
+from tapis.v1 import game_service_pb2_grpc as pb_grpc
+
+from tapis_bench.bare import STREAM, SUBMIT
+from tapis_bench.stats import percentile, raise_fd_limit, rss_kib
+
+KINDS = {"war": pb.GAME_KIND_WAR, "bataille-corse": pb.GAME_KIND_BATAILLE_CORSE,
+         "boutons": pb.GAME_KIND_BOUTONS, "basra": pb.GAME_KIND_BASRA}
+WAR_REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
+CORSE_FLIP = pb.Action(bataille_corse=bataille_corse_pb2.BatailleCorseAction(
+    flip=bataille_corse_pb2.BatailleCorseFlip()))
+NEXT_GAME = pb.Action(start_next_game=pb.StartNextGame())
+FIXED_ACTION = {"war": WAR_REVEAL, "bataille-corse": CORSE_FLIP}
+"""Kinds whose awaited seat has one obvious move: no GetGame needed to pick it."""
+
+
+def _channels(target: str, count: int) -> list[grpc.aio.Channel]:
+    """Distinct HTTP/2 connections (a local subchannel pool each)."""
+    return [grpc.aio.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)])
+            for _ in range(count)]
+
+
+@dataclass
+class Recorder:
+    """Latencies (ms) of the measured window, and the action count."""
+
+    measuring: bool = False
+    actions: int = 0
+    refused: int = 0
+    submit_ms: list[float] = field(default_factory=list)
+    event_ms: list[float] = field(default_factory=list)
+
+
+class Arrivals:
+    """Waits until an action's version reached every stream of a game."""
+
+    def __init__(self, streams: int) -> None:
+        self.seen = [0] * streams
+        self.version = 0
+        self.started = 0.0
+        self.missing: set[int] = set()
+        self.latencies: list[float] = []
+        self.done: asyncio.Future[None] | None = None
+
+    def expect(self, version: int, started: float) -> asyncio.Future[None]:
+        self.version, self.started = version, started
+        self.missing = {i for i, v in enumerate(self.seen) if v < version}
+        self.latencies = []
+        self.done = asyncio.get_running_loop().create_future()
+        if not self.missing:
+            self.done.set_result(None)
+        return self.done
+
+    def arrived(self, stream: int, version: int) -> None:
+        if version > self.seen[stream]:
+            self.seen[stream] = version
+        if stream in self.missing and version >= self.version:
+            self.missing.discard(stream)
+            self.latencies.append((time.perf_counter() - self.started) * 1000)
+            if not self.missing and self.done is not None and not self.done.done():
+                self.done.set_result(None)
+
+
+async def _consume(stream: AsyncIterator[Any], on_message: Callable[[Any], None]) -> None:
+    try:
+        async for message in stream:
+            on_message(message)
+    except (grpc.aio.AioRpcError, asyncio.CancelledError):
+        return
+
+
+def _bare_arrival(arrivals: Arrivals, seat: int) -> Callable[[bytes], None]:
+    def on_message(message: bytes) -> None:
+        arrivals.arrived(seat, struct.unpack(">Q", message)[0])
+
+    return on_message
+
+
+def _event_arrival(arrivals: Arrivals, seat: int
+                   ) -> Callable[[pb.StreamEventsResponse], None]:
+    def on_message(message: pb.StreamEventsResponse) -> None:
+        arrivals.arrived(seat, message.event.version)
+
+    return on_message
+
+
+# --- the bare baseline ----------------------------------------------------------------------
+
+
+async def bare_game(channel: grpc.aio.Channel, index: int, seats: int, rec: Recorder,
+                    stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
+    game_id = index.to_bytes(16, "big")
+    submit = channel.unary_unary(SUBMIT)
+    arrivals = Arrivals(seats)
+    for seat in range(seats):
+        call = channel.unary_stream(STREAM)(game_id)
+        tasks.append(asyncio.create_task(_consume(call, _bare_arrival(arrivals, seat))))
+    await asyncio.sleep(0.2)  # the streams are registered before the first push
+    version = 0
+    while not stop.is_set():
+        version += 1
+        started = time.perf_counter()
+        waiting = arrivals.expect(version, started)
+        await submit(game_id + struct.pack(">Q", version))
+        answered = time.perf_counter()
+        await asyncio.wait_for(waiting, 30)
+        if rec.measuring:
+            rec.actions += 1
+            rec.submit_ms.append((answered - started) * 1000)
+            rec.event_ms.extend(arrivals.latencies)
+
+
+# --- the service ---------------------------------------------------------------------------
+
+
+def _auth(token: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+@dataclass
+class Game:
+    """One game driven by the load generator."""
+
+    game_id: str
+    stub: pb_grpc.GameServiceStub
+    tokens: list[str]
+    awaiting: tuple[int, ...]
+    version: int
+    arrivals: Arrivals
+    over: bool = False
+    busy: bool = False
+    sent: int = 0
+
+
+async def open_game(stub: pb_grpc.GameServiceStub, kind: str, seats: int, seed: int) -> Game:
+    created = await stub.CreateGame(pb.CreateGameRequest(
+        kind=KINDS[kind], seats=seats, seed=seed,
+        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)] * seats))
+    game_id = created.game.game_id
+    tokens: list[str] = []
+    view = created.game
+    for seat in range(seats):
+        joined = await stub.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=seat,
+                                                        display_name=f"bench{seat}"))
+        tokens.append(joined.seat_token)
+        view = joined.game
+    return Game(game_id, stub, tokens, tuple(view.awaiting_seats), view.version,
+                Arrivals(seats))
+
+
+def open_streams(game: Game, tasks: list[asyncio.Task[None]],
+                 stubs: list[pb_grpc.GameServiceStub] | None = None) -> None:
+    for seat, token in enumerate(game.tokens):
+        stub = stubs[seat % len(stubs)] if stubs else game.stub
+        call = stub.StreamEvents(pb.StreamEventsRequest(game_id=game.game_id),
+                                 metadata=_auth(token))
+        tasks.append(asyncio.create_task(_consume(call, _event_arrival(game.arrivals, seat))))
+
+
+async def next_action(game: Game, kind: str,
+                      rng: random.Random) -> tuple[int, pb.Action] | None:
+    """The seat to act and its action (GetGame for kinds with a real choice)."""
+    if game.over:
+        return 0, NEXT_GAME
+    if not game.awaiting:
+        return None
+    seat = game.awaiting[0]
+    fixed = FIXED_ACTION.get(kind)
+    if fixed is not None:
+        return seat, fixed
+    view = (await game.stub.GetGame(pb.GetGameRequest(game_id=game.game_id),
+                                    metadata=_auth(game.tokens[seat]))).game
+    game.version = view.version
+    game.over = view.status == pb.GAME_STATUS_GAME_OVER
+    legal = [a for a in view.legal_actions if a.WhichOneof("action") != "start_next_game"]
+    if game.over:
+        return 0, NEXT_GAME
+    if not legal:
+        return None
+    return seat, rng.choice(legal)
+
+
+async def submit(game: Game, seat: int, action: pb.Action) -> pb.SubmitActionResponse:
+    game.sent += 1
+    response: pb.SubmitActionResponse = await game.stub.SubmitAction(
+        pb.SubmitActionRequest(game_id=game.game_id, action=action,
+                               request_id=f"r{game.sent}", expected_version=game.version),
+        metadata=_auth(game.tokens[seat]))
+    game.version = response.version
+    if response.events:
+        game.awaiting = tuple(response.events[-1].awaiting_seats)
+        game.over = any(e.WhichOneof("body") == "game_ended" for e in response.events)
+    return response
+
+
+async def tapis_game(game: Game, kind: str, rec: Recorder, stop: asyncio.Event,
+                     rng: random.Random) -> None:
+    while not stop.is_set():
+        picked = await next_action(game, kind, rng)
+        if picked is None:  # nobody to move (real-time kinds): look again shortly
+            await asyncio.sleep(0.001)
+            game.awaiting = tuple(range(len(game.tokens)))
+            continue
+        seat, action = picked
+        started = time.perf_counter()
+        # an accepted action gives version + 1 (the request carries expected_version)
+        waiting = game.arrivals.expect(game.version + 1, started)
+        try:
+            await submit(game, seat, action)
+        except grpc.aio.AioRpcError as error:
+            if error.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION,
+                                grpc.StatusCode.RESOURCE_EXHAUSTED):
+                rec.refused += 1
+                continue
+            raise
+        answered = time.perf_counter()
+        await asyncio.wait_for(waiting, 30)
+        if rec.measuring:
+            rec.actions += 1
+            rec.submit_ms.append((answered - started) * 1000)
+            rec.event_ms.extend(game.arrivals.latencies)
+
+
+# --- modes ------------------------------------------------------------------------------------
+
+
+def _summary(rec: Recorder, seconds: float) -> dict[str, Any]:
+    def ms(values: list[float], q: float) -> float | None:
+        value = percentile(values, q)
+        return None if value is None else round(value, 3)
+
+    return {"actions": rec.actions, "refused": rec.refused, "seconds": round(seconds, 3),
+            "actions_per_s": round(rec.actions / seconds, 1),
+            "submit_p50_ms": ms(rec.submit_ms, 50), "submit_p99_ms": ms(rec.submit_ms, 99),
+            "event_p50_ms": ms(rec.event_ms, 50), "event_p99_ms": ms(rec.event_ms, 99)}
+
+
+async def run_actions(config: dict[str, Any]) -> dict[str, Any]:
+    channels = _channels(config["target"], config["channels"])
+    rec = Recorder()
+    stop = asyncio.Event()
+    tasks: list[asyncio.Task[None]] = []
+    drivers: list[asyncio.Task[None]] = []
+    games, seats = config["games"], config["seats"]
+    if config["server"] == "bare":
+        for i in range(games):
+            drivers.append(asyncio.create_task(
+                bare_game(channels[i % len(channels)], i, seats, rec, stop, tasks)))
+    else:
+        stubs = [pb_grpc.GameServiceStub(c) for c in channels]
+        opened = await asyncio.gather(*(
+            open_game(stubs[i % len(stubs)], config["kind"], seats, 1000 + i)
+            for i in range(games)))
+        for game in opened:
+            open_streams(game, tasks)
+        await asyncio.sleep(0.2)
+        for i, game in enumerate(opened):
+            drivers.append(asyncio.create_task(
+                tapis_game(game, config["kind"], rec, stop, random.Random(i))))
+    await asyncio.sleep(config["warmup_s"])
+    rec.measuring = True
+    started = time.perf_counter()
+    await asyncio.sleep(config["duration_s"])
+    rec.measuring = False
+    seconds = time.perf_counter() - started
+    stop.set()
+    for driver in drivers:
+        if driver.done() and driver.exception() is not None:
+            raise driver.exception()  # type: ignore[misc]
+    await asyncio.wait(drivers, timeout=5)
+    for task in tasks + drivers:
+        task.cancel()
+    for channel in channels:
+        await channel.close()
+    result = _summary(rec, seconds)
+    result.update(games=games, seats=seats, streams=games * seats)
+    return result
+
+
+async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
+    """Hold many games with both streams open; a light action load; RSS and latency."""
+    count, per_channel = config["games"], config["streams_per_channel"]
+    channels = _channels(config["target"], max(1, 2 * count // per_channel))
+    stubs = [pb_grpc.GameServiceStub(c) for c in channels]
+    pid = config["server_pid"]
+    rss_before = rss_kib(pid)
+    limit = asyncio.Semaphore(64)
+    started = time.perf_counter()
+
+    async def one(i: int) -> Game:
+        async with limit:
+            return await open_game(stubs[i % len(stubs)], "war", 2, 5000 + i)
+
+    games = await asyncio.gather(*(one(i) for i in range(count)))
+    tasks: list[asyncio.Task[None]] = []
+    for i, game in enumerate(games):
+        open_streams(game, tasks, [stubs[(2 * i) % len(stubs)], stubs[(2 * i + 1) % len(stubs)]])
+        if i % 500 == 499:
+            await asyncio.sleep(0.05)
+    # every stream is open once it has received its backlog (the claims and the deal)
+    deadline = time.perf_counter() + 60
+    while time.perf_counter() < deadline:
+        if all(min(g.arrivals.seen) >= g.version for g in games):
+            break
+        await asyncio.sleep(0.2)
+    setup_s = time.perf_counter() - started
+    open_streams_count = sum(1 for g in games for v in g.arrivals.seen if v >= g.version)
+    rss_held = rss_kib(pid)
+
+    rec = Recorder(measuring=True)
+    rng = random.Random(7)
+    rate, seconds = config["rate_per_s"], config["duration_s"]
+    inflight: set[asyncio.Task[None]] = set()
+
+    async def act(game: Game) -> None:
+        game.busy = True
+        try:
+            picked = await next_action(game, "war", rng)
+            if picked is None:
+                return
+            began = time.perf_counter()
+            await submit(game, *picked)
+            rec.submit_ms.append((time.perf_counter() - began) * 1000)
+            rec.actions += 1
+        finally:
+            game.busy = False
+
+    began = time.perf_counter()
+    for n in range(int(rate * seconds)):
+        at = began + n / rate
+        delay = at - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        game = games[rng.randrange(count)]
+        if not game.busy:
+            task = asyncio.create_task(act(game))
+            inflight.add(task)
+            task.add_done_callback(inflight.discard)
+    if inflight:
+        await asyncio.wait(inflight, timeout=10)
+    load_s = time.perf_counter() - began
+    rss_after = rss_kib(pid)
+    for task in tasks:
+        task.cancel()
+    for channel in channels:
+        await channel.close()
+    result = _summary(rec, load_s)
+    result.update(games=count, streams_open=open_streams_count, channels=len(channels),
+                  setup_s=round(setup_s, 1), rss_before_kib=rss_before,
+                  rss_held_kib=rss_held, rss_after_kib=rss_after,
+                  rss_kib_per_game=round((max(rss_held, rss_after) - rss_before) / count, 1))
+    return result
+
+
+def main() -> None:
+    raise_fd_limit()
+    config = json.loads(sys.argv[1])
+    runner = run_scale if config["mode"] == "scale" else run_actions
+    print(json.dumps(asyncio.run(runner(config))))
+
+
+if __name__ == "__main__":
+    main()
