@@ -1,1 +1,1 @@
-"""Reference clients of the Tapis service (`tapis`, `tapis-bot`): they use only the tapis.v1 stubs."""
+"""Reference clients of the Tapis service (`tapis`, `tapis-bot`), over the tapis.v1 stubs only."""

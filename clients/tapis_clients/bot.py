@@ -20,8 +20,8 @@ import uuid
 from dataclasses import dataclass, field
 
 import grpc
-
 from tapis.v1 import game_service_pb2 as pb
+
 from tapis_clients import games
 from tapis_clients.connection import DEFAULT_TARGET, Connection, error_reason
 
@@ -87,7 +87,7 @@ async def play_seat(conn: Connection, game_id: str, seat: int, token: str, kind:
     return False
 
 
-async def selfplay_one(conn: Connection, kind: int, players: int, seed: int,
+async def selfplay_one(conn: Connection, kind: pb.GameKind.ValueType, players: int, seed: int,
                        style: BotStyle, stats: Stats) -> bool:
     created = await conn.call(conn.stub.CreateGame, pb.CreateGameRequest(
         kind=kind, seats=players, seed=seed, request_id=uuid.uuid4().hex))

@@ -21,8 +21,8 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
-
 from tapis.v1 import game_service_pb2 as pb
+
 from tapis_clients import games
 from tapis_clients.connection import DEFAULT_TARGET, Connection, error_reason
 
@@ -159,10 +159,10 @@ async def run(args: argparse.Namespace) -> None:
                 game_id=created.game_id, display_name=args.name))
             await play_loop(conn, created.game_id, joined.seat, joined.seat_token)
         elif args.command == "join":
-            request = pb.JoinGameRequest(game_id=args.game_id, display_name=args.name)
+            join = pb.JoinGameRequest(game_id=args.game_id, display_name=args.name)
             if args.seat is not None:
-                request.seat = args.seat
-            joined = await conn.call(conn.stub.JoinGame, request)
+                join.seat = args.seat
+            joined = await conn.call(conn.stub.JoinGame, join)
             console.print(f"you sit at seat {joined.seat}")
             await play_loop(conn, args.game_id, joined.seat, joined.seat_token)
         elif args.command == "watch":

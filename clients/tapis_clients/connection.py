@@ -11,7 +11,6 @@ from typing import Any, TypeVar
 import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
-
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 
@@ -23,7 +22,7 @@ DEFAULT_TARGET = "127.0.0.1:50051"
 
 def error_reason(error: grpc.RpcError) -> str:
     """The ErrorInfo reason carried by a refusal ("" if none)."""
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    status = rpc_status.from_call(error)
     if status is None:
         return ""
     for detail in status.details:

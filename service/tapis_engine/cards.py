@@ -60,7 +60,7 @@ def standard_deck() -> tuple[Card, ...]:
 
 def deck_with_jokers() -> tuple[Card, ...]:
     """The 52 cards and two jokers."""
-    return standard_deck() + (Card(JOKER, JOKER_SUIT), Card(JOKER, JOKER_SUIT))
+    return (*standard_deck(), Card(JOKER, JOKER_SUIT), Card(JOKER, JOKER_SUIT))
 
 
 def piquet_deck() -> tuple[Card, ...]:

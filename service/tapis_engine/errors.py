@@ -7,7 +7,7 @@ what the caller could see at the table.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import Enum, StrEnum
 
 
 class ErrorKind(Enum):
@@ -19,7 +19,7 @@ class ErrorKind(Enum):
     RATE_LIMITED = "rate_limited"  # RESOURCE_EXHAUSTED
 
 
-class Reason(str, Enum):
+class Reason(StrEnum):
     """Every reason the engine may give for refusing something (UPPER_SNAKE, stable)."""
 
     INVALID_OPTIONS = "INVALID_OPTIONS"

@@ -368,7 +368,7 @@ def _play(
             scores=outcome.scores,
             summary=outcome.summary,
         )
-        table = replace(table, records=table.records + (record,), deadlines=())
+        table = replace(table, records=(*table.records, record), deadlines=())
         _emit(table, events, GameEnded(table.game_number, outcome, table.records))
         return replace(table, next_sequence=table.next_sequence + len(events))
     table = replace(table, next_sequence=table.next_sequence + len(events))

@@ -238,9 +238,9 @@ class WarRules:
             loser = short[0]
             winner = 1 - loser
             taken = tuple(c.card for c in state.trick) + decks[loser]
-            new_decks = [(), ()]  # type: list[tuple[Card, ...]]
-            new_decks[winner] = decks[winner] + taken
-            decks = (new_decks[0], new_decks[1])
+            held: list[tuple[Card, ...]] = [(), ()]
+            held[winner] = decks[winner] + taken
+            decks = (held[0], held[1])
             events.append(ShortBataille(loser, _sizes(decks)))
             state = replace(state, decks=decks, batailles=count, last_trick=state.trick,
                             last_winner=winner, trick=())

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
-
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.errors import Reason, RuleError, invalid
 from tapis_engine.registry import rules_for
+
 from tapis_service.adapters import ADAPTERS, BY_PROTO_KIND
 from tapis_service.adapters.cards import card_from_proto
 from tapis_service.errors import ServiceError, invalid_argument
@@ -158,15 +158,15 @@ def view(session: Session, seat: int | None) -> pb.GameView:
         rules = session.rules
         getattr(message, session.adapter.field).CopyFrom(
             session.adapter.view_to_proto(rules.view(table.state, seat)))
-        slot = table.seats[seat] if seat is not None else None
-        if slot is not None and not table.game_over(rules):
-            if slot.taken_over:
+        if seat is not None:
+            slot = table.seats[seat]
+            if table.game_over(rules):
+                message.legal_actions.append(pb.Action(start_next_game=pb.StartNextGame()))
+            elif slot.taken_over:
                 message.legal_actions.append(pb.Action(reclaim_seat=pb.ReclaimSeat()))
             elif slot.bot is None:
                 message.legal_actions.extend(
                     action_to_proto(session, a) for a in rules.legal_actions(table.state, seat))
-        elif slot is not None and table.game_over(rules):
-            message.legal_actions.append(pb.Action(start_next_game=pb.StartNextGame()))
     return message
 
 

@@ -7,6 +7,7 @@ back; refusals are ``ServiceError`` or the engine's ``RuleError``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import random
 import secrets
@@ -16,11 +17,12 @@ from typing import Any
 
 import grpc
 import structlog
-
 from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.registry import rules_for
+
+from tapis_service import recovery
 from tapis_service.adapters import ADAPTERS
 from tapis_service.clock import Clock
 from tapis_service.errors import ServiceError, failed_precondition, not_found
@@ -164,10 +166,10 @@ class GameHost:
                 grpc.StatusCode.ABORTED, "STALE_VERSION",
                 f"the game is at version {session.table.version}, not {expected_version}")
         now = self.clock.now_ms()
-        if isinstance(move, tbl.Act) and type(move.action).__name__ in RATE_LIMITED_ACTIONS:
-            if not self.slaps.allow((session.game_id, seat), now):
-                raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED",
-                                   "too many slaps: slow down")
+        if isinstance(move, tbl.Act) and type(move.action).__name__ in RATE_LIMITED_ACTIONS \
+                and not self.slaps.allow((session.game_id, seat), now):
+            raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED",
+                               "too many slaps: slow down")
         try:
             applied = session.apply(move, now)
         except RuleError as error:
@@ -203,6 +205,7 @@ class GameHost:
     async def _journal(self, session: Session, entry: dict[str, Any]) -> None:
         index = session.journal_length
         pending = self.store.appended(session.game_id, index, entry)
+        recovery.after_append(self, session)
         await _maybe(pending)
 
     def _after_change(self, session: Session) -> None:
@@ -228,7 +231,7 @@ class GameHost:
         for seat, at in wanted:
             if (seat, at) not in session.deadline_timers:
                 session.deadline_timers[(seat, at)] = self.clock.call_at(
-                    at, lambda s=seat: self._fire(session, tbl.Timeout(s)))
+                    at, functools.partial(self._fire, session, tbl.Timeout(seat)))
 
     def _schedule_bots(self, session: Session) -> None:
         for handle in session.bot_timers.values():
@@ -239,7 +242,7 @@ class GameHost:
             jitter = int(delay * self._jitter.uniform(-0.2, 0.2)) if delay else 0
             at = self.clock.now_ms() + delay + jitter
             session.bot_timers[seat] = self.clock.call_at(
-                at, lambda s=seat: self._fire(session, tbl.BotMove(s)))
+                at, functools.partial(self._fire, session, tbl.BotMove(seat)))
 
     def _fire(self, session: Session, move: tbl.Input) -> None:
         """A bot's or a timer's move: applied now, journaled, then fanned out."""
@@ -257,6 +260,7 @@ class GameHost:
                  version=applied.version)
         entry = {"input": tbl.encode_input(session.rules, move), "now_ms": now}
         pending = self.store.appended(session.game_id, session.journal_length, entry)
+        recovery.after_append(self, session)
         if pending is None:
             self._after_change(session)
             return
@@ -288,6 +292,10 @@ class GameHost:
             if gid == game_id:
                 del self.tokens[digest]
         self.store.dropped(game_id)
+
+    async def recover(self) -> None:
+        """Restore every stored table before serving (see recovery.py)."""
+        await recovery.recover(self)
 
     async def close(self) -> None:
         for session in self.sessions.values():

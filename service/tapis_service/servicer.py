@@ -9,10 +9,10 @@ from typing import Any, TypeVar
 
 import grpc
 import structlog
-
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_engine.errors import RuleError
+
 from tapis_service import convert
 from tapis_service.errors import ServiceError, from_rule_error, invalid_argument, to_status
 from tapis_service.host import GameHost
@@ -136,11 +136,11 @@ class GameServicer(pb_grpc.GameServiceServicer):
                 last = item.sequence
                 yield pb.StreamEventsResponse(event=convert.event(session, item, seat))
             if subscriber.overflowed:
-                error = ServiceError(
+                too_slow = ServiceError(
                     grpc.StatusCode.RESOURCE_EXHAUSTED, "STREAM_TOO_SLOW",
                     f"this stream fell too far behind; resume with after_sequence={last}")
                 await context.abort_with_status(
-                    to_status(error, {"resume_after_sequence": str(last)}))
+                    to_status(too_slow, {"resume_after_sequence": str(last)}))
         finally:
             self.host.unsubscribe(session, subscriber)
 

@@ -13,9 +13,10 @@ from types import ModuleType
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1.cards_pb2 import Card
 
-FIELDS = {pb.GAME_KIND_WAR: "war", pb.GAME_KIND_BATAILLE_CORSE: "bataille_corse",
+FIELDS: dict[int, str] = {pb.GAME_KIND_WAR: "war", pb.GAME_KIND_BATAILLE_CORSE: "bataille_corse",
           pb.GAME_KIND_BOUTONS: "boutons", pb.GAME_KIND_BASRA: "basra"}
-KINDS = {"war": pb.GAME_KIND_WAR, "bataille-corse": pb.GAME_KIND_BATAILLE_CORSE,
+KINDS: dict[str, pb.GameKind.ValueType] = {
+         "war": pb.GAME_KIND_WAR, "bataille-corse": pb.GAME_KIND_BATAILLE_CORSE,
          "corse": pb.GAME_KIND_BATAILLE_CORSE, "boutons": pb.GAME_KIND_BOUTONS,
          "basra": pb.GAME_KIND_BASRA}
 _MODULES = {"war": "war", "bataille_corse": "corse", "boutons": "boutons", "basra": "basra"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
-
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
+
 from tapis_clients.games import card_markup
 
 _END = {war_pb2.WAR_END_REASON_TARGET: "reached the target",
@@ -35,7 +35,7 @@ def render(view: pb.GameView) -> RenderableType:
         if war.HasField("to_move") and war.to_move == seat:
             label += " ◀"
         grid.add_row(label, str(war.deck_sizes[seat]), str(war.points[seat]))
-    lines = [
+    lines: list[RenderableType] = [
         grid,
         Text.from_markup(f"target {war.target_points} points · seat {war.first_seat} reveals "
                          f"first"),
@@ -69,13 +69,13 @@ def describe_event(event: pb.Event, seat: int | None) -> str | None:
     if which == "bataille":
         return "[bold yellow]Bataille![/]"
     if which == "trick_won":
-        e = war.trick_won
-        return (f"seat {e.seat} takes {e.cards} cards — points {e.points[0]}-{e.points[1]}, "
-                f"decks {e.deck_sizes[0]}-{e.deck_sizes[1]}")
+        won = war.trick_won
+        return (f"seat {won.seat} takes {won.cards} cards — points {won.points[0]}-"
+                f"{won.points[1]}, decks {won.deck_sizes[0]}-{won.deck_sizes[1]}")
     if which == "short_bataille":
-        e = war.short_bataille
-        if e.HasField("loser"):
-            return f"seat {e.loser} cannot lay a bataille and loses"
+        short = war.short_bataille
+        if short.HasField("loser"):
+            return f"seat {short.loser} cannot lay a bataille and loses"
         return "neither player can lay a bataille: draw"
     if which == "dealt":
         return f"26 cards each; seat {war.dealt.first_seat} reveals first"

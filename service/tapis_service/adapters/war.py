@@ -8,6 +8,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis_engine import war
 from tapis_engine.errors import Reason, invalid
+
 from tapis_service.adapters.cards import card_to_proto
 
 _END = {None: war_pb2.WAR_END_REASON_UNSPECIFIED, "target": war_pb2.WAR_END_REASON_TARGET,
@@ -34,7 +35,7 @@ def _laid(cards: tuple[war.Laid | None, ...], first: int) -> list[war_pb2.WarLai
 
 class WarAdapter:
     kind = war.RULES.kind
-    proto_kind = pb.GAME_KIND_WAR
+    proto_kind: int = pb.GAME_KIND_WAR
     field = "war"
 
     def options_from_proto(self, message: Any) -> war.WarOptions:
