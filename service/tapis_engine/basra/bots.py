@@ -25,8 +25,10 @@ STRATEGIES = ("heuristic", "random")
 
 CARD_WEIGHT = 0.25
 """What one more captured card is worth (towards the 30 points for the most cards)."""
-JACK_KEEP = 2.5
+JACK_KEEP = 3.5
+"""What keeping a jack for a bigger floor is worth (less what the floor holds now)."""
 SEVEN_KEEP = 2.0
+"""What keeping the 7♦ for a sweep is worth."""
 
 
 def _unseen_by_rank(view: BasraView, seen: tuple[Card, ...]) -> dict[Card, int]:
@@ -85,7 +87,7 @@ def heuristic(view: BasraView, legal: Sequence[PlayCard], seen: tuple[Card, ...]
             if how is not None:
                 score += per_basra
             elif card.rank == JACK:
-                score -= JACK_KEEP * max(0.0, 1 - len(taken) / 5)
+                score -= max(0.0, JACK_KEEP - capture_points(taken, ten) - 0.5 * len(taken))
             elif card == SEVEN_OF_DIAMONDS and view.variant != LEBANESE:
                 score -= SEVEN_KEEP
         else:
