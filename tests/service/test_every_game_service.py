@@ -1,0 +1,176 @@
+"""Every game end to end through the API, and Bataille Corse's real-time slaps."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import grpc
+import pytest
+
+from tapis.v1 import bataille_corse_pb2 as corse_pb
+from tapis.v1 import cards_pb2
+from tapis.v1 import game_service_pb2 as pb
+from tests.conftest import Harness, auth, person_seats
+from tests.service.test_war_service import collect, reason_of, view_of
+
+KINDS = {
+    "war": (pb.GAME_KIND_WAR, (2,)),
+    "bataille-corse": (pb.GAME_KIND_BATAILLE_CORSE, (2, 4, 6)),
+    "boutons": (pb.GAME_KIND_BOUTONS, (2, 3, 4)),
+    "basra": (pb.GAME_KIND_BASRA, (2, 3, 4)),
+}
+CASES = [(kind, seats) for kind, (_, counts) in KINDS.items() for seats in counts]
+
+
+async def create(h: Harness, kind: str, seats: int, seed: int = 9, **fields: object
+                 ) -> tuple[str, list[str]]:
+    request = pb.CreateGameRequest(kind=KINDS[kind][0], seats=seats, seed=seed,
+                                   seat_configs=person_seats(seats), **fields)
+    if kind == "bataille-corse" and "bataille_corse" not in fields:
+        request.bataille_corse.flip_cap = 400  # keep random games short
+    created = await h.stub.CreateGame(request)
+    tokens = []
+    for _ in range(seats):
+        joined = await h.stub.JoinGame(pb.JoinGameRequest(game_id=created.game.game_id))
+        tokens.append(joined.seat_token)
+    return created.game.game_id, tokens
+
+
+@pytest.mark.parametrize(("kind", "seats"), CASES)
+async def test_random_legal_play_to_the_end_through_the_api(
+        server: Harness, kind: str, seats: int) -> None:
+    game_id, tokens = await create(server, kind, seats)
+    rng = random.Random(seats)
+    for _ in range(5000):
+        view = await view_of(server, game_id)
+        if view.status == pb.GAME_STATUS_GAME_OVER:
+            break
+        assert view.status == pb.GAME_STATUS_IN_PROGRESS
+        seat = rng.choice(list(view.awaiting_seats))
+        server.clock.advance(1000)  # type: ignore[attr-defined]  # (slaps are rate limited)
+        mine = await view_of(server, game_id, tokens[seat])
+        assert mine.legal_actions, f"seat {seat} is awaited but has no legal action"
+        await server.stub.SubmitAction(pb.SubmitActionRequest(
+            game_id=game_id, action=rng.choice(list(mine.legal_actions)),
+            expected_version=mine.version), metadata=auth(tokens[seat]))
+    assert view.status == pb.GAME_STATUS_GAME_OVER
+    assert len(view.series) == 1 and len(view.series[0].scores) == seats
+    for token in (None, tokens[0]):
+        events = await collect(server, game_id, 0, token, view.last_sequence)
+        assert [e.sequence for e in events] == list(range(1, view.last_sequence + 1))
+        assert events[-1].WhichOneof("body") == "game_ended"
+
+
+def _card(rank: int, suit: int) -> cards_pb2.Card:
+    return cards_pb2.Card(rank=rank, suit=suit)  # type: ignore[arg-type]
+
+
+def corse_deck(top: list[cards_pb2.Card]) -> list[cards_pb2.Card]:
+    """A full 54-card Bataille Corse deck starting with ``top``."""
+    deck = [_card(r, s) for s in (1, 2, 3, 4) for r in range(2, 15)]
+    deck += [_card(15, 0), _card(15, 0)]
+    for card in top:
+        deck.remove(card)
+    return top + deck
+
+
+SLAP_SETUP = {"stacked_deck": corse_deck([_card(5, 3), _card(5, 4)])}  # 5♥ then 5♠: a double
+
+
+async def flip(h: Harness, game_id: str, token: str) -> pb.SubmitActionResponse:
+    action = pb.Action(bataille_corse=corse_pb.BatailleCorseAction(
+        flip=corse_pb.BatailleCorseFlip()))
+    response: pb.SubmitActionResponse = await h.stub.SubmitAction(
+        pb.SubmitActionRequest(game_id=game_id, action=action), metadata=auth(token))
+    return response
+
+
+def slap(game_id: str, sequence: int) -> pb.SubmitActionRequest:
+    return pb.SubmitActionRequest(game_id=game_id, action=pb.Action(
+        bataille_corse=corse_pb.BatailleCorseAction(
+            slap=corse_pb.BatailleCorseSlap(pile_sequence=sequence))))
+
+
+async def test_two_concurrent_slaps_on_one_combination_exactly_one_wins(
+        server: Harness) -> None:
+    game_id, tokens = await create(server, "bataille-corse", 3, **SLAP_SETUP)
+    await flip(server, game_id, tokens[0])
+    await flip(server, game_id, tokens[1])
+    view = await view_of(server, game_id)
+    top = view.bataille_corse.top_sequence
+    results = await asyncio.gather(
+        *(server.stub.SubmitAction(slap(game_id, top), metadata=auth(tokens[seat]))
+          for seat in (1, 2)), return_exceptions=True)
+    won = [r for r in results if isinstance(r, pb.SubmitActionResponse)]
+    lost = [r for r in results if isinstance(r, grpc.aio.AioRpcError)]
+    assert len(won) == 1 and len(lost) == 1
+    assert lost[0].code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert reason_of(lost[0]) == "SLAP_TOO_LATE"
+    pile_won = [e.bataille_corse.pile_won for e in won[0].events
+                if e.bataille_corse.WhichOneof("event") == "pile_won"]
+    assert pile_won and pile_won[0].combination == corse_pb.BATAILLE_CORSE_COMBINATION_DOUBLE
+    after = await view_of(server, game_id)
+    assert after.version == view.version + 1
+    assert after.bataille_corse.pile_size == 0
+
+
+async def test_a_slap_on_a_card_no_longer_on_top_is_too_late_without_penalty(
+        server: Harness) -> None:
+    game_id, tokens = await create(server, "bataille-corse", 2, **SLAP_SETUP)
+    await flip(server, game_id, tokens[0])
+    seen = (await view_of(server, game_id)).bataille_corse.top_sequence
+    await flip(server, game_id, tokens[1])
+    before = await view_of(server, game_id)
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await server.stub.SubmitAction(slap(game_id, seen), metadata=auth(tokens[0]))
+    assert reason_of(refused.value) == "SLAP_TOO_LATE"
+    after = await view_of(server, game_id)
+    assert after.version == before.version
+    assert list(after.bataille_corse.deck_sizes) == list(before.bataille_corse.deck_sizes)
+
+
+async def test_a_thousand_slaps_are_rate_limited_and_refused_ones_change_nothing(
+        server: Harness) -> None:
+    game_id, tokens = await create(server, "bataille-corse", 2, **SLAP_SETUP)
+    await flip(server, game_id, tokens[0])
+    start = await view_of(server, game_id)
+    accepted, limited = 0, 0
+    for _ in range(1000):
+        top = (await view_of(server, game_id)).bataille_corse.top_sequence
+        try:
+            await server.stub.SubmitAction(slap(game_id, top), metadata=auth(tokens[1]))
+            accepted += 1
+        except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                assert reason_of(error) == "RATE_LIMITED"
+                limited += 1
+    settings = server.host.settings
+    assert accepted <= settings.slap_burst
+    assert limited >= 1000 - settings.slap_burst
+    after = await view_of(server, game_id)
+    assert after.version == start.version + accepted
+    server.clock.advance(1000)  # type: ignore[attr-defined]
+    top = after.bataille_corse.top_sequence
+    try:
+        await server.stub.SubmitAction(slap(game_id, top), metadata=auth(tokens[1]))
+    except grpc.aio.AioRpcError as error:  # the bucket refilled: refused for the rules only
+        assert error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+async def test_server_bots_race_to_slap(server: Harness) -> None:
+    created = await server.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_BATAILLE_CORSE, seats=3, seed=4,
+        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_BOT)] * 3,
+        bataille_corse=corse_pb.BatailleCorseOptions(flip_cap=2000)))
+    game_id = created.game.game_id
+    for _ in range(20000):
+        server.clock.advance(10)  # type: ignore[attr-defined]
+        view = await view_of(server, game_id)
+        if view.status == pb.GAME_STATUS_GAME_OVER:
+            break
+    assert view.status == pb.GAME_STATUS_GAME_OVER
+    events = await collect(server, game_id, 0, None, view.last_sequence)
+    won = [e.bataille_corse.pile_won for e in events
+           if e.bataille_corse.WhichOneof("event") == "pile_won"]
+    assert any(w.reason == corse_pb.BATAILLE_CORSE_PILE_REASON_COMBINATION for w in won)
