@@ -104,14 +104,6 @@ def _bare_arrival(arrivals: Arrivals, seat: int) -> Callable[[bytes], None]:
     return on_message
 
 
-def _event_arrival(arrivals: Arrivals, seat: int
-                   ) -> Callable[[pb.StreamEventsResponse], None]:
-    def on_message(message: pb.StreamEventsResponse) -> None:
-        arrivals.arrived(seat, message.event.version)
-
-    return on_message
-
-
 # --- the bare baseline ----------------------------------------------------------------------
 
 
@@ -176,13 +168,37 @@ async def open_game(stub: pb_grpc.GameServiceStub, kind: str, seats: int, seed: 
                 Arrivals(seats))
 
 
+STREAM_RETRIES = [0]
+"""Streams re-opened (resumed by sequence) after the server refused or cut them."""
+
+
+async def follow(game: Game, seat: int, stub: pb_grpc.GameServiceStub) -> None:
+    """Follow one seat's stream, resuming after the last sequence seen if it is cut (a burst
+    of thousands of new streams can have some cancelled by the server, as a real client
+    would meet them)."""
+    last = 0
+    while True:
+        call = stub.StreamEvents(pb.StreamEventsRequest(game_id=game.game_id,
+                                                        after_sequence=last),
+                                 metadata=_auth(game.tokens[seat]))
+        try:
+            async for message in call:
+                last = message.event.sequence
+                game.arrivals.arrived(seat, message.event.version)
+            return
+        except grpc.aio.AioRpcError as error:
+            if error.code() not in (grpc.StatusCode.CANCELLED, grpc.StatusCode.UNAVAILABLE,
+                                    grpc.StatusCode.RESOURCE_EXHAUSTED):
+                return
+        STREAM_RETRIES[0] += 1
+        await asyncio.sleep(0.05 + random.random() * 0.2)
+
+
 def open_streams(game: Game, tasks: list[asyncio.Task[None]],
                  stubs: list[pb_grpc.GameServiceStub] | None = None) -> None:
-    for seat, token in enumerate(game.tokens):
+    for seat in range(len(game.tokens)):
         stub = stubs[seat % len(stubs)] if stubs else game.stub
-        call = stub.StreamEvents(pb.StreamEventsRequest(game_id=game.game_id),
-                                 metadata=_auth(token))
-        tasks.append(asyncio.create_task(_consume(call, _event_arrival(game.arrivals, seat))))
+        tasks.append(asyncio.create_task(follow(game, seat, stub)))
 
 
 async def next_action(game: Game, kind: str,
@@ -301,7 +317,8 @@ async def run_actions(config: dict[str, Any]) -> dict[str, Any]:
     for channel in channels:
         await channel.close()
     result = _summary(rec, seconds)
-    result.update(games=games, seats=seats, streams=games * seats)
+    result.update(games=games, seats=seats, streams=games * seats,
+                  stream_retries=STREAM_RETRIES[0])
     return result
 
 
@@ -320,11 +337,12 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
             return await open_game(stubs[i % len(stubs)], "war", 2, 5000 + i)
 
     games = await asyncio.gather(*(one(i) for i in range(count)))
+    create_s = time.perf_counter() - started
     tasks: list[asyncio.Task[None]] = []
     for i, game in enumerate(games):
         open_streams(game, tasks, [stubs[(2 * i) % len(stubs)], stubs[(2 * i + 1) % len(stubs)]])
-        if i % 500 == 499:
-            await asyncio.sleep(0.05)
+        if i % 100 == 99:  # open them in waves, as players arrive
+            await asyncio.sleep(0.02)
     # every stream is open once it has received its backlog (the claims and the deal)
     deadline = time.perf_counter() + 60
     while time.perf_counter() < deadline:
@@ -333,6 +351,7 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
         await asyncio.sleep(0.2)
     setup_s = time.perf_counter() - started
     open_streams_count = sum(1 for g in games for v in g.arrivals.seen if v >= g.version)
+    await asyncio.sleep(config["settle_s"])  # let the last resumed streams calm down
     rss_held = rss_kib(pid)
 
     rec = Recorder(measuring=True)
@@ -373,8 +392,9 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
     for channel in channels:
         await channel.close()
     result = _summary(rec, load_s)
-    result.update(games=count, streams_open=open_streams_count, channels=len(channels),
-                  setup_s=round(setup_s, 1), rss_before_kib=rss_before,
+    result.update(games=count, stream_retries=STREAM_RETRIES[0],
+                  streams_open=open_streams_count, channels=len(channels),
+                  create_s=round(create_s, 1), setup_s=round(setup_s, 1), rss_before_kib=rss_before,
                   rss_held_kib=rss_held, rss_after_kib=rss_after,
                   rss_kib_per_game=round((max(rss_held, rss_after) - rss_before) / count, 1))
     return result
