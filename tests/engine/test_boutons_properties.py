@@ -4,6 +4,7 @@ snapshots, hidden deck), encodings and the bots."""
 from __future__ import annotations
 
 import json
+import math
 import random
 from typing import Any
 
@@ -190,18 +191,19 @@ def test_heuristic_then_bets_from_the_biggest_pile() -> None:
     assert isinstance(action, Bet) and action.colour == "red"
 
 
-def test_heuristic_beats_its_fair_share_against_random() -> None:
-    # Luck dominates this game; the heuristic's edge shows most with 4 players (~0.33 vs 0.25).
-    wins = 0.0
-    games = 160
-    for seed in range(games):
-        seat = seed % 4
-        strategies = tuple("heuristic" if s == seat else "random" for s in range(4))
-        outcome = RULES.outcome(play(4, 50_000 + seed, strategies)[0][-1])
-        assert outcome is not None
-        if seat in outcome.winners:
-            wins += 1 / len(outcome.winners)
-    assert wins / games > 0.28
+def test_heuristic_scores_more_than_random_in_its_place() -> None:
+    # Paired games: the same seed and seat, played once by the heuristic and once by a random
+    # bot (the other seats random). Luck dominates single games, so compare the mean
+    # log(1 + score) over many (measured: +0.26, standard error 0.07, with 3 players).
+    diffs = []
+    for game in range(120):
+        seat = game % 3
+        mixed = tuple("heuristic" if s == seat else "random" for s in range(3))
+        with_heuristic = RULES.outcome(play(3, 7000 + game, mixed)[0][-1])
+        all_random = RULES.outcome(play(3, 7000 + game, ("random",) * 3)[0][-1])
+        assert with_heuristic is not None and all_random is not None
+        diffs.append(math.log1p(with_heuristic.scores[seat]) - math.log1p(all_random.scores[seat]))
+    assert sum(diffs) / len(diffs) > 0.05
 
 
 def test_rounds_end_only_on_second_black_ace_or_nothing_left() -> None:
