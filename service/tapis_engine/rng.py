@@ -6,6 +6,7 @@ function returns the drawn value *and* the next state: nothing is global, nothin
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -56,8 +57,10 @@ def choice(state: int, items: Sequence[T]) -> tuple[T, int]:
 
 
 def derive(seed: int, *salt: int) -> int:
-    """A new independent seed from ``seed`` and integers (a game number, a seat, a step)."""
-    value = mix64(seed)
-    for part in salt:
-        value = mix64(value ^ (part & MASK64))
-    return value
+    """A new independent seed from ``seed`` and integers (a game number, a seat, a step).
+
+    One-way (BLAKE2b): a derived seed shown to players (a finished game's seed) reveals
+    neither the table's seed nor any other game's.
+    """
+    data = b"".join((part & MASK64).to_bytes(8, "little") for part in (seed, *salt))
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")

@@ -185,8 +185,8 @@ class Table:
 
 
 def game_seed(setup: GameSetup[Any], number: int) -> int:
-    """The seed of game ``number`` of the series (game 1 uses the table's own seed)."""
-    return setup.seed if number == 1 else rng.derive(setup.seed, number)
+    """The seed of game ``number`` of the series, derived one way from the table's seed."""
+    return rng.derive(setup.seed, number)
 
 
 def new_table(
