@@ -12,6 +12,7 @@ from pathlib import Path
 
 import structlog
 
+from tapis_service.recovery import RecoveryError
 from tapis_service.server import create_server
 from tapis_service.settings import Settings
 
@@ -76,7 +77,12 @@ async def serve(settings: Settings) -> None:
 def main(argv: list[str] | None = None) -> None:
     settings = parse_args(argv)
     configure_logging(settings.log_level)
-    asyncio.run(serve(settings))
+    try:
+        asyncio.run(serve(settings))
+    except RecoveryError as error:  # a stored game cannot be restored: refuse to serve
+        structlog.get_logger("tapis.server").error("recovery_refused", error=str(error))
+        print(f"tapis-server: refusing to start: {error}", file=sys.stderr)
+        raise SystemExit(2) from error
 
 
 if __name__ == "__main__":

@@ -1,0 +1,89 @@
+"""A real `tapis-server` process on a free port and a data directory: start, kill, restart."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+READY_WITHIN_S = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def wait_serving(target: str, within_s: float = READY_WITHIN_S,
+                       process: subprocess.Popen[bytes] | None = None) -> None:
+    """Poll grpc health until SERVING (bounded); fail early if the process died."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + within_s
+    async with grpc.aio.insecure_channel(target) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        while True:
+            if process is not None and process.poll() is not None:
+                raise RuntimeError(f"the server exited with {process.returncode}")
+            try:
+                answer = await health.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
+                if answer.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.aio.AioRpcError:
+                pass
+            if loop.time() > give_up:
+                raise TimeoutError(f"{target} not SERVING after {within_s} s")
+            await asyncio.sleep(0.05)
+
+
+class ServerProcess:
+    """`python -m tapis_service.main` on ``data_dir``; the port stays the same across restarts."""
+
+    def __init__(self, data_dir: Path, *extra: str) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.extra = extra
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = data_dir / "server.log"
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "tapis_service.main", "--port", str(self.port),
+                "--data-dir", str(self.data_dir), "--bot-delay-ms", "0",
+                "--log-level", "warning", *self.extra]
+
+    async def start(self) -> None:
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(self.command(), stdout=log, stderr=log,
+                                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        await wait_serving(self.target, process=self.process)
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+        self.process = None
+
+    def terminate(self) -> int:
+        """SIGTERM: the graceful shutdown; returns the exit code."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(30)
+        self.process = None
+        return code
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.kill()
