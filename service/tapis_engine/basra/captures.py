@@ -138,29 +138,8 @@ def _sum_captures(value: int, sorted_floor: tuple[Card, ...], counts10: list[int
 def hand_options(hand: tuple[Card, ...] | list[Card], floor: tuple[Card, ...],
                  seven_sweeps: bool, ten_of_diamonds: int = 3
                  ) -> list[tuple[Card, tuple[tuple[Card, ...], ...]]]:
-    """``(card, capture_options(card, ...))`` for each card of ``hand``, sharing the floor's
-    digest between cards."""
-    sorted_floor = tuple(sorted(floor))
-    counts10 = [0] * 10
-    total = 0
-    for card in floor:
-        v = VALUES[card.rank]
-        if v:
-            counts10[v - 1] += 1
-            total += v
-    out = []
-    for card in hand:
-        rank = card.rank
-        options: tuple[tuple[Card, ...], ...]
-        if rank == JACK or (seven_sweeps and card == SEVEN_OF_DIAMONDS and floor
-                            and total <= 10):
-            options = (sorted_floor,)
-        elif rank in (QUEEN, KING):
-            options = (tuple(c for c in sorted_floor if c.rank == rank),)
-        else:
-            options = _sum_captures(VALUES[rank], sorted_floor, counts10, ten_of_diamonds)
-        out.append((card, options))
-    return out
+    """``(card, capture_options(card, ...))`` for each card of ``hand``."""
+    return [(card, capture_options(card, floor, seven_sweeps, ten_of_diamonds)) for card in hand]
 
 
 NOTHING: tuple[tuple[Card, ...], ...] = ((),)
@@ -184,14 +163,31 @@ def is_seven_sweep(card: Card, floor: tuple[Card, ...], seven_sweeps: bool) -> b
     return seven_sweeps and card == SEVEN_OF_DIAMONDS and bool(floor) and floor_sum(floor) <= 10
 
 
+@lru_cache(maxsize=4096)
 def capture_options(card: Card, floor: tuple[Card, ...], seven_sweeps: bool,
                     ten_of_diamonds: int = 3) -> tuple[tuple[Card, ...], ...]:
     """Every legal capture of ``card`` on ``floor``: sorted card tuples, the default first.
 
     ``((),)`` when the card takes nothing. Options are ordered by points (most first), then by
-    card order: the first is the one the service takes when the action names none.
+    card order: the first is the one the service takes when the action names none. Memoised
+    (a pure function): a bot's legal moves and the move it then applies share the work.
     """
-    return hand_options((card,), floor, seven_sweeps, ten_of_diamonds)[0][1]
+    rank = card.rank
+    if rank == JACK:
+        return (tuple(sorted(floor)),)
+    if rank in (QUEEN, KING):
+        return (tuple(sorted(c for c in floor if c.rank == rank)),)
+    value = VALUES[rank]
+    counts = [0] * 10
+    total = 0
+    for c in floor:
+        v = VALUES[c.rank]
+        if v:
+            counts[v - 1] += 1
+            total += v
+    if seven_sweeps and card == SEVEN_OF_DIAMONDS and floor and total <= 10:
+        return (tuple(sorted(floor)),)
+    return _sum_captures(value, tuple(sorted(floor)), counts, ten_of_diamonds)
 
 
 def takes_all(card: Card, floor: tuple[Card, ...], seven_sweeps: bool) -> bool:

@@ -28,6 +28,7 @@ from tapis_engine.basra import bots
 from tapis_engine.basra.captures import SEVEN_OF_DIAMONDS, basra_how, capture_options, hand_options
 from tapis_engine.basra.scoring import score_deal, ten_of_diamonds_points
 from tapis_engine.basra.state import (
+    IRAQI,
     LEBANESE,
     TARGETS,
     VARIANTS,
@@ -216,7 +217,9 @@ class BasraRules:
         hand = state.hands[seat]
         if card not in hand:
             raise precondition(Reason.CARD_NOT_IN_HAND, f"{card} is not in your hand")
-        options = self.options_for(state, card)
+        variant = state.options.variant
+        options = capture_options(card, state.floor, variant != LEBANESE,
+                                  6 if variant == IRAQI else 3)
         if action.capture is None:
             taken = options[0]
         else:
@@ -232,8 +235,9 @@ class BasraRules:
         seats = state.seats
         options = state.options
         hands = list(state.hands)
-        new_hand = tuple(c for c in hands[seat] if c != card)
-        hands[seat] = new_hand
+        remaining_hand = list(hands[seat])
+        remaining_hand.remove(card)
+        new_hand = hands[seat] = tuple(remaining_hand)
         floor = state.floor
         captured = state.captured
         basras = state.basras
