@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from tapis_engine.cards import Card, deck_with_jokers
 from tapis_engine.corse import RULES, CardFlipped, CorseOptions, CorseState, Flip, PileWon, Slap
 from tapis_engine.corse.combinations import find_combination
+from tapis_engine.corse.rules import _Play
 from tapis_engine.errors import Reason, RuleError
 from tapis_engine.protocol import GameSetup
 
@@ -52,6 +53,10 @@ def play(seed: int, seats: int, *, check: bool = False, disturb: bool = False,
         events.extend(new_events)
         if check:
             check_step(previous, state, new_events, face_up_model)
+            if isinstance(action, Flip):  # the direct path for plain flips agrees
+                slow = _Play(previous)
+                slow.flip(seat)
+                assert (slow.freeze(previous), slow.events) == (state, new_events)
     return state, events, moves
 
 

@@ -239,6 +239,38 @@ class _Play:
         self.events.append(CorseEnded(winner, reason, self.sizes()))
 
 
+def _plain_flip(state: CorseState, seat: int) -> tuple[CorseState, list[Any]] | None:
+    """The common flip, played directly: a number card from a deck that keeps cards, the
+    turn passing to a seat that holds cards (or staying with one still owing tries), the
+    cap not reached. None for anything else (``_Play`` handles it); same result either way."""
+    deck = state.decks[seat]
+    if len(deck) < 2 or deck[0].rank >= JACK or state.sequence + 1 >= state.flip_cap:
+        return None
+    tries = state.tries
+    if state.challenger is not None:
+        if tries < 2:
+            return None
+        turn = seat
+        tries -= 1
+    else:
+        count = len(state.statuses)
+        turn = (seat + 1) % count
+        while state.statuses[turn] != IN_PLAY:
+            turn = (turn + 1) % count
+        if turn == seat or not state.decks[turn]:
+            return None
+    card = deck[0]
+    decks = list(state.decks)
+    decks[seat] = deck[1:]
+    sequence = state.sequence + 1
+    after = CorseState(
+        decks=tuple(decks), pile=(*state.pile, card), face_up=state.face_up + 1,
+        sequence=sequence, turn=turn, challenger=state.challenger, tries=tries,
+        statuses=state.statuses, strikes=state.strikes, rng=state.rng,
+        combinations=state.combinations, flip_cap=state.flip_cap)
+    return after, [CardFlipped(seat, card, sequence, None)]
+
+
 class CorseRules:
     """The rules of Bataille Corse."""
 
@@ -309,6 +341,9 @@ class CorseRules:
         if isinstance(action, Flip):
             if seat != state.turn:
                 raise precondition(Reason.NOT_YOUR_TURN, f"seat {state.turn} flips now")
+            fast = _plain_flip(state, seat)
+            if fast is not None:
+                return fast
             play = _Play(state)
             play.flip(seat)
         else:
