@@ -19,8 +19,8 @@ FLIPPED_IN_ROUND = 2 / 3
 
 
 def random_action(actions: Sequence[A], seed: int) -> A:
-    """A legal action drawn uniformly with a PRNG seeded by ``seed``."""
-    index, _ = rng.below(rng.derive(seed), len(actions))
+    """A legal action drawn uniformly with a PRNG seeded by ``seed`` (fresh for every call)."""
+    index, _ = rng.below(seed & rng.MASK64, len(actions))
     return actions[index]
 
 
