@@ -34,6 +34,9 @@ Rulings beyond RULES.md (decided here, as a referee would):
 - A stacked deck B must hold the 31 cards exactly; ``stacked_first`` may only be 0 (nothing
   about who starts is random).
 - Winners are all seats sharing the highest score, even when that score is 0.
+- Legal actions come card by card in suit order (clubs, diamonds, hearts, spades), colour by
+  colour in the order above; while drawing, the one flip. Everything but deck B's order is
+  public, so ``redact`` returns every event as it is.
 """
 
 from __future__ import annotations
