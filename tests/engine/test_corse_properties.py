@@ -107,7 +107,7 @@ def check_step(previous: CorseState, state: CorseState, events: list[Any],
 
 @pytest.mark.parametrize("seats", [2, 3, 4, 5, 6])
 def test_seeded_random_play_reaches_the_end_with_every_invariant(seats: int) -> None:
-    for seed in range(4):
+    for seed in range(3):
         state, _, _ = play(seed * 31 + seats, seats, check=True)
         outcome = RULES.outcome(state)
         assert outcome is not None
@@ -120,14 +120,14 @@ def test_seeded_random_play_reaches_the_end_with_every_invariant(seats: int) -> 
             assert RULES.bot_action(state, seat, "reflex", 1) is None
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2**64 - 1), seats=st.integers(2, 6))
 def test_property_conservation_and_views(seed: int, seats: int) -> None:
-    state, _, _ = play(seed, seats, check=True, flip_cap=1500)
+    state, _, _ = play(seed, seats, check=True, flip_cap=1000)
     assert state.end is not None
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2**64 - 1), seats=st.integers(2, 6))
 def test_same_seed_and_actions_give_the_same_game_despite_the_global_rng(seed: int,
                                                                         seats: int) -> None:
