@@ -239,7 +239,7 @@ def step(
         table = replace(table, next_sequence=table.next_sequence + len(events))
         table = _refresh_deadlines(rules, table, table.state, now_ms, {move.seat})
     else:
-        table = _play(rules, table, move, now_ms, events)
+        return _play(rules, table, move, now_ms, events), events  # _play bumps the version
     return replace(table, version=table.version + 1), events
 
 
@@ -358,7 +358,6 @@ def _play(
         _emit(table, events, SeatTakenOver(seat, until_reclaimed=takes_over))
     for body in game_events:
         _emit(table, events, body)
-    table = replace(table, state=state)
     outcome = rules.outcome(state)
     if outcome is not None:
         record = GameRecord(
@@ -368,11 +367,20 @@ def _play(
             scores=outcome.scores,
             summary=outcome.summary,
         )
-        table = replace(table, records=(*table.records, record), deadlines=())
-        _emit(table, events, GameEnded(table.game_number, outcome, table.records))
-        return replace(table, next_sequence=table.next_sequence + len(events))
-    table = replace(table, next_sequence=table.next_sequence + len(events))
+        records = (*table.records, record)
+        _emit(table, events, GameEnded(table.game_number, outcome, records))
+        return _played(table, state, table.next_sequence + len(events), records, ())
+    table = _played(table, state, table.next_sequence + len(events), table.records,
+                    table.deadlines)
     return _refresh_deadlines(rules, table, previous, now_ms, {seat})
+
+
+def _played(table: Table, state: Any, next_sequence: int, records: tuple[GameRecord, ...],
+            deadlines: tuple[tuple[int, int], ...]) -> Table:
+    """The table after a move: one construction instead of a chain of ``replace`` calls (the
+    per-action hot path); the version is bumped here."""
+    return Table(table.kind, table.setup, table.turn_time_ms, table.seats, table.game_number,
+                 state, records, deadlines, table.version + 1, next_sequence)
 
 
 def _refresh_deadlines(
