@@ -275,11 +275,10 @@ class BasraRules:
             to_move = order[0]
         else:
             to_move = None
-        new = BasraState(
-            seats=seats, options=options, rng=state.rng, deal=state.deal, dealer=state.dealer,
-            playing=playing, hands=tuple(hands), floor=floor, stock=stock, captured=captured,
-            basras=basras, scores=state.scores, to_move=to_move, last_capturer=last_capturer,
-            stacked=state.stacked)
+        # Positional (field order) on the hot path: keywords cost several times more here.
+        new = BasraState(seats, options, state.rng, state.deal, state.dealer, playing,
+                         tuple(hands), floor, stock, captured, basras, state.scores, to_move,
+                         last_capturer, (), False, state.stacked)
         if to_move is None:
             new = self._end_deal(new, events)
         return new, events
