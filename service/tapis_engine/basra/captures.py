@@ -112,11 +112,12 @@ def _plan(value: int, counts: tuple[int, ...]
     return 2, takes[0], takes
 
 
-def _sum_captures(value: int, sorted_floor: tuple[Card, ...], counts10: list[int],
+def _sum_captures(value: int, floor: tuple[Card, ...], counts10: list[int],
                   ten_of_diamonds: int) -> tuple[tuple[Card, ...], ...]:
     kind, take, takes = _plan(value, tuple(counts10[:value]))
     if kind == 0:
         return NOTHING
+    sorted_floor = sorted(floor)
     if kind == 1:
         return (tuple(c for c in sorted_floor
                       if 0 < VALUES[c.rank] <= value and take[VALUES[c.rank] - 1]),)
@@ -187,7 +188,7 @@ def capture_options(card: Card, floor: tuple[Card, ...], seven_sweeps: bool,
             total += v
     if seven_sweeps and card == SEVEN_OF_DIAMONDS and floor and total <= 10:
         return (tuple(sorted(floor)),)
-    return _sum_captures(value, tuple(sorted(floor)), counts, ten_of_diamonds)
+    return _sum_captures(value, floor, counts, ten_of_diamonds)
 
 
 def takes_all(card: Card, floor: tuple[Card, ...], seven_sweeps: bool) -> bool:
