@@ -199,6 +199,25 @@ def event(session: Session, logged: LoggedEvent, seat: int | None) -> pb.Event:
     return message
 
 
+EVENT_CACHE_SIZE = 4096
+"""Converted events kept for the fan-out in progress (all of it is dropped when full)."""
+_event_cache: dict[tuple[str, int, int | None], pb.StreamEventsResponse] = {}
+
+
+def event_response(session: Session, logged: LoggedEvent,
+                   seat: int | None) -> pb.StreamEventsResponse:
+    """``event`` for a stream, converted once per seat (or once for all spectators) and shared
+    by every stream of that seat and the SubmitAction answer; callers never mutate it."""
+    key = (session.game_id, logged.event.sequence, seat)
+    response = _event_cache.get(key)
+    if response is None:
+        if len(_event_cache) >= EVENT_CACHE_SIZE:
+            _event_cache.clear()
+        response = pb.StreamEventsResponse(event=event(session, logged, seat))
+        _event_cache[key] = response
+    return response
+
+
 def listing(session: Session) -> pb.GameListing:
     table = session.table
     return pb.GameListing(

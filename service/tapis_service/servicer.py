@@ -110,7 +110,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
             applied = await self.host.submit(session, seat, move, request_id, expected)
         return pb.SubmitActionResponse(
             version=applied.version,
-            events=[convert.event(session, e, seat) for e in applied.events])
+            events=[convert.event_response(session, e, seat).event for e in applied.events])
 
     async def StreamEvents(self, request: pb.StreamEventsRequest,
                            context: grpc.aio.ServicerContext
@@ -126,7 +126,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
             last = request.after_sequence
             for logged in backlog:
                 last = logged.sequence
-                yield pb.StreamEventsResponse(event=convert.event(session, logged, seat))
+                yield convert.event_response(session, logged, seat)
             while True:
                 item = await subscriber.queue.get()
                 if item is None:
@@ -134,7 +134,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
                 if item.sequence <= last:
                     continue
                 last = item.sequence
-                yield pb.StreamEventsResponse(event=convert.event(session, item, seat))
+                yield convert.event_response(session, item, seat)
             if subscriber.overflowed:
                 too_slow = ServiceError(
                     grpc.StatusCode.RESOURCE_EXHAUSTED, "STREAM_TOO_SLOW",
