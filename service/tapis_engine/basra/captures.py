@@ -136,11 +136,35 @@ def _sum_captures(value: int, floor: tuple[Card, ...], counts10: list[int],
     return tuple(options)
 
 
+def _floor_digest(floor: tuple[Card, ...]) -> tuple[list[int], int]:
+    """Counts of the floor's number cards by value (index value - 1), and their sum."""
+    counts = [0] * 10
+    total = 0
+    for c in floor:
+        v = VALUES[c.rank]
+        if v:
+            counts[v - 1] += 1
+            total += v
+    return counts, total
+
+
+def _options(card: Card, floor: tuple[Card, ...], counts: list[int], total: int,
+             seven_sweeps: bool, ten_of_diamonds: int) -> tuple[tuple[Card, ...], ...]:
+    rank = card.rank
+    if rank == JACK or (seven_sweeps and card == SEVEN_OF_DIAMONDS and floor and total <= 10):
+        return (tuple(sorted(floor)),)
+    if rank in (QUEEN, KING):
+        return (tuple(sorted(c for c in floor if c.rank == rank)),)
+    return _sum_captures(VALUES[rank], floor, counts, ten_of_diamonds)
+
+
 def hand_options(hand: tuple[Card, ...] | list[Card], floor: tuple[Card, ...],
                  seven_sweeps: bool, ten_of_diamonds: int = 3
                  ) -> list[tuple[Card, tuple[tuple[Card, ...], ...]]]:
-    """``(card, capture_options(card, ...))`` for each card of ``hand``."""
-    return [(card, capture_options(card, floor, seven_sweeps, ten_of_diamonds)) for card in hand]
+    """``(card, capture_options(card, ...))`` for each card of ``hand`` (one floor digest)."""
+    counts, total = _floor_digest(floor)
+    return [(card, _options(card, floor, counts, total, seven_sweeps, ten_of_diamonds))
+            for card in hand]
 
 
 NOTHING: tuple[tuple[Card, ...], ...] = ((),)
@@ -164,31 +188,15 @@ def is_seven_sweep(card: Card, floor: tuple[Card, ...], seven_sweeps: bool) -> b
     return seven_sweeps and card == SEVEN_OF_DIAMONDS and bool(floor) and floor_sum(floor) <= 10
 
 
-@lru_cache(maxsize=4096)
 def capture_options(card: Card, floor: tuple[Card, ...], seven_sweeps: bool,
                     ten_of_diamonds: int = 3) -> tuple[tuple[Card, ...], ...]:
     """Every legal capture of ``card`` on ``floor``: sorted card tuples, the default first.
 
     ``((),)`` when the card takes nothing. Options are ordered by points (most first), then by
-    card order: the first is the one the service takes when the action names none. Memoised
-    (a pure function): a bot's legal moves and the move it then applies share the work.
+    card order: the first is the one the service takes when the action names none.
     """
-    rank = card.rank
-    if rank == JACK:
-        return (tuple(sorted(floor)),)
-    if rank in (QUEEN, KING):
-        return (tuple(sorted(c for c in floor if c.rank == rank)),)
-    value = VALUES[rank]
-    counts = [0] * 10
-    total = 0
-    for c in floor:
-        v = VALUES[c.rank]
-        if v:
-            counts[v - 1] += 1
-            total += v
-    if seven_sweeps and card == SEVEN_OF_DIAMONDS and floor and total <= 10:
-        return (tuple(sorted(floor)),)
-    return _sum_captures(value, floor, counts, ten_of_diamonds)
+    counts, total = _floor_digest(floor)
+    return _options(card, floor, counts, total, seven_sweeps, ten_of_diamonds)
 
 
 def takes_all(card: Card, floor: tuple[Card, ...], seven_sweeps: bool) -> bool:

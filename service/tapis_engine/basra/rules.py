@@ -357,12 +357,19 @@ class BasraRules:
 
     def bot_action(self, state: BasraState, seat: int, strategy: str, seed: int
                    ) -> PlayCard | None:
-        legal = self.legal_actions(state, seat)
-        if not legal:
+        if state.over or state.to_move != seat:
             return None
         if strategy == "random":
-            index, _ = rng.below(seed, len(legal))
-            return legal[index]
+            # legal_actions(state, seat)[index], without building every action.
+            variant = state.options.variant
+            pairs = hand_options(sorted(state.hands[seat]), state.floor, variant != LEBANESE,
+                                 ten_of_diamonds_points(variant))
+            index, _ = rng.below(seed, sum(len(options) for _, options in pairs))
+            for card, options in pairs:
+                if index < len(options):
+                    return PlayCard(card, options[index])
+                index -= len(options)
+        legal = self.legal_actions(state, seat)
         seen = tuple(card for pile in state.captured for card in pile)
         return bots.heuristic(self.view(state, seat), legal, seen)
 
