@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -20,7 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,32 +94,38 @@ def sqlite_available() -> bool:
 
 
 @contextmanager
-def server(kind: str, store: str = "memory", profile: Path | None = None
-           ) -> Iterator[tuple[int, int]]:
-    """A server process (``tapis`` or ``bare``) on a free port: yields (port, pid)."""
-    port = free_port()
+def servers(wanted: dict[str, tuple[str, str]], profile: Path | None = None
+            ) -> Iterator[dict[str, tuple[int, int]]]:
+    """Server processes started side by side: name → (``tapis`` or ``bare``, store); yields
+    name → (port, pid). With ``profile``, every tapis server runs under pyinstrument."""
+    processes: dict[str, tuple[int, subprocess.Popen[bytes]]] = {}
     with tempfile.TemporaryDirectory(prefix="tapis-bench-") as data_dir:
-        if kind == "bare":
-            command = [sys.executable, "-m", "tapis_bench.bare", str(port)]
-        else:
-            command = [sys.executable, "-m", "tapis_service.main", "--port", str(port),
-                       "--store", store, "--log-level", "warning"]
-            if store == "sqlite":
-                command += ["--data-dir", data_dir]
-            if profile is not None:
-                command[1:1] = ["-m", "pyinstrument", "--renderer", "text", "--outfile",
-                                str(profile)]
-        process = subprocess.Popen(command)
         try:
-            wait_ready(port, process)
-            yield port, process.pid
+            for name, (kind, store) in wanted.items():
+                port = free_port()
+                if kind == "bare":
+                    command = [sys.executable, "-m", "tapis_bench.bare", str(port)]
+                else:
+                    command = [sys.executable, "-m", "tapis_service.main", "--port", str(port),
+                               "--store", store, "--log-level", "warning"]
+                    if store == "sqlite":
+                        command += ["--data-dir", str(Path(data_dir) / name)]
+                    if profile is not None:
+                        command[1:1] = ["-m", "pyinstrument", "--renderer", "text",
+                                        "--outfile", str(profile)]
+                processes[name] = (port, subprocess.Popen(command))
+            for port, process in processes.values():
+                wait_ready(port, process)
+            yield {name: (port, process.pid) for name, (port, process) in processes.items()}
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            for _, process in processes.values():
+                process.terminate()
+            for _, process in processes.values():
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
 
 
 def load(config: dict[str, Any]) -> dict[str, Any]:
@@ -131,9 +138,10 @@ def load(config: dict[str, Any]) -> dict[str, Any]:
 
 def action_load(port: int, plan: Plan, server_kind: str, kind: str = "war",
                 duration_s: float | None = None) -> dict[str, Any]:
+    warmup_s = plan.warmup_s if duration_s is None else min(plan.warmup_s, 1.0)
     return load({"mode": "actions", "server": server_kind, "target": f"127.0.0.1:{port}",
                  "kind": kind, "games": plan.games, "seats": 2, "channels": plan.channels,
-                 "warmup_s": plan.warmup_s, "duration_s": duration_s or plan.duration_s})
+                 "warmup_s": warmup_s, "duration_s": duration_s or plan.duration_s})
 
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -164,46 +172,46 @@ def run(plan: Plan, profile: bool) -> dict[str, Any]:
     begin(f"War actions, {plan.games} games in flight, 2 streams each: "
           f"{' / '.join(sides)} alternating, {plan.rounds} round(s)")
     runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
-    with ExitStack() as stack:
-        ports = {side: stack.enter_context(
-            server("bare") if side == "bare" else server("tapis", store=side))[0]
-            for side in sides}
+    per_kind: dict[str, Any] = {}
+    wanted = {side: ("bare", "") if side == "bare" else ("tapis", side) for side in sides}
+    wanted["scale"] = ("tapis", "memory")
+    with servers(wanted) as running:
         for number in range(plan.rounds):
             for side in sides:
-                figures = action_load(ports[side], plan, "bare" if side == "bare" else "tapis")
+                figures = action_load(running[side][0], plan,
+                                      "bare" if side == "bare" else "tapis")
                 runs[side].append(figures)
                 progress(f"    round {number + 1} {side:>6}: {figures['actions_per_s']} "
                          f"actions/s, submit p50 {figures['submit_p50_ms']} ms, "
                          f"event p99 {figures['event_p99_ms']} ms")
-    bare, war = median_of(runs["bare"]), median_of(runs["memory"])
-    durable = median_of(runs["sqlite"]) if durable_store else None
-    if not durable_store:
-        results["notes"].append("durable_throughput_ratio: tapis_service.sqlite_store does not "
-                                "exist yet; measured automatically once it does")
-    per_kind: dict[str, Any] = {"war": war}
-    for kind in sorted(GAMES):
-        if kind == "war":
-            continue
-        begin(f"{kind} actions (GetGame to pick, then SubmitAction), --store memory")
-        with server("tapis") as (port, _):
-            per_kind[kind] = action_load(port, plan, "tapis", kind, plan.kind_s)
-        progress(f"    {per_kind[kind]['actions_per_s']} actions/s")
-    if profile:
-        begin(f"profiling the server under the War load into {PROFILE}")
-        with server("tapis", profile=PROFILE) as (port, _):
-            action_load(port, plan, "tapis")
-    begin("engine: random play in-process")
-    engine_figures = engine.run(plan.engine_s)
-    for kind, figures in engine_figures.items():
-        progress(f"    {kind}: {figures['us_per_action']} µs/action")
-    begin(f"scale: {plan.scale_games} games, two streams each, {plan.scale_rate} actions/s")
-    with server("tapis") as (port, pid):
+        for kind in sorted(GAMES):
+            if kind == "war":
+                continue
+            begin(f"{kind} actions (GetGame to pick, then SubmitAction), --store memory")
+            per_kind[kind] = action_load(running["memory"][0], plan, "tapis", kind, plan.kind_s)
+            progress(f"    {per_kind[kind]['actions_per_s']} actions/s")
+        begin(f"scale: {plan.scale_games} games, two streams each, {plan.scale_rate} actions/s")
+        port, pid = running["scale"]
         scale = load({"mode": "scale", "target": f"127.0.0.1:{port}", "server_pid": pid,
                       "games": plan.scale_games, "streams_per_channel": 500,
                       "rate_per_s": plan.scale_rate, "duration_s": plan.scale_s,
                       "settle_s": min(3.0, plan.scale_s)})
-    progress(f"    {scale['streams_open']} streams open, {scale['rss_kib_per_game']} KiB/game, "
-             f"submit p99 {scale['submit_p99_ms']} ms")
+        progress(f"    {scale['streams_open']} streams open, {scale['rss_kib_per_game']} "
+                 f"KiB/game, submit p99 {scale['submit_p99_ms']} ms")
+    bare, war = median_of(runs["bare"]), median_of(runs["memory"])
+    per_kind = {"war": war, **per_kind}
+    durable = median_of(runs["sqlite"]) if durable_store else None
+    if not durable_store:
+        results["notes"].append("durable_throughput_ratio: tapis_service.sqlite_store does not "
+                                "exist yet; measured automatically once it does")
+    if profile:
+        begin(f"profiling the server under the War load into {PROFILE}")
+        with servers({"profiled": ("tapis", "memory")}, profile=PROFILE) as running:
+            action_load(running["profiled"][0], plan, "tapis")
+    begin("engine: random play in-process")
+    engine_figures = engine.run(plan.engine_s)
+    for kind, figures in engine_figures.items():
+        progress(f"    {kind}: {figures['us_per_action']} µs/action")
 
     results.update({
         "action_throughput_ratio": ratio(war["actions_per_s"], bare["actions_per_s"]),
@@ -253,6 +261,9 @@ def table(results: dict[str, Any]) -> str:
     row("SubmitAction p50 ms", bare["submit_p50_ms"], war["submit_p50_ms"], "action_p50_ratio")
     rows.append(("SubmitAction p99 ms", str(bare["submit_p99_ms"]), str(war["submit_p99_ms"]),
                  "", "", ""))
+    rows.append(("stream messages per action (all seats)",
+                 str(bare["stream_messages_per_action"]), str(war["stream_messages_per_action"]),
+                 "", "", ""))
     rows.append(("submit→event p50 ms", str(bare["event_p50_ms"]), str(war["event_p50_ms"]),
                  "", "", ""))
     row("submit→event p99 ms", bare["event_p99_ms"], war["event_p99_ms"], "event_p99_ratio")
@@ -294,10 +305,16 @@ def main(argv: list[str] | None = None) -> None:
     raise_fd_limit()
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     began = time.perf_counter()
+    load_before = os.getloadavg()
     results = run(PLANS[mode], args.profile)
     results["mode"] = mode
+    results["machine"] = {"cpus": os.cpu_count(), "loadavg_before": load_before,
+                          "loadavg_after": os.getloadavg()}
     results["seconds"] = round(time.perf_counter() - began, 1)
     print(table(results))
+    machine = results["machine"]
+    print(f"\n{machine['cpus']} CPUs; load average {machine['loadavg_before'][0]:.1f} before, "
+          f"{machine['loadavg_after'][0]:.1f} after (other work on this machine counts too).")
     for note in results["notes"]:
         print(f"\nNote: {note}")
     args.output.write_text(json.dumps(results, indent=2) + "\n")

@@ -1,7 +1,8 @@
 """Engine cost: full games of every registered kind by random play, in-process (no gRPC).
 
 Each action goes through ``table.step`` (what the service runs per action: rules, events,
-deadlines, the new table); the time of the random choice itself is left out.
+deadlines, the new table); the time of the random choice itself is left out. Per-action times
+are this thread's CPU time (the machine is shared: time spent preempted is not the engine's).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def play_one(rules: Rules[Any, Any, Any], seed: int, seats: int) -> tuple[int, f
         table, _ = tbl.step(rules, table, tbl.Claim(seat), 0)
     actions = 0
     in_step = in_apply = 0.0
-    clock = time.perf_counter
+    clock = time.thread_time  # CPU time of this thread: other processes' load is left out
     while actions < MAX_ACTIONS and not table.game_over(rules):
         awaited = sorted(rules.to_act(table.state)) or list(range(seats))
         seat = rng.choice(awaited)

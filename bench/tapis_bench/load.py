@@ -54,6 +54,8 @@ class Recorder:
 
     measuring: bool = False
     actions: int = 0
+    messages: int = 0
+    """Stream messages received while measuring (every seat's stream)."""
     refused: int = 0
     submit_ms: list[float] = field(default_factory=list)
     event_ms: list[float] = field(default_factory=list)
@@ -69,6 +71,7 @@ class Arrivals:
         self.missing: set[int] = set()
         self.latencies: list[float] = []
         self.done: asyncio.Future[None] | None = None
+        self.recorder: Recorder | None = None
 
     def expect(self, version: int, started: float) -> asyncio.Future[None]:
         self.version, self.started = version, started
@@ -80,6 +83,8 @@ class Arrivals:
         return self.done
 
     def arrived(self, stream: int, version: int) -> None:
+        if self.recorder is not None and self.recorder.measuring:
+            self.recorder.messages += 1
         if version > self.seen[stream]:
             self.seen[stream] = version
         if stream in self.missing and version >= self.version:
@@ -112,6 +117,7 @@ async def bare_game(channel: grpc.aio.Channel, index: int, seats: int, rec: Reco
     game_id = index.to_bytes(16, "big")
     submit = channel.unary_unary(SUBMIT)
     arrivals = Arrivals(seats)
+    arrivals.recorder = rec
     for seat in range(seats):
         call = channel.unary_stream(STREAM)(game_id)
         tasks.append(asyncio.create_task(_consume(call, _bare_arrival(arrivals, seat))))
@@ -274,6 +280,8 @@ def _summary(rec: Recorder, seconds: float) -> dict[str, Any]:
         return None if value is None else round(value, 3)
 
     return {"actions": rec.actions, "refused": rec.refused, "seconds": round(seconds, 3),
+            "stream_messages_per_action": round(rec.messages / rec.actions, 2)
+            if rec.actions else None,
             "actions_per_s": round(rec.actions / seconds, 1),
             "submit_p50_ms": ms(rec.submit_ms, 50), "submit_p99_ms": ms(rec.submit_ms, 99),
             "event_p50_ms": ms(rec.event_ms, 50), "event_p99_ms": ms(rec.event_ms, 99)}
@@ -296,6 +304,7 @@ async def run_actions(config: dict[str, Any]) -> dict[str, Any]:
             open_game(stubs[i % len(stubs)], config["kind"], seats, 1000 + i)
             for i in range(games)))
         for game in opened:
+            game.arrivals.recorder = rec
             open_streams(game, tasks)
         await asyncio.sleep(0.2)
         for i, game in enumerate(opened):
