@@ -29,34 +29,36 @@ def reference(card: Card, floor: tuple[Card, ...]) -> set[tuple[Card, ...]]:
     value = number_value(card)
     n = len(floor)
     values = [number_value(c) for c in floor]
-    memo: dict[int, bool] = {}
+    # Sum of each subset, or -1 when it holds a face card (faces are in no group).
+    sums = [0] * (1 << n)
+    for mask in range(1, 1 << n):
+        low = (mask & -mask).bit_length() - 1
+        rest = sums[mask & (mask - 1)]
+        sums[mask] = -1 if rest < 0 or values[low] == 0 else rest + values[low]
+    memo: dict[int, bool] = {0: True}
 
     def splits(mask: int) -> bool:
-        if mask == 0:
-            return True
-        if mask in memo:
-            return memo[mask]
-        low = mask & -mask
-        rest = mask ^ low
-        sub = rest
-        result = False
-        while True:
-            group = sub | low
-            if sum(values[i] for i in range(n) if group >> i & 1) == value and all(
-                    values[i] > 0 for i in range(n) if group >> i & 1) and splits(mask ^ group):
-                result = True
-                break
-            if sub == 0:
-                break
-            sub = (sub - 1) & rest
-        memo[mask] = result
-        return result
+        """Whether ``mask`` splits into groups of sum ``value`` (the lowest card's group first)."""
+        if mask not in memo:
+            low = mask & -mask
+            rest = mask ^ low
+            sub = rest
+            result = False
+            while True:
+                if sums[sub | low] == value and splits(mask ^ (sub | low)):
+                    result = True
+                    break
+                if sub == 0:
+                    break
+                sub = (sub - 1) & rest
+            memo[mask] = result
+        return memo[mask]
 
     best: set[tuple[Card, ...]] = {()}
     best_size = 0
     for mask in range(1, 1 << n):
-        size = bin(mask).count("1")
-        if size < best_size or not splits(mask):
+        size = mask.bit_count()
+        if size < best_size or sums[mask] <= 0 or sums[mask] % value or not splits(mask):
             continue
         taken = tuple(sorted(floor[i] for i in range(n) if mask >> i & 1))
         if size > best_size:
@@ -80,14 +82,14 @@ def card_and_floor(draw: st.DrawFn, pool: list[Card], max_floor: int = 9
 
 
 @settings(max_examples=400, derandomize=True, deadline=None)
-@given(card_and_floor(DECK))
+@given(card_and_floor(DECK, max_floor=9))
 def test_capture_search_matches_brute_force(case: tuple[Card, tuple[Card, ...]]) -> None:
     played, floor = case
     assert set(capture_options(played, floor, False)) == reference(played, floor)
 
 
-@settings(max_examples=300, derandomize=True, deadline=None)
-@given(card_and_floor(SMALL_CARDS + NUMBER_CARDS[:12], max_floor=11))
+@settings(max_examples=250, derandomize=True, deadline=None)
+@given(card_and_floor(SMALL_CARDS + NUMBER_CARDS[:12], max_floor=10))
 def test_capture_search_matches_brute_force_on_dense_small_floors(
         case: tuple[Card, tuple[Card, ...]]) -> None:
     played, floor = case
@@ -193,3 +195,11 @@ def test_capture_points() -> None:
 
 def test_faces_have_no_value() -> None:
     assert [number_value(Card(rank, "S")) for rank in (JACK, QUEEN, KING)] == [0, 0, 0]
+
+
+def test_the_reference_itself_on_the_rules_examples() -> None:
+    assert reference(parse_card("6S"), cards("AC 5C 2C 4C 3C 3D")) == {
+        cards("2C 3C 3D 4C 5C AC")}
+    assert reference(parse_card("8S"), cards("7C AC AD")) == {cards("7C AC"), cards("7C AD")}
+    assert reference(parse_card("5S"), cards("QC 5D")) == {cards("5D")}
+    assert reference(parse_card("5S"), cards("QC KD")) == {()}
