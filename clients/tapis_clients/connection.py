@@ -18,6 +18,10 @@ T = TypeVar("T")
 
 RETRYABLE = {grpc.StatusCode.UNAVAILABLE}
 DEFAULT_TARGET = "127.0.0.1:50051"
+RECONNECT_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
+                     ("grpc.min_reconnect_backoff_ms", 100),
+                     ("grpc.max_reconnect_backoff_ms", 1000)]
+"""Reconnect soon after a server restart (gRPC's default backoff grows to 120 s)."""
 
 
 def error_reason(error: grpc.RpcError) -> str:
@@ -38,7 +42,7 @@ class Connection:
     def __init__(self, target: str = DEFAULT_TARGET, retry_for_s: float = 60.0) -> None:
         self.target = target
         self.retry_for_s = retry_for_s
-        self.channel = grpc.aio.insecure_channel(target)
+        self.channel = grpc.aio.insecure_channel(target, options=RECONNECT_OPTIONS)
         self.stub = pb_grpc.GameServiceStub(self.channel)
 
     async def close(self) -> None:

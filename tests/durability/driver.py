@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 from tapis.v1 import game_service_pb2 as pb
@@ -37,9 +38,9 @@ class Game:
 
 
 async def start_game(stub: pb_grpc.GameServiceStub, kind: str, seed: int,
-                     turn_time_ms: int = 0) -> Game:
-    """A game of ``kind`` between two people, both seats taken."""
-    created = await stub.CreateGame(pb.CreateGameRequest(
+                     turn_time_ms: int = 0, **options: Any) -> Game:
+    """A game of ``kind`` between two people, both seats taken (``options``: e.g. war=...)."""
+    created = await stub.CreateGame(pb.CreateGameRequest(**options,
         kind=ADAPTERS[kind].proto_kind, seats=PLAYERS, seed=seed,  # type: ignore[arg-type]
         turn_time_limit_ms=turn_time_ms,
         seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON) for _ in range(PLAYERS)],

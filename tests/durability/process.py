@@ -12,6 +12,7 @@ from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from tapis_clients.connection import RECONNECT_OPTIONS
 
 READY_WITHIN_S = 20.0
 
@@ -23,13 +24,18 @@ def free_port() -> int:
         return port
 
 
+def channel(target: str) -> grpc.aio.Channel:
+    """A channel that reconnects soon after a restart (the same options as the clients')."""
+    return grpc.aio.insecure_channel(target, options=RECONNECT_OPTIONS)
+
+
 async def wait_serving(target: str, within_s: float = READY_WITHIN_S,
                        process: subprocess.Popen[bytes] | None = None) -> None:
     """Poll grpc health until SERVING (bounded); fail early if the process died."""
     loop = asyncio.get_running_loop()
     give_up = loop.time() + within_s
-    async with grpc.aio.insecure_channel(target) as channel:
-        health = health_pb2_grpc.HealthStub(channel)
+    async with channel(target) as probe:
+        health = health_pb2_grpc.HealthStub(probe)
         while True:
             if process is not None and process.poll() is not None:
                 raise RuntimeError(f"the server exited with {process.returncode}")

@@ -115,7 +115,7 @@ async def test_a_timer_that_ran_out_while_down_fires_at_once_and_bots_go_on(
 
 
 async def finished_war(stub: pb_grpc.GameServiceStub, seed: int) -> str:
-    game = await start_game(stub, "war", seed)
+    game = await start_game(stub, "war", seed, war=war_pb2.WarOptions(target_points=3))
     while not await play(stub, game, random.Random(seed), 50):
         pass
     return game.game_id

@@ -14,12 +14,13 @@ import grpc
 import pytest
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis.v1 import war_pb2
 from tapis_clients.connection import Connection
 from tapis_engine.registry import GAMES
 from tapis_service.sqlite_store import FILE_NAME
 
 from tests.durability.driver import Game, all_events, auth, play, start_game
-from tests.durability.process import ServerProcess
+from tests.durability.process import ServerProcess, channel
 
 ACTIONS_BEFORE = 12
 ACKS_UNDER_LOAD = 30
@@ -58,13 +59,13 @@ async def keep_playing(stub: pb_grpc.GameServiceStub, game: Game, seed: int) -> 
 async def test_every_acknowledged_action_survives_a_restart(server: ServerProcess,
                                                             how: str) -> None:
     await server.start()
-    channel = grpc.aio.insecure_channel(server.target)
-    stub = pb_grpc.GameServiceStub(channel)
+    grpc_channel = channel(server.target)
+    stub = pb_grpc.GameServiceStub(grpc_channel)
     rng = random.Random(6)
     games = [await start_game(stub, kind, seed=100 + i) for i, kind in enumerate(sorted(GAMES))]
     for game in games:
         await play(stub, game, rng, ACTIONS_BEFORE)
-    finished = await start_game(stub, "war", seed=11)
+    finished = await start_game(stub, "war", seed=11, war=war_pb2.WarOptions(target_points=3))
     while not await play(stub, finished, rng, 100):
         pass
     quiet = {g.game_id: await snapshot_of(stub, g) for g in [*games, finished]}
@@ -82,11 +83,11 @@ async def test_every_acknowledged_action_survives_a_restart(server: ServerProces
     else:
         assert server.terminate() == 0
     await asyncio.gather(*players)
-    await channel.close()
+    await grpc_channel.close()
 
     await server.start()
-    channel = grpc.aio.insecure_channel(server.target)
-    stub = pb_grpc.GameServiceStub(channel)
+    grpc_channel = channel(server.target)
+    stub = pb_grpc.GameServiceStub(grpc_channel)
     for game in [*games, finished]:
         version, events = await snapshot_of(stub, game)
         before_version, before_events = quiet[game.game_id]
@@ -111,14 +112,14 @@ async def test_every_acknowledged_action_survives_a_restart(server: ServerProces
     assert [e.sequence for e in followed] == list(range(1, last + 1))
     follower.cancel()
     await conn.close()
-    await channel.close()
+    await grpc_channel.close()
 
 
 async def test_a_refused_snapshot_stops_the_server_with_a_clear_message(
         server: ServerProcess) -> None:
     await server.start()
-    async with grpc.aio.insecure_channel(server.target) as channel:
-        stub = pb_grpc.GameServiceStub(channel)
+    async with channel(server.target) as grpc_channel:
+        stub = pb_grpc.GameServiceStub(grpc_channel)
         game = await start_game(stub, "war", seed=4)
         await play(stub, game, random.Random(4), 6)
     assert server.terminate() == 0
