@@ -20,8 +20,8 @@ import uuid
 from dataclasses import dataclass, field
 
 import grpc
-from tapis.v1 import game_service_pb2 as pb
 
+from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import games
 from tapis_clients.connection import DEFAULT_TARGET, Connection, error_reason
 

@@ -21,8 +21,8 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
-from tapis.v1 import game_service_pb2 as pb
 
+from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import games
 from tapis_clients.connection import DEFAULT_TARGET, Connection, error_reason
 

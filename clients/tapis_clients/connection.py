@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
+
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 

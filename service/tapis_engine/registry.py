@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from tapis_engine.basra import RULES as BASRA
+from tapis_engine.boutons import RULES as BOUTONS
+from tapis_engine.corse import RULES as CORSE
 from tapis_engine.protocol import Rules
+from tapis_engine.war import RULES as WAR
 
-_MODULES = ("tapis_engine.war", "tapis_engine.corse", "tapis_engine.boutons",
-            "tapis_engine.basra")
-
-
-def _load() -> dict[str, Rules[Any, Any, Any]]:
-    games: dict[str, Rules[Any, Any, Any]] = {}
-    for name in _MODULES:
-        try:
-            rules = importlib.import_module(name).RULES
-        except (ImportError, AttributeError):  # a game not built yet
-            continue
-        games[rules.kind] = rules
-    return games
-
-
-GAMES: dict[str, Rules[Any, Any, Any]] = _load()
+_ALL: tuple[Rules[Any, Any, Any], ...] = (WAR, CORSE, BOUTONS, BASRA)
+GAMES: dict[str, Rules[Any, Any, Any]] = {rules.kind: rules for rules in _ALL}
 
 
 def rules_for(kind: str) -> Rules[Any, Any, Any] | None:
-    """The rules of ``kind``, or None when that game is not built."""
+    """The rules of ``kind``, or None when there is no such game."""
     return GAMES.get(kind)

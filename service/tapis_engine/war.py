@@ -140,7 +140,7 @@ class WarRules:
     min_seats = 2
     max_seats = 2
     bot_takes_over_on_timeout = True
-    bot_strategies = ("basic",)
+    bot_strategies: tuple[str, ...] = ("basic",)
 
     def default_options(self) -> WarOptions:
         return WarOptions()

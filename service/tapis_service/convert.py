@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
+
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.errors import Reason, RuleError, invalid
 from tapis_engine.registry import rules_for
-
 from tapis_service.adapters import ADAPTERS, BY_PROTO_KIND
 from tapis_service.adapters.cards import card_from_proto
 from tapis_service.errors import ServiceError, invalid_argument

@@ -17,11 +17,11 @@ from typing import Any
 
 import grpc
 import structlog
+
 from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.registry import rules_for
-
 from tapis_service import recovery
 from tapis_service.adapters import ADAPTERS
 from tapis_service.clock import Clock

@@ -19,10 +19,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import structlog
+
 from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.registry import rules_for
-
 from tapis_service.adapters import ADAPTERS
 from tapis_service.session import Session
 

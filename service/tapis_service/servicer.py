@@ -9,10 +9,10 @@ from typing import Any, TypeVar
 
 import grpc
 import structlog
+
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_engine.errors import RuleError
-
 from tapis_service import convert
 from tapis_service.errors import ServiceError, from_rule_error, invalid_argument, to_status
 from tapis_service.host import GameHost

@@ -20,6 +20,7 @@ from dataclasses import fields, is_dataclass
 from typing import Any
 
 import pytest
+
 from tapis_engine import table as tbl
 from tapis_engine.cards import Card
 from tapis_engine.errors import RuleError

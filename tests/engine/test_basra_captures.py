@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from tapis_engine.basra.captures import (
     SEVEN_OF_DIAMONDS,
     capture_options,

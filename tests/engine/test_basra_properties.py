@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from tapis_engine import rng
 from tapis_engine.basra import RULES, BasraOptions, BasraState
 from tapis_engine.basra.state import BasraScored, DealScored, HandsDealt

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 import pytest
+
 from tapis_engine.basra import RULES, BasraOptions, BasraState, PlayCard
 from tapis_engine.basra.scoring import score_deal
 from tapis_engine.basra.state import (
@@ -21,7 +22,6 @@ from tapis_engine.basra.state import (
 from tapis_engine.cards import Card, parse_card, standard_deck
 from tapis_engine.errors import ErrorKind, Reason, RuleError
 from tapis_engine.protocol import GameSetup
-
 from tests.engine.basra_helpers import cards, deck_for, hand_built, start
 
 

@@ -9,6 +9,7 @@ import random
 from typing import Any
 
 import pytest
+
 from tapis_engine import rng
 from tapis_engine.boutons import RULES, Bet, BoutonsOptions, BoutonsState, Flip
 from tapis_engine.boutons.bots import heuristic_action

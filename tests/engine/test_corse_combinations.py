@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from tapis_engine.cards import parse_card
 from tapis_engine.corse.combinations import ALL_COMBINATIONS, find_combination, matches
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from tapis_engine.cards import Card, deck_with_jokers
 from tapis_engine.corse import RULES, CardFlipped, CorseOptions, CorseState, Flip, PileWon, Slap
 from tapis_engine.corse.combinations import find_combination

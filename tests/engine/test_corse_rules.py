@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+
 from tapis_engine.cards import Card, deck_with_jokers, parse_card
 from tapis_engine.corse import (
     RULES,

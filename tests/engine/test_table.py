@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from tapis_engine import table as tbl
 from tapis_engine.errors import Reason, RuleError
 from tapis_engine.protocol import GameSetup

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+
 from tapis_engine.cards import Card, parse_card, standard_deck
 from tapis_engine.errors import Reason, RuleError
 from tapis_engine.protocol import GameSetup

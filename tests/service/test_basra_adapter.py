@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from tapis.v1 import basra_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import rng

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from rich.console import Console
+
 from tapis.v1 import boutons_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients.games import boutons as screen

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients.games import corse as corse_client

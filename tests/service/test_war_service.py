@@ -10,10 +10,10 @@ from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_status import rpc_status
+
 from tapis.v1 import cards_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import ManualClock
-
 from tests.conftest import Harness, ServerFactory, auth, person_seats
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))

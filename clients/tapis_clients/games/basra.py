@@ -5,10 +5,10 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+
 from tapis.v1 import basra_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1.cards_pb2 import Card
-
 from tapis_clients.games import card_markup, card_text
 
 _VARIANTS = {basra_pb2.BASRA_VARIANT_UNSPECIFIED: "Egyptian",

@@ -6,9 +6,9 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+
 from tapis.v1 import boutons_pb2
 from tapis.v1 import game_service_pb2 as pb
-
 from tapis_clients.games import card_markup
 
 _COLOURS: dict[int, tuple[str, str]] = {

@@ -7,10 +7,10 @@ import random
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1.cards_pb2 import Card
-
 from tapis_clients.games import card_markup
 
 COMBINATION_NAMES = {

@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
-
 from tapis_clients.games import card_markup
 
 _END = {war_pb2.WAR_END_REASON_TARGET: "reached the target",

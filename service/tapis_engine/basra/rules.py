@@ -115,7 +115,7 @@ class BasraRules:
     min_seats = 2
     max_seats = 4
     bot_takes_over_on_timeout = False
-    bot_strategies = bots.STRATEGIES
+    bot_strategies: tuple[str, ...] = bots.STRATEGIES
 
     def default_options(self) -> BasraOptions:
         return BasraOptions()

@@ -67,7 +67,7 @@ class BoutonsRules:
     min_seats = 2
     max_seats = 4
     bot_takes_over_on_timeout = False
-    bot_strategies = ("heuristic", "random")
+    bot_strategies: tuple[str, ...] = ("heuristic", "random")
 
     def default_options(self) -> BoutonsOptions:
         return BoutonsOptions()

@@ -10,8 +10,9 @@ from typing import Any, Protocol
 
 from google.protobuf.message import Message
 
-from tapis_engine.registry import rules_for
-
+from tapis_service.adapters.basra import BasraAdapter
+from tapis_service.adapters.boutons import BoutonsAdapter
+from tapis_service.adapters.corse import CorseAdapter
 from tapis_service.adapters.war import WarAdapter
 
 
@@ -47,20 +48,7 @@ class GameAdapter(Protocol):
         ...
 
 
-def _adapters() -> list[GameAdapter]:
-    import importlib
-
-    found: list[GameAdapter] = [WarAdapter()]
-    for module, name in (("corse", "CorseAdapter"), ("boutons", "BoutonsAdapter"),
-                         ("basra", "BasraAdapter")):
-        try:
-            found.append(getattr(importlib.import_module(f"tapis_service.adapters.{module}"),
-                                 name)())
-        except (ImportError, AttributeError):  # a game not built yet
-            continue
-    return found
-
-
 ADAPTERS: dict[str, GameAdapter] = {
-    adapter.kind: adapter for adapter in _adapters() if rules_for(adapter.kind) is not None}
+    adapter.kind: adapter
+    for adapter in (WarAdapter(), CorseAdapter(), BoutonsAdapter(), BasraAdapter())}
 BY_PROTO_KIND: dict[int, GameAdapter] = {a.proto_kind: a for a in ADAPTERS.values()}

@@ -8,7 +8,6 @@ from tapis.v1 import basra_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine.basra import state as basra
 from tapis_engine.errors import Reason, invalid
-
 from tapis_service.adapters.cards import card_from_proto, card_to_proto, cards_to_proto
 
 _VARIANT_TO_PROTO = {basra.EGYPTIAN: basra_pb2.BASRA_VARIANT_EGYPTIAN,

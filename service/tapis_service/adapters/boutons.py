@@ -18,7 +18,6 @@ from tapis_engine.boutons.state import (
     Counts,
 )
 from tapis_engine.errors import Reason, invalid
-
 from tapis_service.adapters.cards import card_from_proto, card_to_proto
 
 COLOUR_TO_PROTO = {

@@ -17,7 +17,6 @@ from tapis_engine.corse.state import (
     OUT,
 )
 from tapis_engine.errors import Reason, invalid
-
 from tapis_service.adapters.cards import card_to_proto, cards_to_proto
 
 COMBINATION_TO_PROTO: dict[str, Any] = {

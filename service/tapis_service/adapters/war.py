@@ -8,7 +8,6 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis_engine import war
 from tapis_engine.errors import Reason, invalid
-
 from tapis_service.adapters.cards import card_to_proto
 
 _END = {None: war_pb2.WAR_END_REASON_UNSPECIFIED, "target": war_pb2.WAR_END_REASON_TARGET,
