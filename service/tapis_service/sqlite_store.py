@@ -76,10 +76,13 @@ def _dumps(data: JSON) -> str:
 class SqliteStore:
     """Tables, their journals and snapshots in ``<data_dir>/tapis.sqlite3``."""
 
-    def __init__(self, data_dir: Path | str, synchronous: str = SYNCHRONOUS) -> None:
+    def __init__(self, data_dir: Path | str, synchronous: str = SYNCHRONOUS,
+                 max_batch: int = 0) -> None:
         self.path = Path(data_dir) / FILE_NAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.synchronous = synchronous
+        self.max_batch = max_batch
+        """Writes per transaction at most (0: everything queued; 1: no group commit)."""
         self._connection = self._connect()
         self._connection.executescript(_SCHEMA)
         row = self._connection.execute("SELECT COALESCE(MAX(created_order), 0) FROM games")
@@ -176,7 +179,7 @@ class SqliteStore:
             if first is None:
                 break
             batch = [first]
-            while True:  # group commit: everything queued behind the first write
+            while not self.max_batch or len(batch) < self.max_batch:  # group commit
                 try:
                     job = self._queue.get_nowait()
                 except queue.Empty:

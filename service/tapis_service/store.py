@@ -24,7 +24,8 @@ class Store(Protocol):
     def dropped(self, game_id: str) -> Awaitable[None] | None: ...
 
     def load(self) -> list[tuple[str, JSON, JSON | None, list[JSON]]]:
-        """Every stored table: (game_id, creation record, last snapshot, journal after it)."""
+        """Every stored table: (game_id, creation record, last snapshot or None, the whole
+        journal); recovery replays the journal and checks it against the snapshot."""
         ...
 
     def close(self) -> None: ...
