@@ -15,6 +15,7 @@ Prints one JSON object (the figures) on stdout.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import random
 import struct
@@ -25,10 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+
 from tapis.v1 import bataille_corse_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-
 from tapis_bench.bare import STREAM, SUBMIT
 from tapis_bench.stats import percentile, raise_fd_limit, rss_kib
 
@@ -59,6 +60,7 @@ class Recorder:
     refused: int = 0
     submit_ms: list[float] = field(default_factory=list)
     event_ms: list[float] = field(default_factory=list)
+    slowest: list[tuple[float, float]] = field(default_factory=list)
 
 
 class Arrivals:
@@ -178,12 +180,16 @@ STREAM_RETRIES = [0]
 """Streams re-opened (resumed by sequence) after the server refused or cut them."""
 
 
-async def follow(game: Game, seat: int, stub: pb_grpc.GameServiceStub) -> None:
+async def follow(game: Game, seat: int, stub: pb_grpc.GameServiceStub,
+                 opening: asyncio.Semaphore | None = None) -> None:
     """Follow one seat's stream, resuming after the last sequence seen if it is cut (a burst
     of thousands of new streams can have some cancelled by the server, as a real client
-    would meet them)."""
+    would meet them). ``opening`` bounds the streams being opened at once."""
     last = 0
     while True:
+        if opening is not None:
+            await opening.acquire()
+        held = opening is not None
         call = stub.StreamEvents(pb.StreamEventsRequest(game_id=game.game_id,
                                                         after_sequence=last),
                                  metadata=_auth(game.tokens[seat]))
@@ -191,20 +197,27 @@ async def follow(game: Game, seat: int, stub: pb_grpc.GameServiceStub) -> None:
             async for message in call:
                 last = message.event.sequence
                 game.arrivals.arrived(seat, message.event.version)
+                if held and last >= game.arrivals.seen[seat] and opening is not None:
+                    opening.release()
+                    held = False
             return
         except grpc.aio.AioRpcError as error:
             if error.code() not in (grpc.StatusCode.CANCELLED, grpc.StatusCode.UNAVAILABLE,
                                     grpc.StatusCode.RESOURCE_EXHAUSTED):
                 return
+        finally:
+            if held and opening is not None:
+                opening.release()
         STREAM_RETRIES[0] += 1
         await asyncio.sleep(0.05 + random.random() * 0.2)
 
 
 def open_streams(game: Game, tasks: list[asyncio.Task[None]],
-                 stubs: list[pb_grpc.GameServiceStub] | None = None) -> None:
+                 stubs: list[pb_grpc.GameServiceStub] | None = None,
+                 opening: asyncio.Semaphore | None = None) -> None:
     for seat in range(len(game.tokens)):
         stub = stubs[seat % len(stubs)] if stubs else game.stub
-        tasks.append(asyncio.create_task(follow(game, seat, stub)))
+        tasks.append(asyncio.create_task(follow(game, seat, stub, opening)))
 
 
 async def next_action(game: Game, kind: str,
@@ -348,10 +361,10 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
     games = await asyncio.gather(*(one(i) for i in range(count)))
     create_s = time.perf_counter() - started
     tasks: list[asyncio.Task[None]] = []
+    opening = asyncio.Semaphore(100)  # players arrive over time, not 10,000 at once
     for i, game in enumerate(games):
-        open_streams(game, tasks, [stubs[(2 * i) % len(stubs)], stubs[(2 * i + 1) % len(stubs)]])
-        if i % 100 == 99:  # open them in waves, as players arrive
-            await asyncio.sleep(0.02)
+        open_streams(game, tasks, [stubs[(2 * i) % len(stubs)], stubs[(2 * i + 1) % len(stubs)]],
+                     opening)
     # every stream is open once it has received its backlog (the claims and the deal)
     deadline = time.perf_counter() + 60
     while time.perf_counter() < deadline:
@@ -362,6 +375,8 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
     open_streams_count = sum(1 for g in games for v in g.arrivals.seen if v >= g.version)
     await asyncio.sleep(config["settle_s"])  # let the last resumed streams calm down
     rss_held = rss_kib(pid)
+    gc.collect()
+    gc.freeze()  # the generator's own 10,000 streams must not pause its measurement
 
     rec = Recorder(measuring=True)
     rng = random.Random(7)
@@ -369,7 +384,6 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
     inflight: set[asyncio.Task[None]] = set()
 
     async def act(game: Game) -> None:
-        game.busy = True
         try:
             picked = await next_action(game, "war", rng)
             if picked is None:
@@ -377,10 +391,12 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
             began = time.perf_counter()
             await submit(game, *picked)
             rec.submit_ms.append((time.perf_counter() - began) * 1000)
+            rec.slowest.append((rec.submit_ms[-1], began))
             rec.actions += 1
         finally:
             game.busy = False
 
+    retries_before = STREAM_RETRIES[0]
     began = time.perf_counter()
     for n in range(int(rate * seconds)):
         at = began + n / rate
@@ -389,6 +405,7 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
             await asyncio.sleep(delay)
         game = games[rng.randrange(count)]
         if not game.busy:
+            game.busy = True
             task = asyncio.create_task(act(game))
             inflight.add(task)
             task.add_done_callback(inflight.discard)
@@ -401,6 +418,9 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
     for channel in channels:
         await channel.close()
     result = _summary(rec, load_s)
+    result["stream_retries_during_load"] = STREAM_RETRIES[0] - retries_before
+    result["slowest_ms_at_s"] = [(round(ms, 1), round(at - began, 2))
+                                 for ms, at in sorted(rec.slowest, reverse=True)[:10]]
     result.update(games=count, stream_retries=STREAM_RETRIES[0],
                   streams_open=open_streams_count, channels=len(channels),
                   create_s=round(create_s, 1), setup_s=round(setup_s, 1), rss_before_kib=rss_before,
