@@ -22,7 +22,7 @@ from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.registry import rules_for
-from tapis_service import recovery
+from tapis_service import metrics, recovery
 from tapis_service.adapters import ADAPTERS
 from tapis_service.clock import Clock
 from tapis_service.errors import ServiceError, failed_precondition, not_found
@@ -119,6 +119,7 @@ class GameHost:
                           created_ms=now, names=["" for _ in range(seats)])
         session.record(events)
         self.sessions[game_id] = session
+        metrics.GAMES.set(len(self.sessions))
         if request_id:
             self.create_requests[request_id] = game_id
         record = {"kind": kind, "table": tbl.encode_table(rules, table), "created_ms": now,
@@ -155,7 +156,7 @@ class GameHost:
     # --- playing -----------------------------------------------------------------------------
 
     async def submit(self, session: Session, seat: int, move: tbl.Input, request_id: str,
-                     expected_version: int | None) -> Applied:
+                     expected_version: int | None, received: float | None = None) -> Applied:
         """Apply a person's input, at most once per request id."""
         if request_id:
             seen = session.remembered(seat, request_id)
@@ -178,6 +179,12 @@ class GameHost:
             raise
         if request_id:
             session.remember(seat, request_id, applied)
+        metrics.ACTIONS.labels(session.rules.kind, "person").inc()
+        if received is not None and isinstance(move, tbl.Act) \
+                and type(move.action).__name__ == "Slap":
+            for logged in applied.events:
+                if type(logged.event.body).__name__ == "PileWon":
+                    session.probes[logged.sequence] = received
         entry: dict[str, Any] = {"input": tbl.encode_input(session.rules, move), "now_ms": now}
         if request_id:
             entry["request_id"] = request_id
@@ -256,6 +263,7 @@ class GameHost:
         except RuleError:
             self._after_change(session)  # the world moved on; look again
             return
+        metrics.ACTIONS.labels(session.rules.kind, "server").inc()
         log.info("server_move", game=session.game_id, seat=move.seat, input=type(move).__name__,
                  version=applied.version)
         entry = {"input": tbl.encode_input(session.rules, move), "now_ms": now}
@@ -284,6 +292,7 @@ class GameHost:
         session = self.sessions.pop(game_id, None)
         if session is None:
             return
+        metrics.GAMES.set(len(self.sessions))
         session.cancel_timers()
         for subscriber in session.subscribers:
             subscriber.close()

@@ -51,6 +51,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--retention", type=int, default=10_000,
                         help="finished games kept queryable")
     parser.add_argument("--max-games", type=int, default=100_000)
+    parser.add_argument("--metrics-port", type=int, default=0,
+                        help="serve Prometheus metrics on this port (0: off)")
     parser.add_argument("--log-level", default=os.environ.get("TAPIS_LOG_LEVEL", "info"))
     args = parser.parse_args(argv)
     store = args.store or ("sqlite" if args.data_dir else "memory")
@@ -60,10 +62,15 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                     allow_stacked_decks=args.allow_stacked_decks, bot_delay_ms=args.bot_delay_ms,
                     slap_rate_per_s=args.slap_rate, slap_burst=args.slap_burst,
                     snapshot_every=args.snapshot_every, finished_retention=args.retention,
-                    max_games=args.max_games, log_level=args.log_level)
+                    max_games=args.max_games, metrics_port=args.metrics_port,
+                    log_level=args.log_level)
 
 
 async def serve(settings: Settings) -> None:
+    if settings.metrics_port:
+        from prometheus_client import start_http_server
+
+        start_http_server(settings.metrics_port, addr=settings.host)
     running = await create_server(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

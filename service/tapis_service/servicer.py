@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -13,7 +14,7 @@ import structlog
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_engine.errors import RuleError
-from tapis_service import convert
+from tapis_service import convert, metrics
 from tapis_service.errors import ServiceError, from_rule_error, invalid_argument, to_status
 from tapis_service.host import GameHost
 
@@ -68,11 +69,19 @@ def unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
                 return await method(self, request, context)
             except (RuleError, ServiceError) as error:
                 refusal = _refusal(error)
+                metrics.REFUSALS.labels(refusal.code.name, refusal.reason).inc()
                 log.info("refused", code=refusal.code.name, reason=refusal.reason)
                 await context.abort_with_status(to_status(refusal))
                 raise AssertionError("unreachable") from error
 
     return wrapper
+
+
+def _observe(probes: dict[int, float], sequence: int) -> None:
+    """A probed event is about to be sent for the first time: record its latency."""
+    received = probes.pop(sequence, None)
+    if received is not None:
+        metrics.SLAP_TO_PILE_WON.observe(time.perf_counter() - received)
 
 
 class GameServicer(pb_grpc.GameServiceServicer):
@@ -106,6 +115,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
     @unary
     async def SubmitAction(self, request: pb.SubmitActionRequest,
                            context: grpc.aio.ServicerContext) -> pb.SubmitActionResponse:
+        received = time.perf_counter()
         session = self.host.get(request.game_id)
         token = _token(context)
         if token is None:
@@ -122,7 +132,8 @@ class GameServicer(pb_grpc.GameServiceServicer):
         move = convert.move_from_proto(session, seat, request.action)
         expected = request.expected_version if request.HasField("expected_version") else None
         with _Bound(seat=seat):
-            applied = await self.host.submit(session, seat, move, request_id, expected)
+            applied = await self.host.submit(session, seat, move, request_id, expected,
+                                             received)
         return pb.SubmitActionResponse(
             version=applied.version,
             events=[convert.event_response(session, e, seat).event for e in applied.events])
@@ -137,6 +148,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
             await context.abort_with_status(to_status(error))
             return
         subscriber, backlog = self.host.subscribe(session, seat, request.after_sequence)
+        metrics.STREAMS.inc()
         try:
             last = request.after_sequence
             for logged in backlog:
@@ -149,7 +161,10 @@ class GameServicer(pb_grpc.GameServiceServicer):
                 if item.sequence <= last:
                     continue
                 last = item.sequence
-                yield convert.event_response(session, item, seat)
+                response = convert.event_response(session, item, seat)
+                if session.probes:
+                    _observe(session.probes, item.sequence)
+                yield response
             if subscriber.overflowed:
                 too_slow = ServiceError(
                     grpc.StatusCode.RESOURCE_EXHAUSTED, "STREAM_TOO_SLOW",
@@ -157,6 +172,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
                 await context.abort_with_status(
                     to_status(too_slow, {"resume_after_sequence": str(last)}))
         finally:
+            metrics.STREAMS.dec()
             self.host.unsubscribe(session, subscriber)
 
     @unary

@@ -29,3 +29,5 @@ class Settings:
     """Finished tables kept queryable (oldest dropped first)."""
     grace_s: float = 5.0
     log_level: str = "info"
+    metrics_port: int = 0
+    """Serve Prometheus metrics on this port (0: off)."""

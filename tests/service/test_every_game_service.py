@@ -174,3 +174,30 @@ async def test_server_bots_race_to_slap(server: Harness) -> None:
     won = [e.bataille_corse.pile_won for e in events
            if e.bataille_corse.WhichOneof("event") == "pile_won"]
     assert any(w.reason == corse_pb.BATAILLE_CORSE_PILE_REASON_COMBINATION for w in won)
+
+
+async def test_slap_to_pile_won_latency_is_measured_when_the_event_is_sent(
+        server: Harness) -> None:
+    from tapis_service import metrics
+
+    def observed() -> float:
+        return sum(s.value for m in metrics.SLAP_TO_PILE_WON.collect() for s in m.samples
+                   if s.name.endswith("_count"))
+
+    game_id, tokens = await create(server, "bataille-corse", 2, **SLAP_SETUP)
+    await flip(server, game_id, tokens[0])
+    await flip(server, game_id, tokens[1])
+    view = await view_of(server, game_id)
+    reader = asyncio.ensure_future(collect(server, game_id, view.last_sequence, None,
+                                           view.last_sequence + 1))
+    before = observed()
+    for _ in range(10_000):  # wait (bounded) until the server has registered the stream
+        if server.host.sessions[game_id].subscribers:
+            break
+        await asyncio.sleep(0.001)
+    assert server.host.sessions[game_id].subscribers
+    await server.stub.SubmitAction(slap(game_id, view.bataille_corse.top_sequence),
+                                   metadata=auth(tokens[0]))
+    events = await asyncio.wait_for(reader, 10)
+    assert events[0].bataille_corse.WhichOneof("event") == "pile_won"
+    assert observed() == before + 1
