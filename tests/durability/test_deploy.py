@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tapis_service.sqlite_store import FILE_NAME
 
+from tapis_service.sqlite_store import FILE_NAME
 from tests.durability.process import free_port, wait_serving
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -29,7 +29,7 @@ def instructions() -> list[tuple[str, str]]:
     lines = [line.strip() for line in text.splitlines()]
     parsed = [tuple(line.split(None, 1)) for line in lines if line and not line.startswith("#")]
     stages = [i for i, (word, *_) in enumerate(parsed) if word == "FROM"]
-    return [(word, rest) for word, rest in parsed[stages[-1]:]]  # type: ignore[misc]
+    return [(word, rest) for word, rest in parsed[stages[-1]:]]
 
 
 def exec_form(arguments: str) -> list[str]:
