@@ -71,6 +71,8 @@ def _menu(kind: int, actions: list[pb.Action]) -> str:
 
 def _pick(kind: int, actions: list[pb.Action], answer: str) -> pb.Action | None:
     answer = answer.strip().lower()
+    if not actions:
+        return None
     if not answer:
         return actions[0]
     if answer.isdigit() and 1 <= int(answer) <= len(actions):
@@ -120,6 +122,69 @@ async def play_loop(conn: Connection, game_id: str, seat: int, token: str) -> No
         follower.cancel()
 
 
+async def live_loop(conn: Connection, game_id: str, seat: int, token: str) -> None:
+    """Real-time play (Bataille Corse on a terminal): the table redraws at every event and
+    single keys act at once — the game's hotkeys (f flips, s slaps), q quits."""
+    import termios
+    import tty
+
+    view = (await conn.call(conn.stub.GetGame, pb.GetGameRequest(game_id=game_id), token)).game
+    screen = Screen(view.kind, seat)
+    keys: asyncio.Queue[str] = asyncio.Queue()
+    loop = asyncio.get_running_loop()
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    tty.setcbreak(fd)
+    loop.add_reader(fd, lambda: keys.put_nowait(sys.stdin.read(1)))
+    follower = asyncio.create_task(screen.follow(conn, game_id, token))
+    module = games.module_for(view.kind)
+    try:
+        while True:
+            view = (await conn.call(conn.stub.GetGame, pb.GetGameRequest(game_id=game_id),
+                                    token)).game
+            screen.draw(view)
+            console.print("[dim]keys: " + ", ".join(
+                f"{module.hotkey(a)} = {games.describe_action(view.kind, a)}"
+                for a in view.legal_actions if a.WhichOneof("action") == games.FIELDS[view.kind]
+                and module.hotkey(a)) + ", Enter = next game when over, q = quit[/]")
+            screen.changed.clear()
+            key_task = asyncio.ensure_future(keys.get())
+            change_task = asyncio.ensure_future(screen.changed.wait())
+            done, _ = await asyncio.wait({key_task, change_task},
+                                         return_when=asyncio.FIRST_COMPLETED)
+            for task in (key_task, change_task):
+                if task not in done:
+                    task.cancel()
+            if key_task not in done:
+                continue
+            key = key_task.result().lower()
+            if key == "q":
+                return
+            fresh = (await conn.call(conn.stub.GetGame, pb.GetGameRequest(game_id=game_id),
+                                     token)).game
+            picked = _pick(view.kind, list(fresh.legal_actions), "" if key == "\n" else key)
+            if picked is None:
+                continue
+            try:
+                await conn.call(conn.stub.SubmitAction, pb.SubmitActionRequest(
+                    game_id=game_id, action=picked, request_id=uuid.uuid4().hex), token)
+            except grpc.aio.AioRpcError as error:
+                screen.lines.append(f"[red]refused ({error_reason(error)}): "
+                                    f"{error.details()}[/]")
+    finally:
+        loop.remove_reader(fd)
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        follower.cancel()
+
+
+async def take_seat(conn: Connection, game_id: str, seat: int, token: str, kind: int) -> None:
+    """Play a seat: live keys for the real-time game on a terminal, else move by move."""
+    if kind == pb.GAME_KIND_BATAILLE_CORSE and sys.stdin.isatty():
+        await live_loop(conn, game_id, seat, token)
+    else:
+        await play_loop(conn, game_id, seat, token)
+
+
 async def watch(conn: Connection, game_id: str) -> None:
     view = (await conn.call(conn.stub.GetGame, pb.GetGameRequest(game_id=game_id))).game
     screen = Screen(view.kind, None)
@@ -157,14 +222,14 @@ async def run(args: argparse.Namespace) -> None:
                 return
             joined = await conn.call(conn.stub.JoinGame, pb.JoinGameRequest(
                 game_id=created.game_id, display_name=args.name))
-            await play_loop(conn, created.game_id, joined.seat, joined.seat_token)
+            await take_seat(conn, created.game_id, joined.seat, joined.seat_token, kind)
         elif args.command == "join":
             join = pb.JoinGameRequest(game_id=args.game_id, display_name=args.name)
             if args.seat is not None:
                 join.seat = args.seat
             joined = await conn.call(conn.stub.JoinGame, join)
             console.print(f"you sit at seat {joined.seat}")
-            await play_loop(conn, args.game_id, joined.seat, joined.seat_token)
+            await take_seat(conn, args.game_id, joined.seat, joined.seat_token, joined.game.kind)
         elif args.command == "watch":
             await watch(conn, args.game_id)
         elif args.command == "list":

@@ -109,7 +109,7 @@ def hotkey(action: pb.Action) -> str | None:
 
 
 def _who(seat: int, me: int | None) -> str:
-    return "you" if seat == me else f"seat {seat}"
+    return f"seat {seat} (you)" if seat == me else f"seat {seat}"
 
 
 def describe_event(event: pb.Event, seat: int | None) -> str | None:
