@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import hashlib
 import json
+import os
 import queue
 import sqlite3
 import threading
@@ -24,6 +26,7 @@ import structlog
 
 JSON = dict[str, Any]
 FILE_NAME = "tapis.sqlite3"
+LOCK_NAME = "tapis.lock"
 SYNCHRONOUS = "FULL"
 
 log = structlog.get_logger("tapis.store")
@@ -80,6 +83,7 @@ class SqliteStore:
                  max_batch: int = 0) -> None:
         self.path = Path(data_dir) / FILE_NAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock_directory(self.path.parent)
         self.synchronous = synchronous
         self.max_batch = max_batch
         """Writes per transaction at most (0: everything queued; 1: no group commit)."""
@@ -158,6 +162,7 @@ class SqliteStore:
         self._queue.put(None)
         self._writer.join()
         self._connection.close()
+        os.close(self._lock)
 
     # --- the writer thread ----------------------------------------------------------------
 
@@ -204,6 +209,17 @@ class SqliteStore:
             for job in batch:
                 if job.future is not None and job.loop is not None:
                     _settle_soon(job.loop, job.future, error)
+
+
+def _lock_directory(data_dir: Path) -> int:
+    """One server per data directory: an exclusive lock, released when the process ends."""
+    descriptor = os.open(data_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as error:
+        os.close(descriptor)
+        raise RuntimeError(f"another tapis-server is using {data_dir}") from error
+    return descriptor
 
 
 def _settle_soon(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None],

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 from tapis_engine.registry import GAMES
-
 from tests.durability.process import ServerProcess
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
+
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.adapters import ADAPTERS

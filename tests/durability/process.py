@@ -12,6 +12,7 @@ from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
 from tapis_clients.connection import RECONNECT_OPTIONS
 
 READY_WITHIN_S = 20.0

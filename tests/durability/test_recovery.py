@@ -14,6 +14,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
@@ -21,7 +22,6 @@ from tapis_service.clock import ManualClock
 from tapis_service.recovery import RecoveryError
 from tapis_service.server import RunningServer, create_server
 from tapis_service.sqlite_store import FILE_NAME, SqliteStore
-
 from tests.conftest import TEST_SETTINGS
 from tests.durability.driver import all_events, auth, play, start_game
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import grpc
 import pytest
+
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_clients.connection import Connection
 from tapis_engine.registry import GAMES
 from tapis_service.sqlite_store import FILE_NAME
-
 from tests.durability.driver import Game, all_events, auth, play, start_game
 from tests.durability.process import ServerProcess, channel
 

@@ -6,6 +6,8 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from tapis_service.sqlite_store import FILE_NAME, SqliteStore
 
 
@@ -60,3 +62,11 @@ async def test_close_commits_what_is_queued_and_dropped_games_are_gone(tmp_path:
     assert snapshot is not None and snapshot["index"] == 1 and snapshot["checksum_ok"]
     assert committed(tmp_path, "SELECT finished FROM games ORDER BY game_id") == [(1,), (0,)]
     reopened.close()
+
+
+def test_a_second_store_on_the_same_directory_is_refused(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path)
+    with pytest.raises(RuntimeError, match="another tapis-server is using"):
+        SqliteStore(tmp_path)
+    store.close()
+    SqliteStore(tmp_path).close()  # free again once closed
