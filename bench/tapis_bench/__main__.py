@@ -56,8 +56,8 @@ class Plan:
 PLANS = {
     "full": Plan(rounds=3, warmup_s=2, duration_s=8, games=64, channels=4, engine_s=3,
                  scale_games=5000, scale_rate=100, scale_s=10, kind_s=5),
-    "quick": Plan(rounds=1, warmup_s=1, duration_s=3, games=64, channels=4, engine_s=0.5,
-                  scale_games=1000, scale_rate=100, scale_s=3, kind_s=1.5),
+    "quick": Plan(rounds=1, warmup_s=0.7, duration_s=2.5, games=64, channels=4, engine_s=0.3,
+                  scale_games=1000, scale_rate=100, scale_s=2, kind_s=1),
     "smoke": Plan(rounds=1, warmup_s=0.3, duration_s=0.5, games=4, channels=1, engine_s=0.05,
                   scale_games=20, scale_rate=20, scale_s=0.5, kind_s=0.3),
 }
@@ -119,7 +119,8 @@ def servers(wanted: dict[str, tuple[str, str]], profile: Path | None = None
             yield {name: (port, process.pid) for name, (port, process) in processes.items()}
         finally:
             for _, process in processes.values():
-                process.terminate()
+                # pyinstrument writes its profile on a clean exit; the others need no grace
+                process.terminate() if profile is not None else process.kill()
             for _, process in processes.values():
                 try:
                     process.wait(timeout=30)
@@ -195,7 +196,7 @@ def run(plan: Plan, profile: bool) -> dict[str, Any]:
         scale = load({"mode": "scale", "target": f"127.0.0.1:{port}", "server_pid": pid,
                       "games": plan.scale_games, "streams_per_channel": 500,
                       "rate_per_s": plan.scale_rate, "duration_s": plan.scale_s,
-                      "settle_s": min(3.0, plan.scale_s)})
+                      "settle_s": min(3.0, plan.scale_s / 2)})
         progress(f"    {scale['streams_open']} streams open, {scale['rss_kib_per_game']} "
                  f"KiB/game, submit p99 {scale['submit_p99_ms']} ms")
     bare, war = median_of(runs["bare"]), median_of(runs["memory"])
