@@ -95,7 +95,7 @@ async def selfplay_one(conn: Connection, kind: pb.GameKind.ValueType, players: i
     seats = []
     for _ in range(players):
         joined = await conn.call(conn.stub.JoinGame, pb.JoinGameRequest(
-            game_id=game_id, display_name="tapis-bot"))
+            game_id=game_id, display_name="tapis-bot", request_id=uuid.uuid4().hex))
         seats.append((joined.seat, joined.seat_token))
     rng = random.Random(seed)
     results = await asyncio.gather(*(
@@ -147,7 +147,8 @@ async def selfplay(args: argparse.Namespace) -> dict[str, object]:
 async def play(args: argparse.Namespace) -> dict[str, object]:
     conn = Connection(args.target)
     view = (await conn.call(conn.stub.GetGame, pb.GetGameRequest(game_id=args.game))).game
-    request = pb.JoinGameRequest(game_id=args.game, display_name=args.name)
+    request = pb.JoinGameRequest(game_id=args.game, display_name=args.name,
+                                 request_id=uuid.uuid4().hex)
     if args.seat is not None:
         request.seat = args.seat
     joined = await conn.call(conn.stub.JoinGame, request)

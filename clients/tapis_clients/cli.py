@@ -221,10 +221,11 @@ async def run(args: argparse.Namespace) -> None:
                 print(created.game_id)
                 return
             joined = await conn.call(conn.stub.JoinGame, pb.JoinGameRequest(
-                game_id=created.game_id, display_name=args.name))
+                game_id=created.game_id, display_name=args.name, request_id=uuid.uuid4().hex))
             await take_seat(conn, created.game_id, joined.seat, joined.seat_token, kind)
         elif args.command == "join":
-            join = pb.JoinGameRequest(game_id=args.game_id, display_name=args.name)
+            join = pb.JoinGameRequest(game_id=args.game_id, display_name=args.name,
+                                      request_id=uuid.uuid4().hex)
             if args.seat is not None:
                 join.seat = args.seat
             joined = await conn.call(conn.stub.JoinGame, join)

@@ -7,12 +7,16 @@ back; refusals are ``ServiceError`` or the engine's ``RuleError``.
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import hashlib
+import hmac
+import os
 import random
 import secrets
 from collections import OrderedDict
 from collections.abc import Awaitable, Sequence
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -37,6 +41,22 @@ RATE_LIMITED_ACTIONS = frozenset({"Slap"})
 """Engine action classes limited per seat (slaps: hammering the button is never a strategy)."""
 
 
+def join_key(settings: Settings) -> bytes:
+    """The secret that retried joins derive their tokens from: kept in the data directory
+    (created once, readable by the server's user only), or per process without one."""
+    if settings.data_dir is None or settings.store == "memory":
+        return secrets.token_bytes(32)
+    path = Path(settings.data_dir) / "join.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "wb") as key_file:
+            key_file.write(secrets.token_bytes(32))
+            key_file.flush()
+            os.fsync(key_file.fileno())
+    return path.read_bytes()
+
+
 def token_hash(token: str) -> str:
     """Seat tokens are kept (and persisted) only as this hash."""
     return hashlib.sha256(token.encode()).hexdigest()
@@ -56,6 +76,7 @@ class GameHost:
         self.published: dict[str, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._jitter = random.Random()
+        self.join_key = join_key(settings)
 
     # --- lookups --------------------------------------------------------------------------
 
@@ -133,25 +154,43 @@ class GameHost:
         self._after_change(session)
         return session
 
-    async def join(self, game_id: str, seat: int | None, name: str) -> tuple[Session, int, str]:
-        """Claim a person's seat; returns the session, the seat and its secret token."""
+    async def join(self, game_id: str, seat: int | None, name: str,
+                   request_id: str = "") -> tuple[Session, int, str]:
+        """Claim a person's seat; returns the session, the seat and its secret token.
+
+        With a ``request_id``, a retry returns the same seat and token: the token is then an
+        HMAC of the game, seat and id under the server's join key (never stored).
+        """
         session = self.get(game_id)
+        if request_id and request_id in session.join_requests:
+            seat = session.join_requests[request_id]
+            return session, seat, self._join_token(game_id, seat, request_id)
         if seat is None:
             free = [i for i, s in enumerate(session.table.seats) if not s.claimed]
             if not free:
                 raise failed_precondition("NO_FREE_SEAT", "every seat of this game is taken")
             seat = free[0]
-        token = secrets.token_urlsafe(24)
+        token = (self._join_token(game_id, seat, request_id) if request_id
+                 else secrets.token_urlsafe(24))
         digest = token_hash(token)
         entry = {"input": {"input": "Claim", "seat": seat}, "now_ms": self.clock.now_ms(),
                  "token_hash": digest, "name": name}
+        if request_id:
+            entry["join_request_id"] = request_id
         session.apply(tbl.Claim(seat), entry["now_ms"])  # type: ignore[arg-type]
         session.names[seat] = name
+        if request_id:
+            session.join_requests[request_id] = seat
         self.tokens[digest] = (game_id, seat)
         await self._journal(session, entry)
         log.info("seat_claimed", game=game_id, seat=seat)
         self._after_change(session)
         return session, seat, token
+
+    def _join_token(self, game_id: str, seat: int, request_id: str) -> str:
+        mac = hmac.new(self.join_key, f"{game_id}\0{seat}\0{request_id}".encode(),
+                       hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(mac[:24]).decode()
 
     # --- playing -----------------------------------------------------------------------------
 

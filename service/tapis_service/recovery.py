@@ -122,6 +122,8 @@ def restore(host: GameHost, game_id: str, record: JSON, snapshot: JSON | None,
         if isinstance(move, tbl.Claim):
             session.names[move.seat] = entry.get("name", "")
             host.tokens[entry["token_hash"]] = (game_id, move.seat)
+            if entry.get("join_request_id"):
+                session.join_requests[entry["join_request_id"]] = move.seat
         if entry.get("request_id"):
             session.remember(move.seat, entry["request_id"], applied)
         if checkpoint is not None and position == checkpoint[0]:

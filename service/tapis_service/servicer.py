@@ -101,7 +101,8 @@ class GameServicer(pb_grpc.GameServiceServicer):
                        context: grpc.aio.ServicerContext) -> pb.JoinGameResponse:
         name = convert.check_id(request.display_name, "display_name")
         seat = request.seat if request.HasField("seat") else None
-        session, seat, token = await self.host.join(request.game_id, seat, name)
+        request_id = convert.check_id(request.request_id, "request_id")
+        session, seat, token = await self.host.join(request.game_id, seat, name, request_id)
         return pb.JoinGameResponse(seat=seat, seat_token=token,
                                    game=convert.view(session, seat))
 

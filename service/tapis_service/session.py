@@ -83,6 +83,8 @@ class Session:
     subscribers: set[Subscriber] = field(default_factory=set)
     bot_timers: dict[int, TimerHandle] = field(default_factory=dict)
     deadline_timers: dict[tuple[int, int], TimerHandle] = field(default_factory=dict)
+    join_requests: dict[str, int] = field(default_factory=dict)
+    """JoinGame request id -> the seat it claimed (retries get the same seat and token)."""
     probes: dict[int, float] = field(default_factory=dict)
     """Event sequence -> perf_counter at the arrival of the slap that caused it (metrics)."""
     journal_length: int = 0

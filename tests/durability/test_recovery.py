@@ -191,3 +191,20 @@ async def test_a_snapshot_the_replay_does_not_reproduce_is_refused(
     with pytest.raises(RecoveryError, match="differs from the replayed journal"):
         await servers.start(ManualClock())
 
+
+
+async def test_a_retried_join_gets_the_same_seat_and_token_across_a_restart(
+        servers: Restartable) -> None:
+    stub = await servers.start(ManualClock())
+    created = await stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR, seats=2))
+    game_id = created.game.game_id
+    first = await stub.JoinGame(pb.JoinGameRequest(game_id=game_id, request_id="join-a-7f3c"))
+    await servers.stop()
+    stub = await servers.start(ManualClock())
+    again = await stub.JoinGame(pb.JoinGameRequest(game_id=game_id, request_id="join-a-7f3c"))
+    assert (again.seat, again.seat_token) == (first.seat, first.seat_token)
+    other = await stub.JoinGame(pb.JoinGameRequest(game_id=game_id, request_id="join-b-91d2"))
+    assert other.seat != first.seat
+    mine = await stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                              metadata=auth(again.seat_token))
+    assert mine.game.your_seat == first.seat

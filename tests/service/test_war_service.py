@@ -418,3 +418,15 @@ async def test_graceful_shutdown_reports_not_serving(make_server: ServerFactory)
     await h.running.health.enter_graceful_shutdown()
     answer = await health.Check(health_pb2.HealthCheckRequest(service=""))
     assert answer.status == health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+async def test_a_retried_join_returns_the_same_seat_and_token(server: Harness) -> None:
+    created = await server.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))
+    game_id = created.game.game_id
+    request = pb.JoinGameRequest(game_id=game_id, request_id="5b1e2c0a")
+    first = await server.stub.JoinGame(request)
+    second = await server.stub.JoinGame(request)
+    assert (first.seat, first.seat_token) == (second.seat, second.seat_token)
+    assert (await view_of(server, game_id)).status == pb.GAME_STATUS_WAITING_FOR_PLAYERS
+    other = await server.stub.JoinGame(pb.JoinGameRequest(game_id=game_id))
+    assert other.seat == 1 - first.seat and other.seat_token != first.seat_token
