@@ -185,44 +185,41 @@ class WarRules:
         if seat != state.to_move:
             raise precondition(Reason.NOT_YOUR_TURN,
                                f"seat {state.to_move} reveals first in this trick")
-        events: list[Any] = []
-        decks = list(state.decks)
-        deck = decks[seat]
-        laid = list(state.trick)
+        deck = state.decks[seat]
         in_bataille = state.batailles > 0
         if in_bataille:
-            laid.append(Laid(seat, deck[0], face_up=False))
-            laid.append(Laid(seat, deck[1], face_up=True))
-            decks[seat] = deck[2:]
+            up = Laid(seat, deck[1], True)
+            trick = (*state.trick, Laid(seat, deck[0], False), up)
+            rest = deck[2:]
         else:
-            laid.append(Laid(seat, deck[0], face_up=True))
-            decks[seat] = deck[1:]
-        both = (decks[0], decks[1])
-        events.append(CardRevealed(seat, laid[-1].card, in_bataille, _sizes(both)))
-        state = replace(state, decks=both, trick=tuple(laid))
+            up = Laid(seat, deck[0], True)
+            trick = (*state.trick, up)
+            rest = deck[1:]
+        decks = (rest, state.decks[1]) if seat == 0 else (state.decks[0], rest)
+        events: list[Any] = [CardRevealed(seat, up.card, in_bataille,
+                                          (len(decks[0]), len(decks[1])))]
+        # States are built field by field here: dataclasses.replace is the hot path's cost.
         if seat == state.first:
-            return replace(state, to_move=1 - seat), events
-        return self._settle(state, events)
+            return WarState(decks, state.first, state.points, state.target, 1 - seat, trick,
+                            state.batailles, state.last_trick, state.last_winner), events
+        return self._settle(state, decks, trick, up.card, events)
 
-    def _settle(self, state: WarState, events: list[Any]) -> tuple[WarState, list[Any]]:
-        """Both have laid: compare the last face-up cards."""
-        ups = [c for c in state.trick if c.face_up]
-        first_card = next(c.card for c in reversed(ups) if c.seat == state.first)
-        other_card = next(c.card for c in reversed(ups) if c.seat != state.first)
-        decks = state.decks
+    def _settle(self, state: WarState, decks: tuple[tuple[Card, ...], tuple[Card, ...]],
+                trick: tuple[Laid, ...], other_card: Card,
+                events: list[Any]) -> tuple[WarState, list[Any]]:
+        """Both have laid: compare the face-up cards (the first player's was laid just before
+        the other player's one or two cards)."""
+        first = state.first
+        first_card = trick[-3 if state.batailles else -2].card
         if first_card.rank != other_card.rank:
-            winner = state.first if first_card.rank > other_card.rank else 1 - state.first
-            won = tuple(c.card for c in state.trick)
-            new_decks = list(decks)
-            new_decks[winner] = decks[winner] + won
-            decks = (new_decks[0], new_decks[1])
-            points = list(state.points)
-            points[winner] += 1
-            pts = (points[0], points[1])
-            events.append(TrickWon(winner, len(won), pts, _sizes(decks)))
-            state = replace(state, decks=decks, points=pts, trick=(), batailles=0,
-                            last_trick=state.trick, last_winner=winner, to_move=state.first)
-            if pts[winner] >= state.target:
+            winner = first if first_card.rank > other_card.rank else 1 - first
+            won = tuple(c.card for c in trick)
+            decks = (decks[0] + won, decks[1]) if winner == 0 else (decks[0], decks[1] + won)
+            points = (state.points[0] + 1, state.points[1]) if winner == 0 \
+                else (state.points[0], state.points[1] + 1)
+            events.append(TrickWon(winner, len(won), points, (len(decks[0]), len(decks[1]))))
+            state = WarState(decks, first, points, state.target, first, (), 0, trick, winner)
+            if points[winner] >= state.target:
                 return self._end(state, winner, "target", events)
             if not decks[1 - winner]:
                 return self._end(state, winner, "all_cards", events)
@@ -233,19 +230,22 @@ class WarRules:
         short = [seat for seat in (0, 1) if len(decks[seat]) < 2]
         if len(short) == 2:
             events.append(ShortBataille(None, _sizes(decks)))
-            return self._end(replace(state, batailles=count), None, "draw", events)
+            state = WarState(decks, first, state.points, state.target, None, trick, count,
+                             state.last_trick, state.last_winner)
+            return self._end(state, None, "draw", events)
         if short:
             loser = short[0]
             winner = 1 - loser
-            taken = tuple(c.card for c in state.trick) + decks[loser]
+            taken = tuple(c.card for c in trick) + decks[loser]
             held: list[tuple[Card, ...]] = [(), ()]
             held[winner] = decks[winner] + taken
             decks = (held[0], held[1])
             events.append(ShortBataille(loser, _sizes(decks)))
-            state = replace(state, decks=decks, batailles=count, last_trick=state.trick,
-                            last_winner=winner, trick=())
+            state = WarState(decks, first, state.points, state.target, None, (), count, trick,
+                             winner)
             return self._end(state, winner, "short_bataille", events)
-        return replace(state, batailles=count, to_move=state.first), events
+        return WarState(decks, first, state.points, state.target, first, trick, count,
+                        state.last_trick, state.last_winner), events
 
     def _end(self, state: WarState, winner: int | None, reason: str,
              events: list[Any]) -> tuple[WarState, list[Any]]:
