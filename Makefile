@@ -44,6 +44,8 @@ lint: setup
 	$(BIN)/ruff check service clients tests
 	$(BIN)/mypy
 	cd protos && ../$(BIN)/buf lint
+	$(BIN)/hadolint deploy/Dockerfile
+	$(BIN)/yamllint -s -d "{extends: default, rules: {line-length: {max: 100}, document-start: disable}}" deploy
 
 bench: setup
 	$(BIN)/python -m tapis_bench $(ARGS)
