@@ -195,8 +195,8 @@ async def follow(game: Game, seat: int, stub: pb_grpc.GameServiceStub,
                                  metadata=_auth(game.tokens[seat]))
         try:
             async for message in call:
-                last = message.event.sequence
-                game.arrivals.arrived(seat, message.event.version)
+                last = message.events[-1].sequence
+                game.arrivals.arrived(seat, message.events[-1].version)
                 if held and last >= game.arrivals.seen[seat] and opening is not None:
                     opening.release()
                     held = False

@@ -80,13 +80,13 @@ class Connection:
                     pb.StreamEventsRequest(game_id=game_id, after_sequence=last),
                     metadata=metadata)
                 async for response in stream:
-                    event = response.event
-                    if event.sequence <= last:
-                        continue
-                    last = event.sequence
-                    delay = 0.05
-                    give_up = loop.time() + self.retry_for_s
-                    yield event
+                    for event in response.events:
+                        if event.sequence <= last:
+                            continue
+                        last = event.sequence
+                        delay = 0.05
+                        give_up = loop.time() + self.retry_for_s
+                        yield event
                 return
             except grpc.aio.AioRpcError as error:
                 resumable = error.code() in RETRYABLE or error_reason(error) == "STREAM_TOO_SLOW"

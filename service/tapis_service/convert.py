@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -201,20 +202,34 @@ def event(session: Session, logged: LoggedEvent, seat: int | None) -> pb.Event:
 
 EVENT_CACHE_SIZE = 4096
 """Converted events kept for the fan-out in progress (all of it is dropped when full)."""
-_event_cache: dict[tuple[str, int, int | None], pb.StreamEventsResponse] = {}
+_event_cache: dict[tuple[str, int, int | None], pb.Event] = {}
+_response_cache: dict[tuple[str, int, int, int | None], pb.StreamEventsResponse] = {}
 
 
-def event_response(session: Session, logged: LoggedEvent,
-                   seat: int | None) -> pb.StreamEventsResponse:
-    """``event`` for a stream, converted once per seat (or once for all spectators) and shared
-    by every stream of that seat and the SubmitAction answer; callers never mutate it."""
+def event_proto(session: Session, logged: LoggedEvent, seat: int | None) -> pb.Event:
+    """``event``, converted once per seat (or once for all spectators) and shared by every
+    stream of that seat and the SubmitAction answer; callers never mutate it."""
     key = (session.game_id, logged.event.sequence, seat)
-    response = _event_cache.get(key)
-    if response is None:
+    message = _event_cache.get(key)
+    if message is None:
         if len(_event_cache) >= EVENT_CACHE_SIZE:
             _event_cache.clear()
-        response = pb.StreamEventsResponse(event=event(session, logged, seat))
-        _event_cache[key] = response
+        message = event(session, logged, seat)
+        _event_cache[key] = message
+    return message
+
+
+def events_response(session: Session, batch: Sequence[LoggedEvent],
+                    seat: int | None) -> pb.StreamEventsResponse:
+    """One stream message for a run of events, built once per seat and shared."""
+    key = (session.game_id, batch[0].sequence, batch[-1].sequence, seat)
+    response = _response_cache.get(key)
+    if response is None:
+        if len(_response_cache) >= EVENT_CACHE_SIZE:
+            _response_cache.clear()
+        response = pb.StreamEventsResponse(
+            events=[event_proto(session, logged, seat) for logged in batch])
+        _response_cache[key] = response
     return response
 
 

@@ -22,6 +22,8 @@ log = structlog.get_logger("tapis.rpc")
 
 R = TypeVar("R")
 MAX_PAGE = 1000
+BACKLOG_CHUNK = 64
+"""Missed events sent per stream message when a stream catches up."""
 
 
 def _token(context: grpc.aio.ServicerContext) -> str | None:
@@ -137,7 +139,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
                                              received)
         return pb.SubmitActionResponse(
             version=applied.version,
-            events=[convert.event_response(session, e, seat).event for e in applied.events])
+            events=[convert.event_proto(session, e, seat) for e in applied.events])
 
     async def StreamEvents(self, request: pb.StreamEventsRequest,
                            context: grpc.aio.ServicerContext
@@ -152,19 +154,23 @@ class GameServicer(pb_grpc.GameServiceServicer):
         metrics.STREAMS.inc()
         try:
             last = request.after_sequence
-            for logged in backlog:
-                last = logged.sequence
-                yield convert.event_response(session, logged, seat)
+            for start in range(0, len(backlog), BACKLOG_CHUNK):
+                chunk = backlog[start:start + BACKLOG_CHUNK]
+                last = chunk[-1].sequence
+                yield convert.events_response(session, chunk, seat)
             while True:
-                item = await subscriber.queue.get()
-                if item is None:
+                batch = await subscriber.queue.get()
+                if batch is None:
                     break
-                if item.sequence <= last:
-                    continue
-                last = item.sequence
-                response = convert.event_response(session, item, seat)
+                if batch[0].sequence <= last:
+                    batch = tuple(e for e in batch if e.sequence > last)
+                    if not batch:
+                        continue
+                last = batch[-1].sequence
+                response = convert.events_response(session, batch, seat)
                 if session.probes:
-                    _observe(session.probes, item.sequence)
+                    for logged in batch:
+                        _observe(session.probes, logged.sequence)
                 yield response
             if subscriber.overflowed:
                 too_slow = ServiceError(

@@ -47,12 +47,13 @@ class Subscriber:
     def __init__(self, seat: int | None, capacity: int) -> None:
         self.seat = seat
         self.capacity = capacity
-        self.queue: asyncio.Queue[LoggedEvent | None] = asyncio.Queue()
+        self.queue: asyncio.Queue[tuple[LoggedEvent, ...] | None] = asyncio.Queue()
         self.overflowed = False
         self.closed = False
 
-    def offer(self, logged: LoggedEvent) -> None:
-        """Queue an event; past capacity the stream is cut off (it may resume by sequence)."""
+    def offer(self, logged: tuple[LoggedEvent, ...]) -> None:
+        """Queue the events of one change; past capacity the stream is cut off (it may
+        resume by sequence)."""
         if self.overflowed or self.closed:
             return
         if self.queue.qsize() >= self.capacity:
@@ -134,8 +135,7 @@ class Session:
 
     def publish(self, logged: tuple[LoggedEvent, ...]) -> None:
         for subscriber in list(self.subscribers):
-            for item in logged:
-                subscriber.offer(item)
+            subscriber.offer(logged)
 
     def cancel_timers(self) -> None:
         for handle in list(self.bot_timers.values()) + list(self.deadline_timers.values()):

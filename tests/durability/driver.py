@@ -96,8 +96,8 @@ async def all_events(stub: pb_grpc.GameServiceStub, game_id: str, after: int,
         return out
     stream = stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id, after_sequence=after))
     async for response in stream:
-        out.append(response.event)
-        if response.event.sequence >= until:
+        out.extend(response.events)
+        if response.events[-1].sequence >= until:
             stream.cancel()
             break
-    return out
+    return [e for e in out if e.sequence <= until]

@@ -70,11 +70,11 @@ async def collect(h: Harness, game_id: str, after: int, token: str | None,
     stream = h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id, after_sequence=after),
                                  metadata=metadata)
     async for response in stream:
-        out.append(response.event)
-        if response.event.sequence >= until:
+        out.extend(response.events)
+        if response.events[-1].sequence >= until:
             stream.cancel()
             break
-    return out
+    return [e for e in out if e.sequence <= until]
 
 
 async def test_full_game_between_two_clients(server: Harness) -> None:
