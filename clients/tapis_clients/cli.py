@@ -84,6 +84,16 @@ def _pick(kind: int, actions: list[pb.Action], answer: str) -> pb.Action | None:
     return None
 
 
+async def submit(conn: Connection, game_id: str, action: pb.Action, token: str,
+                 screen: Screen) -> None:
+    """Play a move; a refusal goes to the screen's event lines, with its reason."""
+    try:
+        await conn.call(conn.stub.SubmitAction, pb.SubmitActionRequest(
+            game_id=game_id, action=action, request_id=uuid.uuid4().hex), token)
+    except grpc.aio.AioRpcError as error:
+        screen.lines.append(f"[red]refused ({error_reason(error)}): {error.details()}[/]")
+
+
 async def play_loop(conn: Connection, game_id: str, seat: int, token: str) -> None:
     view = (await conn.call(conn.stub.GetGame, pb.GetGameRequest(game_id=game_id), token)).game
     screen = Screen(view.kind, seat)
@@ -112,12 +122,7 @@ async def play_loop(conn: Connection, game_id: str, seat: int, token: str) -> No
             if picked is None:
                 screen.lines.append("[red]no such move[/]")
                 continue
-            try:
-                await conn.call(conn.stub.SubmitAction, pb.SubmitActionRequest(
-                    game_id=game_id, action=picked, request_id=uuid.uuid4().hex), token)
-            except grpc.aio.AioRpcError as error:
-                screen.lines.append(f"[red]refused ({error_reason(error)}): "
-                                    f"{error.details()}[/]")
+            await submit(conn, game_id, picked, token, screen)
     finally:
         follower.cancel()
 
@@ -165,12 +170,7 @@ async def live_loop(conn: Connection, game_id: str, seat: int, token: str) -> No
             picked = _pick(view.kind, list(fresh.legal_actions), "" if key == "\n" else key)
             if picked is None:
                 continue
-            try:
-                await conn.call(conn.stub.SubmitAction, pb.SubmitActionRequest(
-                    game_id=game_id, action=picked, request_id=uuid.uuid4().hex), token)
-            except grpc.aio.AioRpcError as error:
-                screen.lines.append(f"[red]refused ({error_reason(error)}): "
-                                    f"{error.details()}[/]")
+            await submit(conn, game_id, picked, token, screen)
     finally:
         loop.remove_reader(fd)
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
