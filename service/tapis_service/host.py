@@ -148,7 +148,9 @@ class GameHost:
                       kind=kind, setup=setup, turn_time_ms=turn_time_ms,
                       seats=tuple(tbl.SeatSlot(bot=b, claimed=b is not None) for b in bots))),
                   "request_id": request_id}
+        upto = session.last_sequence
         await _maybe(self.store.created(game_id, record))
+        _committed(session, upto)
         log.info("game_created", game=game_id, kind=kind, seats=seats,
                  bots=sum(b is not None for b in bots))
         self._after_change(session)
@@ -249,10 +251,13 @@ class GameHost:
     # --- after every change: persistence, fan-out, bots, timers -----------------------------
 
     async def _journal(self, session: Session, entry: dict[str, Any]) -> None:
+        """Write the input just applied; once committed, its events may be published."""
         index = session.journal_length
+        upto = session.last_sequence
         pending = self.store.appended(session.game_id, index, entry)
         recovery.after_append(self, session)
         await _maybe(pending)
+        _committed(session, upto)
 
     def _after_change(self, session: Session) -> None:
         self._publish(session)
@@ -264,7 +269,8 @@ class GameHost:
 
     def _publish(self, session: Session) -> None:
         done = self.published.get(session.game_id, 0)
-        fresh = tuple(e for e in session.events_after(done))
+        fresh = tuple(e for e in session.events_after(done)
+                      if e.sequence <= session.durable_sequence)
         if fresh:
             self.published[session.game_id] = fresh[-1].sequence
             session.publish(fresh)
@@ -306,14 +312,17 @@ class GameHost:
         log.info("server_move", game=session.game_id, seat=move.seat, input=type(move).__name__,
                  version=applied.version)
         entry = {"input": tbl.encode_input(session.rules, move), "now_ms": now}
+        upto = session.last_sequence
         pending = self.store.appended(session.game_id, session.journal_length, entry)
         recovery.after_append(self, session)
         if pending is None:
+            _committed(session, upto)
             self._after_change(session)
             return
 
         async def settle() -> None:
             await pending
+            _committed(session, upto)
             self._after_change(session)
 
         task = asyncio.ensure_future(settle())
@@ -359,6 +368,12 @@ def _action_name(move: tbl.Input) -> str:
     if isinstance(move, tbl.Act):
         return type(move.action).__name__
     return type(move).__name__
+
+
+def _committed(session: Session, upto: int) -> None:
+    """The store has committed every input up to the one whose last event is ``upto``."""
+    if upto > session.durable_sequence:
+        session.durable_sequence = upto
 
 
 async def _maybe(pending: Awaitable[None] | None) -> None:

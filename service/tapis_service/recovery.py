@@ -83,6 +83,7 @@ async def recover(host: GameHost) -> None:
     stored = host.store.load()
     for game_id, record, snapshot, journal in stored:
         session = restore(host, game_id, record, snapshot, journal)
+        session.durable_sequence = session.last_sequence  # all of it came from the store
         host.sessions[game_id] = session
         if record.get("request_id"):
             host.create_requests[record["request_id"]] = game_id

@@ -430,3 +430,67 @@ async def test_a_retried_join_returns_the_same_seat_and_token(server: Harness) -
     assert (await view_of(server, game_id)).status == pb.GAME_STATUS_WAITING_FOR_PLAYERS
     other = await server.stub.JoinGame(pb.JoinGameRequest(game_id=game_id))
     assert other.seat == 1 - first.seat and other.seat_token != first.seat_token
+
+
+class GatedStore:
+    """A store whose writes complete only when the test says so."""
+
+    def __init__(self) -> None:
+        self.pending: list[asyncio.Future[None]] = []
+
+    def created(self, game_id: str, record: object) -> None:
+        return None
+
+    def appended(self, game_id: str, index: int, entry: object) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.pending.append(future)
+        return future
+
+    def snapshot(self, game_id: str, index: int, data: object) -> None:
+        return None
+
+    def dropped(self, game_id: str) -> None:
+        return None
+
+    def load(self) -> list[object]:
+        return []
+
+    def close(self) -> None:
+        return None
+
+    def release(self) -> None:
+        for future in self.pending:
+            if not future.done():
+                future.set_result(None)
+
+
+async def test_no_stream_sees_an_event_before_its_action_is_committed(
+        make_server: ServerFactory) -> None:
+    store = GatedStore()
+    h = await make_server(clock=ManualClock(), store=store)
+    created = await h.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR, seed=1))
+    game_id = created.game.game_id
+    session = h.host.sessions[game_id]
+    stream = h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id))
+    first_join = asyncio.ensure_future(
+        h.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=0)))
+    while len(store.pending) < 1:
+        await asyncio.sleep(0.001)
+    second_join = asyncio.ensure_future(
+        h.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=1)))
+    while len(store.pending) < 2:
+        await asyncio.sleep(0.001)
+    # Both claims are applied in memory (the second one started the game); only the first is
+    # committed: its answer goes out, and streams get its event and nothing after it.
+    assert session.last_sequence > 2
+    store.pending[0].set_result(None)
+    await first_join
+    message = await asyncio.wait_for(stream.read(), 10)
+    assert [e.sequence for e in message.events] == [1]
+    assert session.durable_sequence == 1
+    store.release()
+    await second_join
+    message = await asyncio.wait_for(stream.read(), 10)
+    assert message.events[0].sequence == 2
+    assert message.events[-1].sequence == session.last_sequence
+    stream.cancel()
