@@ -34,6 +34,7 @@ NORMAL_REFUSALS = {"STALE_VERSION", "SLAP_TOO_LATE", "NOT_YOUR_TURN", "RATE_LIMI
 class Stats:
     actions: int = 0
     refused: int = 0
+    idle_checks: int = 0
     errors: list[str] = field(default_factory=list)
 
 
@@ -43,48 +44,87 @@ class BotStyle:
     mistake_rate: float = 0.0
 
 
+IDLE_CHECK_S = 3.0
+"""With no event for this long, the bot looks at the table itself (an event or an answer may
+have been lost with a server that crashed)."""
+
+
 async def play_seat(conn: Connection, game_id: str, seat: int, token: str, kind: int,
                     rng: random.Random, style: BotStyle, stats: Stats) -> bool:
     """Play ``seat`` until the game in play ends; True when it ended."""
     acted_at = -1
     started = False
-    async for event in conn.events(game_id, 0, token):
-        body = event.WhichOneof("body")
-        if body == "game_started":
-            started = True
-        if body == "game_ended" and started:
-            return True
-        mine = seat in event.awaiting_seats and event.version > acted_at
-        if not (mine or (games.reacts_to(kind, event, seat) and event.version > acted_at)):
-            continue
-        if style.reaction_ms:
-            jitter = rng.uniform(0.7, 1.3)
-            await asyncio.sleep(style.reaction_ms * jitter / 1000)
-        view = (await conn.call(conn.stub.GetGame, pb.GetGameRequest(game_id=game_id),
-                                token)).game
-        if view.status == pb.GAME_STATUS_GAME_OVER:
-            return True
-        if rng.random() < style.mistake_rate and view.legal_actions:
-            action: pb.Action | None = rng.choice(list(view.legal_actions))
-        else:
-            action = games.choose(kind, view, rng)
-        if action is None or action.WhichOneof("action") == "start_next_game":
-            continue
-        request = pb.SubmitActionRequest(game_id=game_id, action=action,
-                                         request_id=uuid.uuid4().hex,
-                                         expected_version=view.version)
+    inbox: asyncio.Queue[pb.Event | None] = asyncio.Queue()
+
+    async def follow() -> None:
         try:
-            response = await conn.call(conn.stub.SubmitAction, request, token)
+            async for event in conn.events(game_id, 0, token):
+                inbox.put_nowait(event)
+        finally:
+            inbox.put_nowait(None)
+
+    async def act() -> bool | None:
+        """Move if the game awaits a move of ours; True when the game is over. A move refused
+        because the table moved on is tried again on the fresh table."""
+        nonlocal acted_at
+        for _ in range(5):
+            view = (await conn.call(conn.stub.GetGame, pb.GetGameRequest(game_id=game_id),
+                                    token)).game
+            if view.status == pb.GAME_STATUS_GAME_OVER and started:
+                return True
+            if rng.random() < style.mistake_rate and view.legal_actions:
+                action: pb.Action | None = rng.choice(list(view.legal_actions))
+            else:
+                action = games.choose(kind, view, rng)
+            if action is None or action.WhichOneof("action") == "start_next_game":
+                return None
+            request = pb.SubmitActionRequest(game_id=game_id, action=action,
+                                             request_id=uuid.uuid4().hex,
+                                             expected_version=view.version)
+            try:
+                response = await conn.call(conn.stub.SubmitAction, request, token)
+            except grpc.aio.AioRpcError as error:
+                reason = error_reason(error)
+                if error.code() in (grpc.StatusCode.ABORTED,
+                                    grpc.StatusCode.RESOURCE_EXHAUSTED) \
+                        or reason in NORMAL_REFUSALS:
+                    stats.refused += 1
+                    continue
+                stats.errors.append(f"{error.code().name} {reason}: {error.details()}")
+                return None
             acted_at = response.version - 1
             stats.actions += 1
-        except grpc.aio.AioRpcError as error:
-            reason = error_reason(error)
-            if error.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.RESOURCE_EXHAUSTED) \
-                    or reason in NORMAL_REFUSALS:
-                stats.refused += 1
-            else:
-                stats.errors.append(f"{error.code().name} {reason}: {error.details()}")
-    return False
+            return None
+        return None
+
+    follower = asyncio.ensure_future(follow())
+    try:
+        while True:
+            try:
+                event = await asyncio.wait_for(inbox.get(), IDLE_CHECK_S)
+            except TimeoutError:
+                stats.idle_checks += 1
+                if await act():
+                    return True
+                continue
+            if event is None:
+                await follower  # raises what ended the stream, if anything did
+                return False
+            body = event.WhichOneof("body")
+            if body == "game_started":
+                started = True
+            if body == "game_ended" and started:
+                return True
+            mine = seat in event.awaiting_seats and event.version > acted_at
+            if not (mine or (games.reacts_to(kind, event, seat) and event.version > acted_at)):
+                continue
+            if style.reaction_ms:
+                jitter = rng.uniform(0.7, 1.3)
+                await asyncio.sleep(style.reaction_ms * jitter / 1000)
+            if await act():
+                return True
+    finally:
+        follower.cancel()
 
 
 async def selfplay_one(conn: Connection, kind: pb.GameKind.ValueType, players: int, seed: int,
@@ -140,6 +180,7 @@ async def selfplay(args: argparse.Namespace) -> dict[str, object]:
     return {"kind": args.kind, "players": args.players, "games": args.games,
             "finished": finished, "errors": len(stats.errors) + failed,
             "actions": stats.actions, "refused": stats.refused,
+            "idle_checks": stats.idle_checks,
             "seconds": round(seconds, 3),
             "actions_per_s": round(stats.actions / seconds, 1) if seconds else 0.0}
 
