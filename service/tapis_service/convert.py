@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
-from tapis_engine.errors import Reason, RuleError, invalid
+from tapis_engine.errors import Reason, invalid
 from tapis_engine.registry import rules_for
-from tapis_service.adapters import ADAPTERS, BY_PROTO_KIND
+from tapis_service.adapters import BY_PROTO_KIND
 from tapis_service.adapters.cards import card_from_proto
 from tapis_service.errors import ServiceError, invalid_argument
 from tapis_service.session import LoggedEvent, Session
@@ -37,8 +38,6 @@ def create_arguments(request: pb.CreateGameRequest) -> dict[str, Any]:
         raise invalid_argument("INVALID_GAME_KIND", "name the game kind")
     adapter = BY_PROTO_KIND.get(request.kind)
     if adapter is None:
-        import grpc
-
         if request.kind in pb.GameKind.values():
             raise ServiceError(grpc.StatusCode.UNIMPLEMENTED, "GAME_KIND_NOT_AVAILABLE",
                                f"{pb.GameKind.Name(request.kind)} is not available yet")
@@ -250,5 +249,3 @@ def kind_of(proto_kind: int) -> str | None:
     adapter = BY_PROTO_KIND.get(proto_kind)
     return adapter.kind if adapter else None
 
-
-__all__ = ["ADAPTERS", "RuleError"]

@@ -73,7 +73,6 @@ class GameHost:
         self.tokens: dict[str, tuple[str, int]] = {}
         self.create_requests: dict[str, str] = {}
         self.slaps = TokenBuckets(settings.slap_rate_per_s, settings.slap_burst)
-        self.published: dict[str, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._jitter = random.Random()
         self.join_key = join_key(settings)
@@ -241,8 +240,8 @@ class GameHost:
         """Open a stream: the backlog after ``after``, and a queue for what follows."""
         subscriber = Subscriber(seat, self.settings.stream_queue_size)
         session.subscribers.add(subscriber)
-        upto = self.published.get(session.game_id, 0)
-        backlog = [e for e in session.events_after(after) if e.sequence <= upto]
+        backlog = [e for e in session.events_after(after)
+                   if e.sequence <= session.published_sequence]
         return subscriber, backlog
 
     def unsubscribe(self, session: Session, subscriber: Subscriber) -> None:
@@ -268,11 +267,10 @@ class GameHost:
         self._schedule_bots(session)
 
     def _publish(self, session: Session) -> None:
-        done = self.published.get(session.game_id, 0)
-        fresh = tuple(e for e in session.events_after(done)
+        fresh = tuple(e for e in session.events_after(session.published_sequence)
                       if e.sequence <= session.durable_sequence)
         if fresh:
-            self.published[session.game_id] = fresh[-1].sequence
+            session.published_sequence = fresh[-1].sequence
             session.publish(fresh)
 
     def _schedule_deadlines(self, session: Session) -> None:
@@ -344,7 +342,6 @@ class GameHost:
         session.cancel_timers()
         for subscriber in session.subscribers:
             subscriber.close()
-        self.published.pop(game_id, None)
         for digest, (gid, _) in list(self.tokens.items()):
             if gid == game_id:
                 del self.tokens[digest]

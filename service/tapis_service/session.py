@@ -84,6 +84,8 @@ class Session:
     subscribers: set[Subscriber] = field(default_factory=set)
     bot_timers: dict[int, TimerHandle] = field(default_factory=dict)
     deadline_timers: dict[tuple[int, int], TimerHandle] = field(default_factory=dict)
+    published_sequence: int = 0
+    """Events up to this sequence have been handed to the streams."""
     durable_sequence: int = 0
     """Events up to this sequence come from inputs the store has committed: only those are
     published, so no stream ever sees an event that a crash could take back."""

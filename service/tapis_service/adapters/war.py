@@ -16,7 +16,7 @@ _END = {None: war_pb2.WAR_END_REASON_UNSPECIFIED, "target": war_pb2.WAR_END_REAS
         "draw": war_pb2.WAR_END_REASON_DRAW}
 
 
-def _laid(cards: tuple[war.Laid | None, ...], first: int) -> list[war_pb2.WarLaidCard]:
+def _laid(cards: tuple[war.Laid | None, ...]) -> list[war_pb2.WarLaidCard]:
     out = []
     # Face-down cards are None in the view: recover whose they were from the laying order.
     for laid in cards:
@@ -79,6 +79,6 @@ class WarAdapter:
     def view_to_proto(self, view: war.WarView) -> war_pb2.WarView:
         return war_pb2.WarView(
             deck_sizes=view.deck_sizes, points=view.points, target_points=view.target,
-            first_seat=view.first, to_move=view.to_move, trick=_laid(view.trick, view.first),
-            last_trick=_laid(view.last_trick, view.first), last_trick_winner=view.last_winner,
+            first_seat=view.first, to_move=view.to_move, trick=_laid(view.trick),
+            last_trick=_laid(view.last_trick), last_trick_winner=view.last_winner,
             batailles=view.batailles, winner=view.winner, end_reason=_END[view.end])
