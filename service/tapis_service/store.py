@@ -6,6 +6,24 @@ from collections.abc import Awaitable
 from typing import Any, Protocol
 
 JSON = dict[str, Any]
+StoredGame = tuple[JSON, JSON | None, list[JSON]]
+"""One stored table: (creation record, last snapshot or None, the whole journal)."""
+
+
+class StoreError(Exception):
+    """A write the store did not commit. Nothing of it is durable; the host discards the
+    game's in-memory session and rebuilds it from what is."""
+
+
+class StoreUnavailable(StoreError):
+    """The store refuses writes for now (disk full, I/O error, database unreachable): a retry
+    may succeed once it accepts writes again."""
+
+
+class JournalConflict(StoreError):
+    """The journal already holds an input at this (game_id, index): another writer appended
+    first (in a cluster, another node owns the table now)."""
+
 
 
 class Store(Protocol):
@@ -13,6 +31,9 @@ class Store(Protocol):
 
     ``created`` and ``appended`` are called synchronously, in order; when they return an
     awaitable, the answer to the client waits for it (the write is durable once it completes).
+    A write that is not committed completes with a ``StoreError``: ``StoreUnavailable`` when
+    the store refuses writes for now, ``JournalConflict`` when the journal already holds that
+    index. ``appended`` must never overwrite an existing (game_id, index).
     """
 
     def created(self, game_id: str, record: JSON) -> Awaitable[None] | None: ...
@@ -26,6 +47,11 @@ class Store(Protocol):
     def load(self) -> list[tuple[str, JSON, JSON | None, list[JSON]]]:
         """Every stored table: (game_id, creation record, last snapshot or None, the whole
         journal); recovery replays the journal and checks it against the snapshot."""
+        ...
+
+    def load_game(self, game_id: str) -> StoredGame | None | Awaitable[StoredGame | None]:
+        """One stored table as ``load`` gives it (None: not stored), read after every write
+        queued before the call: the durable prefix a discarded session is rebuilt from."""
         ...
 
     def close(self) -> None: ...
@@ -48,6 +74,9 @@ class MemoryStore:
 
     def load(self) -> list[tuple[str, JSON, JSON | None, list[JSON]]]:
         return []
+
+    def load_game(self, game_id: str) -> StoredGame | None:
+        return None
 
     def close(self) -> None:
         return None
