@@ -24,6 +24,8 @@ from typing import Any
 
 import structlog
 
+from tapis_service.store import StoredGame
+
 JSON = dict[str, Any]
 FILE_NAME = "tapis.sqlite3"
 LOCK_NAME = "tapis.lock"
@@ -153,6 +155,29 @@ class SqliteStore:
                         "text": text}
             loaded.append((game_id, json.loads(record), snap, journals.get(game_id, [])))
         return loaded
+
+    def load_game(self, game_id: str) -> StoredGame | None:
+        """One stored table as ``load`` gives it (None: not stored). Call it once the writes
+        queued before it have settled (their awaitables completed)."""
+        reader = self._connect()
+        try:
+            row = reader.execute("SELECT record FROM games WHERE game_id = ?",
+                                 (game_id,)).fetchone()
+            if row is None:
+                return None
+            snap_row = reader.execute(
+                "SELECT idx, format, checksum, data FROM snapshots WHERE game_id = ?",
+                (game_id,)).fetchone()
+            journal = [json.loads(entry) for (entry,) in reader.execute(
+                "SELECT entry FROM journal WHERE game_id = ? ORDER BY idx", (game_id,))]
+        finally:
+            reader.close()
+        snap: JSON | None = None
+        if snap_row is not None:
+            index, fmt, digest, text = snap_row
+            snap = {"index": index, "format": fmt, "checksum_ok": checksum(text) == digest,
+                    "text": text}
+        return json.loads(row[0]), snap, journal
 
     def close(self) -> None:
         """Commit what is queued, then stop the writer and close the file."""
