@@ -49,7 +49,7 @@ class Store(Protocol):
         journal); recovery replays the journal and checks it against the snapshot."""
         ...
 
-    def load_game(self, game_id: str) -> StoredGame | None | Awaitable[StoredGame | None]:
+    def load_game(self, game_id: str) -> StoredGame | Awaitable[StoredGame | None] | None:
         """One stored table as ``load`` gives it (None: not stored), read after every write
         queued before the call: the durable prefix a discarded session is rebuilt from."""
         ...
