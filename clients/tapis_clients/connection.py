@@ -21,7 +21,7 @@ T = TypeVar("T")
 
 DEFAULT_PORT = 50051
 DEFAULT_TARGET = f"127.0.0.1:{DEFAULT_PORT}"
-REACH_TIMEOUT_S = 4.0
+REACH_TIMEOUT_S = 3.0
 """How long a client waits for a server it never reached before saying so."""
 
 RETRIED_EXHAUSTION = frozenset({"RATE_LIMITED", "OVERLOADED", "TOO_MANY_STREAMS", ""})

@@ -56,8 +56,10 @@ def describe_event(kind: int, event: pb.Event, seat: int | None) -> str | None:
     """One line for a person, or None for events not worth a line."""
     which = event.WhichOneof("body")
     if which == "seat_claimed":
-        name = event.seat_claimed.display_name or "someone"
-        return f"{name} sits at seat {event.seat_claimed.seat}"
+        claimed = event.seat_claimed
+        if seat is not None and claimed.seat == seat:
+            return f"you sit at seat {claimed.seat}"
+        return f"{claimed.display_name or 'someone'} sits at seat {claimed.seat}"
     if which == "game_started":
         return f"game {event.game_started.game_number} starts"
     if which == "seat_taken_over":
