@@ -212,9 +212,9 @@ async def ask_yes(question: str) -> bool:
     """A yes/no question on the terminal (Enter = yes); yes when input is not a terminal."""
     if not sys.stdin.isatty():
         return True
-    console.print(question + " [Y/n] ", end="")
     with KeyReader() as keys:
-        keys.discard_typed_ahead()
+        keys.discard_typed_ahead()  # only what is typed once the question shows answers it
+        console.print(question + " [Y/n] ", end="")
         while True:
             key_task = asyncio.ensure_future(keys.keys.get())
             quit_task = asyncio.ensure_future(keys.quit.wait())

@@ -163,8 +163,10 @@ class Connection:
     async def close(self) -> None:
         await self.channel.close()
 
-    async def reach(self, timeout_s: float = REACH_TIMEOUT_S) -> None:
-        """Wait until the channel is connected; raise Unreachable after ``timeout_s``."""
+    async def reach(self, timeout_s: float | None = None) -> None:
+        """Wait until the channel is connected; raise Unreachable after ``timeout_s``
+        (default REACH_TIMEOUT_S)."""
+        timeout_s = REACH_TIMEOUT_S if timeout_s is None else timeout_s
         try:
             await asyncio.wait_for(self.channel.channel_ready(), timeout_s)
         except TimeoutError:
