@@ -159,3 +159,31 @@ async def test_a_timeout_takeover_is_redrawn(make_server: ServerFactory,
     await term.wait_for("seat 1 is back in human hands")
     seat = (await view(h, game_id)).seats[1]
     assert not seat.bot_controlled
+
+
+async def test_watch_shows_a_waiting_table_then_follows_the_series(
+        make_server: ServerFactory, terminal: StartTerminal) -> None:
+    h = await make_server()
+    created = await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, seed=4, seat_configs=person_seats(2),
+        request_id=uuid.uuid4().hex, war=war_pb2.WarOptions(target_points=1)))
+    game_id = created.game.game_id
+    term = await terminal("watch", game_id, "--target", target(h))
+    await term.wait_for("waiting for players: 0 of 2 seats taken")
+    tokens = [(await h.stub.JoinGame(pb.JoinGameRequest(
+        game_id=game_id, display_name=name))).seat_token for name in ("ana", "bo")]
+    for game in (1, 2):
+        while (table := await view(h, game_id)).status == pb.GAME_STATUS_IN_PROGRESS:
+            await h.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),
+                                      metadata=auth(tokens[table.awaiting_seats[0]]))
+        await term.wait_for(f"game {game} over")
+        if game == 1:  # the spectator stays for the next game of the series
+            await h.stub.SubmitAction(pb.SubmitActionRequest(
+                game_id=game_id, action=pb.Action(start_next_game=pb.StartNextGame())),
+                metadata=auth(tokens[0]))
+            await term.wait_for("game 2 starts")
+    text = await term.wait_for("series after 2 game(s)")
+    assert "seat 0: ana" in text and "seat 1: bo" in text
+    assert term.process.returncode is None  # still watching
+    term.type("q")
+    assert await term.exit_status() == 0
