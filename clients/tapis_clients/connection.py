@@ -41,6 +41,9 @@ CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_timeout_ms", 10_000),
 ]
 
+RECONNECT_OPTIONS = CHANNEL_OPTIONS
+"""The former name of CHANNEL_OPTIONS (tests and tools open channels like the clients')."""
+
 
 class Unreachable(Exception):
     """No server answered at the target within the start-up wait."""
