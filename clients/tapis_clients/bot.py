@@ -128,9 +128,11 @@ async def play_seat(conn: Connection, game_id: str, seat: int, token: str, kind:
 
 
 async def selfplay_one(conn: Connection, kind: pb.GameKind.ValueType, players: int, seed: int,
-                       style: BotStyle, stats: Stats) -> bool:
-    created = await conn.call(conn.stub.CreateGame, pb.CreateGameRequest(
-        kind=kind, seats=players, seed=seed, request_id=uuid.uuid4().hex))
+                       style: BotStyle, stats: Stats, choose_deal: bool = False) -> bool:
+    request = pb.CreateGameRequest(kind=kind, seats=players, request_id=uuid.uuid4().hex)
+    if choose_deal:  # only a server started with --allow-stacked-decks accepts a chosen seed
+        request.seed = seed
+    created = await conn.call(conn.stub.CreateGame, request)
     game_id = created.game.game_id
     seats = []
     for _ in range(players):
@@ -164,7 +166,8 @@ async def selfplay(args: argparse.Namespace) -> dict[str, object]:
             async with limit:
                 try:
                     done = await selfplay_one(conn, kind, args.players,
-                                              args.seed * 1_000_003 + index, style, stats)
+                                              args.seed * 1_000_003 + index, style, stats,
+                                              args.choose_deal)
                     finished += int(done)
                 except grpc.aio.AioRpcError as error:
                     failed += 1
@@ -228,6 +231,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p_self.add_argument("--players", type=int, default=2)
     p_self.add_argument("--concurrency", type=int, default=16)
     p_self.add_argument("--seed", type=int, default=1)
+    p_self.add_argument("--choose-deal", action="store_true",
+                        help="send --seed as the games' seeds (the server must run with "
+                             "--allow-stacked-decks)")
     return parser.parse_args(argv)
 
 

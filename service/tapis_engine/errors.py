@@ -41,6 +41,7 @@ class Reason(StrEnum):
     ILLEGAL_BET = "ILLEGAL_BET"
     NO_BUTTON_OF_COLOUR = "NO_BUTTON_OF_COLOUR"
     NOT_ALLOWED_NOW = "NOT_ALLOWED_NOW"
+    GAME_ABANDONED = "GAME_ABANDONED"
 
 
 class RuleError(Exception):

@@ -30,6 +30,7 @@ from tapis_service import metrics, recovery
 from tapis_service.adapters import ADAPTERS
 from tapis_service.clock import Clock
 from tapis_service.errors import ServiceError, failed_precondition, not_found
+from tapis_service.limits import quote
 from tapis_service.ratelimit import TokenBuckets
 from tapis_service.session import Applied, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
@@ -82,7 +83,7 @@ class GameHost:
     def get(self, game_id: str) -> Session:
         session = self.sessions.get(game_id)
         if session is None:
-            raise not_found(f"no game {game_id!r} on this server")
+            raise not_found(f"no game {quote(game_id)} on this server")
         return session
 
     def seat_of(self, session: Session, token: str | None) -> int | None:
@@ -128,10 +129,12 @@ class GameHost:
                 "stacked decks are only accepted by a server started with --allow-stacked-decks")
         rules = rules_for(kind)
         assert rules is not None
+        seed_chosen = seed is not None
         if seed is None:
             seed = secrets.randbits(64)
         setup = GameSetup(seats=seats, seed=seed, options=options, stacked_deck=stacked_deck,
-                          stacked_first=stacked_first)
+                          stacked_first=stacked_first, salt=secrets.token_hex(16),
+                          seed_chosen=seed_chosen)
         now = self.clock.now_ms()
         table, events = tbl.new_table(rules, setup, bots, turn_time_ms, now)
         game_id = secrets.token_hex(8)
@@ -234,6 +237,20 @@ class GameHost:
         await self._journal(session, entry)
         self._after_change(session)
         return applied
+
+    async def abandon(self, session: Session) -> None:
+        """End a table nobody plays any more (housekeeping): the ``Abandon`` input, journaled
+        like any other so a restart replays it; its event tells every stream."""
+        if self.sessions.get(session.game_id) is not session \
+                or session.table.game_over(session.rules):
+            return
+        now = self.clock.now_ms()
+        move = tbl.Abandon()
+        session.apply(move, now)
+        log.info("game_abandoned", game=session.game_id, version=session.table.version)
+        await self._journal(session, {"input": tbl.encode_input(session.rules, move),
+                                      "now_ms": now})
+        self._after_change(session)
 
     def subscribe(self, session: Session, seat: int | None,
                   after: int) -> tuple[Subscriber, list[LoggedEvent]]:

@@ -1,4 +1,4 @@
-"""Server bootstrap: the servicer, health, reflection, graceful shutdown."""
+"""Server bootstrap: the servicer, health, reflection, limits, graceful shutdown."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.clock import Clock, SystemClock
 from tapis_service.host import GameHost
+from tapis_service.housekeeping import Housekeeping
+from tapis_service.interceptors import CallGuard
+from tapis_service.limits import MAX_RECEIVE_MESSAGE_BYTES
 from tapis_service.servicer import GameServicer
 from tapis_service.settings import Settings
 from tapis_service.store import MemoryStore, Store
@@ -29,12 +32,34 @@ class RunningServer:
     port: int
     host: GameHost
     health: health.aio.HealthServicer
+    servicer: GameServicer | None = None
+    guard: CallGuard | None = None
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, drain in-flight calls, then close the host."""
         await self.health.enter_graceful_shutdown()
+        if self.servicer is not None:
+            self.servicer.housekeeping.stop()
         await self.server.stop(grace_s)
+        if self.servicer is not None:
+            await self.servicer.housekeeping.drain()
         await self.host.close()
+
+
+def server_options(settings: Settings) -> list[tuple[str, int]]:
+    """The grpc core's options: message size, keepalive (docs/limits.md)."""
+    return [
+        ("grpc.so_reuseport", 0),
+        ("grpc.max_receive_message_length", MAX_RECEIVE_MESSAGE_BYTES),
+        # ping an idle connection, and drop it when the ping is not answered in time
+        ("grpc.keepalive_time_ms", settings.keepalive_time_ms),
+        ("grpc.keepalive_timeout_ms", settings.keepalive_timeout_ms),
+        ("grpc.keepalive_permit_without_calls", 1),
+        # let clients ping (every 10 s at most, with or without calls) without a GOAWAY
+        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+        ("grpc.http2.max_ping_strikes", 2),
+        ("grpc.http2.max_pings_without_data", 0),
+    ]
 
 
 def open_store(settings: Settings) -> Store:
@@ -54,8 +79,10 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     recover = getattr(host, "recover", None)
     if recover is not None:
         await recover()
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    pb_grpc.add_GameServiceServicer_to_server(GameServicer(host), server)
+    guard = CallGuard(settings.max_in_flight)
+    server = grpc.aio.server(interceptors=[guard], options=server_options(settings))
+    servicer = GameServicer(host, housekeeping=Housekeeping(host))
+    pb_grpc.add_GameServiceServicer_to_server(servicer, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
@@ -65,8 +92,9 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     if port == 0:
         raise OSError(f"cannot listen on {settings.host}:{settings.port}")
     await server.start()
+    servicer.housekeeping.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     log.info("serving", address=f"{settings.host}:{port}", store=settings.store,
              games=len(host.sessions))
-    return RunningServer(server, port, host, health_servicer)
+    return RunningServer(server, port, host, health_servicer, servicer, guard)
