@@ -41,6 +41,7 @@ class Housekeeping:
         self.last_person_ms: dict[str, int] = {}
         self._timer: TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._abandoning: set[str] = set()
         self.expired = 0
         self.abandoned = 0
 
@@ -89,12 +90,19 @@ class Housekeeping:
             if self.abandon_ms:
                 last = max(self.last_person_ms.get(game_id, session.created_ms),
                            self.started_ms)
-                if now - last >= self.abandon_ms:
+                if now - last >= self.abandon_ms and game_id not in self._abandoning:
                     self.abandoned += 1
-                    task = asyncio.ensure_future(self.host.abandon(session))
+                    self._abandoning.add(game_id)
+                    task = asyncio.ensure_future(self._abandon(session))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
         self._arm()
+
+    async def _abandon(self, session: Session) -> None:
+        try:
+            await self.host.abandon(session)
+        finally:
+            self._abandoning.discard(session.game_id)
 
     async def drain(self) -> None:
         """Wait for the abandonments in progress (tests, shutdown)."""
