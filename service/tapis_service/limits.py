@@ -36,6 +36,8 @@ MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024
 the longest stacked deck (3,328 Basra cards × 6 bytes = 19,968 bytes), six seat configs with
 128-byte strategies and a 128-byte request id: about 21 KiB; 64 KiB leaves room for the
 contract to grow (``tests/limits/test_sizes.py`` checks the bound)."""
+MAX_METADATA_BYTES = 8 * 1024
+"""Request headers: grpc refuses some calls beyond this size and all beyond twice it."""
 QUOTE_CHARS = 40
 """Errors and logs quote at most this many characters of a client value."""
 

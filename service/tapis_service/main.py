@@ -74,6 +74,9 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                         help="cut a stream whose client has not read for this long")
     limits.add_argument("--max-in-flight", type=int, default=1000,
                         help="unary calls handled at once (beyond: RESOURCE_EXHAUSTED)")
+    limits.add_argument("--max-pending-calls", type=int, default=20_000,
+                        help="calls grpc queues before the server takes them (beyond: some "
+                             "are cancelled, all of them beyond twice as many)")
     limits.add_argument("--keepalive-time-ms", type=int, default=60_000)
     limits.add_argument("--keepalive-timeout-ms", type=int, default=20_000)
     args = parser.parse_args(argv)
@@ -94,6 +97,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                     max_streams_per_connection=args.max_streams_per_connection,
                     max_streams_per_peer=args.max_streams_per_peer,
                     stream_stall_ms=args.stream_stall_ms, max_in_flight=args.max_in_flight,
+                    max_pending_calls=args.max_pending_calls,
                     keepalive_time_ms=args.keepalive_time_ms,
                     keepalive_timeout_ms=args.keepalive_timeout_ms)
 

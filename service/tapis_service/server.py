@@ -15,7 +15,7 @@ from tapis_service.clock import Clock, SystemClock
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.interceptors import CallGuard
-from tapis_service.limits import MAX_RECEIVE_MESSAGE_BYTES
+from tapis_service.limits import MAX_METADATA_BYTES, MAX_RECEIVE_MESSAGE_BYTES
 from tapis_service.servicer import GameServicer
 from tapis_service.settings import Settings
 from tapis_service.store import MemoryStore, Store
@@ -59,6 +59,14 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
         ("grpc.http2.max_ping_strikes", 2),
         ("grpc.http2.max_pings_without_data", 0),
+        # request headers (metadata): a seat token is ~40 bytes; beyond the soft size some
+        # calls are refused, beyond the hard size all of them (RESOURCE_EXHAUSTED, by grpc)
+        ("grpc.max_metadata_size", MAX_METADATA_BYTES),
+        ("grpc.absolute_max_metadata_size", 2 * MAX_METADATA_BYTES),
+        # calls the core holds before the server takes them: beyond the soft limit it cancels
+        # arrivals at random (CANCELLED, more of them up to the hard limit, then all of them)
+        ("grpc.server.max_pending_requests", settings.max_pending_calls),
+        ("grpc.server.max_pending_requests_hard_limit", 2 * settings.max_pending_calls),
     ]
 
 
