@@ -12,7 +12,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.errors import Reason, invalid
 from tapis_engine.registry import rules_for
-from tapis_service.adapters import BY_PROTO_KIND
+from tapis_service.adapters import ADAPTERS, BY_PROTO_KIND
 from tapis_service.adapters.cards import card_from_proto
 from tapis_service.errors import ServiceError, invalid_argument
 from tapis_service.session import LoggedEvent, Session
@@ -243,6 +243,15 @@ def listing(session: Session) -> pb.GameListing:
         game_number=table.game_number,
         create_time=_timestamp(session.created_ms),
     )
+
+
+def quarantined_listing(game_id: str, kind: str) -> pb.GameListing:
+    """The ListGames line of a quarantined table (its records are damaged: only its id and,
+    when it could be read, its kind)."""
+    adapter = ADAPTERS.get(kind)
+    return pb.GameListing(game_id=game_id, status=pb.GAME_STATUS_QUARANTINED,
+                          kind=adapter.proto_kind if adapter  # type: ignore[arg-type]
+                          else pb.GAME_KIND_UNSPECIFIED)
 
 
 def kind_of(proto_kind: int) -> str | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
@@ -37,6 +39,24 @@ class RunningServer:
         await self.host.close()
 
 
+def _reporter(health_servicer: health.aio.HealthServicer) -> Callable[[bool], None]:
+    """Health follows the store: NOT_SERVING while writes fail, SERVING once they commit."""
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def report(serving: bool) -> None:
+        status = (health_pb2.HealthCheckResponse.SERVING if serving
+                  else health_pb2.HealthCheckResponse.NOT_SERVING)
+        for name in ("", SERVICE_NAME):
+            await health_servicer.set(name, status)
+
+    def listener(serving: bool) -> None:
+        task = asyncio.ensure_future(report(serving))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    return listener
+
+
 def open_store(settings: Settings) -> Store:
     """The store named by the settings."""
     if settings.store == "memory":
@@ -51,9 +71,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
                         store: Store | None = None) -> RunningServer:
     """Build and start the server; returns it with the port it listens on."""
     host = GameHost(settings, clock or SystemClock(), store or open_store(settings))
-    recover = getattr(host, "recover", None)
-    if recover is not None:
-        await recover()
+    await host.recover()
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     pb_grpc.add_GameServiceServicer_to_server(GameServicer(host), server)
     health_servicer = health.aio.HealthServicer()
@@ -67,6 +85,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     await server.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    host.health_listeners.append(_reporter(health_servicer))
     log.info("serving", address=f"{settings.host}:{port}", store=settings.store,
              games=len(host.sessions))
     return RunningServer(server, port, host, health_servicer)

@@ -17,6 +17,7 @@ from tapis_engine.errors import RuleError
 from tapis_service import convert, metrics
 from tapis_service.errors import ServiceError, from_rule_error, invalid_argument, to_status
 from tapis_service.host import GameHost
+from tapis_service.session import Session
 
 log = structlog.get_logger("tapis.rpc")
 
@@ -195,12 +196,18 @@ class GameServicer(pb_grpc.GameServiceServicer):
             except ValueError as error:
                 raise invalid_argument("INVALID_PAGE_TOKEN", "page_token is not valid") from error
         kind = convert.kind_of(request.kind) if request.kind else None
-        sessions = [s for s in self.host.sessions.values()
-                    if (kind is None or s.rules.kind == kind)
-                    and (request.include_finished or not s.table.game_over(s.rules))]
-        page = sessions[start:start + size]
+        listed: list[Session | tuple[str, str]] = [
+            s for s in self.host.sessions.values()
+            if (kind is None or s.rules.kind == kind)
+            and (request.include_finished or not s.table.game_over(s.rules))]
+        listed.extend((game_id, game_kind)
+                      for game_id, (game_kind, _) in self.host.quarantined.items()
+                      if kind is None or game_kind == kind)
+        page = listed[start:start + size]
         token = ""
-        if start + size < len(sessions):
+        if start + size < len(listed):
             token = base64.urlsafe_b64encode(str(start + size).encode()).decode()
-        return pb.ListGamesResponse(games=[convert.listing(s) for s in page],
-                                    next_page_token=token)
+        return pb.ListGamesResponse(
+            games=[convert.listing(s) if isinstance(s, Session)
+                   else convert.quarantined_listing(*s) for s in page],
+            next_page_token=token)
