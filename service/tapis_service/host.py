@@ -230,6 +230,8 @@ class GameHost:
         claimed = seat
 
         def committed() -> None:
+            if self.sessions.get(game_id) is not session:
+                return  # dropped or discarded meanwhile
             self.tokens[digest] = (game_id, claimed)
             if request_id:
                 session.join_requests[request_id] = claimed
