@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
-.PHONY: setup gen serve test lint bench bench-quick selfplay clean
+.PHONY: setup gen serve test lint bench bench-quick selfplay clean proto-baseline
 
 setup: $(STAMP)
 
@@ -44,6 +44,7 @@ lint: setup
 	$(BIN)/ruff check service clients tests
 	$(BIN)/mypy
 	cd protos && ../$(BIN)/buf lint
+	cd protos && ../$(BIN)/buf breaking --against baseline.binpb
 	$(BIN)/hadolint deploy/Dockerfile
 	$(BIN)/yamllint -s -d "{extends: default, rules: {line-length: {max: 100}, document-start: disable}}" deploy
 
@@ -52,6 +53,11 @@ bench: setup
 
 bench-quick: setup
 	$(BIN)/python -m tapis_bench --quick $(ARGS)
+
+# The contract as last released, which `make lint` checks every change against (`buf breaking`):
+# rebuild it only when releasing, so that a breaking change is a conscious one.
+proto-baseline: setup
+	cd protos && ../$(BIN)/buf build -o baseline.binpb
 
 clean:
 	rm -rf $(VENV) gen
