@@ -175,6 +175,7 @@ def event(session: Session, logged: LoggedEvent, seat: int | None) -> pb.Event:
     e = logged.event
     message = pb.Event(sequence=e.sequence, game_number=e.game_number, version=logged.version,
                        awaiting_seats=logged.awaiting)
+    message.time.FromMilliseconds(logged.time_ms)
     body = e.body
     if isinstance(body, tbl.SeatClaimed):
         message.seat_claimed.CopyFrom(

@@ -18,11 +18,14 @@ from tapis_service.clock import TimerHandle
 
 @dataclass(frozen=True, slots=True)
 class LoggedEvent:
-    """A table event with the table version and awaited seats once its input was applied."""
+    """A table event with the table version and awaited seats once its input was applied, and
+    the server time (ms) at which that input was applied (kept in the journal, so a replay
+    gives the same time)."""
 
     event: tbl.TableEvent
     version: int
     awaiting: tuple[int, ...]
+    time_ms: int
 
     @property
     def sequence(self) -> int:
@@ -108,10 +111,13 @@ class Session:
             return ()
         return tuple(sorted(self.rules.to_act(state)))
 
-    def record(self, events: list[tbl.TableEvent]) -> tuple[LoggedEvent, ...]:
-        """Append freshly produced events to the log (with the current version)."""
+    def record(self, events: list[tbl.TableEvent],
+               now_ms: int | None = None) -> tuple[LoggedEvent, ...]:
+        """Append freshly produced events to the log (with the current version), as of
+        ``now_ms`` (by default the table's creation, whose events these are)."""
         awaiting = self.awaiting()
-        logged = tuple(LoggedEvent(e, self.table.version, awaiting) for e in events)
+        time_ms = self.created_ms if now_ms is None else now_ms
+        logged = tuple(LoggedEvent(e, self.table.version, awaiting, time_ms) for e in events)
         self.events.extend(logged)
         return logged
 
@@ -120,7 +126,7 @@ class Session:
         table, events = tbl.step(self.rules, self.table, move, now_ms)
         self.table = table
         self.journal_length += 1
-        return Applied(table.version, self.record(events))
+        return Applied(table.version, self.record(events, now_ms))
 
     def events_after(self, sequence: int) -> list[LoggedEvent]:
         """The logged events with a sequence greater than ``sequence``."""

@@ -208,6 +208,7 @@ def test_bet_only_on_own_laid_out_cards() -> None:
         with pytest.raises(RuleError) as error:
             act(state, Bet("red", parse_card(card)))
         assert error.value.reason == Reason.ILLEGAL_BET
+        assert error.value.kind == ErrorKind.PRECONDITION  # one code per reason
 
 
 def test_bet_only_a_colour_you_hold() -> None:

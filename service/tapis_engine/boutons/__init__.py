@@ -18,9 +18,9 @@ Rulings beyond RULES.md (decided here, as a referee would):
   (4 bets each). A player may bet any colour they hold, reserve buttons included.
 - "A card with no button" is judged at the moment of the bet, buttons left from earlier rounds
   included: once all four of a player's cards carry a button, any of their cards may be chosen.
-- A bet on another player's card or on a card that is not laid out is ``ILLEGAL_BET``
-  (invalid); a colour the player does not hold is ``NO_BUTTON_OF_COLOUR``; a bet on a covered
-  card while an uncovered one remains is ``ILLEGAL_BET`` (precondition).
+- A bet on another player's card or on a card that is not laid out is ``ILLEGAL_BET``; a
+  colour the player does not hold is ``NO_BUTTON_OF_COLOUR``; a bet on a covered card while an
+  uncovered one remains is ``ILLEGAL_BET`` (all preconditions: one status code per reason).
 - "A player had no button left to bet" means betting stopped in that round because the player
   due to bet had none (``BettingStopped``); the round is still drawn, then the game ends. A
   player left without buttons at the end of a round plays on into the next round, where betting

@@ -188,7 +188,7 @@ class BoutonsRules:
             raise invalid(Reason.INVALID_ACTION, f"no such button colour: {bet.colour!r}")
         card = bet.card
         if card.rank != laid_out_cards(seat)[0].rank or card.suit not in SUIT_INDEX:
-            raise invalid(Reason.ILLEGAL_BET, "bet on one of your own laid-out cards")
+            raise precondition(Reason.ILLEGAL_BET, "bet on one of your own laid-out cards")
         if not state.hands[seat][colour]:
             raise precondition(Reason.NO_BUTTON_OF_COLOUR, f"you have no {bet.colour} button")
         mine = state.cards[seat]
