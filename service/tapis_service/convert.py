@@ -11,6 +11,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.errors import Reason, invalid
+from tapis_engine.protocol import Rules
 from tapis_engine.registry import rules_for
 from tapis_service.adapters import ADAPTERS, BY_PROTO_KIND
 from tapis_service.adapters.cards import card_from_proto
@@ -18,6 +19,13 @@ from tapis_service.errors import ServiceError, invalid_argument
 from tapis_service.session import LoggedEvent, Session
 
 MAX_ID_LENGTH = 128
+
+
+def seat_range(rules: Rules[Any, Any, Any]) -> str:
+    """How many players a game takes, in words: "exactly 2", "2 to 6"."""
+    if rules.min_seats == rules.max_seats:
+        return f"exactly {rules.min_seats}"
+    return f"{rules.min_seats} to {rules.max_seats}"
 
 
 def check_id(value: str, what: str) -> str:
@@ -46,8 +54,7 @@ def create_arguments(request: pb.CreateGameRequest) -> dict[str, Any]:
     assert rules is not None
     seats = request.seats or rules.min_seats
     if not rules.min_seats <= seats <= rules.max_seats:
-        raise invalid(Reason.INVALID_SEAT_COUNT,
-                      f"this game is for {rules.min_seats} to {rules.max_seats} players")
+        raise invalid(Reason.INVALID_SEAT_COUNT, f"this game is for {seat_range(rules)} players")
     if len(request.seat_configs) > seats:
         raise invalid(Reason.INVALID_SEAT_COUNT, "more seat configs than seats")
     bots: list[str | None] = []
