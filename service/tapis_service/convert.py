@@ -11,12 +11,20 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.errors import Reason, invalid
+from tapis_engine.protocol import Rules
 from tapis_engine.registry import rules_for
-from tapis_service.adapters import BY_PROTO_KIND
+from tapis_service.adapters import ADAPTERS, BY_PROTO_KIND
 from tapis_service.adapters.cards import card_from_proto
 from tapis_service.errors import ServiceError, failed_precondition, invalid_argument
 from tapis_service.limits import check_stacked_deck, check_text, quote
 from tapis_service.session import LoggedEvent, Session
+
+
+def seat_range(rules: Rules[Any, Any, Any]) -> str:
+    """How many players a game takes, in words: "exactly 2", "2 to 6"."""
+    if rules.min_seats == rules.max_seats:
+        return f"exactly {rules.min_seats}"
+    return f"{rules.min_seats} to {rules.max_seats}"
 
 
 def check_id(value: str, what: str) -> str:
@@ -61,8 +69,7 @@ def create_arguments(request: pb.CreateGameRequest,
     assert rules is not None
     seats = request.seats or rules.min_seats
     if not rules.min_seats <= seats <= rules.max_seats:
-        raise invalid(Reason.INVALID_SEAT_COUNT,
-                      f"this game is for {rules.min_seats} to {rules.max_seats} players")
+        raise invalid(Reason.INVALID_SEAT_COUNT, f"this game is for {seat_range(rules)} players")
     if len(request.seat_configs) > seats:
         raise invalid(Reason.INVALID_SEAT_COUNT, "more seat configs than seats")
     bots: list[str | None] = []
@@ -218,6 +225,7 @@ def event(session: Session, logged: LoggedEvent, seat: int | None) -> pb.Event:
     e = logged.event
     message = pb.Event(sequence=e.sequence, game_number=e.game_number, version=logged.version,
                        awaiting_seats=logged.awaiting)
+    message.time.FromMilliseconds(logged.time_ms)
     body = e.body
     if isinstance(body, tbl.SeatClaimed):
         message.seat_claimed.CopyFrom(
@@ -289,6 +297,15 @@ def listing(session: Session) -> pb.GameListing:
         game_number=table.game_number,
         create_time=_timestamp(session.created_ms),
     )
+
+
+def quarantined_listing(game_id: str, kind: str) -> pb.GameListing:
+    """The ListGames line of a quarantined table (its records are damaged: only its id and,
+    when it could be read, its kind)."""
+    adapter = ADAPTERS.get(kind)
+    return pb.GameListing(game_id=game_id, status=pb.GAME_STATUS_QUARANTINED,
+                          kind=adapter.proto_kind if adapter  # type: ignore[arg-type]
+                          else pb.GAME_KIND_UNSPECIFIED)
 
 
 def kind_of(proto_kind: int) -> str | None:

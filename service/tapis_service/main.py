@@ -15,6 +15,7 @@ import structlog
 from tapis_service.recovery import RecoveryError
 from tapis_service.server import create_server
 from tapis_service.settings import Settings
+from tapis_service.store import StoreCorrupt
 
 
 def configure_logging(level: str) -> None:
@@ -122,10 +123,10 @@ def main(argv: list[str] | None = None) -> None:
     configure_logging(settings.log_level)
     try:
         asyncio.run(serve(settings))
-    except RecoveryError as error:  # a stored game cannot be restored: refuse to serve
+    except (StoreCorrupt, RecoveryError) as error:  # the store cannot be read: refuse to serve
         structlog.get_logger("tapis.server").error("recovery_refused", error=str(error))
         print(f"tapis-server: refusing to start: {error}", file=sys.stderr)
-        raise SystemExit(2) from error
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
 import structlog
+from google.protobuf import descriptor, descriptor_pool
+from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from tapis.v1 import errors_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.clock import Clock, SystemClock
@@ -22,6 +27,21 @@ from tapis_service.store import MemoryStore, Store
 
 log = structlog.get_logger("tapis.server")
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["GameService"].full_name
+# Files reflection serves beyond those of the services: what a refusal carries (google.rpc.Status
+# in the `grpc-status-details-bin` trailer, google.rpc.ErrorInfo in its details) and the closed
+# list of reasons (tapis.v1.ErrorReason). Every message a response holds is in the services'
+# files or their imports.
+EXTRA_FILES: tuple[descriptor.FileDescriptor, ...] = (
+    status_pb2.DESCRIPTOR, error_details_pb2.DESCRIPTOR, errors_pb2.DESCRIPTOR)
+
+
+def reflection_pool() -> descriptor_pool.DescriptorPool:
+    """The pool reflection serves: the default one, which holds every generated file imported,
+    checked to hold the extra files above."""
+    pool = descriptor_pool.Default()
+    for file in EXTRA_FILES:
+        pool.FindFileByName(file.name)  # raises KeyError if one were missing
+    return pool
 
 
 @dataclass
@@ -70,6 +90,24 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
     ]
 
 
+def _reporter(health_servicer: health.aio.HealthServicer) -> Callable[[bool], None]:
+    """Health follows the store: NOT_SERVING while writes fail, SERVING once they commit."""
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def report(serving: bool) -> None:
+        status = (health_pb2.HealthCheckResponse.SERVING if serving
+                  else health_pb2.HealthCheckResponse.NOT_SERVING)
+        for name in ("", SERVICE_NAME):
+            await health_servicer.set(name, status)
+
+    def listener(serving: bool) -> None:
+        task = asyncio.ensure_future(report(serving))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    return listener
+
+
 def open_store(settings: Settings) -> Store:
     """The store named by the settings."""
     if settings.store == "memory":
@@ -84,9 +122,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
                         store: Store | None = None) -> RunningServer:
     """Build and start the server; returns it with the port it listens on."""
     host = GameHost(settings, clock or SystemClock(), store or open_store(settings))
-    recover = getattr(host, "recover", None)
-    if recover is not None:
-        await recover()
+    await host.recover()
     guard = CallGuard(settings.max_in_flight)
     server = grpc.aio.server(interceptors=[guard], options=server_options(settings))
     servicer = GameServicer(host, housekeeping=Housekeeping(host))
@@ -95,7 +131,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-         reflection.SERVICE_NAME), server)
+         reflection.SERVICE_NAME), server, pool=reflection_pool())
     port = server.add_insecure_port(f"{settings.host}:{settings.port}")
     if port == 0:
         raise OSError(f"cannot listen on {settings.host}:{settings.port}")
@@ -103,6 +139,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     servicer.housekeeping.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    host.health_listeners.append(_reporter(health_servicer))
     log.info("serving", address=f"{settings.host}:{port}", store=settings.store,
              games=len(host.sessions))
     return RunningServer(server, port, host, health_servicer, servicer, guard)

@@ -21,7 +21,7 @@ from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_sizes, clip, peer_host
 from tapis_service.ratelimit import PeerLimits
 from tapis_service.session import Session
-from tapis_service.streams import StreamGuard, too_slow
+from tapis_service.streams import StreamGuard, resume_at, too_slow
 
 log = structlog.get_logger("tapis.rpc")
 
@@ -219,7 +219,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
                 yield response
                 stream.writing_since = None
             if subscriber.overflowed:
-                await context.abort_with_status(too_slow(last))
+                await context.abort_with_status(to_status(too_slow(last), resume_at(last)))
         finally:
             metrics.STREAMS.dec()
             self.streams.close_stream(stream)
@@ -238,12 +238,18 @@ class GameServicer(pb_grpc.GameServiceServicer):
             except ValueError as error:
                 raise invalid_argument("INVALID_PAGE_TOKEN", "page_token is not valid") from error
         kind = convert.kind_of(request.kind) if request.kind else None
-        sessions = [s for s in self.host.sessions.values()
-                    if (kind is None or s.rules.kind == kind)
-                    and (request.include_finished or not s.table.game_over(s.rules))]
-        page = sessions[start:start + size]
+        listed: list[Session | tuple[str, str]] = [
+            s for s in self.host.sessions.values()
+            if (kind is None or s.rules.kind == kind)
+            and (request.include_finished or not s.table.game_over(s.rules))]
+        listed.extend((game_id, game_kind)
+                      for game_id, (game_kind, _) in self.host.quarantined.items()
+                      if kind is None or game_kind == kind)
+        page = listed[start:start + size]
         token = ""
-        if start + size < len(sessions):
+        if start + size < len(listed):
             token = base64.urlsafe_b64encode(str(start + size).encode()).decode()
-        return pb.ListGamesResponse(games=[convert.listing(s) for s in page],
-                                    next_page_token=token)
+        return pb.ListGamesResponse(
+            games=[convert.listing(s) if isinstance(s, Session)
+                   else convert.quarantined_listing(*s) for s in page],
+            next_page_token=token)

@@ -28,6 +28,8 @@ class Settings:
     finished_retention: int = 10_000
     """Finished tables kept queryable (oldest dropped first)."""
     grace_s: float = 5.0
+    store_retry_ms: int = 500
+    """After a failed write: how often the store is probed until it commits again."""
     log_level: str = "info"
     metrics_port: int = 0
     """Serve Prometheus metrics on this port (0: off)."""

@@ -27,11 +27,15 @@ def too_many_streams(message: str) -> ServiceError:
     return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_STREAMS", message)
 
 
-def too_slow(last: int) -> grpc.Status:
-    """The status of a stream cut off for falling behind; it may resume after ``last``."""
-    error = ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "STREAM_TOO_SLOW",
-                         f"this stream fell too far behind; resume with after_sequence={last}")
-    return to_status(error, {"resume_after_sequence": str(last)})
+def too_slow(last: int) -> ServiceError:
+    """The refusal of a stream cut off for falling behind; it may resume after ``last``."""
+    return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "STREAM_TOO_SLOW",
+                        f"this stream fell too far behind; resume with after_sequence={last}")
+
+
+def resume_at(last: int) -> dict[str, str]:
+    """The ErrorInfo metadata of ``too_slow``: where the client resumes."""
+    return {"resume_after_sequence": str(last)}
 
 
 @dataclass(eq=False)
@@ -121,14 +125,14 @@ class StreamGuard:
             return
         stream.cut = True
         self.cut_count += 1
-        stream._abort = asyncio.ensure_future(_abort(stream.context, too_slow(stream.last)))
+        stream._abort = asyncio.ensure_future(_abort(stream.context, stream.last))
         if stream.task is not None:
             stream.task.cancel()
         self.close_stream(stream)
 
 
-async def _abort(context: grpc.aio.ServicerContext, status: grpc.Status) -> None:
+async def _abort(context: grpc.aio.ServicerContext, last: int) -> None:
     try:
-        await context.abort_with_status(status)
+        await context.abort_with_status(to_status(too_slow(last), resume_at(last)))
     except Exception:  # abort_with_status raises AbortError once the status is queued
         return

@@ -104,7 +104,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         await asyncio.wait_for(channel.channel_ready(), 30)
         stub = pb_grpc.GameServiceStub(channel)
         created = await stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))
-        huge = pb.CreateGameRequest(kind=pb.GAME_KIND_WAR, stacked_deck=[ACE] * 700_000)
+        huge = pb.CreateGameRequest(kind=pb.GAME_KIND_WAR, stacked_deck=[ACE] * 650_000)
         largest = pb.CreateGameRequest(kind=pb.GAME_KIND_WAR, stacked_deck=[ACE] * 10_500)
         results = {
             "huge_deck": await refused_cpu(stub, server.pid, huge, args.requests),
