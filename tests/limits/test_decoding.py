@@ -73,6 +73,20 @@ async def test_random_bytes_to_every_method_never_give_unknown(server: Harness) 
     assert health.status == health_pb2.HealthCheckResponse.SERVING
 
 
+async def test_undecodable_bytes_in_a_client_stream_are_invalid_requests(
+        server: Harness) -> None:
+    reflection = server.channel.stream_stream(
+        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
+    call = reflection(iter([b"\x0f"]))
+    try:
+        async for _ in call:
+            pass
+        raise AssertionError("undecodable bytes were answered")
+    except grpc.aio.AioRpcError as error:
+        assert (error.code(), reason_of(error)) == (grpc.StatusCode.INVALID_ARGUMENT,
+                                                    "INVALID_REQUEST")
+
+
 class HeldStore(MemoryStore):
     """Creates wait until released: a call held in flight on command."""
 
