@@ -238,11 +238,14 @@ async def play_seat(conn: Connection, game_id: str, seat: int, token: str,
 async def selfplay_one(conn: Connection, kind: pb.GameKind.ValueType, players: int, seed: int,
                        style: BotStyle, stats: Stats,
                        strategy: strategies.Strategy | None = None,
-                       options: pb.CreateGameRequest | None = None) -> bool:
+                       options: pb.CreateGameRequest | None = None,
+                       choose_deal: bool = False) -> bool:
     """One table of ``players`` bots played to its end; ``options`` (a CreateGameRequest with
-    the game's options set) changes the game's settings."""
-    request = pb.CreateGameRequest(kind=kind, seats=players, seed=seed,
-                                   request_id=uuid.uuid4().hex)
+    the game's options set) changes the game's settings; with ``choose_deal`` the table's seed
+    is ``seed`` (only a server started with --allow-stacked-decks accepts a chosen seed)."""
+    request = pb.CreateGameRequest(kind=kind, seats=players, request_id=uuid.uuid4().hex)
+    if choose_deal:
+        request.seed = seed
     if options is not None:
         request.MergeFrom(options)
     created = await conn.call(conn.stub.CreateGame, request)
@@ -286,7 +289,7 @@ async def selfplay(args: argparse.Namespace) -> dict[str, object]:
                 try:
                     done = await selfplay_one(conn, kind, args.players,
                                               args.seed * 1_000_003 + index, style, stats,
-                                              strategy)
+                                              strategy, choose_deal=args.choose_deal)
                     finished += int(done)
                 except grpc.aio.AioRpcError as error:
                     failed += 1
@@ -364,6 +367,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p_self.add_argument("--players", type=int, default=2)
     p_self.add_argument("--concurrency", type=int, default=16)
     p_self.add_argument("--seed", type=int, default=1)
+    p_self.add_argument("--choose-deal", action="store_true",
+                        help="send --seed as the games' seeds (the server must run with "
+                             "--allow-stacked-decks)")
     return parser.parse_args(argv)
 
 

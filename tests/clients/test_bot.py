@@ -40,7 +40,8 @@ async def test_corse_bots_follow_the_stream_without_idle_stalls(
     h = await make_server()
     conn = CountingConnection(f"127.0.0.1:{h.running.port}")
     stats = bot.Stats()
-    done = await bot.selfplay_one(conn, pb.GAME_KIND_BATAILLE_CORSE, 2, 7, bot.BotStyle(), stats)
+    done = await bot.selfplay_one(conn, pb.GAME_KIND_BATAILLE_CORSE, 2, 7, bot.BotStyle(), stats,
+                                  choose_deal=True)
     await conn.close()
     assert done
     assert stats.errors == []
@@ -56,7 +57,7 @@ async def test_rate_limited_slaps_wait_and_the_game_goes_on(make_server: ServerF
     stats = bot.Stats()
     short = pb.CreateGameRequest(bataille_corse=corse_pb2.BatailleCorseOptions(flip_cap=60))
     done = await bot.selfplay_one(conn, pb.GAME_KIND_BATAILLE_CORSE, 2, 3, bot.BotStyle(), stats,
-                                  options=short)
+                                  options=short, choose_deal=True)
     await conn.close()
     assert done and stats.errors == []
     assert stats.rate_limited > 0
@@ -91,7 +92,8 @@ async def test_a_plugged_in_strategy_plays_every_move(make_server: ServerFactory
     h = await make_server()
     conn = Connection(f"127.0.0.1:{h.running.port}")
     stats = bot.Stats()
-    done = await bot.selfplay_one(conn, pb.GAME_KIND_BASRA, 2, 11, bot.BotStyle(), stats, spy)
+    done = await bot.selfplay_one(conn, pb.GAME_KIND_BASRA, 2, 11, bot.BotStyle(), stats, spy,
+                                  choose_deal=True)
     await conn.close()
     assert done and stats.errors == []
     assert len(seen) == stats.actions > 0

@@ -68,6 +68,7 @@ class ServerProcess:
     def command(self) -> list[str]:
         return [sys.executable, "-m", "tapis_service.main", "--port", str(self.port),
                 "--data-dir", str(self.data_dir), "--bot-delay-ms", "0",
+                "--allow-stacked-decks",  # the drivers choose seeds, for reproducible play
                 "--log-level", "warning", *self.extra]
 
     async def start(self) -> None:
