@@ -315,7 +315,11 @@ async def list_games(conn: Connection, args: argparse.Namespace) -> None:
         grid.add_column(column)
     for row in rows:
         grid.add_row(*row)
-    console.print(grid)
+    if len(rows) + 4 > console.height:  # longer than the screen: page it (less, $PAGER)
+        with console.pager(styles=True):
+            console.print(grid)
+    else:
+        console.print(grid)
     if not rows:
         console.print("no tables yet: `tapis create` or `tapis play` makes one")
 
