@@ -8,7 +8,7 @@ import uuid
 import pytest
 from rich.console import Console
 
-from tapis.v1 import boutons_pb2
+from tapis.v1 import boutons_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1.cards_pb2 import Card
 from tapis_clients import games
@@ -87,3 +87,13 @@ def test_the_seat_claimed_line_speaks_to_its_reader() -> None:
     event = pb.Event(seat_claimed=pb.SeatClaimed(seat=0, display_name="ana"))
     assert games.describe_event(pb.GAME_KIND_WAR, event, 0) == "you sit at seat 0"
     assert games.describe_event(pb.GAME_KIND_WAR, event, 1) == "ana sits at seat 0"
+
+
+def test_war_lines_leave_tricks_to_the_table() -> None:
+    """The table shows the trick in play and the last trick; the log has no older tricks."""
+    revealed = pb.Event(war=war_pb2.WarEvent(card_revealed=war_pb2.WarCardRevealed(seat=1)))
+    won = pb.Event(war=war_pb2.WarEvent(trick_won=war_pb2.WarTrickWon(seat=1, cards=2)))
+    assert games.describe_event(pb.GAME_KIND_WAR, revealed, 0) is None
+    assert games.describe_event(pb.GAME_KIND_WAR, won, 0) is None
+    bataille = pb.Event(war=war_pb2.WarEvent(bataille=war_pb2.WarBatailleAnnounced()))
+    assert games.describe_event(pb.GAME_KIND_WAR, bataille, 0) == "[bold yellow]Bataille![/]"
