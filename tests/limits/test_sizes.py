@@ -172,3 +172,5 @@ def test_grpc_refuses_messages_beyond_the_bound_in_the_server_options() -> None:
     assert options["grpc.max_receive_message_length"] == limits.MAX_RECEIVE_MESSAGE_BYTES
     assert options["grpc.keepalive_time_ms"] > 0 and options["grpc.keepalive_timeout_ms"] > 0
     assert options["grpc.keepalive_permit_without_calls"] == 1
+    # without it the core waits a minute for a ping's ack, whatever keepalive_timeout_ms says
+    assert options["grpc.http2.ping_timeout_ms"] == options["grpc.keepalive_timeout_ms"]
