@@ -296,6 +296,7 @@ def listing(session: Session) -> pb.GameListing:
         open_seats=[i for i, s in enumerate(table.seats) if not s.claimed],
         game_number=table.game_number,
         create_time=_timestamp(session.created_ms),
+        display_names=list(session.names),
     )
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tapis_clients.connection import RECONNECT_OPTIONS
+from tapis_clients.connection import CHANNEL_OPTIONS as RECONNECT_OPTIONS
 
 READY_WITHIN_S = 20.0
 
