@@ -11,6 +11,7 @@ are not counted here: they have their own caps (``tapis_service.streams``).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -127,8 +128,9 @@ def _checked_stream(method: str, behavior: Callable[..., Any]) -> Callable[..., 
                            ) -> AsyncIterator[Any]:
             if request is UNDECODABLE:
                 await _refuse(context, _invalid_request(method))
-            async for response in behavior(request, context):
-                yield response
+            async with contextlib.aclosing(behavior(request, context)) as responses:
+                async for response in responses:
+                    yield response
 
         return generate
 
@@ -157,8 +159,10 @@ def _checked_requests(method: str, behavior: Callable[..., Any]) -> Callable[...
     if inspect.isasyncgenfunction(behavior):
         async def generate(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
                            ) -> AsyncIterator[Any]:
-            async for response in behavior(checked(requests, context), context):
-                yield response
+            async with contextlib.aclosing(behavior(checked(requests, context),
+                                                    context)) as responses:
+                async for response in responses:
+                    yield response
 
         return generate
 

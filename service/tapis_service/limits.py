@@ -9,7 +9,7 @@ refuses anything bigger with RESOURCE_EXHAUSTED before it is even parsed.
 
 from __future__ import annotations
 
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from tapis_service.errors import ServiceError, invalid_argument
@@ -76,12 +76,38 @@ def check_text(value: str, what: str) -> str:
     return value
 
 
+_BOUNDED: dict[str, bool] = {}
+"""Message type -> it (or a message inside it) has a string, bytes or repeated field."""
+
+
+def _has_bounded_fields(descriptor: Descriptor, seen: frozenset[str] = frozenset()) -> bool:
+    known = _BOUNDED.get(descriptor.full_name)
+    if known is not None:
+        return known
+    found = False
+    for field in descriptor.fields:
+        if field.is_repeated or field.type in (_STRING, _BYTES):
+            found = True
+        elif field.type == _MESSAGE:
+            inner = field.message_type
+            assert inner is not None
+            if inner.full_name not in seen:
+                found = _has_bounded_fields(inner, seen | {descriptor.full_name})
+        if found:
+            break
+    _BOUNDED[descriptor.full_name] = found
+    return found
+
+
 def check_sizes(message: Message, path: str = "") -> None:
     """Every string and repeated field of a request within its limit (VALUE_TOO_LONG), the
     stacked deck excepted (``check_stacked_deck`` knows the game)."""
     for field, value in message.ListFields():
         name = f"{path}{field.name}"
         kind = field.type
+        if kind == _MESSAGE and not field.is_repeated \
+                and not _has_bounded_fields(field.message_type):  # type: ignore[arg-type]
+            continue  # nothing inside it can be too long (most actions)
         if field.is_repeated:
             if name == "stacked_deck":
                 continue

@@ -74,6 +74,9 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
         # ping an idle connection, and drop it when the ping is not answered in time
         ("grpc.keepalive_time_ms", settings.keepalive_time_ms),
         ("grpc.keepalive_timeout_ms", settings.keepalive_timeout_ms),
+        # what the core waits for any ping's ack (its default, a minute, kept a silent peer's
+        # connection and streams open long after keepalive_timeout_ms)
+        ("grpc.http2.ping_timeout_ms", settings.keepalive_timeout_ms),
         ("grpc.keepalive_permit_without_calls", 1),
         # let clients ping (every 10 s at most, with or without calls) without a GOAWAY
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),

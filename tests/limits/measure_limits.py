@@ -5,8 +5,9 @@
 1. ``huge_deck``: a CreateGame with a 3.9 MB ``stacked_deck`` on a server without
    --allow-stacked-decks: the server's CPU time per request (from /proc), and the answer.
 2. ``largest_deck``: the same with the largest deck that fits the message bound (64 KiB).
-3. ``concurrent``: ``--concurrent`` GetGame calls at once over ``--channels`` connections, with
-   a deadline of ``--deadline-s``: how many end with each status code.
+3. ``concurrent``: ``--concurrent`` GetGame calls (``--method create``: CreateGame, which waits
+   for its commit on a durable server) at once over ``--channels`` connections, with a deadline
+   of ``--deadline-s``: how many end with each status code.
 
 ``--server-module`` picks the server to measure (another checkout on PYTHONPATH: a baseline).
 """
@@ -65,8 +66,8 @@ async def refused_cpu(stub: pb_grpc.GameServiceStub, pid: int, request: pb.Creat
             "client_wall_ms_per_request": round(wall * 1000 / count, 2)}
 
 
-async def concurrent(target: str, game_id: str, calls: int, channels: int, deadline_s: float
-                     ) -> dict[str, Any]:
+async def concurrent(target: str, game_id: str, calls: int, channels: int, deadline_s: float,
+                     method: str = "get") -> dict[str, Any]:
     opened = [grpc.aio.insecure_channel(target, options=[
         ("grpc.use_local_subchannel_pool", 1),
         ("grpc.max_send_message_length", 8 * 1024 * 1024)]) for _ in range(channels)]
@@ -77,7 +78,12 @@ async def concurrent(target: str, game_id: str, calls: int, channels: int, deadl
 
     async def one(i: int) -> None:
         try:
-            await stubs[i % channels].GetGame(request, timeout=deadline_s)
+            stub = stubs[i % channels]
+            if method == "create":
+                await stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR),
+                                      timeout=deadline_s)
+            else:
+                await stub.GetGame(request, timeout=deadline_s)
             codes["OK"] += 1
         except grpc.aio.AioRpcError as error:
             codes[error.code().name] += 1
@@ -113,7 +119,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         await channel.close()
         results["concurrent"] = await concurrent(target, created.game.game_id,
                                                  args.concurrent, args.channels,
-                                                 args.deadline_s)
+                                                 args.deadline_s, args.method)
         return results
     finally:
         server.terminate()
@@ -127,6 +133,7 @@ def main() -> None:
     parser.add_argument("--concurrent", type=int, default=2000)
     parser.add_argument("--channels", type=int, default=1)
     parser.add_argument("--deadline-s", type=float, default=10.0)
+    parser.add_argument("--method", choices=("get", "create"), default="get")
     parser.add_argument("--server-module", default="tapis_service.main")
     parser.add_argument("server_args", nargs="*", help="after --: the server's own flags")
     print(json.dumps(asyncio.run(measure(parser.parse_args())), indent=2))

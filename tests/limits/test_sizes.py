@@ -88,6 +88,11 @@ def test_repeated_fields_are_bounded() -> None:
         limits.check_sizes(request)
     assert getattr(refused.value, "reason", None) == "VALUE_TOO_LONG"
     limits.check_sizes(pb.CreateGameRequest(stacked_deck=[ACE] * 5000))  # checked by kind
+    capture = basra_pb2.BasraAction(play_card=basra_pb2.BasraPlayCard(
+        card=ACE, capture=basra_pb2.BasraCapture(cards=[ACE] * 65)))
+    with pytest.raises(Exception) as refused:
+        limits.check_sizes(pb.SubmitActionRequest(action=pb.Action(basra=capture)))
+    assert getattr(refused.value, "reason", None) == "VALUE_TOO_LONG"
 
 
 async def test_a_stacked_deck_longer_than_the_game_is_refused(server: Harness) -> None:
@@ -167,3 +172,5 @@ def test_grpc_refuses_messages_beyond_the_bound_in_the_server_options() -> None:
     assert options["grpc.max_receive_message_length"] == limits.MAX_RECEIVE_MESSAGE_BYTES
     assert options["grpc.keepalive_time_ms"] > 0 and options["grpc.keepalive_timeout_ms"] > 0
     assert options["grpc.keepalive_permit_without_calls"] == 1
+    # without it the core waits a minute for a ping's ack, whatever keepalive_timeout_ms says
+    assert options["grpc.http2.ping_timeout_ms"] == options["grpc.keepalive_timeout_ms"]
