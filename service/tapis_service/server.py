@@ -35,10 +35,18 @@ class RunningServer:
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace_s)
         await self.host.close()
+        aclose = getattr(self.host.store, "aclose", None)
+        if aclose is not None:  # a store with connections to close (PostgreSQL)
+            await aclose()
 
 
-def open_store(settings: Settings) -> Store:
+async def open_store(settings: Settings) -> Store:
     """The store named by the settings."""
+    if settings.store == "postgres":
+        from tapis_service.postgres_store import PostgresStore  # the shared store (issue 11)
+
+        assert settings.database_url is not None
+        return await PostgresStore.open(settings.database_url)
     if settings.store == "memory":
         return MemoryStore()
     from tapis_service.sqlite_store import SqliteStore  # durable store (issue 6)
@@ -50,7 +58,10 @@ def open_store(settings: Settings) -> Store:
 async def create_server(settings: Settings, clock: Clock | None = None,
                         store: Store | None = None) -> RunningServer:
     """Build and start the server; returns it with the port it listens on."""
-    host = GameHost(settings, clock or SystemClock(), store or open_store(settings))
+    host = GameHost(settings, clock or SystemClock(), store or await open_store(settings))
+    shared_key = getattr(host.store, "join_key", None)
+    if shared_key:  # a shared store keeps the join key (every node derives the same tokens)
+        host.join_key = shared_key
     recover = getattr(host, "recover", None)
     if recover is not None:
         await recover()
