@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 import structlog
@@ -29,12 +30,19 @@ class RunningServer:
     port: int
     host: GameHost
     health: health.aio.HealthServicer
+    cluster: Any = None
+    """The ClusterNode of a cluster node (``--advertise``), else None."""
 
     async def stop(self, grace_s: float | None = None) -> None:
-        """Graceful shutdown: report NOT_SERVING, drain in-flight calls, then close the host."""
+        """Graceful shutdown: report NOT_SERVING, (a cluster node: hand its tables off),
+        drain in-flight calls, then close the host."""
         await self.health.enter_graceful_shutdown()
+        if self.cluster is not None:
+            await self.cluster.leave()
         await self.server.stop(grace_s)
         await self.host.close()
+        if self.cluster is not None:
+            await self.cluster.close()
         aclose = getattr(self.host.store, "aclose", None)
         if aclose is not None:  # a store with connections to close (PostgreSQL)
             await aclose()
@@ -58,6 +66,10 @@ async def open_store(settings: Settings) -> Store:
 async def create_server(settings: Settings, clock: Clock | None = None,
                         store: Store | None = None) -> RunningServer:
     """Build and start the server; returns it with the port it listens on."""
+    if store is None and settings.advertise:
+        from tapis_service.cluster.node import open_store as open_node_store
+
+        store = await open_node_store(settings)
     host = GameHost(settings, clock or SystemClock(), store or await open_store(settings))
     shared_key = getattr(host.store, "join_key", None)
     if shared_key:  # a shared store keeps the join key (every node derives the same tokens)
@@ -66,7 +78,16 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     if recover is not None:
         await recover()
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    pb_grpc.add_GameServiceServicer_to_server(GameServicer(host), server)
+    servicer = GameServicer(host)
+    cluster = None
+    if settings.advertise:  # a cluster node routes every call (tapis_service/cluster/)
+        from tapis_service.cluster.node import ClusterNode
+
+        cluster = ClusterNode(settings, host, host.store)  # type: ignore[arg-type]
+        await cluster.start()
+        server.add_generic_rpc_handlers((cluster.handler(servicer),))
+    else:
+        pb_grpc.add_GameServiceServicer_to_server(servicer, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
@@ -80,4 +101,4 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     log.info("serving", address=f"{settings.host}:{port}", store=settings.store,
              games=len(host.sessions))
-    return RunningServer(server, port, host, health_servicer)
+    return RunningServer(server, port, host, health_servicer, cluster)
