@@ -106,11 +106,13 @@ def _dumps(data: JSON) -> str:
 
 
 def _timed(record: JSON) -> bool:
-    """A table that can move with no client call: it has a bot seat or a turn timer."""
+    """A table that can move with no client call: it has a bot seat or a turn timer (its
+    initial table as ``tapis_engine.table.encode_table`` writes it: seats are
+    ``[bot, claimed, taken_over]``)."""
     initial = record.get("initial") or {}
     seats = initial.get("seats") or []
     return bool(initial.get("turn_time_ms")) or any(
-        isinstance(seat, dict) and seat.get("bot") for seat in seats)
+        isinstance(seat, list) and seat and seat[0] for seat in seats)
 
 
 @dataclass(slots=True)

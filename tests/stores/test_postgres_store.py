@@ -81,3 +81,25 @@ async def test_a_refused_input_fails_the_ones_queued_behind_it_and_no_other_tabl
     await store.appended("g", 3, {"after": "reload"})  # read again: appends go on
     assert (await store.load_game("g"))[2][-1] == {"after": "reload"}
     await store.aclose()
+
+
+def test_a_table_with_a_bot_or_a_turn_timer_is_timed() -> None:
+    from tapis_engine import table as tbl
+    from tapis_engine.protocol import GameSetup
+    from tapis_engine.registry import rules_for
+    from tapis_service.postgres_store import _timed
+
+    rules = rules_for("war")
+    assert rules is not None
+
+    def record(bots: tuple[str | None, ...], turn_time_ms: int) -> dict[str, object]:
+        initial = tbl.Table(kind="war", setup=GameSetup(seats=2, seed=1,
+                                                        options=rules.default_options(),
+                                                        stacked_deck=None, stacked_first=None),
+                            turn_time_ms=turn_time_ms,
+                            seats=tuple(tbl.SeatSlot(bot=b, claimed=b is not None)
+                                        for b in bots))
+        return {"initial": tbl.encode_table(rules, initial)}
+
+    assert _timed(record(("basic", None), 0)) and _timed(record((None, None), 5000))
+    assert not _timed(record((None, None), 0))
