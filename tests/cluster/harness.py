@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,19 @@ class Node:
         if self.process is not None and self.process.poll() is None:
             self.signal(signal.SIGCONT)
             self.kill()
+
+    def metric(self, name: str, **labels: str) -> float:
+        """One sample of the node's Prometheus metrics (0 when absent)."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics",
+                                      timeout=5).read().decode()
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == name and all(sample.labels.get(k) == v
+                                               for k, v in labels.items()):
+                    return float(sample.value)
+        return 0.0
 
     def events(self, name: str) -> list[dict[str, Any]]:
         """The node's log lines (JSON) whose event is ``name``."""

@@ -61,6 +61,7 @@ async def test_an_all_bot_table_on_a_killed_node_finishes_on_another_without_a_c
     assert await inputs() > before
     assert [e["game"] for e in second.events("table_taken_over")
             if e.get("trigger") == "sweep"] == [game_id]
+    assert second.metric("tapis_cluster_takeovers_total", trigger="sweep") == 1
     journal = (await journals(cluster_url))[game_id]
     assert [index for index, _ in journal] == list(range(1, len(journal) + 1))
 
@@ -107,6 +108,8 @@ async def test_a_zombie_node_is_refused_gives_its_tables_up_and_applies_nothing_
         await until(zombie_forwards, "the zombie relays to the new owner")
         await play_to_the_end(at_zombie, stats, table, rng, max_actions=18)
     assert stats.errors == []
+    assert zombie.metric("tapis_appends_refused_total") >= 1
+    assert zombie.metric("tapis_cluster_forwards_total", method="SubmitAction") >= 1
     assert len(table.acks) == 18
     stored = await journals(cluster_url)
     assert ledger_problems([table], stored) == []

@@ -94,7 +94,12 @@ class ClusterNode:
     # --- life cycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Join. A node that restarts with the same ``--node-id`` holds nothing in memory yet:
+        what its earlier life owned is handed off first, for the others (or itself) to adopt."""
+        stale = await self.directory.hand_off()
         await self.directory.renew()
+        if stale:
+            log.info("stale_ownership_released", tables=stale)
         self._tasks = [asyncio.ensure_future(self._heartbeat()),
                        asyncio.ensure_future(self._sweep())]
         log.info("cluster_joined", address=self.settings.advertise,
@@ -123,8 +128,9 @@ class ClusterNode:
             await channel.close()
 
     async def _heartbeat(self) -> None:
+        every = min(1.0, self.settings.node_ttl_s / 3)
         while True:
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(every)
             try:
                 if await self.directory.renew():
                     await self._recheck()
