@@ -396,33 +396,40 @@ class PostgresStore:
 
     async def _write(self, connection: asyncpg.Connection, jobs: list[_Job]) -> set[int]:
         """Run the jobs in one transaction; the ids of those refused by fencing (their
-        table's epoch moved on, or a snapshot whose input this store did not commit)."""
+        table's epoch moved on, or a snapshot whose input this store did not commit). A batch
+        of appends alone (the common case) is one statement: atomic by itself, one round
+        trip."""
+        if all(j.kind == "appended" for j in jobs):
+            return await self._append(connection, jobs)
+        async with connection.transaction():
+            return await self._write_all(connection, jobs)
+
+    async def _write_all(self, connection: asyncpg.Connection, jobs: list[_Job]) -> set[int]:
         refused: set[int] = set()
         creates = [j for j in jobs if j.kind == "created"]
         appends = [j for j in jobs if j.kind == "appended"]
-        async with connection.transaction():
-            if creates:
-                await connection.execute(
-                    "INSERT INTO games (game_id, record, timed, owner, epoch) "
-                    "SELECT g, r, t, $4, $5 FROM unnest($1::text[], $2::text[], $3::bool[]) "
-                    "WITH ORDINALITY AS u(g, r, t, n) ORDER BY n",
-                    [j.game_id for j in creates], [j.args[0] for j in creates],
-                    [j.args[1] for j in creates], self.node_id, 1 if self.fenced else 0)
-            if appends:
-                refused |= await self._append(connection, appends)
-            committed = {(j.game_id, j.args[0]) for j in appends if id(j) not in refused}
-            for job in jobs:
-                if job.kind == "probe":
-                    await connection.fetchval("SELECT 1")
-                    continue
-                if job.kind == "snapshot":
-                    written = await self._snapshot(connection, job, committed)
-                elif job.kind == "dropped":
-                    written = await self._drop(connection, job)
-                else:
-                    continue
-                if not written:
-                    refused.add(id(job))
+        if creates:
+            await connection.execute(
+                "INSERT INTO games (game_id, record, timed, owner, epoch) "
+                "SELECT g, r, t, $4, $5 FROM unnest($1::text[], $2::text[], $3::bool[]) "
+                "WITH ORDINALITY AS u(g, r, t, n) ORDER BY n",
+                [j.game_id for j in creates], [j.args[0] for j in creates],
+                [j.args[1] for j in creates], self.node_id, 1 if self.fenced else 0)
+        if appends:
+            refused |= await self._append(connection, appends)
+        committed = {(j.game_id, j.args[0]) for j in appends if id(j) not in refused}
+        for job in jobs:
+            if job.kind == "probe":
+                await connection.fetchval("SELECT 1")
+                continue
+            if job.kind == "snapshot":
+                written = await self._snapshot(connection, job, committed)
+            elif job.kind == "dropped":
+                written = await self._drop(connection, job)
+            else:
+                continue
+            if not written:
+                refused.add(id(job))
         return refused
 
     async def _append(self, connection: asyncpg.Connection, appends: list[_Job]) -> set[int]:
