@@ -24,7 +24,7 @@ RETRIED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 GIVE_UP_S = 30.0
 CALL_TIMEOUT_S = 5.0
 SMALL_GAMES: dict[str, dict[str, Any]] = {
-    "war": {"war": war_pb2.WarOptions(target_points=12)},
+    "war": {"war": war_pb2.WarOptions(target_points=40)},
     "bataille-corse": {"bataille_corse": bataille_corse_pb2.BatailleCorseOptions(flip_cap=300)},
     "boutons": {"boutons": boutons_pb2.BoutonsOptions(rounds=3)},
     "basra": {"basra": basra_pb2.BasraOptions()},
@@ -36,6 +36,20 @@ SMALL_GAMES: dict[str, dict[str, Any]] = {
 class Stats:
     retries: int = 0
     errors: list[str] = field(default_factory=list)
+    acks: int = 0
+    allowed: float = float("inf")
+    """Acknowledged actions (all tables) the drivers may reach before they wait: a chaos loop
+    raises it step by step, so that the games cannot end before its disruptions do."""
+    raised: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def allow(self, more: float) -> None:
+        self.allowed = self.acks + more
+        self.raised.set()
+
+    async def turn(self) -> None:
+        while self.acks >= self.allowed:
+            self.raised.clear()
+            await self.raised.wait()
 
 
 @dataclass
@@ -102,6 +116,7 @@ async def play_to_the_end(stub: pb_grpc.GameServiceStub, stats: Stats, table: Ta
                    if a.WhichOneof("action") not in ("start_next_game", "reclaim_seat")]
         if not choices:
             continue
+        await stats.turn()
         request = pb.SubmitActionRequest(
             game_id=table.game_id, action=rng.choice(choices),
             request_id=f"{table.game_id}-{len(table.acks)}-{rng.getrandbits(32):x}",
@@ -116,6 +131,7 @@ async def play_to_the_end(stub: pb_grpc.GameServiceStub, stats: Stats, table: Ta
             stats.errors.append(f"{table.kind} {error.code().name}: {error.details()}")
             raise
         table.acks.append(Ack(request.request_id, response.version))
+        stats.acks += 1
 
 
 def ledger_problems(tables: list[Table],

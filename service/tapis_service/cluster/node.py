@@ -18,6 +18,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import asyncpg
 import grpc
 import structlog
 
@@ -51,6 +52,9 @@ REQUESTS: dict[str, Any] = {
     "GetGame": pb.GetGameRequest, "SubmitAction": pb.SubmitActionRequest,
     "StreamEvents": pb.StreamEventsRequest, "ListGames": pb.ListGamesRequest,
 }
+
+
+DATABASE_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 
 def table_moved(game_id: str) -> ServiceError:
@@ -88,6 +92,8 @@ class ClusterNode:
         self._routes: dict[str, str] = {}
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._relayed: set[grpc.aio.Call] = set()
+        self._cut: set[grpc.aio.Call] = set()
+        """Relayed streams this node ended because it is leaving."""
         self._tasks: list[asyncio.Task[None]] = []
         compat.lost_listeners(host).append(self._lost)
 
@@ -112,6 +118,7 @@ class ClusterNode:
         for task in self._tasks:
             task.cancel()
         for call in list(self._relayed):
+            self._cut.add(call)
             call.cancel()
         for game_id in list(self.host.sessions):
             compat.discard(self.host, game_id)
@@ -272,9 +279,10 @@ class ClusterNode:
                         raw, metadata=self._metadata(context),
                         timeout=context.time_remaining())
                 except grpc.aio.AioRpcError as error:
-                    if _unreachable(error) and attempt == 0:
-                        self._routes.pop(game_id, None)  # the owner may be dead: look again
-                        continue
+                    if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+                        self._routes.pop(game_id, None)  # moved, or its owner died: look again
+                        if _unreachable(error) and attempt == 0:
+                            continue
                     await _relay_error(context, error)
                     raise AssertionError("unreachable") from error
                 metrics.FORWARDS.labels(name).inc()
@@ -305,16 +313,22 @@ class ClusterNode:
                 raw, metadata=self._metadata(context), timeout=context.time_remaining())
             self._relayed.add(call)
             try:
-                async for chunk in call:
-                    yield chunk
-            except grpc.aio.AioRpcError as error:
-                if _unreachable(error) or error.code() == grpc.StatusCode.CANCELLED:
-                    self._routes.pop(game_id, None)
-                if error.code() == grpc.StatusCode.CANCELLED:  # we are leaving
+                try:
+                    async for chunk in call:
+                        yield chunk
+                except asyncio.CancelledError:
+                    if call not in self._cut:
+                        raise  # our own client went away
                     await context.abort_with_status(to_status(table_moved(game_id)))
-                await _relay_error(context, error)
+                except grpc.aio.AioRpcError as error:
+                    if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+                        self._routes.pop(game_id, None)
+                    if call in self._cut:  # we are leaving: resume on another node
+                        await context.abort_with_status(to_status(table_moved(game_id)))
+                    await _relay_error(context, error)
             finally:
                 self._relayed.discard(call)
+                self._cut.discard(call)
                 call.cancel()
 
         return serve
@@ -322,7 +336,12 @@ class ClusterNode:
     async def _route_or_abort(self, game_id: str, forwarded: bool,
                               context: grpc.aio.ServicerContext) -> str | None:
         try:
-            return await self.route(game_id, forwarded)
+            try:
+                return await self.route(game_id, forwarded)
+            except DATABASE_ERRORS as error:
+                log.warning("route_failed", game=game_id, error=str(error)[:200])
+                raise ServiceError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
+                                   "the database cannot be reached; retry") from error
         except ServiceError as error:
             await context.abort_with_status(to_status(error))
             raise AssertionError("unreachable") from error
@@ -341,7 +360,13 @@ class ClusterNode:
                 await context.abort_with_status(to_status(error))
                 raise AssertionError("unreachable") from error
             games: list[pb.GameListing] = []
-            members = await self.directory.live_members()
+            try:
+                members = await self.directory.live_members()
+            except DATABASE_ERRORS as error:
+                unavailable = ServiceError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
+                                           "the database cannot be reached; retry")
+                await context.abort_with_status(to_status(unavailable))
+                raise AssertionError("unreachable") from error
             for node_id in sorted(members):
                 games.extend(await self._list_node(node_id, members[node_id], request, local,
                                                    context))
@@ -400,7 +425,10 @@ def _has(context: grpc.aio.ServicerContext, key: str) -> bool:
 
 
 def _unreachable(error: grpc.aio.AioRpcError) -> bool:
-    """The owner did not answer at all (dead, restarting), as opposed to refusing."""
+    """The owner did not answer at all (dead, restarting, stopping), as opposed to refusing.
+    (CANCELLED here is the owner's doing: our own client's cancellation cancels this task.)"""
+    if error.code() == grpc.StatusCode.CANCELLED:
+        return True
     if error.code() != grpc.StatusCode.UNAVAILABLE:
         return False
     return not any(k == "grpc-status-details-bin" for k, _ in (error.trailing_metadata() or ()))
@@ -408,6 +436,8 @@ def _unreachable(error: grpc.aio.AioRpcError) -> bool:
 
 async def _relay_error(context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError) -> None:
     """The owner's refusal, as it sent it (code, message, ErrorInfo)."""
+    if error.code() == grpc.StatusCode.CANCELLED:  # the owner stopped: the client retries
+        await context.abort(grpc.StatusCode.UNAVAILABLE, "the table's node went away; retry")
     trailing = tuple((k, v) for k, v in (error.trailing_metadata() or ())
                      if k == "grpc-status-details-bin" or not k.startswith("grpc-"))
     await context.abort(error.code(), error.details() or "", trailing)
