@@ -134,8 +134,10 @@ class Nodes:
 
     def start(self, *extra: str, database_url: str | None = None) -> int:
         port = _free_port()
+        # the load chooses seeds and creates its tables from one address
         command = [sys.executable, "-m", "tapis_service.main", "--port", str(port),
-                   "--log-level", "warning", *extra]
+                   "--log-level", "warning", "--allow-stacked-decks", "--create-rate", "0",
+                   *extra]
         if database_url is not None:
             command += ["--database-url", database_url, "--advertise", f"127.0.0.1:{port}"]
         self.commands[port] = command

@@ -17,9 +17,12 @@ from typing import Any
 import asyncpg
 import grpc
 
-from tapis_clients.connection import RECONNECT_OPTIONS
 from tests.durability.process import free_port, wait_serving
 
+RECONNECT_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
+                     ("grpc.min_reconnect_backoff_ms", 100),
+                     ("grpc.max_reconnect_backoff_ms", 1000)]
+"""Reconnect soon after a node restarts (gRPC's default backoff grows to 120 s)."""
 TTL_S = 1.5
 BOT_DELAY_MS = 5
 
@@ -47,7 +50,8 @@ class Node:
         return [sys.executable, "-m", "tapis_service.main", "--port", str(self.port),
                 "--database-url", self.database_url, "--advertise", self.address,
                 "--node-ttl", str(TTL_S), "--bot-delay-ms", str(BOT_DELAY_MS),
-                "--metrics-port", str(self.metrics_port), "--log-level", "info", *self.extra]
+                "--metrics-port", str(self.metrics_port), "--log-level", "info",
+                "--allow-stacked-decks", "--create-rate", "0", *self.extra]
 
     async def start(self) -> None:
         with self.log.open("ab") as log:

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from tapis_service import sqlite_store
 from tapis_service.postgres_store import PostgresStore
 from tapis_service.sqlite_store import SqliteStore
 from tapis_service.store import JournalConflict
@@ -76,9 +75,6 @@ async def one(store: Any, game_id: str) -> Any:
     return await result if inspect.isawaitable(result) else result
 
 
-SQLITE_UPSERTS = "INSERT OR REPLACE INTO journal" in inspect.getsource(sqlite_store)
-
-
 async def test_an_append_is_committed_when_its_awaitable_completes(kit: Kit) -> None:
     store = await kit.open()
     await must(store.created("g", {"kind": "war"}))
@@ -135,9 +131,6 @@ async def test_load_game_reads_one_table_after_the_writes_queued_before(kit: Kit
 
 
 async def test_the_journal_key_refuses_a_second_input_at_an_index(kit: Kit) -> None:
-    if kit.name == "sqlite" and SQLITE_UPSERTS:
-        pytest.xfail("the SQLite store on this branch still replaces a journal row; its plain "
-                     "INSERT lands with issue 10 (h/commit)")
     store = await kit.open()
     await must(store.created("g", {"kind": "war"}))
     await must(store.appended("g", 1, {"first": True}))

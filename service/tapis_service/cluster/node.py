@@ -16,7 +16,7 @@ import base64
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import asyncpg
 import grpc
@@ -24,7 +24,7 @@ import structlog
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service import convert
-from tapis_service.cluster import compat, metrics
+from tapis_service.cluster import metrics
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.wire import game_id_of
 from tapis_service.errors import ServiceError, invalid_argument, to_status
@@ -95,7 +95,7 @@ class ClusterNode:
         self._cut: set[grpc.aio.Call] = set()
         """Relayed streams this node ended because it is leaving."""
         self._tasks: list[asyncio.Task[None]] = []
-        compat.lost_listeners(host).append(self._lost)
+        host.lost_listeners.append(self._lost)
 
     # --- life cycle ------------------------------------------------------------------------
 
@@ -121,7 +121,7 @@ class ClusterNode:
             self._cut.add(call)
             call.cancel()
         for game_id in list(self.host.sessions):
-            compat.discard(self.host, game_id)
+            self.host.discard(game_id)
         await self.store.settled()
         handed = await self.directory.hand_off()
         await self.directory.leave()
@@ -151,7 +151,7 @@ class ClusterNode:
         owned = await self.directory.owned()
         for game_id in list(self.host.sessions):
             if owned.get(game_id) != self.store.epochs.get(game_id):
-                compat.discard(self.host, game_id)
+                self.host.discard(game_id)
                 self._lost(game_id)
         log.warning("membership_lapsed", kept=len(self.host.sessions))
 
@@ -175,7 +175,7 @@ class ClusterNode:
     async def _adopt(self, game_id: str, epoch: int, trigger: str) -> None:
         self.store.epochs[game_id] = epoch
         try:
-            session = await compat.adopt(self.host, game_id)
+            session = await self.host.adopt(game_id)
         except BaseException:
             self.store.epochs.pop(game_id, None)
             raise
@@ -283,7 +283,7 @@ class ClusterNode:
                         self._routes.pop(game_id, None)  # moved, or its owner died: look again
                         if _unreachable(error) and attempt == 0:
                             continue
-                    await _relay_error(context, error)
+                    await _relay_error(context, error, game_id)
                     raise AssertionError("unreachable") from error
                 metrics.FORWARDS.labels(name).inc()
                 metrics.FORWARD_SECONDS.labels(name).observe(time.perf_counter() - started)
@@ -325,7 +325,7 @@ class ClusterNode:
                         self._routes.pop(game_id, None)
                     if call in self._cut:  # we are leaving: resume on another node
                         await context.abort_with_status(to_status(table_moved(game_id)))
-                    await _relay_error(context, error)
+                    await _relay_error(context, error, game_id)
             finally:
                 self._relayed.discard(call)
                 self._cut.discard(call)
@@ -434,10 +434,23 @@ def _unreachable(error: grpc.aio.AioRpcError) -> bool:
     return not any(k == "grpc-status-details-bin" for k, _ in (error.trailing_metadata() or ()))
 
 
-async def _relay_error(context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError) -> None:
-    """The owner's refusal, as it sent it (code, message, ErrorInfo)."""
-    if error.code() == grpc.StatusCode.CANCELLED:  # the owner stopped: the client retries
-        await context.abort(grpc.StatusCode.UNAVAILABLE, "the table's node went away; retry")
+class _Relayed(NamedTuple("_Relayed", [("code", grpc.StatusCode), ("details", str),
+                                         ("trailing_metadata", tuple[Any, ...])]),
+               grpc.Status):
+    """A ``grpc.Status``: the owner's refusal as it sent it."""
+
+
+def relayed_status(error: grpc.aio.AioRpcError, game_id: str) -> grpc.Status:
+    """The owner's refusal, passed on unchanged: its code, message and ErrorInfo (the
+    ``grpc-status-details-bin`` bytes). A status without ErrorInfo (the owner went away, or
+    its gRPC core answered) becomes TABLE_MOVED: the client retries and is routed afresh."""
     trailing = tuple((k, v) for k, v in (error.trailing_metadata() or ())
-                     if k == "grpc-status-details-bin" or not k.startswith("grpc-"))
-    await context.abort(error.code(), error.details() or "", trailing)
+                     if k == "grpc-status-details-bin")
+    if not trailing:
+        return to_status(table_moved(game_id))
+    return _Relayed(error.code(), error.details() or "", trailing)
+
+
+async def _relay_error(context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError,
+                       game_id: str) -> None:
+    await context.abort_with_status(relayed_status(error, game_id))
