@@ -40,8 +40,19 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--port", type=int, default=int(os.environ.get("TAPIS_PORT", "50051")))
     parser.add_argument("--data-dir", type=Path, default=os.environ.get("TAPIS_DATA_DIR"),
                         help="where the durable store keeps its file (default: memory only)")
-    parser.add_argument("--store", choices=("sqlite", "memory"), default=None,
-                        help="sqlite (the default with --data-dir) or memory")
+    parser.add_argument("--store", choices=("sqlite", "postgres", "memory"), default=None,
+                        help="sqlite (the default with --data-dir), postgres (the default "
+                        "with --database-url) or memory")
+    parser.add_argument("--database-url", default=os.environ.get("TAPIS_DATABASE_URL"),
+                        help="PostgreSQL URL (postgresql://...): the shared store")
+    parser.add_argument("--advertise", default=os.environ.get("TAPIS_ADVERTISE"),
+                        metavar="HOST:PORT",
+                        help="run as a cluster node that other nodes reach at HOST:PORT "
+                        "(needs --database-url)")
+    parser.add_argument("--node-ttl", type=float, default=3.0,
+                        help="seconds a cluster node's membership lasts unless renewed")
+    parser.add_argument("--node-id", default=os.environ.get("TAPIS_NODE_ID"),
+                        help="this cluster node's id (default: a fresh random one)")
     parser.add_argument("--allow-stacked-decks", action="store_true",
                         help="accept explicit deck orders and chosen seeds (tests, tutorials, "
                              "bug reports); every view then says the deal was chosen")
@@ -81,10 +92,17 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     limits.add_argument("--keepalive-time-ms", type=int, default=60_000)
     limits.add_argument("--keepalive-timeout-ms", type=int, default=20_000)
     args = parser.parse_args(argv)
-    store = args.store or ("sqlite" if args.data_dir else "memory")
+    store = args.store or ("postgres" if args.database_url
+                           else "sqlite" if args.data_dir else "memory")
     if store == "sqlite" and args.data_dir is None:
         parser.error("--store sqlite needs --data-dir")
+    if store == "postgres" and not args.database_url:
+        parser.error("--store postgres needs --database-url")
+    if args.advertise and store != "postgres":
+        parser.error("--advertise (a cluster node) needs --database-url")
     return Settings(host=args.host, port=args.port, store=store, data_dir=args.data_dir,
+                    database_url=args.database_url, advertise=args.advertise,
+                    node_ttl_s=args.node_ttl, node_id=args.node_id,
                     allow_stacked_decks=args.allow_stacked_decks, bot_delay_ms=args.bot_delay_ms,
                     slap_rate_per_s=args.slap_rate, slap_burst=args.slap_burst,
                     snapshot_every=args.snapshot_every, finished_retention=args.retention,
