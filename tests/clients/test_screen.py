@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import uuid
 
@@ -14,7 +15,7 @@ from tapis.v1.cards_pb2 import Card
 from tapis_clients import games
 from tapis_clients.cli import prompt_for, resolve_keys
 from tapis_clients.games import boutons
-from tapis_clients.screen import Screen
+from tapis_clients.screen import Screen, fairness_line
 from tests.conftest import Harness, ServerFactory, auth, person_seats
 
 
@@ -97,3 +98,17 @@ def test_war_lines_leave_tricks_to_the_table() -> None:
     assert games.describe_event(pb.GAME_KIND_WAR, won, 0) is None
     bataille = pb.Event(war=war_pb2.WarEvent(bataille=war_pb2.WarBatailleAnnounced()))
     assert games.describe_event(pb.GAME_KIND_WAR, bataille, 0) == "[bold yellow]Bataille![/]"
+
+
+def test_the_deal_check_is_shown() -> None:
+    committed = hashlib.sha256(b"42:salt").hexdigest()
+    playing = pb.GameView(fairness=pb.Fairness(seed_commitment=committed))
+    assert "deal committed before play: " + committed[:12] in fairness_line(playing)
+    over = pb.GameView(fairness=pb.Fairness(seed_commitment=committed, seed=42,
+                                            seed_salt="salt"))
+    assert "✓ fixed before play" in fairness_line(over)
+    # Checked against what the game's start published, not what the server says at the end.
+    assert "✗ does not match" in fairness_line(over, committed="0" * 64)
+    chosen = pb.GameView(fairness=pb.Fairness(seed_commitment=committed, deal_chosen=True))
+    assert "dealt as the creator chose" in fairness_line(chosen)
+    assert fairness_line(pb.GameView()) == ""
