@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,26 @@ def reflection_pool() -> descriptor_pool.DescriptorPool:
     for file in EXTRA_FILES:
         pool.FindFileByName(file.name)  # raises KeyError if one were missing
     return pool
+
+
+def _can_bind(host: str, port: int) -> bool:
+    """Whether the address is free (checked before grpc, whose core logs its own failure)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return True  # let grpc give its own answer
+    for family, kind, proto, _, address in infos[:1]:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError:
+                return False
+    return True
+
+
+class CannotListen(OSError):
+    """The server's address is taken or not ours: it refuses to start (exit 2)."""
 
 
 @dataclass
@@ -166,9 +187,15 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     reflection.enable_server_reflection(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
          reflection.SERVICE_NAME), server, pool=reflection_pool())
-    port = server.add_insecure_port(f"{settings.host}:{settings.port}")
+    address = f"{settings.host}:{settings.port}"
+    if settings.port and not _can_bind(settings.host, settings.port):
+        raise CannotListen(f"cannot listen on {address} (is another server there?)")
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as error:  # grpc: "Failed to bind to address ..."
+        raise CannotListen(f"cannot listen on {address} (is another server there?)") from error
     if port == 0:
-        raise OSError(f"cannot listen on {settings.host}:{settings.port}")
+        raise CannotListen(f"cannot listen on {address} (is another server there?)")
     await server.start()
     servicer.housekeeping.start()
     for name in ("", SERVICE_NAME):
