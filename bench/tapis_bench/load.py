@@ -31,7 +31,7 @@ from tapis.v1 import bataille_corse_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_bench.bare import STREAM, SUBMIT
-from tapis_bench.stats import percentile, raise_fd_limit, rss_kib
+from tapis_bench.stats import cpu_seconds, percentile, raise_fd_limit, rss_kib
 
 KINDS = {"war": pb.GAME_KIND_WAR, "bataille-corse": pb.GAME_KIND_BATAILLE_CORSE,
          "boutons": pb.GAME_KIND_BOUTONS, "basra": pb.GAME_KIND_BASRA}
@@ -324,11 +324,14 @@ async def run_actions(config: dict[str, Any]) -> dict[str, Any]:
             drivers.append(asyncio.create_task(
                 tapis_game(game, config["kind"], rec, stop, random.Random(i))))
     await asyncio.sleep(config["warmup_s"])
+    pid = config.get("server_pid")
+    cpu_before = cpu_seconds(pid) if pid else 0.0
     rec.measuring = True
     started = time.perf_counter()
     await asyncio.sleep(config["duration_s"])
     rec.measuring = False
     seconds = time.perf_counter() - started
+    server_cpu_s = cpu_seconds(pid) - cpu_before if pid else None
     stop.set()
     for driver in drivers:
         if driver.done() and driver.exception() is not None:
@@ -341,6 +344,12 @@ async def run_actions(config: dict[str, Any]) -> dict[str, Any]:
     result = _summary(rec, seconds)
     result.update(games=games, seats=seats, streams=games * seats,
                   stream_retries=STREAM_RETRIES[0])
+    # the server's CPU (every thread) per action over the measured window: the steadier figure
+    # on a shared machine (time the server spends preempted is not counted)
+    result["server_cpu_s"] = None if server_cpu_s is None else round(server_cpu_s, 3)
+    result["server_cpu_us_per_action"] = (
+        round(server_cpu_s / rec.actions * 1e6, 1) if server_cpu_s is not None and rec.actions
+        else None)
     return result
 
 
