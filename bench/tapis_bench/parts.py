@@ -109,7 +109,8 @@ def main_thread_parts(raw: Path, pid: int) -> Counter[str]:
     return counts
 
 
-def measure(side: str, port: int, pid: int, seconds: float, rate: int) -> dict[str, Any]:
+def measure(side: str, port: int, pid: int, seconds: float, rate: int,
+            keep: Path | None = None) -> dict[str, Any]:
     """One server under the action load: µs per action by part."""
     warmup = 2.0
     config = {"mode": "actions", "server": "bare" if side == "bare" else "tapis",
@@ -125,6 +126,9 @@ def measure(side: str, port: int, pid: int, seconds: float, rate: int) -> dict[s
         sample(pid, seconds - 1.0, rate, raw)
         after = thread_cpu(pid)
         counts = main_thread_parts(raw, pid)
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            (keep / f"{side}.txt").write_bytes(raw.read_bytes())
     runner.join()
     per_action = figures["server_cpu_us_per_action"]
     spent = {t: after[t] - before.get(t, 0.0) for t in after}
@@ -163,13 +167,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument("--keep-stacks", type=Path, default=None,
+                        help="also keep each server's sampled stacks (py-spy raw) in this folder")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
     results: dict[str, Any] = {}
     with servers({"bare": ("bare", ""), "tapis": ("tapis", "memory")}) as running:
         for side in ("bare", "tapis"):
             progress(f"sampling {side} under the War load for {args.seconds} s")
-            results[side] = measure(side, *running[side], args.seconds, args.rate)
+            results[side] = measure(side, *running[side], args.seconds, args.rate,
+                                    args.keep_stacks)
     results["machine"] = {"cpus": os.cpu_count(), "loadavg_before": load_before,
                           "loadavg_after": os.getloadavg()}
     print(table(results))

@@ -57,8 +57,10 @@ def join_key(settings: Settings) -> bytes:
     return path.read_bytes()
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def token_hash(token: str) -> str:
-    """Seat tokens are kept (and persisted) only as this hash."""
+    """Seat tokens are kept (and persisted) only as this hash (cached: every call hashes its
+    token)."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 

@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import Counter, Gauge, Histogram
 
-ACTIONS = Counter("tapis_actions_total", "Inputs applied to tables", ["kind", "source"])
-REFUSALS = Counter("tapis_refusals_total", "Requests refused, by gRPC code and reason",
-                   ["code", "reason"])
+
+class CachedCounter(Counter):
+    """A labelled counter whose children are looked up once per label values (``labels`` takes
+    a lock and builds a key on every call otherwise: this is on every action's path)."""
+
+    def labels(self, *values: Any, **keyed: Any) -> Any:
+        if keyed:
+            return super().labels(*values, **keyed)
+        children: dict[tuple[Any, ...], Any] = self.__dict__.setdefault("_tapis_children", {})
+        child = children.get(values)
+        if child is None:
+            child = children[values] = super().labels(*values)
+        return child
+
+
+ACTIONS = CachedCounter("tapis_actions_total", "Inputs applied to tables", ["kind", "source"])
+REFUSALS = CachedCounter("tapis_refusals_total", "Requests refused, by gRPC code and reason",
+                         ["code", "reason"])
 GAMES = Gauge("tapis_games", "Tables held in memory")
 STREAMS = Gauge("tapis_streams", "Open event streams")
 SLAP_TO_PILE_WON = Histogram(

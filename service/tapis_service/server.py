@@ -10,10 +10,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.clock import Clock, SystemClock
 from tapis_service.host import GameHost
-from tapis_service.servicer import GameServicer
+from tapis_service.servicer import GameServicer, add_to_server
 from tapis_service.settings import Settings
 from tapis_service.store import MemoryStore, Store
 
@@ -55,7 +54,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     if recover is not None:
         await recover()
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    pb_grpc.add_GameServiceServicer_to_server(GameServicer(host), server)
+    add_to_server(GameServicer(host), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
