@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -48,10 +49,13 @@ def sqlite_available() -> bool:
 
 
 @contextmanager
-def servers(wanted: dict[str, tuple[str, str]], profile: Path | None = None
+def servers(wanted: dict[str, tuple[str, str]], profile: Path | None = None,
+            extra_args: dict[str, list[str]] | None = None,
+            env: dict[str, dict[str, str]] | None = None
             ) -> Iterator[dict[str, tuple[int, int]]]:
     """Server processes started side by side: name → (``tapis`` or ``bare``, store); yields
-    name → (port, pid). With ``profile``, every tapis server runs under pyinstrument."""
+    name → (port, pid). With ``profile``, every tapis server runs under pyinstrument;
+    ``extra_args`` and ``env`` (by name) add to a server's command line and environment."""
     processes: dict[str, tuple[int, subprocess.Popen[bytes]]] = {}
     with tempfile.TemporaryDirectory(prefix="tapis-bench-") as data_dir:
         try:
@@ -64,10 +68,12 @@ def servers(wanted: dict[str, tuple[str, str]], profile: Path | None = None
                                "--store", store, "--log-level", "warning"]
                     if store == "sqlite":
                         command += ["--data-dir", str(Path(data_dir) / name)]
+                    command += (extra_args or {}).get(name, [])
                     if profile is not None:
                         command[1:1] = ["-m", "pyinstrument", "--renderer", "text",
                                         "--outfile", str(profile)]
-                processes[name] = (port, subprocess.Popen(command))
+                environment = {**os.environ, **(env or {}).get(name, {})}
+                processes[name] = (port, subprocess.Popen(command, env=environment))
             for port, process in processes.values():
                 wait_ready(port, process)
             yield {name: (port, process.pid) for name, (port, process) in processes.items()}

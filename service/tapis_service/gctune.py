@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import gc
 
+from tapis_service import metrics
+
 GEN0_THRESHOLD = 50_000
 """Allocations (net) between young collections (CPython's default: 700)."""
 GEN1_THRESHOLD = 20
@@ -23,7 +25,9 @@ FREEZE_EVERY_S = 60.0
 
 
 def tune() -> None:
-    """Raise the thresholds and freeze what exists now (call after start-up and recovery)."""
+    """Raise the thresholds and freeze what exists now (call after start-up and recovery);
+    from then on every pause is timed into the metrics (``tapis_gc_pause_seconds``)."""
+    metrics.watch_gc_pauses()
     gc.set_threshold(GEN0_THRESHOLD, GEN1_THRESHOLD, GEN2_THRESHOLD)
     freeze()
 

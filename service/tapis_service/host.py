@@ -26,12 +26,12 @@ from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.registry import rules_for
-from tapis_service import metrics, recovery
+from tapis_service import compaction, metrics, recovery
 from tapis_service.adapters import ADAPTERS
 from tapis_service.clock import Clock
 from tapis_service.errors import ServiceError, failed_precondition, not_found
 from tapis_service.ratelimit import TokenBuckets
-from tapis_service.session import Applied, LoggedEvent, Session, Subscriber
+from tapis_service.session import Applied, CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
 from tapis_service.store import MemoryStore, Store
 
@@ -237,14 +237,15 @@ class GameHost:
         self._after_change(session)
         return applied
 
-    def subscribe(self, session: Session, seat: int | None,
-                  after: int) -> tuple[Subscriber, list[LoggedEvent]]:
-        """Open a stream: the backlog after ``after``, and a queue for what follows."""
+    def subscribe(self, session: Session, seat: int | None, after: int
+                  ) -> tuple[Subscriber, list[CompactedEvents], list[LoggedEvent]]:
+        """Open a stream: the backlog after ``after`` (finished games' compacted events, then
+        the live log's), and a queue for what follows."""
         subscriber = Subscriber(seat, self.settings.stream_queue_size)
         session.subscribers.add(subscriber)
         backlog = [e for e in session.events_after(after)
                    if e.sequence <= session.published_sequence]
-        return subscriber, backlog
+        return subscriber, list(session.compacted), backlog
 
     def unsubscribe(self, session: Session, subscriber: Subscriber) -> None:
         session.subscribers.discard(subscriber)
@@ -274,6 +275,7 @@ class GameHost:
         if fresh:
             session.published_sequence = fresh[-1].sequence
             session.publish(fresh)
+            compaction.compact_finished(session)
 
     def _schedule_deadlines(self, session: Session) -> None:
         wanted = set(session.table.deadlines)

@@ -92,6 +92,10 @@ async def serve(settings: Settings) -> None:
 def main(argv: list[str] | None = None) -> None:
     settings = parse_args(argv)
     configure_logging(settings.log_level)
+    if os.environ.get("TAPIS_EVENT_LOOP") == "uvloop":  # measured side by side: see performance.md
+        import uvloop
+
+        uvloop.install()
     try:
         asyncio.run(serve(settings))
     except RecoveryError as error:  # a stored game cannot be restored: refuse to serve

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import time
 from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -32,3 +34,33 @@ SLAP_TO_PILE_WON = Histogram(
     "stream)",
     buckets=(0.0001, 0.0002, 0.0003, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.005,
              0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1.0))
+GC_PAUSES = Histogram(
+    "tapis_gc_pause_seconds", "Garbage collector pauses (the whole process stops), by generation",
+    ["generation"],
+    buckets=(0.0001, 0.0003, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5))
+GC_PAUSE_MAX = Gauge("tapis_gc_pause_max_seconds", "The longest collector pause so far")
+
+
+class _PauseWatch:
+    """A ``gc.callbacks`` entry timing every collection into ``GC_PAUSES``."""
+
+    def __init__(self) -> None:
+        self.started = 0.0
+        self.longest = 0.0
+        self.children = [GC_PAUSES.labels(str(generation)) for generation in range(3)]
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self.started = time.perf_counter()
+            return
+        pause = time.perf_counter() - self.started
+        self.children[info["generation"]].observe(pause)
+        if pause > self.longest:
+            self.longest = pause
+            GC_PAUSE_MAX.set(pause)
+
+
+def watch_gc_pauses() -> None:
+    """Time every collection from now on (once per process; idempotent)."""
+    if not any(isinstance(callback, _PauseWatch) for callback in gc.callbacks):
+        gc.callbacks.append(_PauseWatch())

@@ -14,7 +14,7 @@ import structlog
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_engine.errors import RuleError
-from tapis_service import convert, logcontext, metrics
+from tapis_service import compaction, convert, logcontext, metrics
 from tapis_service.errors import ServiceError, from_rule_error, invalid_argument, to_status
 from tapis_service.host import GameHost
 
@@ -143,10 +143,14 @@ class GameServicer(pb_grpc.GameServiceServicer):
         except ServiceError as error:
             await context.abort_with_status(to_status(error))
             return
-        subscriber, backlog = self.host.subscribe(session, seat, request.after_sequence)
+        subscriber, compacted, backlog = self.host.subscribe(session, seat,
+                                                             request.after_sequence)
         metrics.STREAMS.inc()
         try:
             last = request.after_sequence
+            for message, sent in compaction.replay(compacted, seat, last, BACKLOG_CHUNK):
+                last = sent
+                yield message
             for start in range(0, len(backlog), BACKLOG_CHUNK):
                 chunk = backlog[start:start + BACKLOG_CHUNK]
                 last = chunk[-1].sequence

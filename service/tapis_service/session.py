@@ -34,6 +34,20 @@ class LoggedEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactedEvents:
+    """The events of finished games (``first``..``last``, no gap) kept as bytes, not as live
+    objects: for each distinct recipient view, the serialized ``StreamEventsResponse`` frames
+    one after the other (zlib) and where each event's frame starts (``array`` of offsets, one
+    more than the events). ``views[recipient]`` indexes ``blobs`` (seats and spectators that see
+    the same bytes share one blob)."""
+
+    first: int
+    last: int
+    blobs: tuple[tuple[bytes, Any], ...]
+    views: dict[int | None, int]
+
+
+@dataclass(frozen=True, slots=True)
 class Applied:
     """The answer to an accepted input (kept for idempotent retries)."""
 
@@ -80,6 +94,9 @@ class Session:
     created_ms: int
     names: list[str]
     events: list[LoggedEvent] = field(default_factory=list)
+    """The live event log: the current game's events (and any not yet published); those of
+    finished games move to ``compacted`` once published (see compaction.py)."""
+    compacted: list[CompactedEvents] = field(default_factory=list)
     request_ids: dict[int, OrderedDict[str, Applied]] = field(default_factory=dict)
     subscribers: set[Subscriber] = field(default_factory=set)
     bot_timers: dict[int, TimerHandle] = field(default_factory=dict)
