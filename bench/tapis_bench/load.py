@@ -375,7 +375,7 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
         open_streams(game, tasks, [stubs[(2 * i) % len(stubs)], stubs[(2 * i + 1) % len(stubs)]],
                      opening)
     # every stream is open once it has received its backlog (the claims and the deal)
-    deadline = time.perf_counter() + 60
+    deadline = time.perf_counter() + max(60.0, count / 200)
     while time.perf_counter() < deadline:
         if all(min(g.arrivals.seen) >= g.version for g in games):
             break
@@ -422,11 +422,15 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
         await asyncio.wait(inflight, timeout=10)
     load_s = time.perf_counter() - began
     rss_after = rss_kib(pid)
+    pause_max_ms = gc_pause_max_ms(config.get("metrics_port"))
     for task in tasks:
         task.cancel()
     for channel in channels:
         await channel.close()
     result = _summary(rec, load_s)
+    result["submit_max_ms"] = round(max(rec.submit_ms), 3) if rec.submit_ms else None
+    result["server_max_gc_pause_ms"] = pause_max_ms
+    result["rss_growth_ratio"] = round(rss_after / rss_held, 3) if rss_held else None
     result["stream_retries_during_load"] = STREAM_RETRIES[0] - retries_before
     result["slowest_ms_at_s"] = [(round(ms, 1), round(at - began, 2))
                                  for ms, at in sorted(rec.slowest, reverse=True)[:10]]
@@ -436,6 +440,19 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
                   rss_held_kib=rss_held, rss_after_kib=rss_after,
                   rss_kib_per_game=round((max(rss_held, rss_after) - rss_before) / count, 1))
     return result
+
+
+def gc_pause_max_ms(metrics_port: int | None) -> float | None:
+    """The server's longest collector pause so far (its ``tapis_gc_pause_max_seconds``)."""
+    if not metrics_port:
+        return None
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as page:
+        for line in page.read().decode().splitlines():
+            if line.startswith("tapis_gc_pause_max_seconds "):
+                return round(float(line.split()[1]) * 1000, 2)
+    return None
 
 
 def main() -> None:
