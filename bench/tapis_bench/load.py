@@ -384,6 +384,7 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
     open_streams_count = sum(1 for g in games for v in g.arrivals.seen if v >= g.version)
     await asyncio.sleep(config["settle_s"])  # let the last resumed streams calm down
     rss_held = rss_kib(pid)
+    pauses_held = gc_pauses(config.get("metrics_port"))
     gc.collect()
     gc.freeze()  # the generator's own 10,000 streams must not pause its measurement
 
@@ -422,14 +423,15 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
         await asyncio.wait(inflight, timeout=10)
     load_s = time.perf_counter() - began
     rss_after = rss_kib(pid)
-    pause_max_ms = gc_pause_max_ms(config.get("metrics_port"))
+    pauses = gc_pauses(config.get("metrics_port"))
     for task in tasks:
         task.cancel()
     for channel in channels:
         await channel.close()
     result = _summary(rec, load_s)
     result["submit_max_ms"] = round(max(rec.submit_ms), 3) if rec.submit_ms else None
-    result["server_max_gc_pause_ms"] = pause_max_ms
+    result["server_max_gc_pause_ms"] = pauses.get("max_ms")
+    result["server_gc_pauses"] = {"after_setup": pauses_held, "at_end": pauses}
     result["rss_growth_ratio"] = round(rss_after / rss_held, 3) if rss_held else None
     result["stream_retries_during_load"] = STREAM_RETRIES[0] - retries_before
     result["slowest_ms_at_s"] = [(round(ms, 1), round(at - began, 2))
@@ -442,17 +444,24 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def gc_pause_max_ms(metrics_port: int | None) -> float | None:
-    """The server's longest collector pause so far (its ``tapis_gc_pause_max_seconds``)."""
+def gc_pauses(metrics_port: int | None) -> dict[str, Any]:
+    """The server's collector pauses so far, from its metrics: the longest (ms), and the count
+    and total ms by generation."""
     if not metrics_port:
-        return None
+        return {}
     import urllib.request
 
+    figures: dict[str, Any] = {}
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as page:
         for line in page.read().decode().splitlines():
-            if line.startswith("tapis_gc_pause_max_seconds "):
-                return round(float(line.split()[1]) * 1000, 2)
-    return None
+            name, _, value = line.rpartition(" ")
+            if name == "tapis_gc_pause_max_seconds":
+                figures["max_ms"] = round(float(value) * 1000, 2)
+            for suffix, unit in (("_count", 1), ("_sum", 1000)):
+                if name.startswith(f"tapis_gc_pause_seconds{suffix}{{"):
+                    generation = name.split('"')[1]
+                    figures[f"gen{generation}{suffix}"] = round(float(value) * unit, 1)
+    return figures
 
 
 def main() -> None:

@@ -1,10 +1,12 @@
 """Two or more server variants under the same War action load, rounds alternating.
 
     python -m tapis_bench.sidebyside [--rounds 3] [--seconds 5] [--uvloop]
+                                     [--variant NAME:VAR=VALUE ...]
 
 Variants: ``bare``, ``tapis`` (``--store memory``) and, with ``--uvloop``, ``tapis-uvloop``
-(the same server with ``TAPIS_EVENT_LOOP=uvloop``). Prints each variant's median actions/s,
-SubmitAction p50/p99 and server CPU µs per action, and the ratios to ``bare``.
+(the same server with ``TAPIS_EVENT_LOOP=uvloop``); ``--variant`` adds a Tapis server with one
+environment variable set (e.g. ``gc50k:TAPIS_GC_THRESHOLDS=50000,20``). Prints each variant's
+median actions/s, SubmitAction p50/p99 and server CPU µs per action, and the ratios to bare.
 """
 
 from __future__ import annotations
@@ -24,12 +26,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--uvloop", action="store_true")
+    parser.add_argument("--variant", action="append", default=[])
     args = parser.parse_args(argv)
     wanted = {"bare": ("bare", ""), "tapis": ("tapis", "memory")}
     env: dict[str, dict[str, str]] = {}
     if args.uvloop:
         wanted["tapis-uvloop"] = ("tapis", "memory")
         env["tapis-uvloop"] = {"TAPIS_EVENT_LOOP": "uvloop"}
+    for variant in args.variant:
+        name, _, assignment = variant.partition(":")
+        key, _, value = assignment.partition("=")
+        wanted[name] = ("tapis", "memory")
+        env[name] = {key: value}
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in wanted}
     load_before = os.getloadavg()
     with servers(wanted, env=env) as running:

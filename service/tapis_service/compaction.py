@@ -32,7 +32,9 @@ def compact_finished(session: Session) -> None:
         count += 1
     if count:
         session.compacted.append(_compact(session, events[:count]))
+        upto = events[count - 1].sequence
         del events[:count]
+        session.wire = {key: frame for key, frame in session.wire.items() if key[0] > upto}
 
 
 def _compact(session: Session, finished: list[LoggedEvent]) -> CompactedEvents:

@@ -211,9 +211,6 @@ ANSWER_VERSION_TAG = b"\x08"
 """``SubmitActionResponse.version`` (field 1, varint)."""
 ANSWER_EVENTS_TAG = b"\x12"
 """``SubmitActionResponse.events`` (field 2, length-delimited)."""
-WIRE_CACHE_SIZE = 8192
-"""Serialized events kept for the fan-out in progress (all of it is dropped when full)."""
-_wire_cache: dict[tuple[str, int, int | None], bytes] = {}
 
 
 def varint(value: int) -> bytes:
@@ -239,15 +236,15 @@ def view_key(session: Session, logged: LoggedEvent, seat: int | None) -> int | N
 def framed_event(session: Session, logged: LoggedEvent, seat: int | None) -> bytes:
     """``event`` as ``seat`` sees it, serialized and framed as one entry of
     ``StreamEventsResponse.events``: converted once per recipient view (once for everyone
-    when public) and shared by every stream of that view and the SubmitAction answer."""
-    key = (session.game_id, logged.event.sequence, view_key(session, logged, seat))
-    framed = _wire_cache.get(key)
+    when public) and shared by every stream of that view, the SubmitAction answer and the
+    compaction (``Session.wire``, emptied as the events leave the live log)."""
+    key = (logged.event.sequence, view_key(session, logged, seat))
+    framed = session.wire.get(key)
     if framed is None:
-        if len(_wire_cache) >= WIRE_CACHE_SIZE:
-            _wire_cache.clear()
         raw = event(session, logged, seat).SerializeToString()
         framed = STREAM_EVENTS_TAG + varint(len(raw)) + raw
-        _wire_cache[key] = framed
+        if session.events and logged.sequence >= session.events[0].sequence:  # live log only
+            session.wire[key] = framed
     return framed
 
 

@@ -97,6 +97,9 @@ class Session:
     """The live event log: the current game's events (and any not yet published); those of
     finished games move to ``compacted`` once published (see compaction.py)."""
     compacted: list[CompactedEvents] = field(default_factory=list)
+    wire: dict[tuple[int, int | None], bytes] = field(default_factory=dict)
+    """(sequence, view) -> the live log's events as serialized stream frames, built once per
+    recipient view and shared by the streams, the SubmitAction answer and the compaction."""
     request_ids: dict[int, OrderedDict[str, Applied]] = field(default_factory=dict)
     subscribers: set[Subscriber] = field(default_factory=set)
     bot_timers: dict[int, TimerHandle] = field(default_factory=dict)
