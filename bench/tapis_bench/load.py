@@ -386,7 +386,8 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
     rss_held = rss_kib(pid)
     pauses_held = gc_pauses(config.get("metrics_port"))
     gc.collect()
-    gc.freeze()  # the generator's own 10,000 streams must not pause its measurement
+    gc.freeze()  # the generator's own 40,000 streams must not pause its measurement,
+    gc.disable()  # nor its own collections (a minute's cycles are little memory)
 
     rec = Recorder(measuring=True)
     rng = random.Random(7)
@@ -406,6 +407,16 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
         finally:
             game.busy = False
 
+    lags: list[tuple[float, float]] = []
+
+    async def watch_lag() -> None:
+        """This process's own event-loop lag: a stalled generator is not a slow server."""
+        while True:
+            ticked = time.perf_counter()
+            await asyncio.sleep(0.01)
+            lags.append((time.perf_counter() - ticked - 0.01, ticked))
+
+    watcher = asyncio.create_task(watch_lag())
     retries_before = STREAM_RETRIES[0]
     began = time.perf_counter()
     for n in range(int(rate * seconds)):
@@ -422,6 +433,8 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
     if inflight:
         await asyncio.wait(inflight, timeout=10)
     load_s = time.perf_counter() - began
+    watcher.cancel()
+    gc.enable()
     rss_after = rss_kib(pid)
     pauses = gc_pauses(config.get("metrics_port"))
     for task in tasks:
@@ -434,6 +447,9 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
     result["server_gc_pauses"] = {"after_setup": pauses_held, "at_end": pauses}
     result["rss_growth_ratio"] = round(rss_after / rss_held, 3) if rss_held else None
     result["stream_retries_during_load"] = STREAM_RETRIES[0] - retries_before
+    worst_lag = max(lags, default=(0.0, began))
+    result["generator_max_loop_lag_ms"] = [round(worst_lag[0] * 1000, 1),
+                                           round(worst_lag[1] - began, 2)]
     result["slowest_ms_at_s"] = [(round(ms, 1), round(at - began, 2))
                                  for ms, at in sorted(rec.slowest, reverse=True)[:10]]
     result.update(games=count, stream_retries=STREAM_RETRIES[0],
@@ -457,6 +473,8 @@ def gc_pauses(metrics_port: int | None) -> dict[str, Any]:
             name, _, value = line.rpartition(" ")
             if name == "tapis_gc_pause_max_seconds":
                 figures["max_ms"] = round(float(value) * 1000, 2)
+            if name == "tapis_gc_collected_total":
+                figures["collected"] = float(value)
             for suffix, unit in (("_count", 1), ("_sum", 1000)):
                 if name.startswith(f"tapis_gc_pause_seconds{suffix}{{"):
                     generation = name.split('"')[1]

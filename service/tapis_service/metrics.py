@@ -39,6 +39,8 @@ GC_PAUSES = Histogram(
     ["generation"],
     buckets=(0.0001, 0.0003, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5))
 GC_PAUSE_MAX = Gauge("tapis_gc_pause_max_seconds", "The longest collector pause so far")
+GC_COLLECTED = Counter("tapis_gc_collected_total",
+                       "Objects the collector found unreachable (reference cycles)")
 
 
 class _PauseWatch:
@@ -55,6 +57,8 @@ class _PauseWatch:
             return
         pause = time.perf_counter() - self.started
         self.children[info["generation"]].observe(pause)
+        if info["collected"]:
+            GC_COLLECTED.inc(info["collected"])
         if pause > self.longest:
             self.longest = pause
             GC_PAUSE_MAX.set(pause)

@@ -156,7 +156,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
                 last = chunk[-1].sequence
                 yield convert.events_wire(session, chunk, seat)
             while True:
-                batch = await subscriber.queue.get()
+                batch = await subscriber.next()
                 if batch is None:
                     break
                 if batch[0].sequence <= last:

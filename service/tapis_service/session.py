@@ -7,7 +7,7 @@ Inputs are applied one at a time, synchronously (the asyncio loop never interlea
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,31 +56,50 @@ class Applied:
 
 
 class Subscriber:
-    """One open event stream: a bounded queue fed by the session."""
+    """One open event stream: a bounded mailbox fed by the session (lighter than an
+    ``asyncio.Queue``: one deque and at most one waiting future)."""
+
+    __slots__ = ("capacity", "closed", "overflowed", "pending", "seat", "waiter")
 
     def __init__(self, seat: int | None, capacity: int) -> None:
         self.seat = seat
         self.capacity = capacity
-        self.queue: asyncio.Queue[tuple[LoggedEvent, ...] | None] = asyncio.Queue()
+        self.pending: deque[tuple[LoggedEvent, ...] | None] = deque()
+        self.waiter: asyncio.Future[None] | None = None
         self.overflowed = False
         self.closed = False
+
+    def _put(self, item: tuple[LoggedEvent, ...] | None) -> None:
+        self.pending.append(item)
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
 
     def offer(self, logged: tuple[LoggedEvent, ...]) -> None:
         """Queue the events of one change; past capacity the stream is cut off (it may
         resume by sequence)."""
         if self.overflowed or self.closed:
             return
-        if self.queue.qsize() >= self.capacity:
+        if len(self.pending) >= self.capacity:
             self.overflowed = True
-            self.queue.put_nowait(None)
+            self._put(None)
             return
-        self.queue.put_nowait(logged)
+        self._put(logged)
 
     def close(self) -> None:
         """End the stream (server shutdown, game dropped)."""
         if not self.closed:
             self.closed = True
-            self.queue.put_nowait(None)
+            self._put(None)
+
+    async def next(self) -> tuple[LoggedEvent, ...] | None:
+        """The next change's events, waiting for one; None once the stream must end."""
+        while not self.pending:
+            self.waiter = asyncio.get_running_loop().create_future()
+            await self.waiter
+        return self.pending.popleft()
 
 
 @dataclass

@@ -93,8 +93,8 @@ async def test_private_views_are_kept_per_seat_byte_for_byte() -> None:
     sent: dict[int | None, list[bytes]] = {r: [] for r in recipients}
     for recipient, stream in streams.items():
         assert not stream.overflowed
-        while not stream.queue.empty():
-            batch = stream.queue.get_nowait()
+        while stream.pending:
+            batch = stream.pending.popleft()
             assert batch is not None
             sent[recipient].extend(convert.framed_event(session, e, recipient) for e in batch)
     compacted_upto = session.compacted[-1].last
