@@ -76,7 +76,9 @@ def scale_run(games: int, rate: float, seconds: float) -> dict[str, Any]:
     progress(f"    {figures['streams_open']} streams open (set-up {figures['setup_s']} s), "
              f"{figures['rss_kib_per_game']} KiB/game, submit p50 {figures['submit_p50_ms']} / "
              f"p99 {figures['submit_p99_ms']} / max {figures['submit_max_ms']} ms, "
-             f"longest gc pause {figures['server_max_gc_pause_ms']} ms")
+             f"longest gc pause {figures['server_max_gc_pause_ms']} ms, longest server loop "
+             f"lag {figures['server_gc_pauses']['at_end'].get('loop_lag_max_ms')} ms, "
+             f"generator loop lag {figures['generator_max_loop_lag_ms']}")
     return figures
 
 
@@ -91,7 +93,9 @@ def scale_figures(scale: dict[str, Any]) -> dict[str, Any]:
             "action_p99_ms_at_scale": scale["submit_p99_ms"],
             "action_max_ms_at_scale": scale["submit_max_ms"],
             "max_gc_pause_ms": scale["server_max_gc_pause_ms"],
-            "rss_growth_ratio": scale["rss_growth_ratio"]}
+            "rss_growth_ratio": scale["rss_growth_ratio"],
+            "server_max_loop_lag_ms": scale["server_gc_pauses"]["at_end"].get("loop_lag_max_ms"),
+            "generator_max_loop_lag_ms": scale["generator_max_loop_lag_ms"][0]}
 
 
 def curve_point(point: dict[str, Any]) -> dict[str, Any]:

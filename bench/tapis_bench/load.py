@@ -473,6 +473,8 @@ def gc_pauses(metrics_port: int | None) -> dict[str, Any]:
             name, _, value = line.rpartition(" ")
             if name == "tapis_gc_pause_max_seconds":
                 figures["max_ms"] = round(float(value) * 1000, 2)
+            if name == "tapis_loop_lag_max_seconds":
+                figures["loop_lag_max_ms"] = round(float(value) * 1000, 2)
             if name == "tapis_gc_collected_total":
                 figures["collected"] = float(value)
             for suffix, unit in (("_count", 1), ("_sum", 1000)):

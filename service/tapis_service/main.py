@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import structlog
 
-from tapis_service import gctune, logcontext
+from tapis_service import gctune, logcontext, metrics
 from tapis_service.recovery import RecoveryError
 from tapis_service.server import create_server
 from tapis_service.settings import Settings
@@ -78,14 +78,16 @@ async def serve(settings: Settings) -> None:
         start_http_server(settings.metrics_port, addr=settings.host)
     running = await create_server(settings)
     gctune.tune()  # after start-up and recovery: what they built is frozen out of collections
-    freezer = asyncio.create_task(gctune.freeze_periodically())
+    watchers = [asyncio.create_task(gctune.freeze_periodically()),
+                asyncio.create_task(metrics.watch_loop_lag())]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     structlog.get_logger("tapis.server").info("stopping", grace_s=settings.grace_s)
-    freezer.cancel()
+    for watcher in watchers:
+        watcher.cancel()
     await running.stop(settings.grace_s)
 
 

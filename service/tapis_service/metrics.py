@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import time
 from typing import Any
@@ -68,3 +69,18 @@ def watch_gc_pauses() -> None:
     """Time every collection from now on (once per process; idempotent)."""
     if not any(isinstance(callback, _PauseWatch) for callback in gc.callbacks):
         gc.callbacks.append(_PauseWatch())
+LOOP_LAG_MAX = Gauge("tapis_loop_lag_max_seconds",
+                     "The longest the event loop was late to a timer so far (a stall of the "
+                     "whole server: collector, a long callback, or the machine)")
+
+
+async def watch_loop_lag(every_s: float = 0.05) -> None:
+    """Measure how late the event loop wakes a timer, every ``every_s`` (until cancelled)."""
+    longest = 0.0
+    while True:
+        ticked = time.perf_counter()
+        await asyncio.sleep(every_s)
+        late = time.perf_counter() - ticked - every_s
+        if late > longest:
+            longest = late
+            LOOP_LAG_MAX.set(late)
