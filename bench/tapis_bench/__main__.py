@@ -118,8 +118,9 @@ def draw_curve(points: list[dict[str, Any]], path: Path) -> None:
     for key, style in (("p50_ms", "o-"), ("p99_ms", "s-"), ("max_ms", "^--")):
         latency.plot(games, [p[key] for p in points], style, label=f"SubmitAction {key[:-3]}")
     latency.set_xscale("log")
+    latency.set_yscale("log")
     latency.set_xlabel("War tables held (two open streams each)")
-    latency.set_ylabel("ms")
+    latency.set_ylabel("SubmitAction latency, ms (log scale)")
     memory = latency.twinx()
     memory.plot(games, [p["rss_mib"] for p in points], "k:", marker="d", label="RSS (MiB)")
     memory.set_ylabel("server RSS, MiB")

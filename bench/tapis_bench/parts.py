@@ -51,7 +51,7 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
     ("token hashing", re.compile(r"token_hash|hashlib|_hashlib|\bhmac\b")),
     ("protobuf conversion", re.compile(r"tapis_service/convert\.py|tapis_service/adapters/|"
                                        r"tapis_service/wire\.py|/google/protobuf/|"
-                                       r"_message\.cpython|_pb2\.py")),
+                                       r"_message\.(cpython|abi3)|/google/_upb/|_pb2\.py")),
     ("fan-out and stream loop", re.compile(r"\b(publish|_publish|offer|StreamEvents|"
                                            r"subscribe|unsubscribe|_stream_backlog)\b \(|"
                                            r"tapis_bench/bare\.py")),

@@ -1,12 +1,13 @@
 """Two or more server variants under the same War action load, rounds alternating.
 
-    python -m tapis_bench.sidebyside [--rounds 3] [--seconds 5] [--uvloop]
+    python -m tapis_bench.sidebyside [--rounds 3] [--seconds 5] [--asyncio]
                                      [--variant NAME:VAR=VALUE ...]
 
-Variants: ``bare``, ``tapis`` (``--store memory``) and, with ``--uvloop``, ``tapis-uvloop``
-(the same server with ``TAPIS_EVENT_LOOP=uvloop``); ``--variant`` adds a Tapis server with one
-environment variable set (e.g. ``gc50k:TAPIS_GC_THRESHOLDS=50000,20``). Prints each variant's
-median actions/s, SubmitAction p50/p99 and server CPU µs per action, and the ratios to bare.
+Variants: ``bare``, ``tapis`` (``--store memory``, on uvloop) and, with ``--asyncio``,
+``tapis-asyncio`` (the same server with ``TAPIS_EVENT_LOOP=asyncio``: the standard loop);
+``--variant`` adds a Tapis server with one environment variable set (e.g.
+``gc50k:TAPIS_GC_THRESHOLDS=50000,3``). Prints each variant's median actions/s, SubmitAction
+p50/p99 and server CPU µs per action, and the ratios to bare.
 """
 
 from __future__ import annotations
@@ -25,14 +26,14 @@ def main(argv: list[str] | None = None) -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--uvloop", action="store_true")
+    parser.add_argument("--asyncio", action="store_true")
     parser.add_argument("--variant", action="append", default=[])
     args = parser.parse_args(argv)
     wanted = {"bare": ("bare", ""), "tapis": ("tapis", "memory")}
     env: dict[str, dict[str, str]] = {}
-    if args.uvloop:
-        wanted["tapis-uvloop"] = ("tapis", "memory")
-        env["tapis-uvloop"] = {"TAPIS_EVENT_LOOP": "uvloop"}
+    if args.asyncio:
+        wanted["tapis-asyncio"] = ("tapis", "memory")
+        env["tapis-asyncio"] = {"TAPIS_EVENT_LOOP": "asyncio"}
     for variant in args.variant:
         name, _, assignment = variant.partition(":")
         key, _, value = assignment.partition("=")
