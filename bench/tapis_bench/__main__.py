@@ -114,7 +114,7 @@ def draw_curve(points: list[dict[str, Any]], path: Path) -> None:
     from matplotlib import pyplot as plt
 
     games = [p["games"] for p in points]
-    figure, latency = plt.subplots(figsize=(7, 4), dpi=100)
+    figure, latency = plt.subplots(figsize=(7, 4.4), dpi=100)
     for key, style in (("p50_ms", "o-"), ("p99_ms", "s-"), ("max_ms", "^--")):
         latency.plot(games, [p[key] for p in points], style, label=f"SubmitAction {key[:-3]}")
     latency.set_xscale("log")
@@ -125,8 +125,8 @@ def draw_curve(points: list[dict[str, Any]], path: Path) -> None:
     memory.plot(games, [p["rss_mib"] for p in points], "k:", marker="d", label="RSS (MiB)")
     memory.set_ylabel("server RSS, MiB")
     lines = latency.get_legend_handles_labels()[0] + memory.get_legend_handles_labels()[0]
-    latency.legend(lines, [str(line.get_label()) for line in lines], loc="upper left",
-                   fontsize="small")
+    latency.legend(lines, [str(line.get_label()) for line in lines], loc="upper center",
+                   bbox_to_anchor=(0.5, -0.16), ncol=4, fontsize="small")
     latency.set_title("Cost growth with tables held (one server process)")
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -220,6 +220,9 @@ def run(plan: Plan, profile: bool) -> dict[str, Any]:
     server_cpu = war["server_cpu_us_per_action"]
     results.update({
         "server_cpu_ratio": ratio(server_cpu, bare["server_cpu_us_per_action"]),
+        "server_cpu_ratio_by_round": [
+            ratio(ours["server_cpu_us_per_action"], theirs["server_cpu_us_per_action"])
+            for ours, theirs in zip(runs["memory"], runs["bare"], strict=True)],
         "engine_share": ratio(engine_figures["war"]["us_per_action"], server_cpu, 3),
         "action_throughput_ratio": ratio(war["actions_per_s"], bare["actions_per_s"]),
         "action_p50_ratio": ratio(war["submit_p50_ms"], bare["submit_p50_ms"]),
