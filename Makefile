@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
-.PHONY: setup gen serve test lint bench bench-quick selfplay clean
+.PHONY: setup gen serve test lint bench bench-quick selfplay clean proto-baseline api-docs
 
 setup: $(STAMP)
 
@@ -41,9 +41,10 @@ test: setup
 	$(BIN)/python -m pytest $(ARGS)
 
 lint: setup
-	$(BIN)/ruff check service clients tests
+	$(BIN)/ruff check service clients tests tools
 	$(BIN)/mypy
 	cd protos && ../$(BIN)/buf lint
+	cd protos && ../$(BIN)/buf breaking --against baseline.binpb
 	$(BIN)/hadolint deploy/Dockerfile
 	$(BIN)/yamllint -s -d "{extends: default, rules: {line-length: {max: 100}, document-start: disable}}" deploy
 
@@ -52,6 +53,15 @@ bench: setup
 
 bench-quick: setup
 	$(BIN)/python -m tapis_bench --quick $(ARGS)
+
+# docs/api.md and the README's error table, from the proto comments (a test keeps them in sync).
+api-docs: setup
+	$(BIN)/python tools/api_docs.py
+
+# The contract as last released, which `make lint` checks every change against (`buf breaking`):
+# rebuild it only when releasing, so that a breaking change is a conscious one.
+proto-baseline: setup
+	cd protos && ../$(BIN)/buf build -o baseline.binpb
 
 clean:
 	rm -rf $(VENV) gen

@@ -1,11 +1,15 @@
 """`tapis-bot`: a bot that plays any Tapis game through the public API.
 
     tapis-bot play --game GAME_ID [--seat N]         take a seat and play it to the end
+    tapis-bot play --game GAME_ID --strategy mybot:choose   ...with your own strategy
     tapis-bot selfplay --kind war --games 50         create games, fill every seat with bots
 
+Global options (--target, --reaction-ms, --mistake-rate) go before or after the subcommand.
+
 It only uses the tapis.v1 contract: it follows its event stream, and when the game awaits its
-seat (or the game says an event is worth a look, e.g. a card flipped in Bataille Corse) it reads
-its view and picks one of the legal actions the server lists.
+seat it reads its view and picks one of the legal actions the server lists. In Bataille Corse,
+where any seat may slap after any flip, it keeps the table up to date from the events alone.
+A strategy is a function (view, legal_actions) -> action; see tapis_clients.strategies.
 """
 
 from __future__ import annotations
@@ -17,23 +21,31 @@ import random
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import grpc
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_clients import games
-from tapis_clients.connection import DEFAULT_TARGET, Connection, error_reason
+from tapis_clients import games, strategies
+from tapis_clients.connection import Connection, Unreachable, error_reason, retry_delay_s
+from tapis_clients.options import add_target, global_parent
+from tapis_clients.strategies.corse import CorseFollower
 
 NORMAL_REFUSALS = {"STALE_VERSION", "SLAP_TOO_LATE", "NOT_YOUR_TURN", "RATE_LIMITED",
                    "GAME_OVER", "NOT_ALLOWED_NOW"}
 """Refusals a real-time bot meets in a fair race: the table moved before its action landed."""
+
+RATE_LIMITED_PAUSE_S = 0.1
+"""Without a delay named by the server, a rate-limited move waits one token of the server's
+default slap limit (10 per second)."""
 
 
 @dataclass
 class Stats:
     actions: int = 0
     refused: int = 0
+    rate_limited: int = 0
     idle_checks: int = 0
     errors: list[str] = field(default_factory=list)
 
@@ -46,91 +58,197 @@ class BotStyle:
 
 IDLE_CHECK_S = 3.0
 """With no event for this long, the bot looks at the table itself (an event or an answer may
-have been lost with a server that crashed)."""
+have been lost with a server that crashed). Counted in ``idle_checks``: 0 in a healthy run."""
 
 
-async def play_seat(conn: Connection, game_id: str, seat: int, token: str, kind: int,
-                    rng: random.Random, style: BotStyle, stats: Stats) -> bool:
-    """Play ``seat`` until the game in play ends; True when it ended."""
-    acted_at = -1
-    started = False
-    inbox: asyncio.Queue[pb.Event | None] = asyncio.Queue()
+def action_kind(action: pb.Action) -> str:
+    """``bataille_corse.slap``, ``war.reveal``, ``reclaim_seat``: what a rate limit is about."""
+    which = action.WhichOneof("action") or ""
+    inner = getattr(action, which, None) if which else None
+    if inner is not None and inner.DESCRIPTOR.oneofs:
+        return f"{which}.{inner.WhichOneof(inner.DESCRIPTOR.oneofs[0].name)}"
+    return which
 
-    async def follow() -> None:
-        try:
-            async for event in conn.events(game_id, 0, token):
-                inbox.put_nowait(event)
-        finally:
-            inbox.put_nowait(None)
 
-    async def act() -> bool | None:
-        """Move if the game awaits a move of ours; True when the game is over. A move refused
-        because the table moved on is tried again on the fresh table."""
-        nonlocal acted_at
-        for _ in range(5):
-            view = (await conn.call(conn.stub.GetGame, pb.GetGameRequest(game_id=game_id),
-                                    token)).game
-            if view.status == pb.GAME_STATUS_GAME_OVER and started:
-                return True
-            if rng.random() < style.mistake_rate and view.legal_actions:
-                action: pb.Action | None = rng.choice(list(view.legal_actions))
-            else:
-                action = games.choose(kind, view, rng)
-            if action is None or action.WhichOneof("action") == "start_next_game":
-                return None
-            request = pb.SubmitActionRequest(game_id=game_id, action=action,
-                                             request_id=uuid.uuid4().hex,
-                                             expected_version=view.version)
-            try:
-                response = await conn.call(conn.stub.SubmitAction, request, token)
-            except grpc.aio.AioRpcError as error:
-                reason = error_reason(error)
-                if error.code() in (grpc.StatusCode.ABORTED,
-                                    grpc.StatusCode.RESOURCE_EXHAUSTED) \
-                        or reason in NORMAL_REFUSALS:
-                    stats.refused += 1
-                    continue
-                stats.errors.append(f"{error.code().name} {reason}: {error.details()}")
-                return None
-            acted_at = response.version - 1
-            stats.actions += 1
+class SeatBot:
+    """One seat played by a strategy, event by event."""
+
+    def __init__(self, conn: Connection, game_id: str, seat: int, token: str,
+                 strategy: strategies.Strategy, rng: random.Random, style: BotStyle,
+                 stats: Stats) -> None:
+        self.conn = conn
+        self.game_id = game_id
+        self.seat = seat
+        self.token = token
+        self.strategy = strategy
+        self.rng = rng
+        self.style = style
+        self.stats = stats
+        self.follower: CorseFollower | None = None
+        self.awaiting: tuple[int, ...] = ()
+        self.version = 0
+        self.acted_version = -1
+        self.tried: tuple[int, bytes] | None = None
+        self.held: dict[str, float] = {}
+        """Action kinds withheld (rate limited) until this loop time."""
+
+    async def fetch(self) -> pb.GameView:
+        return (await self.conn.call(self.conn.stub.GetGame,
+                                     pb.GetGameRequest(game_id=self.game_id), self.token)).game
+
+    def _legal(self, actions: Sequence[pb.Action]) -> list[pb.Action]:
+        now = asyncio.get_running_loop().time()
+        return [a for a in actions if self.held.get(action_kind(a), 0.0) <= now]
+
+    def next_wake(self) -> float:
+        """Seconds until the bot must look again with no event: a held action comes free."""
+        now = asyncio.get_running_loop().time()
+        pending = [until - now for until in self.held.values() if until > now]
+        return max(0.0, min(pending)) if pending else IDLE_CHECK_S
+
+    def _pick(self, view: pb.GameView, legal: list[pb.Action]) -> pb.Action | None:
+        if not legal:
             return None
-        return None
+        if self.style.mistake_rate and self.rng.random() < self.style.mistake_rate:
+            return self.rng.choice(legal)
+        return self.strategy(view, legal)
 
-    follower = asyncio.ensure_future(follow())
-    try:
-        while True:
+    async def decide(self) -> None:
+        """Move if there is a move to make on the table as last seen."""
+        if self.follower is not None:
+            view = self.follower.view
+            legal = self._legal(self.follower.legal_actions())
+            action = self._pick(view, legal)
+            if action is None:
+                return
+            key = (self.follower.version, action.SerializeToString())
+            if key == self.tried:  # already sent on this very table
+                return
+            self.tried = key
+            is_slap = action_kind(action) == "bataille_corse.slap"
+            await self.submit(action, None if is_slap else self.follower.version)
+            return
+        if self.seat not in self.awaiting or self.version <= self.acted_version:
+            return
+        view = await self.fetch()
+        self.acted_version = view.version
+        action = self._pick(view, self._legal(list(view.legal_actions)))
+        if action is None or action.WhichOneof("action") == "start_next_game":
+            return
+        await self.submit(action, view.version)
+
+    async def submit(self, action: pb.Action, expected_version: int | None) -> None:
+        if self.style.reaction_ms:
+            await asyncio.sleep(self.style.reaction_ms * self.rng.uniform(0.7, 1.3) / 1000)
+        request = pb.SubmitActionRequest(game_id=self.game_id, action=action,
+                                         request_id=uuid.uuid4().hex)
+        if expected_version is not None:
+            request.expected_version = expected_version
+        try:
+            await self.conn.call(self.conn.stub.SubmitAction, request, self.token,
+                                 retry_exhausted=False)
+        except grpc.aio.AioRpcError as error:
+            reason = error_reason(error)
+            if reason == "RATE_LIMITED":
+                self.stats.rate_limited += 1
+                pause = retry_delay_s(error) or RATE_LIMITED_PAUSE_S
+                self.held[action_kind(action)] = asyncio.get_running_loop().time() + pause
+                self.tried = None
+                self.acted_version = -1
+            if error.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.RESOURCE_EXHAUSTED) \
+                    or reason in NORMAL_REFUSALS:
+                self.stats.refused += 1
+                return
+            self.stats.errors.append(f"{error.code().name} {reason}: {error.details()}")
+            return
+        self.stats.actions += 1
+
+    def see(self, event: pb.Event) -> bool:
+        """Take in one event; True when it ends the game being played."""
+        if self.follower is not None:
+            self.follower.apply(event)
+        self.awaiting = tuple(event.awaiting_seats)
+        self.version = max(self.version, event.version)
+        return event.WhichOneof("body") == "game_ended"
+
+    async def resync(self) -> pb.GameView:
+        view = await self.fetch()
+        self.version = max(self.version, view.version)
+        self.awaiting = tuple(view.awaiting_seats)
+        if view.kind == pb.GAME_KIND_BATAILLE_CORSE:
+            self.follower = CorseFollower(view)
+        return view
+
+    async def play(self) -> bool:
+        """Play until the game in play ends; True when it ended."""
+        view = await self.resync()
+        if view.status == pb.GAME_STATUS_GAME_OVER:
+            return True
+        inbox: asyncio.Queue[pb.Event | None] = asyncio.Queue()
+
+        async def follow() -> None:
             try:
-                event = await asyncio.wait_for(inbox.get(), IDLE_CHECK_S)
-            except TimeoutError:
-                stats.idle_checks += 1
-                if await act():
+                async for event in self.conn.events(self.game_id, view.last_sequence,
+                                                    self.token):
+                    inbox.put_nowait(event)
+            finally:
+                inbox.put_nowait(None)
+
+        follower = asyncio.ensure_future(follow())
+        try:
+            await self.decide()
+            while True:
+                wake = self.next_wake()
+                try:
+                    event = await asyncio.wait_for(inbox.get(), wake)
+                except TimeoutError:
+                    if wake >= IDLE_CHECK_S:
+                        self.stats.idle_checks += 1
+                        view = await self.resync()
+                        if view.status == pb.GAME_STATUS_GAME_OVER:
+                            return True
+                        self.acted_version = -1
+                        self.tried = None
+                    await self.decide()
+                    continue
+                # Take in every event already here, then decide once on the latest table.
+                stream_over = event is None
+                ended = event is not None and self.see(event)
+                while not stream_over and not inbox.empty():
+                    queued = inbox.get_nowait()
+                    stream_over = queued is None
+                    ended = (queued is not None and self.see(queued)) or ended
+                if ended:
                     return True
-                continue
-            if event is None:
-                await follower  # raises what ended the stream, if anything did
-                return False
-            body = event.WhichOneof("body")
-            if body == "game_started":
-                started = True
-            if body == "game_ended" and started:
-                return True
-            mine = seat in event.awaiting_seats and event.version > acted_at
-            if not (mine or (games.reacts_to(kind, event, seat) and event.version > acted_at)):
-                continue
-            if style.reaction_ms:
-                jitter = rng.uniform(0.7, 1.3)
-                await asyncio.sleep(style.reaction_ms * jitter / 1000)
-            if await act():
-                return True
-    finally:
-        follower.cancel()
+                if stream_over:
+                    await follower  # raises what ended the stream, if anything did
+                    return False
+                await self.decide()
+        finally:
+            follower.cancel()
+
+
+async def play_seat(conn: Connection, game_id: str, seat: int, token: str,
+                    strategy: strategies.Strategy, rng: random.Random, style: BotStyle,
+                    stats: Stats) -> bool:
+    """Play ``seat`` until the game in play ends; True when it ended."""
+    return await SeatBot(conn, game_id, seat, token, strategy, rng, style, stats).play()
 
 
 async def selfplay_one(conn: Connection, kind: pb.GameKind.ValueType, players: int, seed: int,
-                       style: BotStyle, stats: Stats) -> bool:
-    created = await conn.call(conn.stub.CreateGame, pb.CreateGameRequest(
-        kind=kind, seats=players, seed=seed, request_id=uuid.uuid4().hex))
+                       style: BotStyle, stats: Stats,
+                       strategy: strategies.Strategy | None = None,
+                       options: pb.CreateGameRequest | None = None,
+                       choose_deal: bool = False) -> bool:
+    """One table of ``players`` bots played to its end; ``options`` (a CreateGameRequest with
+    the game's options set) changes the game's settings; with ``choose_deal`` the table's seed
+    is ``seed`` (only a server started with --allow-stacked-decks accepts a chosen seed)."""
+    request = pb.CreateGameRequest(kind=kind, seats=players, request_id=uuid.uuid4().hex)
+    if choose_deal:
+        request.seed = seed
+    if options is not None:
+        request.MergeFrom(options)
+    created = await conn.call(conn.stub.CreateGame, request)
     game_id = created.game.game_id
     seats = []
     for _ in range(players):
@@ -138,17 +256,23 @@ async def selfplay_one(conn: Connection, kind: pb.GameKind.ValueType, players: i
             game_id=game_id, display_name="tapis-bot", request_id=uuid.uuid4().hex))
         seats.append((joined.seat, joined.seat_token))
     rng = random.Random(seed)
-    results = await asyncio.gather(*(
-        play_seat(conn, game_id, seat, token, kind, random.Random(rng.random()), style, stats)
-        for seat, token in seats))
+    bots = []
+    for seat, token in seats:
+        seat_rng = random.Random(rng.random())
+        bots.append(play_seat(conn, game_id, seat, token,
+                              strategy or strategies.reference(kind, seat_rng), seat_rng,
+                              style, stats))
+    results = await asyncio.gather(*bots)
     return all(results)
 
 
 async def selfplay(args: argparse.Namespace) -> dict[str, object]:
     kind = games.KINDS[args.kind]
     conn = Connection(args.target)
+    await conn.reach()
     stats = Stats()
     style = BotStyle(args.reaction_ms, args.mistake_rate)
+    strategy = strategies.load(args.strategy) if args.strategy else None
     finished = 0
     failed = 0
     started = time.perf_counter()
@@ -164,7 +288,8 @@ async def selfplay(args: argparse.Namespace) -> dict[str, object]:
             async with limit:
                 try:
                     done = await selfplay_one(conn, kind, args.players,
-                                              args.seed * 1_000_003 + index, style, stats)
+                                              args.seed * 1_000_003 + index, style, stats,
+                                              strategy, choose_deal=args.choose_deal)
                     finished += int(done)
                 except grpc.aio.AioRpcError as error:
                     failed += 1
@@ -180,13 +305,14 @@ async def selfplay(args: argparse.Namespace) -> dict[str, object]:
     return {"kind": args.kind, "players": args.players, "games": args.games,
             "finished": finished, "errors": len(stats.errors) + failed,
             "actions": stats.actions, "refused": stats.refused,
-            "idle_checks": stats.idle_checks,
+            "rate_limited": stats.rate_limited, "idle_checks": stats.idle_checks,
             "seconds": round(seconds, 3),
             "actions_per_s": round(stats.actions / seconds, 1) if seconds else 0.0}
 
 
 async def play(args: argparse.Namespace) -> dict[str, object]:
     conn = Connection(args.target)
+    await conn.reach()
     view = (await conn.call(conn.stub.GetGame, pb.GetGameRequest(game_id=args.game))).game
     request = pb.JoinGameRequest(game_id=args.game, display_name=args.name,
                                  request_id=uuid.uuid4().hex)
@@ -194,9 +320,11 @@ async def play(args: argparse.Namespace) -> dict[str, object]:
         request.seat = args.seat
     joined = await conn.call(conn.stub.JoinGame, request)
     stats = Stats()
-    done = await play_seat(conn, args.game, joined.seat, joined.seat_token, view.kind,
-                           random.Random(args.seed), BotStyle(args.reaction_ms,
-                                                              args.mistake_rate), stats)
+    rng = random.Random(args.seed)
+    strategy = strategies.load(args.strategy) if args.strategy else strategies.reference(
+        view.kind, rng)
+    done = await play_seat(conn, args.game, joined.seat, joined.seat_token, strategy, rng,
+                           BotStyle(args.reaction_ms, args.mistake_rate), stats)
     await conn.close()
     return {"game_id": args.game, "seat": joined.seat, "finished": done,
             "actions": stats.actions, "errors": len(stats.errors)}
@@ -208,26 +336,40 @@ def _stderr_console():  # type: ignore[no-untyped-def]
     return Console(stderr=True)
 
 
+def _add_globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    add_target(parser, suppress)
+    parser.add_argument("--reaction-ms", type=int,
+                        default=argparse.SUPPRESS if suppress else 0,
+                        help="think this long (±30%%) before each move")
+    parser.add_argument("--mistake-rate", type=float,
+                        default=argparse.SUPPRESS if suppress else 0.0,
+                        help="chance of a random legal move instead of the policy's")
+    parser.add_argument("--strategy", default=argparse.SUPPRESS if suppress else "",
+                        help="module:function (view, legal_actions) -> action to play with "
+                             "(default: the reference bot)")
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="tapis-bot", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--target", default=DEFAULT_TARGET, help="server HOST:PORT")
-    parser.add_argument("--reaction-ms", type=int, default=0,
-                        help="think this long (±30%%) before each move")
-    parser.add_argument("--mistake-rate", type=float, default=0.0,
-                        help="chance of a random legal move instead of the policy's")
+    _add_globals(parser, False)
+    common = global_parent(_add_globals)
     sub = parser.add_subparsers(dest="command", required=True)
-    p_play = sub.add_parser("play", help="take a seat in a game and play it")
+    p_play = sub.add_parser("play", help="take a seat in a game and play it", parents=[common])
     p_play.add_argument("--game", required=True)
     p_play.add_argument("--seat", type=int)
     p_play.add_argument("--name", default="tapis-bot")
     p_play.add_argument("--seed", type=int, default=0)
-    p_self = sub.add_parser("selfplay", help="create games and fill every seat with bots")
+    p_self = sub.add_parser("selfplay", help="create games and fill every seat with bots",
+                            parents=[common])
     p_self.add_argument("--kind", choices=sorted(games.KINDS), default="war")
     p_self.add_argument("--games", type=int, default=10)
     p_self.add_argument("--players", type=int, default=2)
     p_self.add_argument("--concurrency", type=int, default=16)
     p_self.add_argument("--seed", type=int, default=1)
+    p_self.add_argument("--choose-deal", action="store_true",
+                        help="send --seed as the games' seeds (the server must run with "
+                             "--allow-stacked-decks)")
     return parser.parse_args(argv)
 
 
@@ -236,10 +378,16 @@ def main(argv: list[str] | None = None) -> None:
     runner = selfplay if args.command == "selfplay" else play
     try:
         result = asyncio.run(runner(args))
+    except Unreachable as error:
+        print(f"tapis-bot: {error}", file=sys.stderr)
+        raise SystemExit(2) from error
     except grpc.aio.AioRpcError as error:
         print(f"tapis-bot: {error.code().name} {error_reason(error)}: {error.details()}",
               file=sys.stderr)
         raise SystemExit(1) from error
+    except ValueError as error:  # a bad --strategy
+        print(f"tapis-bot: {error}", file=sys.stderr)
+        raise SystemExit(2) from error
     print(json.dumps(result))
     if result.get("errors"):
         raise SystemExit(1)

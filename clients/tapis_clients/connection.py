@@ -1,11 +1,13 @@
-"""A small client over the generated stubs: seat tokens, retries through restarts, resumable
-event streams."""
+"""A small client over the generated stubs: where the server is, seat tokens, retries through
+restarts, overload and dead cluster nodes, resumable event streams."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import grpc
@@ -17,63 +19,193 @@ from tapis.v1 import game_service_pb2_grpc as pb_grpc
 
 T = TypeVar("T")
 
-RETRYABLE = {grpc.StatusCode.UNAVAILABLE}
-DEFAULT_TARGET = "127.0.0.1:50051"
-RECONNECT_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
-                     ("grpc.min_reconnect_backoff_ms", 100),
-                     ("grpc.max_reconnect_backoff_ms", 1000)]
-"""Reconnect soon after a server restart (gRPC's default backoff grows to 120 s)."""
+DEFAULT_PORT = 50051
+DEFAULT_TARGET = f"127.0.0.1:{DEFAULT_PORT}"
+REACH_TIMEOUT_S = 3.0
+"""How long a client waits for a server it never reached before saying so."""
+
+RETRIED_EXHAUSTION = frozenset({"RATE_LIMITED", "OVERLOADED", "TOO_MANY_STREAMS", ""})
+"""RESOURCE_EXHAUSTED reasons worth the same request again after a pause (no reason: a
+grpc-level limit such as too many calls in flight)."""
+RESUMED_EXHAUSTION = RETRIED_EXHAUSTION | {"STREAM_TOO_SLOW"}
+"""...and, for an event stream, a stream cut for reading too slowly: resume it."""
+
+CHANNEL_OPTIONS: list[tuple[str, Any]] = [
+    # Reconnect soon after a server restart (gRPC's default backoff grows to 120 s).
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+    # Spread calls over every address of the target and skip the dead ones (a cluster).
+    ("grpc.service_config", json.dumps({"loadBalancingConfig": [{"round_robin": {}}]})),
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+]
+
+
+class Unreachable(Exception):
+    """No server answered at the target within the start-up wait."""
+
+    def __init__(self, target: str, seconds: float) -> None:
+        super().__init__(
+            f"no Tapis server answers at {target} (waited {seconds:g} s); start one with "
+            f"`make serve`, or point the client elsewhere with --target HOST:PORT or "
+            f"TAPIS_TARGET=HOST:PORT")
+        self.target = target
+
+
+def resolve_target(target: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """The gRPC target to use: ``--target``, else ``TAPIS_TARGET``, else 127.0.0.1 at
+    ``TAPIS_PORT`` (the port the server reads), else 127.0.0.1:50051.
+
+    Any gRPC target works (``dns:///tapis.example:50051``, ``ipv4:10.0.0.1:50051,10.0.0.2:50051``);
+    a bare comma-separated list of ``HOST:PORT`` addresses gets the ``ipv4:`` scheme."""
+    env = os.environ if environ is None else environ
+    chosen = target or env.get("TAPIS_TARGET") or ""
+    if not chosen:
+        port = env.get("TAPIS_PORT")
+        chosen = f"127.0.0.1:{port}" if port else DEFAULT_TARGET
+    if "," in chosen and ":" in chosen.split(",")[0] and not chosen.startswith(
+            ("ipv4:", "ipv6:", "dns:", "unix:")):
+        chosen = "ipv4:" + chosen
+    return chosen
+
+
+def error_info(error: grpc.RpcError) -> error_details_pb2.ErrorInfo | None:
+    """The ErrorInfo carried by a refusal, if any."""
+    try:
+        status = rpc_status.from_call(error)
+    except ValueError:
+        return None
+    if status is None:
+        return None
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            return info
+    return None
 
 
 def error_reason(error: grpc.RpcError) -> str:
     """The ErrorInfo reason carried by a refusal ("" if none)."""
-    status = rpc_status.from_call(error)
+    info = error_info(error)
+    return info.reason if info is not None else ""
+
+
+def retry_delay_s(error: grpc.RpcError) -> float | None:
+    """The pause the server asks for before a retry: a ``google.rpc.RetryInfo`` detail, or
+    ErrorInfo metadata ``retry_delay_ms``/``retry_after_ms``; None when it names none."""
+    try:
+        status = rpc_status.from_call(error)
+    except ValueError:
+        return None
     if status is None:
-        return ""
+        return None
     for detail in status.details:
+        retry = error_details_pb2.RetryInfo()
+        if detail.Unpack(retry):
+            return retry.retry_delay.seconds + retry.retry_delay.nanos / 1e9
         info = error_details_pb2.ErrorInfo()
         if detail.Unpack(info):
-            return info.reason
-    return ""
+            for key in ("retry_delay_ms", "retry_after_ms"):
+                if key in info.metadata:
+                    try:
+                        return max(0.0, float(info.metadata[key]) / 1000)
+                    except ValueError:
+                        pass
+    return None
+
+
+def is_retryable(error: grpc.RpcError, stream: bool = False) -> bool:
+    """Whether the same request may be sent again: the server (or a cluster node) is away or
+    restarting, or asks the client to slow down."""
+    code = error.code()
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return True
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        reasons = RESUMED_EXHAUSTION if stream else RETRIED_EXHAUSTION
+        return error_reason(error) in reasons
+    return False
+
+
+class Backoff:
+    """Exponential backoff with jitter, 50 ms to 2 s; a delay the server asks for wins."""
+
+    def __init__(self, first_s: float = 0.05, cap_s: float = 2.0) -> None:
+        self.first_s = first_s
+        self.cap_s = cap_s
+        self.next_s = first_s
+
+    def reset(self) -> None:
+        self.next_s = self.first_s
+
+    def pause(self, error: grpc.RpcError | None = None) -> float:
+        asked = retry_delay_s(error) if error is not None else None
+        if asked is not None:
+            return asked * (1 + 0.2 * random.random())
+        delay = self.next_s * (0.5 + random.random())
+        self.next_s = min(self.next_s * 2, self.cap_s)
+        return delay
 
 
 class Connection:
-    """A channel to a Tapis server; calls are retried on UNAVAILABLE with backoff."""
+    """A channel to a Tapis server (or a cluster: every address of the target, round robin);
+    calls are retried with backoff while the server is away or asks to slow down."""
 
-    def __init__(self, target: str = DEFAULT_TARGET, retry_for_s: float = 60.0) -> None:
-        self.target = target
+    def __init__(self, target: str | None = None, retry_for_s: float | None = 60.0) -> None:
+        """``retry_for_s``: give up retrying after this long without an answer (None: never)."""
+        self.target = resolve_target(target)
         self.retry_for_s = retry_for_s
-        self.channel = grpc.aio.insecure_channel(target, options=RECONNECT_OPTIONS)
+        self.channel = grpc.aio.insecure_channel(self.target, options=CHANNEL_OPTIONS)
         self.stub = pb_grpc.GameServiceStub(self.channel)
+        self.on_retry: Callable[[grpc.RpcError], None] | None = None
+        """Called before each retry (a client may say "reconnecting…")."""
 
     async def close(self) -> None:
         await self.channel.close()
 
-    async def call(self, method: Callable[..., Awaitable[T]], request: Any,
-                   token: str | None = None, timeout: float = 10.0) -> T:
-        """Call ``method``; on UNAVAILABLE retry the *same* request (same request_id)."""
-        metadata = (("authorization", f"Bearer {token}"),) if token else None
-        delay = 0.05
+    async def reach(self, timeout_s: float | None = None) -> None:
+        """Wait until the channel is connected; raise Unreachable after ``timeout_s``
+        (default REACH_TIMEOUT_S)."""
+        timeout_s = REACH_TIMEOUT_S if timeout_s is None else timeout_s
+        try:
+            await asyncio.wait_for(self.channel.channel_ready(), timeout_s)
+        except TimeoutError:
+            raise Unreachable(self.target, timeout_s) from None
+
+    def _give_up_at(self) -> float:
         loop = asyncio.get_running_loop()
-        give_up = loop.time() + self.retry_for_s
+        return float("inf") if self.retry_for_s is None else loop.time() + self.retry_for_s
+
+    async def call(self, method: Callable[..., Awaitable[T]], request: Any,
+                   token: str | None = None, timeout: float = 10.0,
+                   retry_exhausted: bool = True) -> T:
+        """Call ``method``; on UNAVAILABLE (and, with ``retry_exhausted``, on a
+        RESOURCE_EXHAUSTED that asks to slow down) retry the *same* request (same request_id)."""
+        metadata = (("authorization", f"Bearer {token}"),) if token else None
+        backoff = Backoff()
+        loop = asyncio.get_running_loop()
+        give_up = self._give_up_at()
         while True:
             try:
                 return await method(request, metadata=metadata, timeout=timeout)
             except grpc.aio.AioRpcError as error:
-                if error.code() not in RETRYABLE or loop.time() > give_up:
+                retry = is_retryable(error) and (
+                    retry_exhausted or error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED)
+                if not retry or loop.time() > give_up:
                     raise
-            await asyncio.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 2.0)
+                if self.on_retry is not None:
+                    self.on_retry(error)
+                await asyncio.sleep(backoff.pause(error))
 
     async def events(self, game_id: str, after: int = 0,
                      token: str | None = None) -> AsyncIterator[pb.Event]:
-        """Every event after ``after``, resuming by sequence after a dropped stream: no gap,
-        no duplicate."""
+        """Every event after ``after``, resuming by sequence after a dropped stream (a restart,
+        a dead cluster node, a stream cut as too slow): no gap, no duplicate."""
         metadata = (("authorization", f"Bearer {token}"),) if token else None
         last = after
-        delay = 0.05
+        backoff = Backoff()
         loop = asyncio.get_running_loop()
-        give_up = loop.time() + self.retry_for_s
+        give_up = self._give_up_at()
         while True:
             try:
                 stream = self.stub.StreamEvents(
@@ -84,13 +216,14 @@ class Connection:
                         if event.sequence <= last:
                             continue
                         last = event.sequence
-                        delay = 0.05
-                        give_up = loop.time() + self.retry_for_s
+                        backoff.reset()
+                        give_up = self._give_up_at()
                         yield event
                 return
             except grpc.aio.AioRpcError as error:
-                resumable = error.code() in RETRYABLE or error_reason(error) == "STREAM_TOO_SLOW"
-                if not resumable or loop.time() > give_up:
+                if not is_retryable(error, stream=True) or loop.time() > give_up:
                     raise
-            await asyncio.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, 2.0)
+                if self.on_retry is not None:
+                    self.on_retry(error)
+                delay = backoff.pause(error)
+            await asyncio.sleep(delay)

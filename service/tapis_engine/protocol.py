@@ -28,6 +28,8 @@ class GameSetup(Generic[Options]):
     ``stacked_deck`` is the card order to deal instead of a shuffle, top card first.
     ``stacked_first`` fixes the random choice of who starts (War's first player, Basra's first
     dealer) when a deck is stacked; ``None`` leaves it to the seeded PRNG.
+    ``salt`` is the table's secret for the seed commitments (``tapis_engine.fairness``), and
+    ``seed_chosen`` says the creator chose the seed (the rules ignore both).
     """
 
     seats: int
@@ -35,6 +37,13 @@ class GameSetup(Generic[Options]):
     options: Options
     stacked_deck: tuple[Card, ...] | None = None
     stacked_first: int | None = None
+    salt: str = ""
+    seed_chosen: bool = False
+
+    @property
+    def deal_chosen(self) -> bool:
+        """The creator chose the deal (a seed or a stacked deck) rather than the server."""
+        return self.seed_chosen or self.stacked_deck is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tapis_engine import rng
+from tapis_engine import fairness, rng
 from tapis_engine.errors import Reason, invalid, precondition
 from tapis_engine.protocol import JSON, GameSetup, Outcome, Rules
 
@@ -77,6 +77,8 @@ class SeatClaimed:
 class GameStarted:
     number: int
     seats: int
+    seed_commitment: str = ""
+    """The commitment to this game's seed (``seed_commitment``), revealed when it ends."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,13 @@ class GameEnded:
     number: int
     outcome: Outcome
     records: tuple[GameRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GameAbandoned:
+    """The table ended without a result: nobody acted for the server's abandonment time."""
+
+    number: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +155,16 @@ class NextGame:
     seat: int
 
 
-Input = Claim | Act | BotMove | Timeout | Reclaim | NextGame
+@dataclass(frozen=True, slots=True)
+class Abandon:
+    """The server ends the table as abandoned (nobody acted for too long; the service decides
+    when, from its clock: the time is an input like any other)."""
+
+    seat: int = -1
+    """No seat: the server's own input."""
+
+
+Input = Claim | Act | BotMove | Timeout | Reclaim | NextGame | Abandon
 
 
 # --- the table --------------------------------------------------------------------------------
@@ -169,13 +187,17 @@ class Table:
     version: int = 0
     """Bumped by every accepted input (optimistic concurrency)."""
     next_sequence: int = 1
+    abandoned: bool = False
+    """Ended by the server (``Abandon``): every further input is refused."""
 
     @property
     def started(self) -> bool:
         return self.game_number > 0
 
     def game_over(self, rules: Rules[Any, Any, Any]) -> bool:
-        return self.state is not None and rules.outcome(self.state) is not None
+        """The latest game is over, or the table was abandoned."""
+        return self.abandoned or (self.state is not None
+                                  and rules.outcome(self.state) is not None)
 
     def deadline_of(self, seat: int) -> int | None:
         for s, at in self.deadlines:
@@ -187,6 +209,17 @@ class Table:
 def game_seed(setup: GameSetup[Any], number: int) -> int:
     """The seed of game ``number`` of the series, derived one way from the table's seed."""
     return rng.derive(setup.seed, number)
+
+
+def seed_salt(setup: GameSetup[Any], number: int) -> str:
+    """The salt of game ``number``'s seed commitment (secret until that game is over)."""
+    return fairness.game_salt(setup.salt, number)
+
+
+def seed_commitment(setup: GameSetup[Any], number: int) -> str:
+    """The commitment to game ``number``'s seed, published when it starts: what determines
+    its deal is its own seed ``game_seed`` (with the stacked deck, if any)."""
+    return fairness.commitment(game_seed(setup, number), seed_salt(setup, number))
 
 
 def new_table(
@@ -224,6 +257,10 @@ def step(
 ) -> tuple[Table, list[TableEvent]]:
     """Apply one input; raise ``RuleError`` (and change nothing) when it is refused."""
     events: list[TableEvent] = []
+    if table.abandoned:
+        raise precondition(Reason.GAME_ABANDONED, "this table was abandoned; it is over")
+    if isinstance(move, Abandon):
+        return _abandon(rules, table, events), events
     _check_seat(table, move.seat)
     if isinstance(move, Claim):
         table = _claim(rules, table, move.seat, now_ms, events)
@@ -262,6 +299,14 @@ def pending_bot_seats(rules: Rules[Any, Any, Any], table: Table) -> list[int]:
 
 
 # --- internals ----------------------------------------------------------------------------------
+
+
+def _abandon(rules: Rules[Any, Any, Any], table: Table, events: list[TableEvent]) -> Table:
+    if table.game_over(rules):
+        raise precondition(Reason.GAME_OVER, "this game is over")
+    _emit(table, events, GameAbandoned(table.game_number))
+    return replace(table, abandoned=True, deadlines=(), version=table.version + 1,
+                   next_sequence=table.next_sequence + len(events))
 
 
 def _check_seat(table: Table, seat: int) -> None:
@@ -306,7 +351,8 @@ def _start_game(
     setup = replace(table.setup, seed=game_seed(table.setup, number))
     state, game_events = rules.start(setup)
     table = replace(table, game_number=number, state=state, deadlines=())
-    _emit(table, events, GameStarted(number, len(table.seats)))
+    _emit(table, events, GameStarted(number, len(table.seats),
+                                     seed_commitment(table.setup, number)))
     for body in game_events:
         _emit(table, events, body)
     table = replace(table, next_sequence=table.next_sequence + len(events))
@@ -418,6 +464,9 @@ def encode_table(rules: Rules[Any, Any, Any], table: Table) -> JSON:
             "stacked_deck": None if setup.stacked_deck is None
             else [str(c) for c in setup.stacked_deck],
             "stacked_first": setup.stacked_first,
+            # new keys only when set, so that records written before them still compare equal
+            **({"salt": setup.salt} if setup.salt else {}),
+            **({"seed_chosen": True} if setup.seed_chosen else {}),
         },
         "turn_time_ms": table.turn_time_ms,
         "seats": [[s.bot, s.claimed, s.taken_over] for s in table.seats],
@@ -428,6 +477,7 @@ def encode_table(rules: Rules[Any, Any, Any], table: Table) -> JSON:
         "deadlines": [list(d) for d in table.deadlines],
         "version": table.version,
         "next_sequence": table.next_sequence,
+        **({"abandoned": True} if table.abandoned else {}),
     }
 
 
@@ -442,6 +492,8 @@ def decode_table(rules: Rules[Any, Any, Any], data: Mapping[str, Any]) -> Table:
         options=rules.decode_options(s["options"]),
         stacked_deck=None if s["stacked_deck"] is None else cards_from_text(s["stacked_deck"]),
         stacked_first=s["stacked_first"],
+        salt=s.get("salt", ""),
+        seed_chosen=bool(s.get("seed_chosen", False)),
     )
     return Table(
         kind=data["kind"],
@@ -455,6 +507,7 @@ def decode_table(rules: Rules[Any, Any, Any], data: Mapping[str, Any]) -> Table:
         deadlines=tuple((seat, at) for seat, at in data["deadlines"]),
         version=data["version"],
         next_sequence=data["next_sequence"],
+        abandoned=bool(data.get("abandoned", False)),
     )
 
 
@@ -463,6 +516,8 @@ def encode_input(rules: Rules[Any, Any, Any], move: Input) -> JSON:
     name = type(move).__name__
     if isinstance(move, Act):
         return {"input": name, "seat": move.seat, "action": rules.encode_action(move.action)}
+    if isinstance(move, Abandon):
+        return {"input": name}
     return {"input": name, "seat": move.seat}
 
 
@@ -473,5 +528,7 @@ def decode_input(rules: Rules[Any, Any, Any], data: Mapping[str, Any]) -> Input:
     """Inverse of ``encode_input``."""
     if data["input"] == "Act":
         return Act(data["seat"], rules.decode_action(data["action"]))
+    if data["input"] == "Abandon":
+        return Abandon()
     move: Input = _INPUTS[data["input"]](data["seat"])
     return move

@@ -183,8 +183,9 @@ class WarRules:
         if state.end is not None:
             raise precondition(Reason.GAME_OVER, "this game is over")
         if seat != state.to_move:
+            order = "first" if state.to_move == state.first else "second"
             raise precondition(Reason.NOT_YOUR_TURN,
-                               f"seat {state.to_move} reveals first in this trick")
+                               f"seat {state.to_move} reveals {order} in this trick")
         deck = state.decks[seat]
         in_bataille = state.batailles > 0
         if in_bataille:

@@ -11,19 +11,25 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.errors import Reason, invalid
+from tapis_engine.protocol import Rules
 from tapis_engine.registry import rules_for
-from tapis_service.adapters import BY_PROTO_KIND
+from tapis_service.adapters import ADAPTERS, BY_PROTO_KIND
 from tapis_service.adapters.cards import card_from_proto
-from tapis_service.errors import ServiceError, invalid_argument
+from tapis_service.errors import ServiceError, failed_precondition, invalid_argument
+from tapis_service.limits import check_stacked_deck, check_text, quote
 from tapis_service.session import LoggedEvent, Session
 
-MAX_ID_LENGTH = 128
+
+def seat_range(rules: Rules[Any, Any, Any]) -> str:
+    """How many players a game takes, in words: "exactly 2", "2 to 6"."""
+    if rules.min_seats == rules.max_seats:
+        return f"exactly {rules.min_seats}"
+    return f"{rules.min_seats} to {rules.max_seats}"
 
 
 def check_id(value: str, what: str) -> str:
-    if len(value) > MAX_ID_LENGTH:
-        raise invalid_argument("INVALID_ARGUMENT", f"{what} is longer than {MAX_ID_LENGTH}")
-    return value
+    """An id or name from a request: at most ``limits.MAX_TEXT_BYTES`` (VALUE_TOO_LONG)."""
+    return check_text(value, what)
 
 
 def _timestamp(ms: int) -> Timestamp:
@@ -32,8 +38,13 @@ def _timestamp(ms: int) -> Timestamp:
     return stamp
 
 
-def create_arguments(request: pb.CreateGameRequest) -> dict[str, Any]:
-    """The host's ``create`` arguments from a CreateGameRequest (refusals raise)."""
+def create_arguments(request: pb.CreateGameRequest,
+                     allow_chosen_deals: bool = True) -> dict[str, Any]:
+    """The host's ``create`` arguments from a CreateGameRequest (refusals raise).
+
+    A stacked deck or a chosen seed is refused first when ``allow_chosen_deals`` is off, and a
+    deck longer than the game's is refused before a single card is converted.
+    """
     if request.kind == pb.GAME_KIND_UNSPECIFIED:
         raise invalid_argument("INVALID_GAME_KIND", "name the game kind")
     adapter = BY_PROTO_KIND.get(request.kind)
@@ -42,19 +53,35 @@ def create_arguments(request: pb.CreateGameRequest) -> dict[str, Any]:
             raise ServiceError(grpc.StatusCode.UNIMPLEMENTED, "GAME_KIND_NOT_AVAILABLE",
                                f"{pb.GameKind.Name(request.kind)} is not available yet")
         raise invalid_argument("INVALID_GAME_KIND", f"unknown game kind {request.kind}")
+    deck_length = len(request.stacked_deck)
+    if not allow_chosen_deals:
+        if deck_length:
+            raise failed_precondition(
+                "STACKED_DECKS_DISABLED",
+                "stacked decks are only accepted by a server started with --allow-stacked-decks")
+        if request.HasField("seed"):
+            raise failed_precondition(
+                "SEED_CHOICE_DISABLED",
+                "a chosen seed is only accepted by a server started with --allow-stacked-decks; "
+                "leave it out and the server draws one (and commits to it)")
+    check_stacked_deck(adapter.kind, deck_length)
     rules = rules_for(adapter.kind)
     assert rules is not None
     seats = request.seats or rules.min_seats
     if not rules.min_seats <= seats <= rules.max_seats:
-        raise invalid(Reason.INVALID_SEAT_COUNT,
-                      f"this game is for {rules.min_seats} to {rules.max_seats} players")
+        raise invalid(Reason.INVALID_SEAT_COUNT, f"this game is for {seat_range(rules)} players")
     if len(request.seat_configs) > seats:
         raise invalid(Reason.INVALID_SEAT_COUNT, "more seat configs than seats")
     bots: list[str | None] = []
     for config in list(request.seat_configs) + [pb.SeatConfig()] * (
             seats - len(request.seat_configs)):
         if config.type == pb.SEAT_TYPE_BOT:
-            bots.append(config.bot_strategy or rules.bot_strategies[0])
+            strategy = config.bot_strategy or rules.bot_strategies[0]
+            if strategy not in rules.bot_strategies:
+                raise invalid(Reason.INVALID_OPTIONS,
+                              f"unknown bot {quote(strategy)}; this game has "
+                              f"{', '.join(rules.bot_strategies)}")
+            bots.append(strategy)
         else:
             if config.bot_strategy:
                 raise invalid(Reason.INVALID_OPTIONS, "only a bot seat takes a bot strategy")
@@ -101,9 +128,27 @@ def action_to_proto(session: Session, action: Any) -> pb.Action:
     return message
 
 
-def _summaries(records: tuple[tbl.GameRecord, ...]) -> list[pb.GameSummary]:
+def _summaries(session: Session, records: tuple[tbl.GameRecord, ...]) -> list[pb.GameSummary]:
+    setup = session.table.setup
     return [pb.GameSummary(game_number=r.number, winners=r.winners, scores=r.scores,
-                           summary=r.summary, seed=r.seed) for r in records]
+                           summary=r.summary, seed=r.seed,
+                           seed_salt=tbl.seed_salt(setup, r.number),
+                           seed_commitment=tbl.seed_commitment(setup, r.number))
+            for r in records]
+
+
+def fairness(session: Session) -> pb.Fairness:
+    """The commitment to the seed of the game in play, revealed once it is over."""
+    table = session.table
+    setup = table.setup
+    message = pb.Fairness(deal_chosen=setup.deal_chosen)
+    number = table.game_number
+    if number:
+        message.seed_commitment = tbl.seed_commitment(setup, number)
+        if table.game_over(session.rules):
+            message.seed = tbl.game_seed(setup, number)
+            message.seed_salt = tbl.seed_salt(setup, number)
+    return message
 
 
 def _scoreboard(seats: int, records: tuple[tbl.GameRecord, ...]) -> pb.Scoreboard:
@@ -113,6 +158,8 @@ def _scoreboard(seats: int, records: tuple[tbl.GameRecord, ...]) -> pb.Scoreboar
 
 def status(session: Session) -> int:
     table = session.table
+    if table.abandoned:
+        return pb.GAME_STATUS_ABANDONED
     if not table.started:
         return pb.GAME_STATUS_WAITING_FOR_PLAYERS
     if table.game_over(session.rules):
@@ -149,10 +196,11 @@ def view(session: Session, seat: int | None) -> pb.GameView:
         your_seat=seat,
         seats=_seats(session),
         scoreboard=_scoreboard(len(table.seats), table.records),
-        series=_summaries(table.records),
+        series=_summaries(session, table.records),
         awaiting_seats=session.awaiting(),
         deadlines=[pb.Deadline(seat=s, expire_time=_timestamp(at)) for s, at in table.deadlines],
         settings=settings(session),
+        fairness=fairness(session),
     )
     if table.state is not None:
         rules = session.rules
@@ -160,7 +208,9 @@ def view(session: Session, seat: int | None) -> pb.GameView:
             session.adapter.view_to_proto(rules.view(table.state, seat)))
         if seat is not None:
             slot = table.seats[seat]
-            if table.game_over(rules):
+            if table.abandoned:
+                pass
+            elif table.game_over(rules):
                 message.legal_actions.append(pb.Action(start_next_game=pb.StartNextGame()))
             elif slot.taken_over:
                 message.legal_actions.append(pb.Action(reclaim_seat=pb.ReclaimSeat()))
@@ -175,12 +225,16 @@ def event(session: Session, logged: LoggedEvent, seat: int | None) -> pb.Event:
     e = logged.event
     message = pb.Event(sequence=e.sequence, game_number=e.game_number, version=logged.version,
                        awaiting_seats=logged.awaiting)
+    message.time.FromMilliseconds(logged.time_ms)
     body = e.body
     if isinstance(body, tbl.SeatClaimed):
         message.seat_claimed.CopyFrom(
             pb.SeatClaimed(seat=body.seat, display_name=session.names[body.seat]))
     elif isinstance(body, tbl.GameStarted):
-        message.game_started.CopyFrom(pb.GameStarted(game_number=body.number, seats=body.seats))
+        message.game_started.CopyFrom(pb.GameStarted(game_number=body.number, seats=body.seats,
+                                                     seed_commitment=body.seed_commitment))
+    elif isinstance(body, tbl.GameAbandoned):
+        message.game_abandoned.CopyFrom(pb.GameAbandoned(game_number=body.number))
     elif isinstance(body, tbl.SeatTakenOver):
         message.seat_taken_over.CopyFrom(
             pb.SeatTakenOver(seat=body.seat, until_reclaimed=body.until_reclaimed))
@@ -190,7 +244,7 @@ def event(session: Session, logged: LoggedEvent, seat: int | None) -> pb.Event:
         message.game_ended.CopyFrom(pb.GameEnded(
             game_number=body.number, winners=body.outcome.winners,
             scores=body.outcome.scores, summary=body.outcome.summary,
-            series=_summaries(body.records),
+            series=_summaries(session, body.records),
             scoreboard=_scoreboard(len(session.table.seats), body.records)))
     else:
         redacted = session.rules.redact(body, seat)
@@ -256,9 +310,13 @@ def events_wire(session: Session, batch: Sequence[LoggedEvent], seat: int | None
 
 
 def answer_wire(session: Session, version: int, batch: Sequence[LoggedEvent],
-                seat: int | None) -> bytes:
-    """The serialized ``SubmitActionResponse``, built from the events the fan-out framed."""
+                seat: int | None, earlier: Sequence[bytes] = ()) -> bytes:
+    """The serialized ``SubmitActionResponse``, built from the events the fan-out framed
+    (after ``earlier``: frames of compacted events, for a retried answer)."""
     parts: list[bytes | memoryview] = [ANSWER_VERSION_TAG, varint(version)] if version else []
+    for frame in earlier:
+        parts.append(ANSWER_EVENTS_TAG)
+        parts.append(memoryview(frame)[1:])
     for logged in batch:
         parts.append(ANSWER_EVENTS_TAG)
         parts.append(memoryview(framed_event(session, logged, seat))[1:])
@@ -275,7 +333,17 @@ def listing(session: Session) -> pb.GameListing:
         open_seats=[i for i, s in enumerate(table.seats) if not s.claimed],
         game_number=table.game_number,
         create_time=_timestamp(session.created_ms),
+        display_names=list(session.names),
     )
+
+
+def quarantined_listing(game_id: str, kind: str) -> pb.GameListing:
+    """The ListGames line of a quarantined table (its records are damaged: only its id and,
+    when it could be read, its kind)."""
+    adapter = ADAPTERS.get(kind)
+    return pb.GameListing(game_id=game_id, status=pb.GAME_STATUS_QUARANTINED,
+                          kind=adapter.proto_kind if adapter  # type: ignore[arg-type]
+                          else pb.GAME_KIND_UNSPECIFIED)
 
 
 def kind_of(proto_kind: int) -> str | None:

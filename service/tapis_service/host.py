@@ -2,6 +2,12 @@
 
 The servicer hands it domain values (already converted from protobuf) and gets domain values
 back; refusals are ``ServiceError`` or the engine's ``RuleError``.
+
+The commit path: an input is applied in memory, its journal write is queued, and everything
+that follows (publication, the request id's answer, bots and timers) runs from the write's
+completion, not from the caller, so a cancelled call changes nothing of the input's fate. A
+write the store refuses discards the game's session; it is rebuilt from its durable prefix once
+the store commits again, and every call that waited on the write is answered UNAVAILABLE.
 """
 
 from __future__ import annotations
@@ -11,13 +17,15 @@ import base64
 import functools
 import hashlib
 import hmac
+import inspect
 import os
 import random
 import secrets
+import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 import structlog
@@ -26,14 +34,18 @@ from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.registry import rules_for
-from tapis_service import compaction, metrics, recovery
+from tapis_service import compaction, metrics
 from tapis_service.adapters import ADAPTERS
 from tapis_service.clock import Clock
 from tapis_service.errors import ServiceError, failed_precondition, not_found
+from tapis_service.limits import quote
 from tapis_service.ratelimit import TokenBuckets
+from tapis_service.recovery import RecoveryError, Restored, restore, snapshot_data
 from tapis_service.session import Applied, CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
-from tapis_service.store import MemoryStore, Store
+from tapis_service.store import JournalConflict, MemoryStore, Store, StoreError
+
+T = TypeVar("T")
 
 log = structlog.get_logger("tapis.host")
 
@@ -75,7 +87,20 @@ class GameHost:
         self.tokens: dict[str, tuple[str, int]] = {}
         self.create_requests: dict[str, str] = {}
         self.slaps = TokenBuckets(settings.slap_rate_per_s, settings.slap_burst)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.quarantined: dict[str, tuple[str, str]] = {}
+        """Stored games that cannot be restored faithfully -> (kind, why); kept on disk
+        untouched, listed, and refused with GAME_QUARANTINED."""
+        self.unavailable: dict[str, Session] = {}
+        """Games whose last write failed -> their discarded session (its streams wait on it),
+        until they are rebuilt from the store."""
+        self.store_healthy = True
+        self.health_listeners: list[Callable[[bool], None]] = []
+        """Told False when a write fails and True once the store commits again."""
+        self.lost_listeners: list[Callable[[str], None]] = []
+        """Told the game id when the store says another writer appended first."""
+        self._creating: dict[str, asyncio.Future[None]] = {}
+        self._tasks: set[asyncio.Future[Any]] = set()
+        self._healing: asyncio.Task[None] | None = None
         self._jitter = random.Random()
         self.join_key = join_key(settings)
 
@@ -84,7 +109,11 @@ class GameHost:
     def get(self, game_id: str) -> Session:
         session = self.sessions.get(game_id)
         if session is None:
-            raise not_found(f"no game {game_id!r} on this server")
+            if game_id in self.unavailable:
+                raise _store_unavailable()
+            if game_id in self.quarantined:
+                raise quarantined_refusal(game_id)
+            raise not_found(f"no game {quote(game_id)} on this server")
         return session
 
     def seat_of(self, session: Session, token: str | None) -> int | None:
@@ -114,14 +143,18 @@ class GameHost:
         stacked_first: int | None,
         request_id: str = "",
     ) -> Session:
-        """Create a table (bots sit at once); refusals raise before anything is kept."""
-        if request_id and request_id in self.create_requests:
-            existing = self.sessions.get(self.create_requests[request_id])
-            if existing is not None:
-                return existing
-        if len(self.sessions) >= self.settings.max_games:
+        """Create a table (bots sit at once); refusals raise before anything is kept. The
+        table is served (and its request id answered) only once its record is committed."""
+        if request_id:
+            if request_id in self._creating:
+                await _settled(self._creating[request_id])
+            if request_id in self.create_requests:
+                existing = self.sessions.get(self.create_requests[request_id])
+                if existing is not None:
+                    return existing
+        if len(self.sessions) + len(self._creating) >= self.settings.max_games:
             self._evict_finished()
-            if len(self.sessions) >= self.settings.max_games:
+            if len(self.sessions) + len(self._creating) >= self.settings.max_games:
                 raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_GAMES",
                                    "this server holds as many games as it may; try later")
         if stacked_deck is not None and not self.settings.allow_stacked_decks:
@@ -130,31 +163,42 @@ class GameHost:
                 "stacked decks are only accepted by a server started with --allow-stacked-decks")
         rules = rules_for(kind)
         assert rules is not None
+        seed_chosen = seed is not None
         if seed is None:
             seed = secrets.randbits(64)
         setup = GameSetup(seats=seats, seed=seed, options=options, stacked_deck=stacked_deck,
-                          stacked_first=stacked_first)
+                          stacked_first=stacked_first, salt=secrets.token_hex(16),
+                          seed_chosen=seed_chosen)
         now = self.clock.now_ms()
         table, events = tbl.new_table(rules, setup, bots, turn_time_ms, now)
         game_id = secrets.token_hex(8)
         session = Session(game_id=game_id, rules=rules, adapter=ADAPTERS[kind], table=table,
                           created_ms=now, names=["" for _ in range(seats)])
         session.record(events)
-        self.sessions[game_id] = session
-        metrics.GAMES.set(len(self.sessions))
-        if request_id:
-            self.create_requests[request_id] = game_id
         record = {"kind": kind, "table": tbl.encode_table(rules, table), "created_ms": now,
                   "initial": tbl.encode_table(rules, tbl.Table(
                       kind=kind, setup=setup, turn_time_ms=turn_time_ms,
                       seats=tuple(tbl.SeatSlot(bot=b, claimed=b is not None) for b in bots))),
                   "request_id": request_id}
         upto = session.last_sequence
-        await _maybe(self.store.created(game_id, record))
-        _committed(session, upto)
-        log.info("game_created", game=game_id, kind=kind, seats=seats,
-                 bots=sum(b is not None for b in bots))
-        self._after_change(session)
+
+        def committed() -> None:
+            self.sessions[game_id] = session
+            metrics.GAMES.set(len(self.sessions))
+            if request_id:
+                self.create_requests[request_id] = game_id
+            _committed(session, upto)
+            log.info("game_created", game=game_id, kind=kind, seats=seats,
+                     bots=sum(b is not None for b in bots))
+            self._after_change(session)
+
+        done = self._after_write(self.store.created(game_id, record), committed,
+                                 lambda error: self._store_failed(None, error))
+        if done is not None:
+            key = request_id or f"\0{game_id}"
+            self._creating[key] = done
+            done.add_done_callback(lambda _: self._creating.pop(key, None))
+            await _answer(done)
         return session
 
     async def join(self, game_id: str, seat: int | None, name: str,
@@ -162,12 +206,18 @@ class GameHost:
         """Claim a person's seat; returns the session, the seat and its secret token.
 
         With a ``request_id``, a retry returns the same seat and token: the token is then an
-        HMAC of the game, seat and id under the server's join key (never stored).
+        HMAC of the game, seat and id under the server's join key (never stored). A retry
+        while the first is being committed waits for that commit.
         """
         session = self.get(game_id)
-        if request_id and request_id in session.join_requests:
-            seat = session.join_requests[request_id]
-            return session, seat, self._join_token(game_id, seat, request_id)
+        if request_id:
+            pending = session.pending.get((-1, request_id))
+            if pending is not None:
+                await _answer(pending)
+                session = self.get(game_id)
+            if request_id in session.join_requests:
+                seat = session.join_requests[request_id]
+                return session, seat, self._join_token(game_id, seat, request_id)
         if seat is None:
             free = [i for i, s in enumerate(session.table.seats) if not s.claimed]
             if not free:
@@ -182,12 +232,21 @@ class GameHost:
             entry["join_request_id"] = request_id
         session.apply(tbl.Claim(seat), entry["now_ms"])  # type: ignore[arg-type]
         session.names[seat] = name
-        if request_id:
-            session.join_requests[request_id] = seat
-        self.tokens[digest] = (game_id, seat)
-        await self._journal(session, entry)
-        log.info("seat_claimed", game=game_id, seat=seat)
-        self._after_change(session)
+        claimed = seat
+
+        def committed() -> None:
+            if self.sessions.get(game_id) is not session:
+                return  # dropped or discarded meanwhile
+            self.tokens[digest] = (game_id, claimed)
+            if request_id:
+                session.join_requests[request_id] = claimed
+            log.info("seat_claimed", game=game_id, seat=claimed)
+
+        done = self._journal(session, entry, committed)
+        if done is not None:
+            if request_id:
+                self._track(session, (-1, request_id), done)
+            await _answer(done)
         return session, seat, token
 
     def _join_token(self, game_id: str, seat: int, request_id: str) -> str:
@@ -199,8 +258,11 @@ class GameHost:
 
     async def submit(self, session: Session, seat: int, move: tbl.Input, request_id: str,
                      expected_version: int | None, received: float | None = None) -> Applied:
-        """Apply a person's input, at most once per request id."""
+        """Apply a person's input, at most once per request id, and answer once committed."""
         if request_id:
+            pending = session.pending.get((seat, request_id))
+            if pending is not None:
+                await _answer(pending)
             seen = session.remembered(seat, request_id)
             if seen is not None:
                 return seen
@@ -219,8 +281,6 @@ class GameHost:
             log.info("action_refused", game=session.game_id, seat=seat,
                      action=type(move).__name__, reason=error.reason.value)
             raise
-        if request_id:
-            session.remember(seat, request_id, applied)
         metrics.ACTIONS.labels(session.rules.kind, "person").inc()
         if received is not None and isinstance(move, tbl.Act) \
                 and type(move.action).__name__ == "Slap":
@@ -233,9 +293,32 @@ class GameHost:
         log.info("action_applied", game=session.game_id, seat=seat,
                  action=_action_name(move), version=applied.version,
                  events=len(applied.events))
-        await self._journal(session, entry)
-        self._after_change(session)
+
+        def committed() -> None:
+            if request_id:
+                session.remember(seat, request_id, applied)
+
+        done = self._journal(session, entry, committed)
+        if done is not None:
+            if request_id:
+                self._track(session, (seat, request_id), done)
+            await _answer(done)
         return applied
+
+    async def abandon(self, session: Session) -> None:
+        """End a table nobody plays any more (housekeeping): the ``Abandon`` input, journaled
+        like any other so a restart replays it; its event tells every stream."""
+        if self.sessions.get(session.game_id) is not session \
+                or session.table.game_over(session.rules):
+            return
+        now = self.clock.now_ms()
+        move = tbl.Abandon()
+        session.apply(move, now)
+        log.info("game_abandoned", game=session.game_id, version=session.table.version)
+        done = self._journal(session, {"input": tbl.encode_input(session.rules, move),
+                                       "now_ms": now})
+        if done is not None:  # a refused write is handled by the commit path (rebuilt later)
+            await _settled(done)
 
     def subscribe(self, session: Session, seat: int | None, after: int
                   ) -> tuple[Subscriber, list[CompactedEvents], list[LoggedEvent]]:
@@ -249,17 +332,166 @@ class GameHost:
 
     def unsubscribe(self, session: Session, subscriber: Subscriber) -> None:
         session.subscribers.discard(subscriber)
+        current = self.sessions.get(session.game_id) or self.unavailable.get(session.game_id)
+        if current is not None and current is not session:
+            current.subscribers.discard(subscriber)
 
-    # --- after every change: persistence, fan-out, bots, timers -----------------------------
+    # --- the commit path ------------------------------------------------------------------------
 
-    async def _journal(self, session: Session, entry: dict[str, Any]) -> None:
-        """Write the input just applied; once committed, its events may be published."""
-        index = session.journal_length
+    def _journal(self, session: Session, entry: dict[str, Any],
+                 committed: Callable[[], None] | None = None) -> asyncio.Future[None] | None:
+        """Queue the input just applied. Once the store has committed it: ``committed``, then
+        its events are published and bots and timers re-armed. Returns the future of all that
+        (None when the store committed at once), which fails with ``StoreError`` when the
+        write is refused; it completes whether or not anyone still awaits it."""
         upto = session.last_sequence
-        pending = self.store.appended(session.game_id, index, entry)
-        recovery.after_append(self, session)
-        await _maybe(pending)
-        _committed(session, upto)
+        pending = self.store.appended(session.game_id, session.journal_length, entry)
+        self._checkpoint(session)
+
+        def on_commit() -> None:
+            if committed is not None:
+                committed()
+            _committed(session, upto)
+            if self.sessions.get(session.game_id) is session:
+                self._after_change(session)
+
+        done = self._after_write(pending, on_commit,
+                                 lambda error: self._store_failed(session, error))
+        if done is not None:
+            session.writes.add(done)
+            done.add_done_callback(session.writes.discard)
+        return done
+
+    def _after_write(self, pending: Awaitable[None] | None, on_commit: Callable[[], None],
+                     on_failure: Callable[[BaseException], None]
+                     ) -> asyncio.Future[None] | None:
+        """Run ``on_commit`` (or ``on_failure``) from the write's own completion."""
+        if pending is None:
+            on_commit()
+            return None
+        write = asyncio.ensure_future(pending)
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.add_done_callback(_retrieve)
+
+        def settle(finished: asyncio.Future[None]) -> None:
+            error = (StoreError("the write was cancelled") if finished.cancelled()
+                     else finished.exception())
+            if error is None:
+                on_commit()
+                done.set_result(None)
+                return
+            failure = error if isinstance(error, StoreError) else StoreError(str(error))
+            on_failure(failure)
+            done.set_exception(failure)
+
+        write.add_done_callback(settle)
+        return done
+
+    def _track(self, session: Session, key: tuple[int, str], done: asyncio.Future[None]) -> None:
+        session.pending[key] = done
+        done.add_done_callback(lambda _: session.pending.pop(key, None))
+
+    def _checkpoint(self, session: Session) -> None:
+        """Snapshot every N inputs and at game end; at game end, enforce the retention."""
+        every = self.settings.snapshot_every
+        finished = session.table.game_over(session.rules)
+        if finished or (every > 0 and session.journal_length % every == 0):
+            written = self.store.snapshot(session.game_id, session.journal_length,
+                                          snapshot_data(session))
+            if written is not None:  # a failed snapshot costs nothing: the journal has it all
+                asyncio.ensure_future(written).add_done_callback(_retrieve)
+        if finished:
+            self.enforce_retention(keep=session.game_id)
+
+    def _store_failed(self, session: Session | None, error: BaseException) -> None:
+        """A write was not committed: nothing of it may stay in memory."""
+        if session is not None and self.sessions.get(session.game_id) is session:
+            game_id = session.game_id
+            del self.sessions[game_id]
+            metrics.GAMES.set(len(self.sessions))
+            session.cancel_timers()
+            self._forget_tokens(game_id)
+            if isinstance(error, JournalConflict):
+                log.warning("table_lost", game=game_id, error=str(error)[:200])
+                for subscriber in session.subscribers:
+                    subscriber.close()
+                for lost in self.lost_listeners:
+                    lost(game_id)
+                return
+            log.error("game_discarded", game=game_id, error=str(error)[:200])
+            self.unavailable[game_id] = session
+        if isinstance(error, JournalConflict):
+            return
+        if self.store_healthy:
+            self.store_healthy = False
+            log.error("store_unavailable", error=str(error)[:200])
+            for listener in self.health_listeners:
+                listener(False)
+        if self._healing is None or self._healing.done():
+            self._healing = asyncio.ensure_future(self._heal())
+
+    async def _heal(self) -> None:
+        """Probe the store until it commits again, then rebuild every discarded game from its
+        durable prefix (its open streams carry on from where they were)."""
+        delay = self.settings.store_retry_ms / 1000
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                await _maybe(self.store.probe())
+                for game_id in list(self.unavailable):
+                    await self._rebuild(game_id)
+            except StoreError as error:
+                log.info("store_still_unavailable", error=str(error)[:200])
+                continue
+            if not self.unavailable:
+                break
+        self.store_healthy = True
+        log.info("store_available")
+        for listener in self.health_listeners:
+            listener(True)
+
+    async def _rebuild(self, game_id: str) -> None:
+        old = self.unavailable[game_id]
+        await asyncio.gather(*old.writes, return_exceptions=True)
+        stored = await _maybe_value(self.store.load_game(game_id))
+        del self.unavailable[game_id]
+        if stored is None:
+            for subscriber in old.subscribers:
+                subscriber.close()
+            return
+        try:
+            restored = restore(game_id, *stored)
+        except RecoveryError as error:
+            self._quarantine(game_id, str(error), _kind(stored[0]))
+            for subscriber in old.subscribers:
+                subscriber.close()
+            return
+        fresh = restored.session
+        fresh.subscribers = old.subscribers
+        fresh.published_sequence = min(old.published_sequence, fresh.last_sequence)
+        self._install(restored)
+        log.info("game_rebuilt", game=game_id, inputs=fresh.journal_length)
+        self._after_change(fresh)
+
+    def _install(self, restored: Restored) -> None:
+        session = restored.session
+        self.sessions[session.game_id] = session
+        metrics.GAMES.set(len(self.sessions))
+        for digest, seat in restored.tokens.items():
+            self.tokens[digest] = (session.game_id, seat)
+        if restored.create_request_id:
+            self.create_requests[restored.create_request_id] = session.game_id
+
+    def _quarantine(self, game_id: str, why: str, kind: str = "") -> None:
+        self.quarantined[game_id] = (kind, why)
+        log.error("game_quarantined", game=game_id, error=why[:300])
+
+    def _forget_tokens(self, game_id: str) -> None:
+        for digest, (gid, _) in list(self.tokens.items()):
+            if gid == game_id:
+                del self.tokens[digest]
+
+    # --- after every change: fan-out, bots, timers -------------------------------------------
 
     def _after_change(self, session: Session) -> None:
         self._publish(session)
@@ -299,7 +531,7 @@ class GameHost:
                 at, functools.partial(self._fire, session, tbl.BotMove(seat)))
 
     def _fire(self, session: Session, move: tbl.Input) -> None:
-        """A bot's or a timer's move: applied now, journaled, then fanned out."""
+        """A bot's or a timer's move: applied now, journaled, then fanned out once committed."""
         if self.sessions.get(session.game_id) is not session:
             return
         if isinstance(move, tbl.BotMove):
@@ -313,23 +545,20 @@ class GameHost:
         metrics.ACTIONS.labels(session.rules.kind, "server").inc()
         log.info("server_move", game=session.game_id, seat=move.seat, input=type(move).__name__,
                  version=applied.version)
-        entry = {"input": tbl.encode_input(session.rules, move), "now_ms": now}
-        upto = session.last_sequence
-        pending = self.store.appended(session.game_id, session.journal_length, entry)
-        recovery.after_append(self, session)
-        if pending is None:
-            _committed(session, upto)
-            self._after_change(session)
+        self._journal(session, {"input": tbl.encode_input(session.rules, move), "now_ms": now})
+
+    # --- retention ---------------------------------------------------------------------------
+
+    def enforce_retention(self, keep: str | None = None) -> None:
+        """Drop (from memory and from the store) the oldest finished tables beyond the limit."""
+        limit = self.settings.finished_retention
+        if len(self.sessions) <= limit:
             return
-
-        async def settle() -> None:
-            await pending
-            _committed(session, upto)
-            self._after_change(session)
-
-        task = asyncio.ensure_future(settle())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        finished = [gid for gid, s in self.sessions.items()
+                    if gid != keep and s.table.game_over(s.rules)]
+        excess = len(finished) - limit + (1 if keep is not None else 0)
+        for game_id in finished[:max(excess, 0)]:
+            self.drop(game_id)
 
     def _evict_finished(self) -> None:
         """Drop the oldest finished tables beyond the retention limit (or to make room)."""
@@ -339,6 +568,7 @@ class GameHost:
             self.drop(game_id)
 
     def drop(self, game_id: str) -> None:
+        """Forget a table, in memory and in the store."""
         session = self.sessions.pop(game_id, None)
         if session is None:
             return
@@ -346,23 +576,119 @@ class GameHost:
         session.cancel_timers()
         for subscriber in session.subscribers:
             subscriber.close()
-        for digest, (gid, _) in list(self.tokens.items()):
-            if gid == game_id:
-                del self.tokens[digest]
-        self.store.dropped(game_id)
+        self._forget_tokens(game_id)
+        written = self.store.dropped(game_id)
+        if written is not None:
+            asyncio.ensure_future(written).add_done_callback(_retrieve)
+
+    def discard(self, game_id: str) -> None:
+        """Forget a table in memory only (the store keeps it): another node serves it now."""
+        session = self.sessions.pop(game_id, None)
+        if session is None:
+            return
+        metrics.GAMES.set(len(self.sessions))
+        session.cancel_timers()
+        for subscriber in session.subscribers:
+            subscriber.close()
+        self._forget_tokens(game_id)
+
+    async def adopt(self, game_id: str) -> Session | None:
+        """Load one table from the store (snapshot-checked journal replay), arm its timers and
+        bots, and serve it; None when the store does not hold it. A damaged one is
+        quarantined (and refused with GAME_QUARANTINED)."""
+        if game_id in self.sessions:
+            return self.sessions[game_id]
+        stored = await _maybe_value(self.store.load_game(game_id))
+        if stored is None:
+            return None
+        if game_id in self.sessions:  # adopted meanwhile
+            return self.sessions[game_id]
+        try:
+            restored = restore(game_id, *stored)
+        except RecoveryError as error:
+            self._quarantine(game_id, str(error), _kind(stored[0]))
+            raise quarantined_refusal(game_id) from error
+        self.quarantined.pop(game_id, None)
+        self._install(restored)
+        self._after_change(restored.session)
+        return restored.session
+
+    # --- start and stop ------------------------------------------------------------------------
 
     async def recover(self) -> None:
-        """Restore every stored table before serving (see recovery.py)."""
-        await recovery.recover(self)
+        """Restore every stored table before serving; a damaged one is quarantined alone."""
+        started = time.perf_counter()
+        stored = await _maybe_value(self.store.load())
+        inputs = 0
+        for game_id, record, snapshot, journal in stored:
+            inputs += len(journal)
+            try:
+                restored = restore(game_id, record, snapshot, journal)
+            except RecoveryError as error:
+                self._quarantine(game_id, str(error), _kind(record))
+                continue
+            self._install(restored)
+        self.enforce_retention()
+        for session in self.sessions.values():
+            self._after_change(session)  # publish nothing yet, arm the timers and the bots
+        if stored:
+            log.info("recovered", games=len(self.sessions), quarantined=len(self.quarantined),
+                     dropped=len(stored) - len(self.sessions) - len(self.quarantined),
+                     inputs=inputs, seconds=round(time.perf_counter() - started, 3))
 
     async def close(self) -> None:
         for session in self.sessions.values():
             session.cancel_timers()
             for subscriber in session.subscribers:
                 subscriber.close()
-        for task in list(self._tasks):
-            await task
+        if self._healing is not None:
+            self._healing.cancel()
+        for session in list(self.sessions.values()):
+            await asyncio.gather(*session.writes, return_exceptions=True)
         self.store.close()
+
+
+def quarantined_refusal(game_id: str) -> ServiceError:
+    """What a call for a quarantined game is told."""
+    return failed_precondition("GAME_QUARANTINED", f"game {game_id} is quarantined: its stored "
+                               "records are damaged; an operator must look at it")
+
+
+def _store_unavailable() -> ServiceError:
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
+                        "the store is not accepting writes; nothing of this request was kept: "
+                        "retry it (with the same request_id)")
+
+
+def store_refusal(error: StoreError) -> ServiceError:
+    """What a caller whose input was not committed is told."""
+    if isinstance(error, JournalConflict):
+        return ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
+                            "another server took this table over; retry")
+    return _store_unavailable()
+
+
+async def _answer(done: asyncio.Future[None]) -> None:
+    """Wait for a commit without being able to cancel it; a refused write is UNAVAILABLE."""
+    try:
+        await asyncio.shield(done)
+    except StoreError as error:
+        raise store_refusal(error) from error
+
+
+async def _settled(done: asyncio.Future[None]) -> None:
+    await asyncio.wait([done])
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a future's exception retrieved (its failure is handled elsewhere)."""
+    if not future.cancelled():
+        future.exception()
+
+
+def _kind(record: Any) -> str:
+    kind = record.get("kind") if isinstance(record, dict) else None
+    return kind if isinstance(kind, str) else ""
 
 
 def _action_name(move: tbl.Input) -> str:
@@ -380,3 +706,9 @@ def _committed(session: Session, upto: int) -> None:
 async def _maybe(pending: Awaitable[None] | None) -> None:
     if pending is not None:
         await pending
+
+
+async def _maybe_value(value: T | Awaitable[T]) -> T:
+    if inspect.isawaitable(value):
+        return await value
+    return value

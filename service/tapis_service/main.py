@@ -18,6 +18,7 @@ from tapis_service import gctune, logcontext, metrics
 from tapis_service.recovery import RecoveryError
 from tapis_service.server import create_server
 from tapis_service.settings import Settings
+from tapis_service.store import StoreCorrupt
 
 
 def configure_logging(level: str) -> None:
@@ -61,7 +62,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--store", choices=("sqlite", "memory"), default=None,
                         help="sqlite (the default with --data-dir) or memory")
     parser.add_argument("--allow-stacked-decks", action="store_true",
-                        help="accept explicit deck orders (tests, tutorials, bug reports)")
+                        help="accept explicit deck orders and chosen seeds (tests, tutorials, "
+                             "bug reports); every view then says the deal was chosen")
     parser.add_argument("--bot-delay-ms", type=int, default=600,
                         help="how long server bots wait before moving")
     parser.add_argument("--slap-rate", type=float, default=10.0, help="slaps per second per seat")
@@ -73,6 +75,30 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--metrics-port", type=int, default=0,
                         help="serve Prometheus metrics on this port (0: off)")
     parser.add_argument("--log-level", default=os.environ.get("TAPIS_LOG_LEVEL", "info"))
+    limits = parser.add_argument_group("limits (docs/limits.md)")
+    limits.add_argument("--create-rate", type=float, default=5.0,
+                        help="CreateGame calls per second per client address (0: no limit)")
+    limits.add_argument("--create-burst", type=int, default=100)
+    limits.add_argument("--bad-token-rate", type=float, default=1.0,
+                        help="calls with a wrong seat token per second per address (0: none)")
+    limits.add_argument("--bad-token-burst", type=int, default=20)
+    limits.add_argument("--unjoined-ttl", type=float, default=600.0, metavar="SECONDS",
+                        help="drop a table no person joined after this long (0: never)")
+    limits.add_argument("--abandon-after", type=float, default=3600.0, metavar="SECONDS",
+                        help="end as abandoned a table where no person acted this long "
+                             "(0: never)")
+    limits.add_argument("--max-streams-per-table", type=int, default=256)
+    limits.add_argument("--max-streams-per-connection", type=int, default=1000)
+    limits.add_argument("--max-streams-per-peer", type=int, default=20_000)
+    limits.add_argument("--stream-stall-ms", type=int, default=20_000,
+                        help="cut a stream whose client has not read for this long")
+    limits.add_argument("--max-in-flight", type=int, default=1000,
+                        help="unary calls handled at once (beyond: RESOURCE_EXHAUSTED)")
+    limits.add_argument("--max-pending-calls", type=int, default=20_000,
+                        help="calls grpc queues before the server takes them (beyond: some "
+                             "are cancelled, all of them beyond twice as many)")
+    limits.add_argument("--keepalive-time-ms", type=int, default=60_000)
+    limits.add_argument("--keepalive-timeout-ms", type=int, default=20_000)
     args = parser.parse_args(argv)
     store = args.store or ("sqlite" if args.data_dir else "memory")
     if store == "sqlite" and args.data_dir is None:
@@ -82,7 +108,18 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                     slap_rate_per_s=args.slap_rate, slap_burst=args.slap_burst,
                     snapshot_every=args.snapshot_every, finished_retention=args.retention,
                     max_games=args.max_games, metrics_port=args.metrics_port,
-                    log_level=args.log_level)
+                    log_level=args.log_level,
+                    create_rate_per_s=args.create_rate, create_burst=args.create_burst,
+                    bad_token_rate_per_s=args.bad_token_rate,
+                    bad_token_burst=args.bad_token_burst,
+                    unjoined_ttl_s=args.unjoined_ttl, abandon_after_s=args.abandon_after,
+                    max_streams_per_table=args.max_streams_per_table,
+                    max_streams_per_connection=args.max_streams_per_connection,
+                    max_streams_per_peer=args.max_streams_per_peer,
+                    stream_stall_ms=args.stream_stall_ms, max_in_flight=args.max_in_flight,
+                    max_pending_calls=args.max_pending_calls,
+                    keepalive_time_ms=args.keepalive_time_ms,
+                    keepalive_timeout_ms=args.keepalive_timeout_ms)
 
 
 async def serve(settings: Settings) -> None:
@@ -111,10 +148,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         with asyncio.Runner(loop_factory=loop_factory()) as runner:
             runner.run(serve(settings))
-    except RecoveryError as error:  # a stored game cannot be restored: refuse to serve
+    except (StoreCorrupt, RecoveryError) as error:  # the store cannot be read: refuse to serve
         structlog.get_logger("tapis.server").error("recovery_refused", error=str(error))
         print(f"tapis-server: refusing to start: {error}", file=sys.stderr)
-        raise SystemExit(2) from error
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

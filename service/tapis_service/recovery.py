@@ -1,24 +1,26 @@
-"""Recovery and checkpoints for the durable store.
+"""Rebuilding a table from the durable store, and the snapshots that check it.
 
-On start, every stored table is rebuilt before the server reports SERVING: ``new_table`` is
-called exactly as ``GameHost.create`` called it (from the creation record), then the journal is
-replayed input by input with the time each was applied at. The engine is deterministic, so this
-regenerates the table, the event log (``StreamEvents`` from sequence 0 keeps working), the seat
-tokens (their hashes), the names and the request ids already answered. The last snapshot is the
-checkpoint: the replayed table must equal it at its index, else the game is refused.
+Pure with respect to the host: ``restore`` turns stored records into a ``Session`` (the host
+decides what to do with it). On start every stored table is rebuilt this way before the server
+reports SERVING, and a table whose write failed is rebuilt the same way from its durable prefix.
+``new_table`` is called exactly as ``GameHost.create`` called it (from the creation record),
+then the journal is replayed input by input with the time each was applied at. The engine is
+deterministic, so this regenerates the table, the event log (``StreamEvents`` from sequence 0
+keeps working), the seat tokens (their hashes), the names and the request ids already answered.
+The last snapshot is the checkpoint: the replayed table must equal it at its index, else the
+game is refused.
 
-A snapshot with an unknown format version, a bad checksum, or one the replay does not reproduce
-makes the server refuse to start (``RecoveryError``, a clear message naming the game): a game is
-never half-loaded and nothing acknowledged is silently skipped.
+A snapshot with an unknown format version, a bad checksum, one the replay does not reproduce, or
+a record that cannot be decoded raises ``RecoveryError`` naming the game: the host quarantines
+that game (kept on disk untouched, refused with GAME_QUARANTINED) and serves every other. A game
+is never half-loaded and nothing acknowledged is silently skipped.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from typing import TYPE_CHECKING, Any
-
-import structlog
+from dataclasses import dataclass, field
+from typing import Any
 
 from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
@@ -26,21 +28,16 @@ from tapis_engine.registry import rules_for
 from tapis_service.adapters import ADAPTERS
 from tapis_service.session import Session
 
-if TYPE_CHECKING:
-    from tapis_service.host import GameHost
-
 JSON = dict[str, Any]
 SNAPSHOT_FORMAT = 1
 """The snapshot format this server writes and reads."""
 
-log = structlog.get_logger("tapis.recovery")
-
 
 class RecoveryError(Exception):
-    """A stored game cannot be restored faithfully; the server refuses to start."""
+    """A stored game cannot be restored faithfully: the host quarantines it."""
 
 
-# --- while serving: checkpoints and retention ----------------------------------------------
+# --- checkpoints ---------------------------------------------------------------------------
 
 
 def snapshot_data(session: Session) -> JSON:
@@ -51,54 +48,37 @@ def snapshot_data(session: Session) -> JSON:
             "finished": session.table.game_over(session.rules)}
 
 
-def after_append(host: GameHost, session: Session) -> None:
-    """Called once an input is queued for the journal: snapshot every N inputs and at game end;
-    at game end, drop the oldest finished tables beyond the retention limit."""
-    every = host.settings.snapshot_every
-    finished = session.table.game_over(session.rules)
-    if finished or (every > 0 and session.journal_length % every == 0):
-        host.store.snapshot(session.game_id, session.journal_length, snapshot_data(session))
-    if finished:
-        enforce_retention(host, keep=session.game_id)
+# --- rebuilding a table from what is stored -------------------------------------------------
 
 
-def enforce_retention(host: GameHost, keep: str | None = None) -> None:
-    """Drop (from memory and from the store) the oldest finished tables beyond the limit."""
-    limit = host.settings.finished_retention
-    if len(host.sessions) <= limit:
-        return
-    finished = [gid for gid, s in host.sessions.items()
-                if gid != keep and s.table.game_over(s.rules)]
-    excess = len(finished) - limit + (1 if keep is not None else 0)
-    for game_id in finished[:max(excess, 0)]:
-        host.drop(game_id)
+@dataclass
+class Restored:
+    """A session rebuilt from the store, with what the host indexes beside it."""
+
+    session: Session
+    tokens: dict[str, int] = field(default_factory=dict)
+    """Seat-token hash -> seat, for every seat claimed in the journal."""
+    create_request_id: str = ""
 
 
-# --- on start: recovery ---------------------------------------------------------------------
+def restore(game_id: str, record: JSON, snapshot: JSON | None,
+            journal: list[JSON]) -> Restored:
+    """Rebuild one session from its creation record and journal, checked by its snapshot.
+
+    Anything that does not reproduce faithfully raises ``RecoveryError`` naming the game."""
+    try:
+        return _restore(game_id, record, snapshot, journal)
+    except RecoveryError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+        raise RecoveryError(f"game {game_id}: a stored record is malformed "
+                            f"({type(error).__name__}: {str(error)[:120]})") from error
 
 
-async def recover(host: GameHost) -> None:
-    """Restore every stored table, then start their timers and bots."""
-    started = time.perf_counter()
-    stored = host.store.load()
-    for game_id, record, snapshot, journal in stored:
-        session = restore(host, game_id, record, snapshot, journal)
-        session.durable_sequence = session.last_sequence  # all of it came from the store
-        host.sessions[game_id] = session
-        if record.get("request_id"):
-            host.create_requests[record["request_id"]] = game_id
-    enforce_retention(host)
-    for session in host.sessions.values():
-        host._after_change(session)  # publish nothing yet, arm the timers and the bots
-    if stored:
-        log.info("recovered", games=len(host.sessions), dropped=len(stored) - len(host.sessions),
-                 inputs=sum(len(j) for _, _, _, j in stored),
-                 seconds=round(time.perf_counter() - started, 3))
-
-
-def restore(host: GameHost, game_id: str, record: JSON, snapshot: JSON | None,
-            journal: list[JSON]) -> Session:
-    """Rebuild one session from its creation record and journal, checked by its snapshot."""
+def _restore(game_id: str, record: JSON, snapshot: JSON | None,
+             journal: list[JSON]) -> Restored:
+    if "damaged" in record:
+        raise RecoveryError(f"game {game_id}: {record['damaged']}")
     kind = record.get("kind")
     rules = rules_for(str(kind))
     if rules is None or kind not in ADAPTERS:
@@ -113,6 +93,7 @@ def restore(host: GameHost, game_id: str, record: JSON, snapshot: JSON | None,
     session = Session(game_id=game_id, rules=rules, adapter=ADAPTERS[str(kind)], table=table,
                       created_ms=record["created_ms"], names=["" for _ in initial.seats])
     session.record(events)
+    restored = Restored(session, create_request_id=str(record.get("request_id") or ""))
     for position, entry in enumerate(journal, start=1):
         move = tbl.decode_input(rules, entry["input"])
         try:
@@ -122,14 +103,15 @@ def restore(host: GameHost, game_id: str, record: JSON, snapshot: JSON | None,
                                 f"replay ({error}); the journal or the code changed") from error
         if isinstance(move, tbl.Claim):
             session.names[move.seat] = entry.get("name", "")
-            host.tokens[entry["token_hash"]] = (game_id, move.seat)
+            restored.tokens[entry["token_hash"]] = move.seat
             if entry.get("join_request_id"):
                 session.join_requests[entry["join_request_id"]] = move.seat
         if entry.get("request_id"):
             session.remember(move.seat, entry["request_id"], applied)
         if checkpoint is not None and position == checkpoint[0]:
             _verify(game_id, rules, session, checkpoint[1])
-    return session
+    session.durable_sequence = session.last_sequence  # all of it came from the store
+    return restored
 
 
 def _checked_snapshot(game_id: str, snapshot: JSON | None,

@@ -1,23 +1,46 @@
-"""Server bootstrap: the servicer, health, reflection, graceful shutdown."""
+"""Server bootstrap: the servicer, health, reflection, limits, graceful shutdown."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
 import structlog
+from google.protobuf import descriptor, descriptor_pool
+from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from tapis.v1 import errors_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import Clock, SystemClock
 from tapis_service.host import GameHost
+from tapis_service.housekeeping import Housekeeping
+from tapis_service.interceptors import CallGuard
+from tapis_service.limits import MAX_METADATA_BYTES, MAX_RECEIVE_MESSAGE_BYTES
 from tapis_service.servicer import GameServicer, add_to_server
 from tapis_service.settings import Settings
 from tapis_service.store import MemoryStore, Store
 
 log = structlog.get_logger("tapis.server")
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["GameService"].full_name
+# Files reflection serves beyond those of the services: what a refusal carries (google.rpc.Status
+# in the `grpc-status-details-bin` trailer, google.rpc.ErrorInfo in its details) and the closed
+# list of reasons (tapis.v1.ErrorReason). Every message a response holds is in the services'
+# files or their imports.
+EXTRA_FILES: tuple[descriptor.FileDescriptor, ...] = (
+    status_pb2.DESCRIPTOR, error_details_pb2.DESCRIPTOR, errors_pb2.DESCRIPTOR)
+
+
+def reflection_pool() -> descriptor_pool.DescriptorPool:
+    """The pool reflection serves: the default one, which holds every generated file imported,
+    checked to hold the extra files above."""
+    pool = descriptor_pool.Default()
+    for file in EXTRA_FILES:
+        pool.FindFileByName(file.name)  # raises KeyError if one were missing
+    return pool
 
 
 @dataclass
@@ -28,12 +51,63 @@ class RunningServer:
     port: int
     host: GameHost
     health: health.aio.HealthServicer
+    servicer: GameServicer | None = None
+    guard: CallGuard | None = None
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, drain in-flight calls, then close the host."""
         await self.health.enter_graceful_shutdown()
+        if self.servicer is not None:
+            self.servicer.housekeeping.stop()
         await self.server.stop(grace_s)
+        if self.servicer is not None:
+            await self.servicer.housekeeping.drain()
         await self.host.close()
+
+
+def server_options(settings: Settings) -> list[tuple[str, int]]:
+    """The grpc core's options: message size, keepalive (docs/limits.md)."""
+    return [
+        ("grpc.so_reuseport", 0),
+        ("grpc.max_receive_message_length", MAX_RECEIVE_MESSAGE_BYTES),
+        # ping an idle connection, and drop it when the ping is not answered in time
+        ("grpc.keepalive_time_ms", settings.keepalive_time_ms),
+        ("grpc.keepalive_timeout_ms", settings.keepalive_timeout_ms),
+        # what the core waits for any ping's ack (its default, a minute, kept a silent peer's
+        # connection and streams open long after keepalive_timeout_ms)
+        ("grpc.http2.ping_timeout_ms", settings.keepalive_timeout_ms),
+        ("grpc.keepalive_permit_without_calls", 1),
+        # let clients ping (every 10 s at most, with or without calls) without a GOAWAY
+        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+        ("grpc.http2.max_ping_strikes", 2),
+        ("grpc.http2.max_pings_without_data", 0),
+        # request headers (metadata): a seat token is ~40 bytes; beyond the soft size some
+        # calls are refused, beyond the hard size all of them (RESOURCE_EXHAUSTED, by grpc)
+        ("grpc.max_metadata_size", MAX_METADATA_BYTES),
+        ("grpc.absolute_max_metadata_size", 2 * MAX_METADATA_BYTES),
+        # calls the core holds before the server takes them: beyond the soft limit it cancels
+        # arrivals at random (CANCELLED, more of them up to the hard limit, then all of them)
+        ("grpc.server.max_pending_requests", settings.max_pending_calls),
+        ("grpc.server.max_pending_requests_hard_limit", 2 * settings.max_pending_calls),
+    ]
+
+
+def _reporter(health_servicer: health.aio.HealthServicer) -> Callable[[bool], None]:
+    """Health follows the store: NOT_SERVING while writes fail, SERVING once they commit."""
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def report(serving: bool) -> None:
+        status = (health_pb2.HealthCheckResponse.SERVING if serving
+                  else health_pb2.HealthCheckResponse.NOT_SERVING)
+        for name in ("", SERVICE_NAME):
+            await health_servicer.set(name, status)
+
+    def listener(serving: bool) -> None:
+        task = asyncio.ensure_future(report(serving))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    return listener
 
 
 def open_store(settings: Settings) -> Store:
@@ -50,22 +124,24 @@ async def create_server(settings: Settings, clock: Clock | None = None,
                         store: Store | None = None) -> RunningServer:
     """Build and start the server; returns it with the port it listens on."""
     host = GameHost(settings, clock or SystemClock(), store or open_store(settings))
-    recover = getattr(host, "recover", None)
-    if recover is not None:
-        await recover()
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-    add_to_server(GameServicer(host), server)
+    await host.recover()
+    guard = CallGuard(settings.max_in_flight)
+    server = grpc.aio.server(interceptors=[guard], options=server_options(settings))
+    servicer = GameServicer(host, housekeeping=Housekeeping(host))
+    add_to_server(servicer, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-         reflection.SERVICE_NAME), server)
+         reflection.SERVICE_NAME), server, pool=reflection_pool())
     port = server.add_insecure_port(f"{settings.host}:{settings.port}")
     if port == 0:
         raise OSError(f"cannot listen on {settings.host}:{settings.port}")
     await server.start()
+    servicer.housekeeping.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    host.health_listeners.append(_reporter(health_servicer))
     log.info("serving", address=f"{settings.host}:{port}", store=settings.store,
              games=len(host.sessions))
-    return RunningServer(server, port, host, health_servicer)
+    return RunningServer(server, port, host, health_servicer, servicer, guard)

@@ -17,6 +17,11 @@ from tapis_engine.errors import RuleError
 from tapis_service import compaction, convert, logcontext, metrics
 from tapis_service.errors import ServiceError, from_rule_error, invalid_argument, to_status
 from tapis_service.host import GameHost
+from tapis_service.housekeeping import Housekeeping
+from tapis_service.limits import check_sizes, clip, peer_host
+from tapis_service.ratelimit import PeerLimits
+from tapis_service.session import Session
+from tapis_service.streams import StreamGuard, resume_at, too_slow
 
 log = structlog.get_logger("tapis.rpc")
 
@@ -53,8 +58,10 @@ def unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
 
     @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> R:
-        bound = logcontext.bind(rpc=rpc, game=getattr(request, "game_id", None))
+        game_id = getattr(request, "game_id", None)
+        bound = logcontext.bind(rpc=rpc, game=None if game_id is None else clip(game_id))
         try:
+            check_sizes(request)  # before any other work
             return await method(self, request, context)
         except (RuleError, ServiceError) as error:
             refusal = _refusal(error)
@@ -75,16 +82,43 @@ def _observe(probes: dict[int, float], sequence: int) -> None:
         metrics.SLAP_TO_PILE_WON.observe(time.perf_counter() - received)
 
 
+def _rate_limited(message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED", message)
+
+
 class GameServicer(pb_grpc.GameServiceServicer):
     """Every RPC of tapis.v1.GameService."""
 
-    def __init__(self, host: GameHost) -> None:
+    def __init__(self, host: GameHost, streams: StreamGuard | None = None,
+                 peers: PeerLimits | None = None,
+                 housekeeping: Housekeeping | None = None) -> None:
         self.host = host
+        self.housekeeping = housekeeping or Housekeeping(host)
+        settings = host.settings
+        self.streams = streams or StreamGuard(
+            host.clock, settings.max_streams_per_table, settings.max_streams_per_connection,
+            settings.max_streams_per_peer, settings.stream_stall_ms)
+        self.peers = peers or PeerLimits(settings.create_rate_per_s, settings.create_burst,
+                                         settings.bad_token_rate_per_s, settings.bad_token_burst)
+
+    def _seat(self, session: Session, context: grpc.aio.ServicerContext) -> int | None:
+        """The caller's seat; a wrong token counts against the caller's address."""
+        try:
+            return self.host.seat_of(session, _token(context))
+        except ServiceError as error:
+            if error.code == grpc.StatusCode.UNAUTHENTICATED and not self.peers.allow_bad_token(
+                    peer_host(context.peer()), self.host.clock.now_ms()):
+                raise _rate_limited("too many calls with a wrong seat token; slow down") \
+                    from error
+            raise
 
     @unary
     async def CreateGame(self, request: pb.CreateGameRequest,
                          context: grpc.aio.ServicerContext) -> pb.CreateGameResponse:
-        session = await self.host.create(**convert.create_arguments(request))
+        if not self.peers.allow_create(peer_host(context.peer()), self.host.clock.now_ms()):
+            raise _rate_limited("too many tables created from your address; try again later")
+        arguments = convert.create_arguments(request, self.host.settings.allow_stacked_decks)
+        session = await self.host.create(**arguments)
         return pb.CreateGameResponse(game=convert.view(session, None))
 
     @unary
@@ -94,6 +128,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
         seat = request.seat if request.HasField("seat") else None
         request_id = convert.check_id(request.request_id, "request_id")
         session, seat, token = await self.host.join(request.game_id, seat, name, request_id)
+        self.housekeeping.touched(session)
         return pb.JoinGameResponse(seat=seat, seat_token=token,
                                    game=convert.view(session, seat))
 
@@ -101,7 +136,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
     async def GetGame(self, request: pb.GetGameRequest,
                       context: grpc.aio.ServicerContext) -> pb.GetGameResponse:
         session = self.host.get(request.game_id)
-        seat = self.host.seat_of(session, _token(context))
+        seat = self._seat(session, context)
         return pb.GetGameResponse(game=convert.view(session, seat))
 
     @unary
@@ -114,7 +149,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
         if token is None:
             raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, "TOKEN_REQUIRED",
                                "acting needs your seat token (authorization: Bearer <token>)")
-        seat = self.host.seat_of(session, token)
+        seat = self._seat(session, context)
         assert seat is not None
         if request.HasField("seat") and request.seat != seat:
             raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, "NOT_YOUR_SEAT",
@@ -130,7 +165,8 @@ class GameServicer(pb_grpc.GameServiceServicer):
                                              received)
         finally:
             logcontext.reset(bound)
-        return convert.answer_wire(session, applied.version, applied.events, seat)
+        self.housekeeping.touched(session)
+        return compaction.answer_wire(session, applied, seat)
 
     async def StreamEvents(  # type: ignore[override]
             self, request: pb.StreamEventsRequest, context: grpc.aio.ServicerContext
@@ -138,11 +174,18 @@ class GameServicer(pb_grpc.GameServiceServicer):
         """Each message is a serialized ``StreamEventsResponse``, shared by every stream of
         the same view (see ``add_to_server``)."""
         try:
+            check_sizes(request)
             session = self.host.get(request.game_id)
-            seat = self.host.seat_of(session, _token(context))
+            seat = self._seat(session, context)
+            stream = self.streams.open_stream(context.peer(), len(session.subscribers), context)
         except ServiceError as error:
+            metrics.REFUSALS.labels(error.code.name, error.reason).inc()
+            bound = logcontext.bind(rpc="StreamEvents", game=clip(request.game_id))
+            log.info("refused", code=error.code.name, reason=error.reason)
+            logcontext.reset(bound)
             await context.abort_with_status(to_status(error))
             return
+        clock = self.host.clock
         subscriber, compacted, backlog = self.host.subscribe(session, seat,
                                                              request.after_sequence)
         metrics.STREAMS.inc()
@@ -150,11 +193,15 @@ class GameServicer(pb_grpc.GameServiceServicer):
             last = request.after_sequence
             for message, sent in compaction.replay(compacted, seat, last, BACKLOG_CHUNK):
                 last = sent
+                stream.writing_since, stream.last = clock.now_ms(), last
                 yield message
+                stream.writing_since = None
             for start in range(0, len(backlog), BACKLOG_CHUNK):
                 chunk = backlog[start:start + BACKLOG_CHUNK]
                 last = chunk[-1].sequence
+                stream.writing_since, stream.last = clock.now_ms(), last
                 yield convert.events_wire(session, chunk, seat)
+                stream.writing_since = None
             while True:
                 batch = await subscriber.next()
                 if batch is None:
@@ -168,15 +215,14 @@ class GameServicer(pb_grpc.GameServiceServicer):
                 if session.probes:
                     for logged in batch:
                         _observe(session.probes, logged.sequence)
+                stream.writing_since, stream.last = clock.now_ms(), last
                 yield response
+                stream.writing_since = None
             if subscriber.overflowed:
-                too_slow = ServiceError(
-                    grpc.StatusCode.RESOURCE_EXHAUSTED, "STREAM_TOO_SLOW",
-                    f"this stream fell too far behind; resume with after_sequence={last}")
-                await context.abort_with_status(
-                    to_status(too_slow, {"resume_after_sequence": str(last)}))
+                await context.abort_with_status(to_status(too_slow(last), resume_at(last)))
         finally:
             metrics.STREAMS.dec()
+            self.streams.close_stream(stream)
             self.host.unsubscribe(session, subscriber)
 
     @unary
@@ -192,15 +238,21 @@ class GameServicer(pb_grpc.GameServiceServicer):
             except ValueError as error:
                 raise invalid_argument("INVALID_PAGE_TOKEN", "page_token is not valid") from error
         kind = convert.kind_of(request.kind) if request.kind else None
-        sessions = [s for s in self.host.sessions.values()
-                    if (kind is None or s.rules.kind == kind)
-                    and (request.include_finished or not s.table.game_over(s.rules))]
-        page = sessions[start:start + size]
+        listed: list[Session | tuple[str, str]] = [
+            s for s in self.host.sessions.values()
+            if (kind is None or s.rules.kind == kind)
+            and (request.include_finished or not s.table.game_over(s.rules))]
+        listed.extend((game_id, game_kind)
+                      for game_id, (game_kind, _) in self.host.quarantined.items()
+                      if kind is None or game_kind == kind)
+        page = listed[start:start + size]
         token = ""
-        if start + size < len(sessions):
+        if start + size < len(listed):
             token = base64.urlsafe_b64encode(str(start + size).encode()).decode()
-        return pb.ListGamesResponse(games=[convert.listing(s) for s in page],
-                                    next_page_token=token)
+        return pb.ListGamesResponse(
+            games=[convert.listing(s) if isinstance(s, Session)
+                   else convert.quarantined_listing(*s) for s in page],
+            next_page_token=token)
 
 
 class _Registration:

@@ -7,7 +7,7 @@ Inputs are applied one at a time, synchronously (the asyncio loop never interlea
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,17 +16,17 @@ from tapis_engine.protocol import Rules
 from tapis_service.adapters import GameAdapter
 from tapis_service.clock import TimerHandle
 
-REQUEST_IDS_KEPT = 1024
-"""Request ids remembered per seat for idempotent retries."""
-
 
 @dataclass(frozen=True, slots=True)
 class LoggedEvent:
-    """A table event with the table version and awaited seats once its input was applied."""
+    """A table event with the table version and awaited seats once its input was applied, and
+    the server time (ms) at which that input was applied (kept in the journal, so a replay
+    gives the same time)."""
 
     event: tbl.TableEvent
     version: int
     awaiting: tuple[int, ...]
+    time_ms: int
 
     @property
     def sequence(self) -> int:
@@ -53,6 +53,9 @@ class Applied:
 
     version: int
     events: tuple[LoggedEvent, ...]
+    compacted: tuple[int, int] | None = None
+    """A retried answer whose first events (these sequences) have been compacted out of the
+    live log: its bytes come from ``Session.compacted``, before ``events``."""
 
 
 class Subscriber:
@@ -119,7 +122,13 @@ class Session:
     wire: dict[tuple[int, int | None], bytes] = field(default_factory=dict)
     """(sequence, view) -> the live log's events as serialized stream frames, built once per
     recipient view and shared by the streams, the SubmitAction answer and the compaction."""
-    request_ids: dict[int, OrderedDict[str, Applied]] = field(default_factory=dict)
+    request_ids: dict[int, dict[str, tuple[int, int, int]]] = field(default_factory=dict)
+    """Seat -> request id -> (version, first and last event sequence) of its committed answer,
+    for the life of the table (rebuilt from the journal after a restart)."""
+    pending: dict[tuple[int, str], asyncio.Future[None]] = field(default_factory=dict)
+    """(seat, request id) of inputs applied but not yet committed -> their commit."""
+    writes: set[asyncio.Future[None]] = field(default_factory=set)
+    """Commits in flight (a rebuild waits for every one of them to settle first)."""
     subscribers: set[Subscriber] = field(default_factory=set)
     bot_timers: dict[int, TimerHandle] = field(default_factory=dict)
     deadline_timers: dict[tuple[int, int], TimerHandle] = field(default_factory=dict)
@@ -145,10 +154,13 @@ class Session:
             return ()
         return tuple(sorted(self.rules.to_act(state)))
 
-    def record(self, events: list[tbl.TableEvent]) -> tuple[LoggedEvent, ...]:
-        """Append freshly produced events to the log (with the current version)."""
+    def record(self, events: list[tbl.TableEvent],
+               now_ms: int | None = None) -> tuple[LoggedEvent, ...]:
+        """Append freshly produced events to the log (with the current version), as of
+        ``now_ms`` (by default the table's creation, whose events these are)."""
         awaiting = self.awaiting()
-        logged = tuple(LoggedEvent(e, self.table.version, awaiting) for e in events)
+        time_ms = self.created_ms if now_ms is None else now_ms
+        logged = tuple(LoggedEvent(e, self.table.version, awaiting, time_ms) for e in events)
         self.events.extend(logged)
         return logged
 
@@ -157,7 +169,7 @@ class Session:
         table, events = tbl.step(self.rules, self.table, move, now_ms)
         self.table = table
         self.journal_length += 1
-        return Applied(table.version, self.record(events))
+        return Applied(table.version, self.record(events, now_ms))
 
     def events_after(self, sequence: int) -> list[LoggedEvent]:
         """The logged events with a sequence greater than ``sequence``."""
@@ -168,14 +180,26 @@ class Session:
         return self.events[start:]
 
     def remembered(self, seat: int, request_id: str) -> Applied | None:
+        """The committed answer to ``request_id`` of ``seat``, if there is one."""
         seen = self.request_ids.get(seat)
-        return None if seen is None else seen.get(request_id)
+        answer = None if seen is None else seen.get(request_id)
+        if answer is None:
+            return None
+        version, first, last = answer
+        if last < first:
+            return Applied(version, ())
+        live = self.events[0].sequence if self.events else last + 1
+        if first < live:  # a finished game's answer: its events are bytes now
+            rest = tuple(self.events_after(live - 1)[:max(0, last - live + 1)])
+            return Applied(version, rest, compacted=(first, min(last, live - 1)))
+        return Applied(version, tuple(self.events_after(first - 1)[:last - first + 1]))
 
     def remember(self, seat: int, request_id: str, applied: Applied) -> None:
-        seen = self.request_ids.setdefault(seat, OrderedDict())
-        seen[request_id] = applied
-        while len(seen) > REQUEST_IDS_KEPT:
-            seen.popitem(last=False)
+        """Keep the answer to a committed input (three integers, for the table's life)."""
+        events = applied.events
+        first = events[0].sequence if events else 1
+        last = events[-1].sequence if events else 0
+        self.request_ids.setdefault(seat, {})[request_id] = (applied.version, first, last)
 
     def publish(self, logged: tuple[LoggedEvent, ...]) -> None:
         for subscriber in list(self.subscribers):

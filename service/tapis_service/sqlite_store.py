@@ -5,6 +5,12 @@ write it takes, plus every write queued behind it, in one transaction (order pre
 awaitable returned to the host completes once that transaction is committed (WAL,
 ``synchronous=FULL``: fsynced), so an answer is never sent before its input is on disk.
 See docs/durability.md for the choice and its measured cost.
+
+The journal has no holes by construction: input N of a game is inserted only if input N-1 (or,
+for the first, the game's creation record) is already there, and never over an existing one.
+Each write runs in a savepoint of its own, so one refused write never takes the others of its
+transaction with it; a transaction that cannot commit (disk full, I/O error) fails every write
+it carried with ``StoreUnavailable``. A file that cannot be read is ``StoreCorrupt``.
 """
 
 from __future__ import annotations
@@ -24,11 +30,20 @@ from typing import Any
 
 import structlog
 
-from tapis_service.store import StoredGame
+from tapis_service.store import (
+    JournalConflict,
+    StoreCorrupt,
+    StoredGame,
+    StoreError,
+    StoreUnavailable,
+)
 
 JSON = dict[str, Any]
 FILE_NAME = "tapis.sqlite3"
 LOCK_NAME = "tapis.lock"
+USED_MARKER = "join.key"
+"""A file every data directory that has served holds: with it, a missing or empty database is
+damage, not a fresh install."""
 SYNCHRONOUS = "FULL"
 
 log = structlog.get_logger("tapis.store")
@@ -53,9 +68,23 @@ CREATE TABLE IF NOT EXISTS snapshots (
     checksum TEXT NOT NULL,
     data TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 """
 
-Write = tuple[str, tuple[Any, ...]]
+_APPEND = """INSERT INTO journal SELECT ?1, ?2, ?3
+WHERE (?2 = 1 AND EXISTS (SELECT 1 FROM games WHERE game_id = ?1))
+   OR EXISTS (SELECT 1 FROM journal WHERE game_id = ?1 AND idx = ?2 - 1)"""
+"""Input N only after input N-1 (input 1 only after the creation record): no holes."""
+
+Write = tuple[str, tuple[Any, ...], str]
+"""(SQL, parameters, what it means if it changes no row: "" when that is fine)."""
+
+Failpoint = Callable[[str], None]
+"""Called by the writer at ``"commit"`` just before each COMMIT: raising ``sqlite3.Error`` there
+makes that transaction fail as a full disk would (tests inject faults this way)."""
 
 
 class _Job:
@@ -70,35 +99,56 @@ class _Job:
         self.future = future
 
 
-def checksum(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def _dumps(data: JSON) -> str:
     return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+
+def checksum(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class SqliteStore:
     """Tables, their journals and snapshots in ``<data_dir>/tapis.sqlite3``."""
 
     def __init__(self, data_dir: Path | str, synchronous: str = SYNCHRONOUS,
-                 max_batch: int = 0) -> None:
+                 max_batch: int = 0, failpoint: Failpoint | None = None) -> None:
         self.path = Path(data_dir) / FILE_NAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _lock_directory(self.path.parent)
         self.synchronous = synchronous
         self.max_batch = max_batch
         """Writes per transaction at most (0: everything queued; 1: no group commit)."""
-        self._connection = self._connect()
-        self._connection.executescript(_SCHEMA)
-        row = self._connection.execute("SELECT COALESCE(MAX(created_order), 0) FROM games")
-        self._order = int(row.fetchone()[0])
+        self.failpoint = failpoint
+        try:
+            self._refuse_lost_file()
+            self._connection = self._connect()
+            self._connection.executescript(_SCHEMA)
+            row = self._connection.execute("SELECT COALESCE(MAX(created_order), 0) FROM games")
+            self._order = int(row.fetchone()[0])
+        except sqlite3.Error as error:
+            os.close(self._lock)
+            raise StoreCorrupt(f"{self.path}: cannot be read as a Tapis store ({error})") \
+                from error
+        except StoreCorrupt:
+            os.close(self._lock)
+            raise
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._closed = False
         self.commits = 0
         """Transactions committed (each may carry many writes): for measurements."""
         self._writer = threading.Thread(target=self._run, name="tapis-store-writer", daemon=True)
         self._writer.start()
+
+    def _refuse_lost_file(self) -> None:
+        """A data directory that has served before must still have its database."""
+        if not (self.path.parent / USED_MARKER).exists():
+            return
+        if not self.path.exists():
+            raise StoreCorrupt(f"{self.path}: missing, but {self.path.parent} has served "
+                               f"before ({USED_MARKER} is there); refusing to start empty")
+        if self.path.stat().st_size == 0:
+            raise StoreCorrupt(f"{self.path}: empty (0 bytes), but {self.path.parent} has "
+                               f"served before ({USED_MARKER} is there); refusing to start empty")
 
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -110,74 +160,82 @@ class SqliteStore:
 
     def created(self, game_id: str, record: JSON) -> asyncio.Future[None] | None:
         self._order += 1
-        return self._submit([("INSERT OR REPLACE INTO games VALUES (?, ?, ?, 0)",
-                              (game_id, self._order, _dumps(record)))])
+        return self._submit([("INSERT INTO games VALUES (?, ?, ?, 0)",
+                              (game_id, self._order, _dumps(record)), "")])
 
     def appended(self, game_id: str, index: int, entry: JSON) -> asyncio.Future[None] | None:
-        return self._submit([("INSERT OR REPLACE INTO journal VALUES (?, ?, ?)",
-                              (game_id, index, _dumps(entry)))])
+        return self._submit([(_APPEND, (game_id, index, _dumps(entry)),
+                              f"game {game_id}: input {index - 1} is not committed")])
 
     def snapshot(self, game_id: str, index: int, data: JSON) -> asyncio.Future[None] | None:
         text = _dumps(data)
         finished = 1 if data.get("finished") else 0
         return self._submit([
-            ("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?)",
-             (game_id, index, data.get("format", 0), checksum(text), text)),
-            ("UPDATE games SET finished = ? WHERE game_id = ?", (finished, game_id)),
+            ("INSERT OR REPLACE INTO snapshots SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS "
+             "(SELECT 1 FROM journal WHERE game_id = ?1 AND idx = ?2)",
+             (game_id, index, data.get("format", 0), checksum(text), text),
+             f"game {game_id}: input {index} is not committed"),
+            ("UPDATE games SET finished = ? WHERE game_id = ?", (finished, game_id), ""),
         ])
 
     def dropped(self, game_id: str) -> asyncio.Future[None] | None:
-        return self._submit([(f"DELETE FROM {name} WHERE game_id = ?", (game_id,))
+        return self._submit([(f"DELETE FROM {name} WHERE game_id = ?", (game_id,), "")
                              for name in ("journal", "snapshots", "games")])
+
+    def probe(self) -> asyncio.Future[None] | None:
+        """A small write of its own: completes once the store commits writes again."""
+        return self._submit([("INSERT OR REPLACE INTO meta VALUES ('probe', ?)",
+                              (str(self.commits),), "")])
 
     def load(self) -> list[tuple[str, JSON, JSON | None, list[JSON]]]:
         """Every stored table, oldest first: (game_id, creation record, last snapshot or None,
         the whole journal). A snapshot comes back as ``{"index", "format", "checksum_ok",
-        "text"}``; recovery decodes and checks it (see recovery.py)."""
-        reader = self._connect()
+        "text"}``; recovery decodes and checks it (see recovery.py). A table whose rows cannot
+        be decoded comes back as ``({"damaged": why}, None, [])``: recovery quarantines it. A
+        file that cannot be read raises ``StoreCorrupt``."""
         try:
-            games = reader.execute(
-                "SELECT game_id, record FROM games ORDER BY created_order").fetchall()
-            snapshots = {row[0]: row[1:] for row in reader.execute(
-                "SELECT game_id, idx, format, checksum, data FROM snapshots")}
-            journals: dict[str, list[JSON]] = {}
-            for game_id, entry in reader.execute(
-                    "SELECT game_id, entry FROM journal ORDER BY game_id, idx"):
-                journals.setdefault(game_id, []).append(json.loads(entry))
-        finally:
-            reader.close()
+            reader = self._connect()
+            try:
+                games = reader.execute(
+                    "SELECT game_id, record FROM games ORDER BY created_order").fetchall()
+                snapshots = {row[0]: row[1:] for row in reader.execute(
+                    "SELECT game_id, idx, format, checksum, data FROM snapshots")}
+                journals: dict[str, list[tuple[int, str]]] = {}
+                for game_id, index, entry in reader.execute(
+                        "SELECT game_id, idx, entry FROM journal ORDER BY game_id, idx"):
+                    journals.setdefault(game_id, []).append((index, entry))
+            finally:
+                reader.close()
+        except sqlite3.Error as error:
+            raise StoreCorrupt(f"{self.path}: cannot be read ({error})") from error
         loaded: list[tuple[str, JSON, JSON | None, list[JSON]]] = []
         for game_id, record in games:
-            snap: JSON | None = None
-            if game_id in snapshots:
-                index, fmt, digest, text = snapshots[game_id]
-                snap = {"index": index, "format": fmt, "checksum_ok": checksum(text) == digest,
-                        "text": text}
-            loaded.append((game_id, json.loads(record), snap, journals.get(game_id, [])))
+            row = snapshots.get(game_id)
+            loaded.append((game_id, *_decoded(game_id, record, row,
+                                              journals.get(game_id, []))))
         return loaded
 
     def load_game(self, game_id: str) -> StoredGame | None:
         """One stored table as ``load`` gives it (None: not stored). Call it once the writes
         queued before it have settled (their awaitables completed)."""
-        reader = self._connect()
         try:
-            row = reader.execute("SELECT record FROM games WHERE game_id = ?",
-                                 (game_id,)).fetchone()
-            if row is None:
-                return None
-            snap_row = reader.execute(
-                "SELECT idx, format, checksum, data FROM snapshots WHERE game_id = ?",
-                (game_id,)).fetchone()
-            journal = [json.loads(entry) for (entry,) in reader.execute(
-                "SELECT entry FROM journal WHERE game_id = ? ORDER BY idx", (game_id,))]
-        finally:
-            reader.close()
-        snap: JSON | None = None
-        if snap_row is not None:
-            index, fmt, digest, text = snap_row
-            snap = {"index": index, "format": fmt, "checksum_ok": checksum(text) == digest,
-                    "text": text}
-        return json.loads(row[0]), snap, journal
+            reader = self._connect()
+            try:
+                row = reader.execute("SELECT record FROM games WHERE game_id = ?",
+                                     (game_id,)).fetchone()
+                if row is None:
+                    return None
+                snap_row = reader.execute(
+                    "SELECT idx, format, checksum, data FROM snapshots WHERE game_id = ?",
+                    (game_id,)).fetchone()
+                journal = reader.execute(
+                    "SELECT idx, entry FROM journal WHERE game_id = ? ORDER BY idx",
+                    (game_id,)).fetchall()
+            finally:
+                reader.close()
+        except sqlite3.Error as error:
+            raise StoreUnavailable(f"{self.path}: cannot be read ({error})") from error
+        return _decoded(game_id, row[0], snap_row, journal)
 
     def close(self) -> None:
         """Commit what is queued, then stop the writer and close the file."""
@@ -218,22 +276,43 @@ class SqliteStore:
                     stopping = True
                     break
                 batch.append(job)
-            error: BaseException | None = None
-            try:
-                self._connection.execute("BEGIN")
-                for job in batch:
-                    for sql, params in job.writes:
-                        self._connection.execute(sql, params)
-                self._connection.execute("COMMIT")
-                self.commits += 1
-            except sqlite3.Error as failure:
-                error = failure
-                log.error("store_write_failed", error=str(failure), writes=len(batch))
-                if self._connection.in_transaction:
-                    self._connection.execute("ROLLBACK")
-            for job in batch:
+            outcomes = self._commit(batch)
+            for job, outcome in zip(batch, outcomes, strict=True):
                 if job.future is not None and job.loop is not None:
-                    _settle_soon(job.loop, job.future, error)
+                    _settle_soon(job.loop, job.future, outcome)
+
+    def _commit(self, batch: list[_Job]) -> list[StoreError | None]:
+        """One transaction for the batch, one savepoint per job: each job's outcome."""
+        outcomes: list[StoreError | None] = [None] * len(batch)
+        connection = self._connection
+        try:
+            connection.execute("BEGIN")
+            for position, job in enumerate(batch):
+                connection.execute("SAVEPOINT job")
+                try:
+                    for sql, params, unless_changed in job.writes:
+                        changed = connection.execute(sql, params).rowcount
+                        if unless_changed and changed == 0:
+                            raise StoreUnavailable(unless_changed)
+                except sqlite3.IntegrityError as error:
+                    outcomes[position] = JournalConflict(str(error))
+                    connection.execute("ROLLBACK TO job")
+                except StoreUnavailable as refused:
+                    outcomes[position] = refused
+                    connection.execute("ROLLBACK TO job")
+                connection.execute("RELEASE job")
+            if self.failpoint is not None:
+                self.failpoint("commit")
+            connection.execute("COMMIT")
+            self.commits += 1
+        except sqlite3.Error as failure:
+            log.error("store_write_failed", error=str(failure), writes=len(batch))
+            with contextlib.suppress(sqlite3.Error):
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+            unavailable = StoreUnavailable(f"{self.path}: {failure}")
+            return [unavailable for _ in batch]
+        return outcomes
 
 
 def _lock_directory(data_dir: Path) -> int:
@@ -245,6 +324,38 @@ def _lock_directory(data_dir: Path) -> int:
         os.close(descriptor)
         raise RuntimeError(f"another tapis-server is using {data_dir}") from error
     return descriptor
+
+
+def _decoded(game_id: str, record: str, snapshot_row: tuple[Any, ...] | None,
+             journal: list[tuple[int, str]]) -> StoredGame:
+    """Decode one table's rows; a table that cannot be decoded is marked damaged."""
+    snap: JSON | None = None
+    if snapshot_row is not None:
+        index, fmt, digest, text = snapshot_row
+        snap = {"index": index, "format": fmt, "checksum_ok": checksum(text) == digest,
+                "text": text}
+    try:
+        decoded_record = json.loads(record)
+    except (ValueError, TypeError) as error:
+        return {"damaged": f"the creation record is not valid JSON ({error})"}, None, []
+    if not isinstance(decoded_record, dict):
+        return {"damaged": "the creation record is not a JSON object"}, None, []
+
+    def damaged(why: str) -> StoredGame:
+        return {"damaged": why, "kind": decoded_record.get("kind")}, None, []
+
+    entries = []
+    for expected, (index, entry) in enumerate(journal, start=1):
+        if index != expected:
+            return damaged(f"journal input {expected} is missing")
+        try:
+            decoded = json.loads(entry)
+        except (ValueError, TypeError) as error:
+            return damaged(f"journal input {index} is not valid JSON ({error})")
+        if not isinstance(decoded, dict):
+            return damaged(f"journal input {index} is not a JSON object")
+        entries.append(decoded)
+    return decoded_record, snap, entries
 
 
 def _settle_soon(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None],

@@ -20,6 +20,11 @@ class StoreUnavailable(StoreError):
     may succeed once it accepts writes again."""
 
 
+class StoreCorrupt(Exception):
+    """The store's file (or database) cannot be read as a Tapis store at all: the server
+    refuses to start (exit 2) rather than serve without it."""
+
+
 class JournalConflict(StoreError):
     """The journal already holds an input at this (game_id, index): another writer appended
     first (in a cluster, another node owns the table now)."""
@@ -54,6 +59,11 @@ class Store(Protocol):
         queued before the call: the durable prefix a discarded session is rebuilt from."""
         ...
 
+    def probe(self) -> Awaitable[None] | None:
+        """A small write of the store's own: completes once the store commits writes again
+        (the host probes with it after a failed write before rebuilding its games)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -76,6 +86,9 @@ class MemoryStore:
         return []
 
     def load_game(self, game_id: str) -> StoredGame | None:
+        return None
+
+    def probe(self) -> None:
         return None
 
     def close(self) -> None:

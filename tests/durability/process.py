@@ -13,7 +13,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tapis_clients.connection import RECONNECT_OPTIONS
+from tapis_clients.connection import CHANNEL_OPTIONS as RECONNECT_OPTIONS
 
 READY_WITHIN_S = 20.0
 
@@ -68,6 +68,7 @@ class ServerProcess:
     def command(self) -> list[str]:
         return [sys.executable, "-m", "tapis_service.main", "--port", str(self.port),
                 "--data-dir", str(self.data_dir), "--bot-delay-ms", "0",
+                "--allow-stacked-decks",  # the drivers choose seeds, for reproducible play
                 "--log-level", "warning", *self.extra]
 
     async def start(self) -> None:

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import grpc
 import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_service.clock import ManualClock
-from tapis_service.recovery import RecoveryError
 from tapis_service.server import RunningServer, create_server
 from tapis_service.sqlite_store import FILE_NAME, SqliteStore
 from tests.conftest import TEST_SETTINGS
@@ -161,36 +162,98 @@ def tamper(data_dir: Path, sql: str) -> None:
     stored.close()
 
 
+def reason_of(error: grpc.aio.AioRpcError) -> str:
+    status = rpc_status.from_call(error)
+    assert status is not None
+    info = error_details_pb2.ErrorInfo()
+    assert status.details[0].Unpack(info)
+    return info.reason
+
+
+async def assert_quarantined_alone(servers: Restartable, game_id: str, message: str) -> None:
+    """After a restart: that game is refused and listed as quarantined, with why in the log;
+    every other game serves; the damaged records are left as they were."""
+    before = dump(servers.data_dir)
+    stub = await servers.start(ManualClock())
+    assert servers.running is not None
+    kind, why = servers.running.host.quarantined[game_id]
+    assert kind == "war" and message in why and game_id in why
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await stub.GetGame(pb.GetGameRequest(game_id=game_id))
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert reason_of(refused.value) == "GAME_QUARANTINED"
+    listed = {g.game_id: g for g in (await stub.ListGames(pb.ListGamesRequest())).games}
+    assert listed[game_id].status == pb.GAME_STATUS_QUARANTINED
+    assert listed[game_id].kind == pb.GAME_KIND_WAR
+    others = [g for g in listed.values() if g.game_id != game_id]
+    assert others, "the untouched game is served"
+    for other in others:
+        assert other.status == pb.GAME_STATUS_IN_PROGRESS
+        await stub.GetGame(pb.GetGameRequest(game_id=other.game_id))
+    await servers.stop()
+    assert dump(servers.data_dir) == before
+
+
+def dump(data_dir: Path) -> list[tuple[object, ...]]:
+    stored = sqlite3.connect(data_dir / FILE_NAME)
+    try:
+        return [row for name in ("games", "journal", "snapshots")
+                for row in stored.execute(f"SELECT * FROM {name} ORDER BY 1, 2")]
+    finally:
+        stored.close()
+
+
+async def two_games_one_with_a_snapshot(servers: Restartable) -> str:
+    """A game with a snapshot, and an untouched game beside it (the server is stopped)."""
+    game_id = await game_with_a_snapshot(servers)
+    stub = await servers.start(ManualClock())
+    other, tokens = await war_between_people(stub, turn_ms=0)
+    await stub.SubmitAction(pb.SubmitActionRequest(game_id=other, action=REVEAL),
+                            metadata=auth(tokens[(await view(stub, other)).awaiting_seats[0]]))
+    await servers.stop()
+    return game_id
+
+
+ONE_GAME = "game_id = (SELECT game_id FROM snapshots)"
+"""The game with a snapshot (the other one has none)."""
+
+
 @pytest.mark.parametrize(("sql", "message"), [
     ("UPDATE snapshots SET format = 99", "snapshot format version 99 is unknown"),
     ("UPDATE snapshots SET data = substr(data, 1, 40)", "snapshot is corrupt"),
     ("UPDATE snapshots SET data = replace(data, '\"version\":3', '\"version\":4'), "
      "checksum = 'x'", "snapshot is corrupt"),
+    ("UPDATE journal SET entry = substr(entry, 1, 10) WHERE idx = 3 AND " + ONE_GAME,
+     "not valid JSON"),
+    ("UPDATE journal SET entry = '[1, 2]' WHERE idx = 2 AND " + ONE_GAME, "not a JSON object"),
+    ("DELETE FROM journal WHERE idx = 2 AND " + ONE_GAME, "journal input 2 is missing"),
+    ("UPDATE journal SET entry = replace(entry, '\"Act\"', '\"Flip\"') WHERE idx = 4 AND "
+     + ONE_GAME,
+     "malformed"),
+    ("UPDATE games SET record = '{\"kind\": \"war\"}' WHERE " + ONE_GAME, "malformed"),
 ])
-async def test_an_unknown_or_corrupt_snapshot_is_refused_with_a_clear_message(
+async def test_a_damaged_game_is_quarantined_and_every_other_game_serves(
         servers: Restartable, sql: str, message: str) -> None:
-    game_id = await game_with_a_snapshot(servers)
+    game_id = await two_games_one_with_a_snapshot(servers)
     tamper(servers.data_dir, sql)
-    with pytest.raises(RecoveryError, match=message) as refused:
-        await servers.start(ManualClock())
-    assert game_id in str(refused.value)
+    await assert_quarantined_alone(servers, game_id, message)
 
 
-async def test_a_snapshot_the_replay_does_not_reproduce_is_refused(
+async def test_a_snapshot_the_replay_does_not_reproduce_is_quarantined(
         servers: Restartable) -> None:
     """Even with a matching checksum, a snapshot that disagrees with the journal is refused."""
-    await game_with_a_snapshot(servers)
+    game_id = await two_games_one_with_a_snapshot(servers)
     stored = sqlite3.connect(servers.data_dir / FILE_NAME)
-    text = stored.execute("SELECT data FROM snapshots").fetchone()[0]
+    text = stored.execute("SELECT data FROM snapshots WHERE game_id = ?",
+                          (game_id,)).fetchone()[0]
     forged = text.replace('"next_sequence":', '"next_sequence":1', 1)
     from tapis_service.sqlite_store import checksum
 
     with stored:
-        stored.execute("UPDATE snapshots SET data = ?, checksum = ?", (forged, checksum(forged)))
+        stored.execute("UPDATE snapshots SET data = ?, checksum = ? WHERE game_id = ?",
+                       (forged, checksum(forged), game_id))
     stored.close()
-    with pytest.raises(RecoveryError, match="differs from the replayed journal"):
-        await servers.start(ManualClock())
-
+    await assert_quarantined_alone(servers, game_id, "differs from the replayed journal")
 
 
 async def test_a_retried_join_gets_the_same_seat_and_token_across_a_restart(

@@ -18,7 +18,6 @@ from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_clients.connection import Connection
 from tapis_engine.registry import GAMES
-from tapis_service.sqlite_store import FILE_NAME
 from tests.durability.driver import Game, all_events, auth, play, start_game
 from tests.durability.process import ServerProcess, channel
 
@@ -113,26 +112,6 @@ async def test_every_acknowledged_action_survives_a_restart(server: ServerProces
     follower.cancel()
     await conn.close()
     await grpc_channel.close()
-
-
-async def test_a_refused_snapshot_stops_the_server_with_a_clear_message(
-        server: ServerProcess) -> None:
-    await server.start()
-    async with channel(server.target) as grpc_channel:
-        stub = pb_grpc.GameServiceStub(grpc_channel)
-        game = await start_game(stub, "war", seed=4)
-        await play(stub, game, random.Random(4), 6)
-    assert server.terminate() == 0
-    import sqlite3
-
-    stored = sqlite3.connect(server.data_dir / FILE_NAME)
-    with stored:
-        stored.execute("UPDATE snapshots SET format = 2")
-    stored.close()
-    refused = subprocess.run(server.command(), capture_output=True, timeout=30, check=False)
-    assert refused.returncode == 2
-    assert f"game {game.game_id}: snapshot format version 2 is unknown" in \
-        refused.stderr.decode()
 
 
 def test_the_server_module_runs(tmp_path: Path) -> None:

@@ -159,6 +159,40 @@ def test_ruling_stacked_deck_used_in_order_every_round() -> None:
     assert state.deck == deck
 
 
+def draw_orders(state: BoutonsState, rounds: int) -> list[tuple[Card, ...]]:
+    """Deck B as each of the next ``rounds`` rounds starts drawing (every bet and flip the
+    first legal one)."""
+    orders = []
+    for _ in range(rounds):
+        state, _ = bet_round(state)
+        orders.append(state.deck)
+        number = state.round
+        while state.phase != OVER and state.round == number:
+            state, _ = act(state, Flip())
+    return orders
+
+
+def test_ruling_stacked_deck_one_order_per_round() -> None:
+    first, second = stacked("7H", "8H"), stacked("AS", "KD", "7C")
+    state, _ = start(deck=first + second, rounds=6)
+    assert draw_orders(state, 3) == [first, second, first]  # round r: order (r - 1) mod k
+    each = [stacked(top) for top in ("7H", "8H", "9H", "10H", "JH", "QH")]
+    state, _ = start(deck=tuple(card for order in each for card in order), rounds=6)
+    assert draw_orders(state, 6) == each
+
+
+def test_ruling_stacked_deck_orders_validated() -> None:
+    two = stacked() + stacked("8S")
+    for deck, rounds in ((two[:-1] + cards("8S"), 6),  # the second order lacks a card
+                         (two[:-1], 6),  # not a whole number of orders
+                         (two, 1),  # more orders than rounds
+                         ((), 6)):
+        with pytest.raises(RuleError) as error:
+            start(deck=deck, rounds=rounds)
+        assert error.value.reason == Reason.INVALID_STACKED_DECK
+    assert start(deck=two, rounds=2)[0].stacked == two
+
+
 # --- betting ------------------------------------------------------------------------------------
 
 
@@ -208,6 +242,7 @@ def test_bet_only_on_own_laid_out_cards() -> None:
         with pytest.raises(RuleError) as error:
             act(state, Bet("red", parse_card(card)))
         assert error.value.reason == Reason.ILLEGAL_BET
+        assert error.value.kind == ErrorKind.PRECONDITION  # one code per reason
 
 
 def test_bet_only_a_colour_you_hold() -> None:

@@ -76,6 +76,18 @@ def test_first_player_reveals_first_other_cannot() -> None:
     assert RULES.legal_actions(state, 1) == [Reveal()]
 
 
+def test_not_your_turn_says_whether_the_awaited_seat_reveals_first_or_second() -> None:
+    state = start(stacked("AS KS", "2C 3C"), first=1)
+    with pytest.raises(RuleError) as refused:
+        RULES.apply(state, 0, Reveal())
+    assert refused.value.message == "seat 1 reveals first in this trick"
+    state, _ = play(state, 1)
+    with pytest.raises(RuleError) as refused:
+        RULES.apply(state, 1, Reveal())
+    assert refused.value.reason is Reason.NOT_YOUR_TURN
+    assert refused.value.message == "seat 0 reveals second in this trick"
+
+
 def test_higher_rank_takes_the_trick_under_its_deck_in_laid_order() -> None:
     state = start(stacked("5S", "KC"), first=0)
     state, events = play(state, 0, 1)

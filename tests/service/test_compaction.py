@@ -12,7 +12,7 @@ from tapis_service import compaction, convert
 from tapis_service.clock import ManualClock
 from tapis_service.host import GameHost
 from tests.conftest import TEST_SETTINGS, Harness, auth
-from tests.service.test_war_service import new_war, play_to_end
+from tests.service.test_war_service import REVEAL, new_war, play_to_end
 
 NEXT = pb.Action(start_next_game=pb.StartNextGame())
 GAMES = 8
@@ -106,3 +106,19 @@ async def test_private_views_are_kept_per_seat_byte_for_byte() -> None:
         assert b"".join(replayed) == b"".join(sent[recipient][:compacted_upto])
         later = [m for m, _ in compaction.replay(session.compacted, recipient, 40, chunk=7)]
         assert b"".join(later) == b"".join(sent[recipient][40:compacted_upto])
+
+
+async def test_a_retry_from_a_finished_game_gets_the_same_answer(server: Harness) -> None:
+    game_id, tokens = await new_war(server, target=1)
+    view = (await server.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+    seat = view.awaiting_seats[0]
+    request = pb.SubmitActionRequest(game_id=game_id, request_id="once",
+                                     action=pb.Action(war=REVEAL.war))
+    first = await server.stub.SubmitAction(request, metadata=auth(tokens[seat]))
+    await play_to_end(server, game_id, tokens)
+    await server.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=NEXT),
+                                   metadata=auth(tokens[0]))
+    session = server.host.get(game_id)
+    assert session.compacted and session.compacted[-1].last >= first.events[-1].sequence
+    again = await server.stub.SubmitAction(request, metadata=auth(tokens[seat]))
+    assert again == first and len(again.events) >= 1

@@ -13,6 +13,7 @@ from rich.console import Console
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients.games import corse as corse_client
+from tapis_clients.strategies import corse as corse_bot
 from tapis_engine import corse
 from tapis_engine.cards import parse_card
 from tapis_engine.corse import RULES, CorseOptions, Flip, Slap
@@ -94,7 +95,7 @@ def test_events_and_views_convert_over_seeded_games(seed: int, seats: int) -> No
         assert [s.deck_size for s in proto.seats] == list(view.deck_sizes)
         # The client judges combinations from the view exactly as the engine does.
         combo = find_combination(view.pile_top, state.combinations)
-        shown = corse_client.showing(proto)
+        shown = corse_bot.showing(proto)
         assert shown == (None if combo is None else COMBINATION_TO_PROTO[combo])
     assert {"dealt", "card_flipped", "pile_won", "ended"} <= kinds
     text = render_text(pb.GameView(kind=pb.GAME_KIND_BATAILLE_CORSE, bataille_corse=proto))
@@ -146,9 +147,17 @@ def test_client_bot_slaps_what_shows_and_flips_when_due() -> None:
         legal = [pb.Action(bataille_corse=ADAPTER.action_to_proto(a))
                  for a in RULES.legal_actions(game, 1)]
         game_view = pb.GameView(bataille_corse=view, legal_actions=legal)
-        picked = corse_client.choose(game_view, random.Random(1))
+        picked = corse_bot.slap_or_flip(game_view, legal)
         assert picked is not None
         assert picked.bataille_corse.WhichOneof("action") == expected
-    flipped = pb.Event(bataille_corse=ADAPTER.event_to_proto(
-        corse.CardFlipped(0, parse_card("7C"), 1, None)))
-    assert corse_client.reacts_to(flipped, 2)
+    # A bot following the stream sees the flipped seven and may slap it, naming its sequence.
+    follower = corse_bot.CorseFollower(pb.GameView(
+        your_seat=2, status=pb.GAME_STATUS_IN_PROGRESS, last_sequence=0,
+        bataille_corse=ADAPTER.view_to_proto(RULES.view(state, 2))))
+    follower.apply(pb.Event(sequence=1, version=1, awaiting_seats=[2],
+                            bataille_corse=ADAPTER.event_to_proto(
+                                corse.CardFlipped(0, parse_card("7C"), 1, None))))
+    moves = [a.bataille_corse.WhichOneof("action") for a in follower.legal_actions()]
+    assert moves == ["flip", "slap"]
+    picked = corse_bot.slap_or_flip(follower.view, follower.legal_actions())
+    assert picked is not None and picked.bataille_corse.slap.pile_sequence == 1

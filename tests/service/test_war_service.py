@@ -195,7 +195,7 @@ async def test_every_error_path_has_its_code_and_reason_and_changes_nothing(
             metadata=auth(tokens[seat])), "FAILED_PRECONDITION", "SEAT_NOT_BOT_CONTROLLED"),
         (stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL,
                                                   request_id="x" * 500),
-                           metadata=auth(tokens[seat])), "INVALID_ARGUMENT", "INVALID_ARGUMENT"),
+                           metadata=auth(tokens[seat])), "INVALID_ARGUMENT", "VALUE_TOO_LONG"),
         (stub.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=0)),
          "FAILED_PRECONDITION", "NOT_ALLOWED_NOW"),
         (stub.JoinGame(pb.JoinGameRequest(game_id=game_id)), "FAILED_PRECONDITION",

@@ -1,13 +1,11 @@
 """Per-game presentation and play for the clients: one module per game, found by the view's
 oneof field. Each module offers ``render(view)``, ``describe_action(action)``,
-``describe_event(event, seat)`` and ``hotkey(action)``; it may offer ``choose(view, rng)`` (a
-bot's pick, default: a random legal action) and ``reacts_to(event, seat)`` (whether a bot
-should look at the table after this event even when not awaited; default: no)."""
+``describe_event(event, seat)`` and ``hotkey(action)``. What bots play is apart, in
+tapis_clients.strategies."""
 
 from __future__ import annotations
 
 import importlib
-import random
 from types import ModuleType
 
 from tapis.v1 import game_service_pb2 as pb
@@ -58,8 +56,10 @@ def describe_event(kind: int, event: pb.Event, seat: int | None) -> str | None:
     """One line for a person, or None for events not worth a line."""
     which = event.WhichOneof("body")
     if which == "seat_claimed":
-        name = event.seat_claimed.display_name or "someone"
-        return f"{name} sits at seat {event.seat_claimed.seat}"
+        claimed = event.seat_claimed
+        if seat is not None and claimed.seat == seat:
+            return f"you sit at seat {claimed.seat}"
+        return f"{claimed.display_name or 'someone'} sits at seat {claimed.seat}"
     if which == "game_started":
         return f"game {event.game_started.game_number} starts"
     if which == "seat_taken_over":
@@ -75,20 +75,3 @@ def describe_event(kind: int, event: pb.Event, seat: int | None) -> str | None:
                 f"draws: {ended.scoreboard.draws}")
     text: str | None = module_for(kind).describe_event(event, seat)
     return text
-
-
-def choose(kind: int, view: pb.GameView, rng: random.Random) -> pb.Action | None:
-    """A bot's pick: the game's own policy, else a random legal action."""
-    if not view.legal_actions:
-        return None
-    module = module_for(kind)
-    policy = getattr(module, "choose", None)
-    if policy is not None:
-        picked: pb.Action | None = policy(view, rng)
-        return picked
-    return rng.choice(list(view.legal_actions))
-
-
-def reacts_to(kind: int, event: pb.Event, seat: int | None) -> bool:
-    hook = getattr(module_for(kind), "reacts_to", None)
-    return bool(hook(event, seat)) if hook is not None else False

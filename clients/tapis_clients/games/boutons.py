@@ -89,7 +89,7 @@ def render(view: pb.GameView) -> RenderableType:
 def describe_action(action: pb.Action) -> str:
     b = action.boutons
     if b.WhichOneof("action") == "bet":
-        return f"bet a {colour_name(b.bet.colour)} button on {card_markup(b.bet.card)}"
+        return f"bet {colour_name(b.bet.colour)} on {card_markup(b.bet.card)}"
     return "flip the top card of deck B"
 
 

@@ -1,8 +1,6 @@
-"""Bataille Corse on screen, and a client bot that slaps what it sees."""
+"""Bataille Corse on screen (the bots' play is in tapis_clients.strategies.corse)."""
 
 from __future__ import annotations
-
-import random
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -10,7 +8,6 @@ from rich.text import Text
 
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
-from tapis.v1.cards_pb2 import Card
 from tapis_clients.games import card_markup
 
 COMBINATION_NAMES = {
@@ -31,41 +28,6 @@ _END = {
     corse_pb2.BATAILLE_CORSE_END_REASON_FLIP_CAP: "the flip cap was reached: most cards",
 }
 SHOWN_PILE_CARDS = 6
-
-
-def _number_value(card: Card) -> int | None:
-    if card.rank <= 10:
-        return int(card.rank)
-    return 1 if card.rank == 14 else None
-
-
-def showing(view: corse_pb2.BatailleCorseView) -> int | None:
-    """The first switched-on combination the face-up pile shows (an enum value), or None."""
-    cards = list(view.pile_top)
-    if not cards:
-        return None
-    top = cards[-1].rank
-    ranks = [card.rank for card in cards]
-    for combination in view.combinations:
-        if combination == corse_pb2.BATAILLE_CORSE_COMBINATION_DOUBLE:
-            hit = len(ranks) >= 2 and ranks[-2] == top
-        elif combination == corse_pb2.BATAILLE_CORSE_COMBINATION_SANDWICH:
-            hit = len(ranks) >= 3 and ranks[-3] == top
-        elif combination == corse_pb2.BATAILLE_CORSE_COMBINATION_BIG_MAC:
-            hit = len(ranks) >= 4 and ranks[-4] == top
-        elif combination == corse_pb2.BATAILLE_CORSE_COMBINATION_SUITE:
-            hit = len(ranks) >= 2 and abs(ranks[-2] - top) == 1
-        elif combination == corse_pb2.BATAILLE_CORSE_COMBINATION_TEN:
-            values = [_number_value(card) for card in cards[-2:]]
-            hit = len(values) == 2 and None not in values and sum(
-                v for v in values if v is not None) == 10
-        elif combination == corse_pb2.BATAILLE_CORSE_COMBINATION_SEVEN:
-            hit = top == 7
-        else:
-            hit = False
-        if hit:
-            return int(combination)
-    return None
 
 
 def render(view: pb.GameView) -> RenderableType:
@@ -165,24 +127,3 @@ def describe_event(event: pb.Event, seat: int | None) -> str | None:
         who = f"seat {ended.winner} wins" if ended.HasField("winner") else "draw"
         return f"{who}: {_END.get(ended.reason, 'game over')}"
     return None
-
-
-def choose(view: pb.GameView, rng: random.Random) -> pb.Action | None:
-    """Slap when a combination shows; else flip when due; else nothing."""
-    flip = slap = None
-    for action in view.legal_actions:
-        if action.WhichOneof("action") != "bataille_corse":
-            continue
-        if action.bataille_corse.WhichOneof("action") == "slap":
-            slap = action
-        else:
-            flip = action
-    if slap is not None and showing(view.bataille_corse) is not None:
-        return slap
-    return flip
-
-
-def reacts_to(event: pb.Event, seat: int | None) -> bool:
-    """Every flipped card may make a combination: any seat looks at the table."""
-    return (event.WhichOneof("body") == "bataille_corse"
-            and event.bataille_corse.WhichOneof("event") == "card_flipped")

@@ -60,18 +60,12 @@ def hotkey(action: pb.Action) -> str | None:
 
 
 def describe_event(event: pb.Event, seat: int | None) -> str | None:
+    """One line for a person, or None. Cards revealed and tricks won get no line: as in the
+    rules, the table shows the trick in play and the last trick only."""
     war = event.war
     which = war.WhichOneof("event")
-    if which == "card_revealed":
-        e = war.card_revealed
-        lead = "lays one face down and reveals" if e.with_face_down else "reveals"
-        return f"seat {e.seat} {lead} {card_markup(e.card)}"
     if which == "bataille":
         return "[bold yellow]Bataille![/]"
-    if which == "trick_won":
-        won = war.trick_won
-        return (f"seat {won.seat} takes {won.cards} cards — points {won.points[0]}-"
-                f"{won.points[1]}, decks {won.deck_sizes[0]}-{won.deck_sizes[1]}")
     if which == "short_bataille":
         short = war.short_bataille
         if short.HasField("loser"):

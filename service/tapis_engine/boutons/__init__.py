@@ -18,9 +18,9 @@ Rulings beyond RULES.md (decided here, as a referee would):
   (4 bets each). A player may bet any colour they hold, reserve buttons included.
 - "A card with no button" is judged at the moment of the bet, buttons left from earlier rounds
   included: once all four of a player's cards carry a button, any of their cards may be chosen.
-- A bet on another player's card or on a card that is not laid out is ``ILLEGAL_BET``
-  (invalid); a colour the player does not hold is ``NO_BUTTON_OF_COLOUR``; a bet on a covered
-  card while an uncovered one remains is ``ILLEGAL_BET`` (precondition).
+- A bet on another player's card or on a card that is not laid out is ``ILLEGAL_BET``; a
+  colour the player does not hold is ``NO_BUTTON_OF_COLOUR``; a bet on a covered card while an
+  uncovered one remains is ``ILLEGAL_BET`` (all preconditions: one status code per reason).
 - "A player had no button left to bet" means betting stopped in that round because the player
   due to bet had none (``BettingStopped``); the round is still drawn, then the game ends. A
   player left without buttons at the end of a round plays on into the next round, where betting
@@ -31,8 +31,9 @@ Rulings beyond RULES.md (decided here, as a referee would):
 - The round ends at once when the last button on the cards and in the centre is taken, or at the
   second black ace; the next player in turn then does not flip. Deck B holds both black aces, so
   it can never run out. The first player of the next round is the next seat, whatever happened.
-- A stacked deck B must hold the 31 cards exactly; ``stacked_first`` may only be 0 (nothing
-  about who starts is random).
+- A stacked deck B holds k orders of the 31 cards, 1 <= k <= rounds: round r uses order
+  (r - 1) mod k, so one order serves every round and ``rounds`` orders give each round its own;
+  ``stacked_first`` may only be 0 (nothing about who starts is random).
 - Winners are all seats sharing the highest score, even when that score is 0.
 - Legal actions come card by card in suit order (clubs, diamonds, hearts, spades), colour by
   colour in the order above; while drawing, the one flip. Everything but deck B's order is

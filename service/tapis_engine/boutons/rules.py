@@ -46,7 +46,7 @@ from tapis_engine.boutons.state import (
     RoundEnded,
     laid_out_cards,
 )
-from tapis_engine.cards import cards_from_text, cards_to_text, parse_card, same_cards
+from tapis_engine.cards import Card, cards_from_text, cards_to_text, parse_card, same_cards
 from tapis_engine.errors import Reason, invalid, precondition
 from tapis_engine.protocol import JSON, GameSetup, Outcome
 
@@ -58,6 +58,12 @@ _LEGAL_BETS: dict[tuple[int, Counts, tuple[bool, ...]], tuple[Bet, ...]] = {}
 """Memo of the legal bets by seat, hand and covered cards (pure, so safe to share)."""
 _LEGAL_BETS_CACHE = 100_000
 ENCODING_VERSION = 1
+
+
+def stacked_orders(deck: tuple[Card, ...]) -> list[tuple[Card, ...]]:
+    """A stacked deck cut into its orders of deck B: round r uses order (r - 1) mod k."""
+    size = len(DECK_B)
+    return [deck[i:i + size] for i in range(0, len(deck), size)]
 
 
 class BoutonsRules:
@@ -77,12 +83,15 @@ class BoutonsRules:
             raise invalid(Reason.INVALID_SEAT_COUNT, "Boutons is for 2 to 4 players")
         if not 1 <= setup.options.rounds <= MAX_ROUNDS:
             raise invalid(Reason.INVALID_OPTIONS, f"rounds must be between 1 and {MAX_ROUNDS}")
-        if setup.stacked_deck is not None and (
-                len(setup.stacked_deck) != len(DECK_B)
-                or not same_cards(setup.stacked_deck, DECK_B)):
+        deck = setup.stacked_deck
+        if deck is not None and (
+                not deck or len(deck) % len(DECK_B)
+                or len(deck) > len(DECK_B) * setup.options.rounds
+                or not all(same_cards(order, DECK_B) for order in stacked_orders(deck))):
             raise invalid(Reason.INVALID_STACKED_DECK,
-                          "a stacked deck B must hold the 31 cards from 7 to ace without the "
-                          "ace of diamonds, each once")
+                          "a stacked deck B holds the 31 cards from 7 to ace without the ace of "
+                          "diamonds, each once, per round (one order, or one for each of up to "
+                          "every round)")
         if setup.stacked_first not in (None, 0):
             raise invalid(Reason.INVALID_STACKED_DECK, "seat 0 is always the first player")
 
@@ -121,7 +130,8 @@ class BoutonsRules:
         """Deck B, whole again, is shuffled (or stacked); the second player flips first."""
         seed = state.rng
         if state.stacked is not None:
-            deck = state.stacked
+            orders = stacked_orders(state.stacked)
+            deck = orders[(state.round - 1) % len(orders)]
         else:
             deck, seed = rng.shuffled(seed, DECK_B)
         seat = (state.first + 1) % state.seats
@@ -188,7 +198,7 @@ class BoutonsRules:
             raise invalid(Reason.INVALID_ACTION, f"no such button colour: {bet.colour!r}")
         card = bet.card
         if card.rank != laid_out_cards(seat)[0].rank or card.suit not in SUIT_INDEX:
-            raise invalid(Reason.ILLEGAL_BET, "bet on one of your own laid-out cards")
+            raise precondition(Reason.ILLEGAL_BET, "bet on one of your own laid-out cards")
         if not state.hands[seat][colour]:
             raise precondition(Reason.NO_BUTTON_OF_COLOUR, f"you have no {bet.colour} button")
         mine = state.cards[seat]

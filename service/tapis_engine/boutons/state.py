@@ -118,7 +118,8 @@ class BoutonsState(NamedTuple):
     """A player had no button to bet this round: the game ends after it."""
     rng: int
     stacked: tuple[Card, ...] | None
-    """The stacked order of deck B used every round, or None to shuffle."""
+    """The stacked orders of deck B (31 cards each; round r uses order (r - 1) mod k), or None
+    to shuffle."""
     end: str | None = None
 
 

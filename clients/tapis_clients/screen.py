@@ -1,0 +1,112 @@
+"""The table on screen for the interactive client: the caller's view, who sits where, the
+latest event lines, the move menu and the prompt, redrawn whole at every change."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from rich.columns import Columns
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.text import Text
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis_clients import games
+
+EVENT_LINES = 8
+"""Event lines kept under the table."""
+ONE_COLUMN_MENU = 8
+"""Longer menus are laid out in columns, so that they fit a 40-row terminal."""
+
+
+def kind_title(kind: int) -> str:
+    return pb.GameKind.Name(kind)[10:].replace("_", " ").title()  # type: ignore[arg-type]
+
+
+def seat_names(view: pb.GameView) -> str:
+    """``seat 0: ana (you) · seat 1: bot (random) · seat 2: open``."""
+    me = view.your_seat if view.HasField("your_seat") else None
+    parts = []
+    for seat in view.seats:
+        if seat.type == pb.SEAT_TYPE_BOT:
+            name = f"bot ({seat.bot_strategy})" if seat.bot_strategy else "bot"
+        elif not seat.taken:
+            name = "[dim]open[/]"
+        else:
+            name = seat.display_name or "someone"
+            if seat.bot_controlled:
+                name += " [yellow](a bot plays for now)[/]"
+        if seat.seat == me:
+            name += " [bold](you)[/]"
+        parts.append(f"seat {seat.seat}: {name}")
+    return " · ".join(parts)
+
+
+def waiting_table(view: pb.GameView) -> RenderableType:
+    """A table whose players are not all seated yet."""
+    taken = sum(1 for seat in view.seats if seat.taken)
+    lines: list[RenderableType] = [
+        Text.from_markup(f"[bold]waiting for players[/]: {taken} of {len(view.seats)} seats "
+                         "taken"),
+    ]
+    open_seats = [str(seat.seat) for seat in view.seats if not seat.taken]
+    if open_seats:
+        lines.append(Text.from_markup(
+            f"open: seat {', '.join(open_seats)} — join with `tapis join {view.game_id}`"))
+    return Group(*lines)
+
+
+def menu(kind: int, actions: list[pb.Action]) -> RenderableType:
+    """The moves, numbered from 1, with their hotkeys."""
+    module = games.module_for(kind)
+    entries = []
+    for i, action in enumerate(actions, 1):
+        key = module.hotkey(action) if action.WhichOneof("action") == games.FIELDS[kind] \
+            else None
+        entries.append(f"[bold][{i}{'/' + key if key else ''}][/] "
+                       f"{games.describe_action(kind, action)}")
+    if len(entries) <= ONE_COLUMN_MENU:
+        return Group(*(Text.from_markup(entry) for entry in entries))
+    return Columns([Text.from_markup(entry) for entry in entries], column_first=True,
+                   equal=True, expand=False)
+
+
+class Screen:
+    """What the person sees; ``draw`` repaints it all."""
+
+    def __init__(self, console: Console, kind: int, seat: int | None) -> None:
+        self.console = console
+        self.kind = kind
+        self.seat = seat
+        self.lines: deque[str] = deque(maxlen=EVENT_LINES)
+        self.status = ""
+        """A line about the connection or the last refusal ("" for none)."""
+
+    def add_event(self, event: pb.Event) -> None:
+        line = games.describe_event(self.kind, event, self.seat)
+        if line:
+            self.lines.append(line)
+
+    def draw(self, view: pb.GameView, actions: list[pb.Action], prompt: str) -> None:
+        console = self.console
+        if console.is_terminal:
+            console.clear()
+        title = f"{kind_title(view.kind)} · {view.game_id} · v{view.version}"
+        if view.status == pb.GAME_STATUS_WAITING_FOR_PLAYERS:
+            body = waiting_table(view)
+        else:
+            body = games.module_for(self.kind).render(view)
+        console.print(Panel(body, title=title))
+        console.print(Text.from_markup(seat_names(view)))
+        board = view.scoreboard
+        if board.games_played:
+            wins = ", ".join(f"seat {i}: {w}" for i, w in enumerate(board.wins))
+            console.print(f"series after {board.games_played} game(s): {wins}, "
+                          f"draws: {board.draws}")
+        for line in self.lines:
+            console.print(Text.from_markup("  " + line))
+        if self.status:
+            console.print(Text.from_markup(self.status))
+        if actions:
+            console.print(menu(self.kind, actions))
+        console.print(Text.from_markup(prompt), end="")

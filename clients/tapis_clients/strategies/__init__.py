@@ -1,0 +1,49 @@
+"""Bot strategies: what to play, apart from how a table is drawn.
+
+A strategy is a plain function ``(view, legal_actions) -> action`` (or None to pass): ``view`` is
+the seat's ``tapis.v1.GameView`` and ``legal_actions`` the moves it may send now, straight from
+the server (in Bataille Corse, from the bot's own following of the event stream). Plug your
+own into `tapis-bot play --strategy package.module:function`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+from collections.abc import Callable, Sequence
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis_clients.strategies import corse
+
+Strategy = Callable[[pb.GameView, Sequence[pb.Action]], pb.Action | None]
+
+
+def random_legal(rng: random.Random) -> Strategy:
+    """Any legal action, drawn with ``rng`` (never "start the next game")."""
+
+    def pick(view: pb.GameView, legal: Sequence[pb.Action]) -> pb.Action | None:
+        moves = [a for a in legal if a.WhichOneof("action") != "start_next_game"]
+        return rng.choice(moves) if moves else None
+
+    return pick
+
+
+def reference(kind: int, rng: random.Random) -> Strategy:
+    """The reference bot's policy for ``kind``: Bataille Corse slaps what it sees and flips when
+    due; the other games play a seeded random legal move."""
+    if kind == pb.GAME_KIND_BATAILLE_CORSE:
+        return corse.slap_or_flip
+    return random_legal(rng)
+
+
+def load(spec: str) -> Strategy:
+    """The function named ``module:function`` (e.g. ``examples.first_move:choose``)."""
+    module_name, sep, function_name = spec.partition(":")
+    if not sep or not module_name or not function_name:
+        raise ValueError(f"a strategy is module:function, not {spec!r}")
+    module = importlib.import_module(module_name)
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise ValueError(f"{module_name} has no function {function_name!r}")
+    strategy: Strategy = function
+    return strategy

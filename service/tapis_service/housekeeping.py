@@ -1,0 +1,110 @@
+"""Housekeeping: tables nobody joined expire, tables nobody plays end as abandoned.
+
+A sweep runs on the injected clock. A table still waiting for players where no person took a
+seat is dropped (from memory and the store) ``unjoined_ttl_s`` after its creation. A table not
+over where no person acted (joined, played, reclaimed a seat, started the next game) for
+``abandon_after_s`` is ended with the ``Abandon`` input: journaled like any other input, so
+the abandonment survives a restart and replays identically (the engine gets the time as an
+input; it never reads a clock). The time of a person's last action is kept in memory: after a
+restart every table's period starts again from the start-up time, so a table is never ended
+sooner than the option says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+import structlog
+
+from tapis_service.clock import TimerHandle
+
+if TYPE_CHECKING:
+    from tapis_service.host import GameHost
+    from tapis_service.session import Session
+
+log = structlog.get_logger("tapis.housekeeping")
+
+MIN_PERIOD_MS = 1_000
+MAX_PERIOD_MS = 60_000
+
+
+class Housekeeping:
+    """The sweep over the host's tables."""
+
+    def __init__(self, host: GameHost) -> None:
+        self.host = host
+        settings = host.settings
+        self.unjoined_ms = int(settings.unjoined_ttl_s * 1000)
+        self.abandon_ms = int(settings.abandon_after_s * 1000)
+        self.started_ms = host.clock.now_ms()
+        self.last_person_ms: dict[str, int] = {}
+        self._timer: TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._abandoning: set[str] = set()
+        self.expired = 0
+        self.abandoned = 0
+
+    @property
+    def period_ms(self) -> int:
+        wanted = [t for t in (self.unjoined_ms, self.abandon_ms) if t > 0]
+        if not wanted:
+            return 0
+        return max(MIN_PERIOD_MS, min(MAX_PERIOD_MS, min(wanted) // 10))
+
+    def start(self) -> None:
+        if self.period_ms:
+            self._arm()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def touched(self, session: Session) -> None:
+        """A person acted at this table (a join or an accepted action)."""
+        self.last_person_ms[session.game_id] = self.host.clock.now_ms()
+
+    def _arm(self) -> None:
+        self._timer = self.host.clock.call_at(self.host.clock.now_ms() + self.period_ms,
+                                              self.sweep)
+
+    def sweep(self) -> None:
+        """Drop expired tables and end abandoned ones; then arm the next sweep."""
+        self._timer = None
+        now = self.host.clock.now_ms()
+        sessions = self.host.sessions
+        for game_id in [g for g in self.last_person_ms if g not in sessions]:
+            del self.last_person_ms[game_id]
+        for game_id, session in list(sessions.items()):
+            table = session.table
+            if table.game_over(session.rules):
+                continue
+            if self.unjoined_ms and not table.started and now - session.created_ms \
+                    >= self.unjoined_ms and not any(s.claimed and s.bot is None
+                                                    for s in table.seats):
+                log.info("game_expired", game=game_id, reason="nobody joined")
+                self.host.drop(game_id)
+                self.expired += 1
+                continue
+            if self.abandon_ms:
+                last = max(self.last_person_ms.get(game_id, session.created_ms),
+                           self.started_ms)
+                if now - last >= self.abandon_ms and game_id not in self._abandoning:
+                    self.abandoned += 1
+                    self._abandoning.add(game_id)
+                    task = asyncio.ensure_future(self._abandon(session))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+        self._arm()
+
+    async def _abandon(self, session: Session) -> None:
+        try:
+            await self.host.abandon(session)
+        finally:
+            self._abandoning.discard(session.game_id)
+
+    async def drain(self) -> None:
+        """Wait for the abandonments in progress (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)

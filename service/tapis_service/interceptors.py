@@ -1,0 +1,173 @@
+"""Server interceptors: undecodable requests and the bound on calls in flight.
+
+grpc's method handlers decode the request before any servicer code runs, and a decoding error
+there comes back as ``UNKNOWN "Unexpected <class ...>"``. ``CallGuard`` gives every method a
+decoder that never raises: bytes that do not decode become ``Undecodable``, answered
+``INVALID_ARGUMENT`` / ``INVALID_REQUEST``. It also bounds the unary calls in flight: beyond
+the bound a call is answered at once with ``RESOURCE_EXHAUSTED`` / ``OVERLOADED`` (a client
+retries it with backoff) instead of queueing until the client's deadline cancels it. Streams
+are not counted here: they have their own caps (``tapis_service.streams``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+import structlog
+
+from tapis_service import metrics
+from tapis_service.errors import ServiceError, to_status
+
+log = structlog.get_logger("tapis.rpc")
+
+Deserializer = Callable[[bytes], Any]
+
+
+class Undecodable:
+    """What a request decodes to when its bytes are not a valid message."""
+
+    __slots__ = ()
+
+
+UNDECODABLE = Undecodable()
+
+
+def safe_deserializer(parse: Deserializer | None) -> Deserializer | None:
+    """``parse``, returning ``UNDECODABLE`` instead of raising."""
+    if parse is None:
+        return None
+
+    def decode(data: bytes) -> Any:
+        try:
+            return parse(data)
+        except Exception:  # any decoding failure: never let grpc answer UNKNOWN
+            return UNDECODABLE
+
+    return decode
+
+
+def _invalid_request(method: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST",
+                        f"the request is not a valid {method.rsplit('/', 1)[-1]} message")
+
+
+def _overloaded() -> ServiceError:
+    return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED",
+                        "the server has too many calls in flight; retry with backoff")
+
+
+async def _refuse(context: grpc.aio.ServicerContext, error: ServiceError) -> None:
+    metrics.REFUSALS.labels(error.code.name, error.reason).inc()
+    log.info("refused", code=error.code.name, reason=error.reason)
+    await context.abort_with_status(to_status(error))
+
+
+class CallGuard(grpc.aio.ServerInterceptor):
+    """Safe request decoding for every method, and at most ``max_in_flight`` unary calls."""
+
+    def __init__(self, max_in_flight: int) -> None:
+        self.max_in_flight = max_in_flight
+        self.in_flight = 0
+        self._handlers: dict[str, grpc.RpcMethodHandler] = {}
+
+    async def intercept_service(
+        self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> Any:
+        method = handler_call_details.method
+        wrapped = self._handlers.get(method)
+        if wrapped is not None:
+            return wrapped
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        wrapped = self._wrap(method, handler)
+        self._handlers[method] = wrapped
+        return wrapped
+
+    def _wrap(self, method: str, handler: Any) -> Any:
+        decode = safe_deserializer(handler.request_deserializer)
+        if handler.unary_unary is not None:
+            return handler._replace(request_deserializer=decode,
+                                    unary_unary=self._unary(method, handler.unary_unary))
+        if handler.unary_stream is not None:
+            return handler._replace(request_deserializer=decode,
+                                    unary_stream=_checked_stream(method, handler.unary_stream))
+        if handler.stream_unary is not None:
+            return handler._replace(request_deserializer=decode,
+                                    stream_unary=_checked_requests(method, handler.stream_unary))
+        return handler._replace(request_deserializer=decode,
+                                stream_stream=_checked_requests(method, handler.stream_stream))
+
+    def _unary(self, method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
+        async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            if request is UNDECODABLE:
+                await _refuse(context, _invalid_request(method))
+            if self.in_flight >= self.max_in_flight:
+                await _refuse(context, _overloaded())
+            self.in_flight += 1
+            try:
+                result = behavior(request, context)
+                if inspect.isawaitable(result):
+                    result = await result
+                return result
+            finally:
+                self.in_flight -= 1
+
+        return guarded
+
+
+def _checked_stream(method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
+    """A server-streaming behavior (an async generator, or a coroutine that writes)."""
+    if inspect.isasyncgenfunction(behavior):
+        async def generate(request: Any, context: grpc.aio.ServicerContext
+                           ) -> AsyncIterator[Any]:
+            if request is UNDECODABLE:
+                await _refuse(context, _invalid_request(method))
+            async with contextlib.aclosing(behavior(request, context)) as responses:
+                async for response in responses:
+                    yield response
+
+        return generate
+
+    async def write(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        if request is UNDECODABLE:
+            await _refuse(context, _invalid_request(method))
+        result = behavior(request, context)
+        return await result if inspect.isawaitable(result) else result
+
+    return write
+
+
+def _checked_requests(method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
+    """A client-streaming behavior: every request of the stream is checked as it is read."""
+
+    def checked(requests: AsyncIterator[Any],
+                context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        async def read() -> AsyncIterator[Any]:
+            async for request in requests:
+                if request is UNDECODABLE:
+                    await _refuse(context, _invalid_request(method))
+                yield request
+
+        return read()
+
+    if inspect.isasyncgenfunction(behavior):
+        async def generate(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
+                           ) -> AsyncIterator[Any]:
+            async with contextlib.aclosing(behavior(checked(requests, context),
+                                                    context)) as responses:
+                async for response in responses:
+                    yield response
+
+        return generate
+
+    async def call(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
+        result = behavior(checked(requests, context), context)
+        return await result if inspect.isawaitable(result) else result
+
+    return call

@@ -1,0 +1,138 @@
+"""Open event streams: caps per table, per connection and per peer, and the slow-stream
+watchdog.
+
+A grpc.aio server-streaming handler that yields a message is suspended until the transport has
+taken it; when the client stops reading, HTTP/2 flow control fills up and that write never
+completes. Each stream records when its current write began (on the injected clock); a
+watchdog, running while any stream is open, cuts a stream whose write has been pending for
+``stall_ms``: the client gets ``RESOURCE_EXHAUSTED`` / ``STREAM_TOO_SLOW`` (with the sequence to
+resume after) once it reads again, and the handler task is cancelled at once, so its queue
+and subscription are freed whether or not the client ever reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass, field
+
+import grpc
+
+from tapis_service.clock import Clock, TimerHandle
+from tapis_service.errors import ServiceError, to_status
+from tapis_service.limits import peer_host
+
+
+def too_many_streams(message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_STREAMS", message)
+
+
+def too_slow(last: int) -> ServiceError:
+    """The refusal of a stream cut off for falling behind; it may resume after ``last``."""
+    return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "STREAM_TOO_SLOW",
+                        f"this stream fell too far behind; resume with after_sequence={last}")
+
+
+def resume_at(last: int) -> dict[str, str]:
+    """The ErrorInfo metadata of ``too_slow``: where the client resumes."""
+    return {"resume_after_sequence": str(last)}
+
+
+@dataclass(eq=False)
+class OpenStream:
+    """One open StreamEvents call, as the watchdog sees it."""
+
+    peer: str
+    context: grpc.aio.ServicerContext
+    task: asyncio.Task[object] | None
+    writing_since: int | None = None
+    """Clock time at which the message being written was handed to grpc (None: not writing)."""
+    last: int = 0
+    """The sequence of the last event written."""
+    cut: bool = False
+    _abort: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+class StreamGuard:
+    """Counts open streams and cuts the ones whose client does not read."""
+
+    def __init__(self, clock: Clock, per_table: int, per_connection: int, per_peer: int,
+                 stall_ms: int) -> None:
+        self.clock = clock
+        self.per_table = per_table
+        self.per_connection = per_connection
+        self.per_peer = per_peer
+        self.stall_ms = stall_ms
+        self.open: set[OpenStream] = set()
+        self.connections: Counter[str] = Counter()
+        self.peers: Counter[str] = Counter()
+        self._timer: TimerHandle | None = None
+        self.cut_count = 0
+
+    def open_stream(self, peer: str, table_streams: int,
+                    context: grpc.aio.ServicerContext) -> OpenStream:
+        """Register a new stream, or refuse it (TOO_MANY_STREAMS) beyond a cap."""
+        if table_streams >= self.per_table:
+            raise too_many_streams(f"this table has {self.per_table} open streams already")
+        if self.connections[peer] >= self.per_connection:
+            raise too_many_streams(
+                f"this connection has {self.per_connection} open streams already")
+        host = peer_host(peer)
+        if self.peers[host] >= self.per_peer:
+            raise too_many_streams(f"your address has {self.per_peer} open streams already")
+        self.connections[peer] += 1
+        self.peers[host] += 1
+        try:
+            task: asyncio.Task[object] | None = asyncio.current_task()
+        except RuntimeError:
+            task = None
+        stream = OpenStream(peer, context, task)
+        self.open.add(stream)
+        if self._timer is None and self.stall_ms > 0:
+            self._arm()
+        return stream
+
+    def close_stream(self, stream: OpenStream) -> None:
+        if stream not in self.open:
+            return
+        self.open.discard(stream)
+        for counts, key in ((self.connections, stream.peer),
+                            (self.peers, peer_host(stream.peer))):
+            counts[key] -= 1
+            if counts[key] <= 0:
+                del counts[key]
+        if not self.open and self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _arm(self) -> None:
+        period = max(self.stall_ms // 2, 1)
+        self._timer = self.clock.call_at(self.clock.now_ms() + period, self._sweep)
+
+    def _sweep(self) -> None:
+        self._timer = None
+        now = self.clock.now_ms()
+        for stream in list(self.open):
+            since = stream.writing_since
+            if since is not None and now - since >= self.stall_ms:
+                self.cut(stream)
+        if self.open:
+            self._arm()
+
+    def cut(self, stream: OpenStream) -> None:
+        """End a stream that does not read: its status goes out behind what grpc holds."""
+        if stream.cut:
+            return
+        stream.cut = True
+        self.cut_count += 1
+        stream._abort = asyncio.ensure_future(_abort(stream.context, stream.last))
+        if stream.task is not None:
+            stream.task.cancel()
+        self.close_stream(stream)
+
+
+async def _abort(context: grpc.aio.ServicerContext, last: int) -> None:
+    try:
+        await context.abort_with_status(to_status(too_slow(last), resume_at(last)))
+    except Exception:  # abort_with_status raises AbortError once the status is queued
+        return

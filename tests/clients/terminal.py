@@ -1,0 +1,113 @@
+"""A client process on a real pseudo-terminal, its screen emulated by pyte: tests type keys and
+wait until the screen shows what they expect (no sleeps; a generous overall timeout)."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import re
+import struct
+import sys
+import termios
+from collections.abc import Callable
+from pathlib import Path
+
+import pyte
+
+ROWS, COLUMNS = 40, 100
+PATIENCE_S = 30.0
+"""How long a test waits for a screen before failing (never a condition of correctness)."""
+
+
+def _take_terminal() -> None:
+    """In the child: the pty becomes its controlling terminal (Ctrl-C sends SIGINT)."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class Terminal:
+    """``python -m tapis_clients.cli ARGS`` on a pty of 40×100."""
+
+    def __init__(self, process: asyncio.subprocess.Process, master: int, slave: int) -> None:
+        self.process = process
+        self.master = master
+        self.slave = slave
+        self.screen = pyte.Screen(COLUMNS, ROWS)
+        self.stream = pyte.ByteStream(self.screen)
+        self.updated = asyncio.Event()
+        self.closed = False
+        asyncio.get_running_loop().add_reader(master, self._read)
+
+    @classmethod
+    async def start(cls, *args: str, state_dir: Path) -> Terminal:
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+        env = dict(os.environ, TAPIS_STATE_DIR=str(state_dir), TERM="xterm-256color",
+                   COLUMNS=str(COLUMNS), LINES=str(ROWS))
+        env.pop("TAPIS_TARGET", None)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tapis_clients.cli", *args, stdin=slave, stdout=slave,
+            stderr=slave, env=env, preexec_fn=_take_terminal)
+        return cls(process, master, slave)
+
+    def _read(self) -> None:
+        try:
+            data = os.read(self.master, 65536)
+        except OSError:
+            data = b""
+        if not data:
+            asyncio.get_running_loop().remove_reader(self.master)
+            self.closed = True
+        else:
+            self.stream.feed(data)
+        self.updated.set()
+
+    @property
+    def text(self) -> str:
+        return "\n".join(line.rstrip() for line in self.screen.display)
+
+    def version(self) -> int:
+        """The table version in the screen's title (-1 before any table is drawn)."""
+        found = re.findall(r"· v(\d+) ", self.text)
+        return int(found[-1]) if found else -1
+
+    async def wait_for(self, check: Callable[[str], bool] | str,
+                       what: str | None = None) -> str:
+        """Wait until the screen passes ``check`` (or shows a text); the screen text."""
+        test = (lambda text: check in text) if isinstance(check, str) else check
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + PATIENCE_S
+        while not test(self.text):
+            if self.closed and self.process.returncode is not None:
+                break
+            self.updated.clear()
+            left = give_up - loop.time()
+            if left <= 0:
+                break
+            try:
+                await asyncio.wait_for(self.updated.wait(), min(left, 1.0))
+            except TimeoutError:
+                continue
+        text = self.text
+        assert test(text), f"the screen never showed {what or check!r}:\n{text}"
+        return text
+
+    def type(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+    async def exit_status(self) -> int:
+        return await asyncio.wait_for(self.process.wait(), PATIENCE_S)
+
+    def slave_modes(self) -> list[int]:
+        """The pty's line modes now (lflag): ICANON and ECHO are back after the client."""
+        return termios.tcgetattr(self.slave)
+
+    async def close(self) -> None:
+        if self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(self.master)
+        os.close(self.master)
+        os.close(self.slave)

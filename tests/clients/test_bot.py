@@ -1,0 +1,124 @@
+"""The bot kit over a real channel to an in-process server: the reference bot follows Bataille
+Corse from its stream, backs off when rate limited, and takes plugged-in strategies."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tapis.v1 import bataille_corse_pb2 as corse_pb2
+from tapis.v1 import game_service_pb2 as pb
+from tapis_clients import bot, strategies
+from tapis_clients.connection import Connection
+from tests.conftest import ServerFactory
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "clients" / "examples"
+
+
+class CountingConnection(Connection):
+    """A connection that counts the calls made by method name."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__(target)
+        self.counts: dict[str, int] = {}
+
+    async def call(self, method: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        name = type(request).__name__.removesuffix("Request")
+        self.counts[name] = self.counts.get(name, 0) + 1
+        return await super().call(method, request, *args, **kwargs)
+
+
+async def test_corse_bots_follow_the_stream_without_idle_stalls(
+        make_server: ServerFactory) -> None:
+    h = await make_server()
+    conn = CountingConnection(f"127.0.0.1:{h.running.port}")
+    stats = bot.Stats()
+    done = await bot.selfplay_one(conn, pb.GAME_KIND_BATAILLE_CORSE, 2, 7, bot.BotStyle(), stats)
+    await conn.close()
+    assert done
+    assert stats.errors == []
+    assert stats.idle_checks == 0
+    # One look at the table per seat at the start; every flip after that comes from the stream.
+    assert conn.counts["GetGame"] == 2
+    assert stats.actions > 50
+
+
+async def test_rate_limited_slaps_wait_and_the_game_goes_on(make_server: ServerFactory) -> None:
+    h = await make_server(slap_rate_per_s=4.0, slap_burst=1)
+    conn = Connection(f"127.0.0.1:{h.running.port}")
+    stats = bot.Stats()
+    short = pb.CreateGameRequest(bataille_corse=corse_pb2.BatailleCorseOptions(flip_cap=60))
+    done = await bot.selfplay_one(conn, pb.GAME_KIND_BATAILLE_CORSE, 2, 3, bot.BotStyle(), stats,
+                                  options=short)
+    await conn.close()
+    assert done and stats.errors == []
+    assert stats.rate_limited > 0
+    assert stats.idle_checks == 0
+
+
+def test_action_kind_names_the_move() -> None:
+    slap = strategies.corse.slap_action(4)
+    assert bot.action_kind(slap) == "bataille_corse.slap"
+    assert bot.action_kind(pb.Action(reclaim_seat=pb.ReclaimSeat())) == "reclaim_seat"
+
+
+def test_load_refuses_what_is_not_module_function() -> None:
+    with pytest.raises(ValueError, match="module:function"):
+        strategies.load("no_colon")
+    with pytest.raises(ValueError, match="no function"):
+        strategies.load("tapis_clients.strategies:missing")
+    assert strategies.load("tapis_clients.strategies.corse:slap_or_flip") is \
+        strategies.corse.slap_or_flip
+
+
+async def test_a_plugged_in_strategy_plays_every_move(make_server: ServerFactory,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    seen: list[int] = []
+    cautious = strategies.load("cautious_strategy:choose")
+
+    def spy(view: pb.GameView, legal: Sequence[pb.Action]) -> pb.Action | None:
+        seen.append(len(legal))
+        return cautious(view, legal)
+
+    h = await make_server()
+    conn = Connection(f"127.0.0.1:{h.running.port}")
+    stats = bot.Stats()
+    done = await bot.selfplay_one(conn, pb.GAME_KIND_BASRA, 2, 11, bot.BotStyle(), stats, spy)
+    await conn.close()
+    assert done and stats.errors == []
+    assert len(seen) == stats.actions > 0
+
+
+async def test_the_example_bot_plays_war_on_the_stubs_alone(make_server: ServerFactory) -> None:
+    spec = importlib.util.spec_from_file_location("first_legal_bot",
+                                                  EXAMPLES / "first_legal_bot.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    source = (EXAMPLES / "first_legal_bot.py").read_text()
+    assert "tapis_clients" not in source and "tapis_service" not in source
+    h = await make_server()
+    created = await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, seed=3, request_id=uuid.uuid4().hex,
+        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON),
+                      pb.SeatConfig(type=pb.SEAT_TYPE_BOT)]))
+    moves = await example.play(f"127.0.0.1:{h.running.port}", created.game.game_id)
+    view = (await h.stub.GetGame(pb.GetGameRequest(game_id=created.game.game_id))).game
+    assert view.status == pb.GAME_STATUS_GAME_OVER
+    assert moves > 0
+    assert "first_legal_bot" not in sys.modules
+
+
+def test_reference_strategy_is_seeded() -> None:
+    legal = [pb.Action(reclaim_seat=pb.ReclaimSeat()), strategies.corse.flip_action()]
+    picks = [strategies.reference(pb.GAME_KIND_BASRA, random.Random(5))(pb.GameView(), legal)
+             for _ in range(2)]
+    assert picks[0] == picks[1]

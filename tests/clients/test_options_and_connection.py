@@ -1,0 +1,230 @@
+"""Client options, where the server is, an unreachable server, retries, and a target of
+several addresses where one node is down."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import stat
+import uuid
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis_clients import bot, cli, connection, seats_file
+from tapis_clients.connection import Connection, resolve_target
+from tests.conftest import ServerFactory
+
+
+@pytest.mark.parametrize("argv", [
+    ["--target", "h:1", "list"], ["list", "--target", "h:1"]])
+def test_tapis_takes_its_global_options_before_or_after_the_subcommand(argv: list[str]) -> None:
+    assert cli.parse_args(argv).target == "h:1"
+
+
+@pytest.mark.parametrize("argv", [
+    ["--target", "h:2", "--reaction-ms", "150", "--mistake-rate", "0.5",
+     "selfplay", "--kind", "war"],
+    ["selfplay", "--kind", "war", "--target", "h:2", "--reaction-ms", "150",
+     "--mistake-rate", "0.5"]])
+def test_tapis_bot_takes_its_global_options_before_or_after(argv: list[str]) -> None:
+    args = bot.parse_args(argv)
+    assert (args.target, args.reaction_ms, args.mistake_rate) == ("h:2", 150, 0.5)
+
+
+def test_defaults_survive_a_subcommand_without_options() -> None:
+    args = bot.parse_args(["--reaction-ms", "20", "play", "--game", "g"])
+    assert args.reaction_ms == 20 and args.target is None and args.strategy == ""
+
+
+def test_the_target_comes_from_the_flag_then_the_environment() -> None:
+    assert resolve_target("a:1", {"TAPIS_TARGET": "b:2"}) == "a:1"
+    assert resolve_target(None, {"TAPIS_TARGET": "b:2", "TAPIS_PORT": "3"}) == "b:2"
+    assert resolve_target(None, {"TAPIS_PORT": "6000"}) == "127.0.0.1:6000"
+    assert resolve_target(None, {}) == "127.0.0.1:50051"
+    assert resolve_target("127.0.0.1:1,127.0.0.1:2", {}) == "ipv4:127.0.0.1:1,127.0.0.1:2"
+    assert resolve_target("dns:///tapis:50051", {}) == "dns:///tapis:50051"
+
+
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize("main", [cli.main, bot.main])
+def test_an_unreachable_server_is_one_line_and_a_failure(
+        main: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(connection, "REACH_TIMEOUT_S", 0.3)
+    address = f"127.0.0.1:{closed_port()}"
+    argv = ["list"] if main is cli.main else ["selfplay"]
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--target", address])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert address in err[0] and "--target" in err[0] and "TAPIS_TARGET" in err[0]
+
+
+def refusal(code: grpc.StatusCode, reason: str, **metadata: str) -> grpc.aio.AioRpcError:
+    info = error_details_pb2.ErrorInfo(reason=reason, domain="tapis.v1", metadata=metadata)
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    status = status_pb2.Status(code=getattr(code_pb2, code.name), message="no",
+                               details=[detail])
+    trailing = grpc.aio.Metadata(("grpc-status-details-bin", status.SerializeToString()))
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), trailing, "no")
+
+
+@pytest.mark.parametrize(("code", "reason"), [
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED"),
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED"),
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_STREAMS"),
+    (grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE"),
+    (grpc.StatusCode.UNAVAILABLE, "")])
+async def test_slow_down_and_unavailable_are_retried_with_the_same_request(
+        code: grpc.StatusCode, reason: str) -> None:
+    conn = Connection("127.0.0.1:1")
+    seen: list[Any] = []
+
+    async def method(request: Any, **_: Any) -> str:
+        seen.append(request)
+        if len(seen) < 3:
+            raise refusal(code, reason, retry_delay_ms="1")
+        return "ok"
+
+    request = pb.SubmitActionRequest(request_id=uuid.uuid4().hex)
+    assert await conn.call(method, request) == "ok"
+    assert seen == [request] * 3
+    await conn.close()
+
+
+async def test_other_refusals_are_not_retried() -> None:
+    conn = Connection("127.0.0.1:1")
+    calls = 0
+
+    async def method(request: Any, **_: Any) -> str:
+        nonlocal calls
+        calls += 1
+        raise refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "MAX_GAMES")
+
+    with pytest.raises(grpc.aio.AioRpcError):
+        await conn.call(method, pb.CreateGameRequest())
+    assert calls == 1
+    await conn.close()
+
+
+def test_the_server_may_name_the_pause() -> None:
+    assert connection.retry_delay_s(refusal(
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED", retry_delay_ms="250")) == 0.25
+    assert connection.retry_delay_s(refusal(
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED")) is None
+
+
+async def test_round_robin_skips_a_stopped_node(make_server: ServerFactory) -> None:
+    first = await make_server()
+    second = await make_server()
+    conn = Connection(f"127.0.0.1:{first.running.port},127.0.0.1:{second.running.port}")
+    assert conn.target.startswith("ipv4:")
+    await conn.reach()
+
+    async def create() -> None:
+        await conn.call(conn.stub.CreateGame, pb.CreateGameRequest(
+            kind=pb.GAME_KIND_WAR, request_id=uuid.uuid4().hex))
+
+    for _ in range(6):
+        await create()
+    counts = [len((await h.stub.ListGames(pb.ListGamesRequest())).games)
+              for h in (first, second)]
+    assert counts[0] > 0 and counts[1] > 0  # both nodes served
+    await second.running.stop(0)
+    for _ in range(6):
+        await create()  # every call lands: the dead node is skipped
+    assert len((await first.stub.ListGames(pb.ListGamesRequest())).games) == counts[0] + 6
+    await conn.close()
+
+
+def client_lines(out: str) -> list[str]:
+    """What the client printed, without the in-process server's log lines."""
+    return [line for line in out.splitlines() if not LOG_LINE.match(line)]
+
+
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[")
+
+
+async def test_create_prints_the_id_once_and_list_shows_every_table(
+        make_server: ServerFactory, capsys: pytest.CaptureFixture[str]) -> None:
+    h = await make_server()
+    where = ["--target", f"127.0.0.1:{h.running.port}"]
+    ids = []
+    for _ in range(3):
+        assert await cli.run(cli.parse_args(["create", "war", *where])) == 0
+        mine = client_lines(capsys.readouterr().out)
+        assert len(mine) == 1 and len(mine[0].split()) == 1  # the id, once
+        ids.append(mine[0])
+    await h.stub.JoinGame(pb.JoinGameRequest(game_id=ids[0], display_name="zoé"))
+    assert await cli.run(cli.parse_args(["list", *where, "--page-size", "1", "--json"])) == 0
+    listed = json.loads("\n".join(client_lines(capsys.readouterr().out)))
+    assert sorted(g["game_id"] for g in listed) == sorted(ids)  # every page
+    assert {g["game_id"]: g["display_names"] for g in listed}[ids[0]] == ["zoé", ""]
+    assert all(g["open_seats"] for g in listed)
+    assert await cli.run(cli.parse_args(["list", *where])) == 0
+    lines = client_lines(capsys.readouterr().out)
+    assert lines[0].split("\t")[0] == "game"
+    assert sorted(line.split("\t")[0] for line in lines[1:]) == sorted(ids)  # ids whole
+    assert any("zoé" in line for line in lines)
+
+
+def test_seats_file_keeps_tokens_for_its_owner_only(tmp_path: Path) -> None:
+    assert seats_file.path({"TAPIS_STATE_DIR": "/x"}) == Path("/x/seats.json")
+    assert seats_file.path({"XDG_STATE_HOME": "/s"}) == Path("/s/tapis/seats.json")
+    file = tmp_path / "state" / "seats.json"
+    held = seats_file.HeldSeat("g1", 1, "secret", "127.0.0.1:1", "ana")
+    seats_file.remember(held, file)
+    seats_file.remember(seats_file.HeldSeat("g2", 0, "other", "t", "bo"), file)
+    assert seats_file.find("g1", file) == held
+    assert stat.S_IMODE(os.stat(file).st_mode) == 0o600
+    seats_file.forget("g1", file)
+    assert seats_file.find("g1", file) is None
+    assert seats_file.find("g2", file) is not None
+    file.write_text("not json")
+    assert seats_file.find("g2", file) is None
+
+
+async def test_a_stream_resumes_by_sequence_when_cut_as_too_slow() -> None:
+    conn = Connection("127.0.0.1:1")
+    asked: list[int] = []
+
+    class Stream:
+        def __init__(self, after: int) -> None:
+            self.after = after
+
+        def __aiter__(self) -> Any:
+            return self.gen()
+
+        async def gen(self) -> Any:
+            for sequence in range(self.after + 1, self.after + 3):
+                yield pb.StreamEventsResponse(events=[pb.Event(sequence=sequence)])
+            if self.after == 0:
+                raise refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, "STREAM_TOO_SLOW",
+                              retry_delay_ms="1")
+
+    def stream_events(request: pb.StreamEventsRequest, **_: Any) -> Stream:
+        asked.append(request.after_sequence)
+        return Stream(request.after_sequence)
+
+    conn.stub.StreamEvents = stream_events  # type: ignore[method-assign]
+    got = [event.sequence async for event in conn.events("g")]
+    assert got == [1, 2, 3, 4]
+    assert asked == [0, 2]
+    await conn.close()
+    await asyncio.sleep(0)

@@ -1,0 +1,89 @@
+"""What the interactive client draws and how typed keys name moves."""
+
+from __future__ import annotations
+
+import io
+import uuid
+
+import pytest
+from rich.console import Console
+
+from tapis.v1 import boutons_pb2
+from tapis.v1 import game_service_pb2 as pb
+from tapis.v1.cards_pb2 import Card
+from tapis_clients import games
+from tapis_clients.cli import prompt_for, resolve_keys
+from tapis_clients.games import boutons
+from tapis_clients.screen import Screen
+from tests.conftest import Harness, ServerFactory, auth, person_seats
+
+
+def drawn(view: pb.GameView, actions: list[pb.Action], seat: int | None) -> list[str]:
+    console = Console(width=100, height=40, file=io.StringIO(), record=True)
+    screen = Screen(console, view.kind, seat)
+    screen.draw(view, actions, prompt_for(view, actions, ""))
+    return console.export_text().rstrip("\n").splitlines()
+
+
+async def table(h: Harness, kind: int, seats: int = 2) -> tuple[pb.GameView, list[str]]:
+    created = await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=kind, seats=seats, seed=9, seat_configs=person_seats(seats),  # type: ignore[arg-type]
+        request_id=uuid.uuid4().hex))
+    tokens = []
+    for i in range(seats):
+        joined = await h.stub.JoinGame(pb.JoinGameRequest(
+            game_id=created.game.game_id, display_name=f"p{i}"))
+        tokens.append(joined.seat_token)
+    return created.game, tokens
+
+
+@pytest.mark.parametrize(("seats", "moves"), [(3, 24), (4, 32)])
+async def test_the_boutons_menu_fits_a_40_row_terminal(make_server: ServerFactory, seats: int,
+                                                       moves: int) -> None:
+    h = await make_server()
+    created, tokens = await table(h, pb.GAME_KIND_BOUTONS, seats)
+    views = [(await h.stub.GetGame(pb.GetGameRequest(game_id=created.game_id),
+                                   metadata=auth(token))).game for token in tokens]
+    view = max(views, key=lambda v: len(v.legal_actions))
+    actions = list(view.legal_actions)
+    assert len(actions) == moves
+    lines = drawn(view, actions, view.your_seat)
+    assert len(lines) <= 40, "\n".join(lines)
+    assert any(f"[{moves}/" in line for line in lines)
+
+
+def test_numbers_and_hotkeys_name_moves() -> None:
+    bets = [pb.Action(boutons=boutons_pb2.BoutonsAction(bet=boutons_pb2.BoutonsBet(
+        colour=colour, card=Card(rank=11, suit=suit))))  # type: ignore[arg-type]
+        for colour in range(1, 4) for suit in range(1, 5)]
+    kind = pb.GAME_KIND_BOUTONS
+    assert resolve_keys(kind, bets, "", enter=True) == (bets[0], False)
+    assert resolve_keys(kind, bets, "1", enter=False) == (None, True)  # 1 or 10, 11, 12?
+    assert resolve_keys(kind, bets, "1", enter=True) == (bets[0], False)
+    assert resolve_keys(kind, bets, "12", enter=False) == (bets[11], False)
+    hotkey = boutons.hotkey(bets[5])
+    assert hotkey is not None
+    assert resolve_keys(kind, bets, hotkey, enter=False) == (bets[5], False)
+    assert resolve_keys(kind, bets, "z", enter=False) == (None, False)
+    assert resolve_keys(kind, [], "", enter=True) == (None, False)
+
+
+async def test_a_waiting_table_says_who_is_missing(make_server: ServerFactory) -> None:
+    h = await make_server()
+    created = await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, seat_configs=person_seats(2),
+        request_id=uuid.uuid4().hex))
+    await h.stub.JoinGame(pb.JoinGameRequest(game_id=created.game.game_id, display_name="ana"))
+    view = (await h.stub.GetGame(pb.GetGameRequest(game_id=created.game.game_id))).game
+    text = "\n".join(drawn(view, [], None))
+    assert "waiting for players: 1 of 2 seats taken" in text
+    assert f"tapis join {view.game_id}" in text
+    assert "target 0 points" not in text
+    assert "seat 0: ana" in text and "seat 1: open" in text
+    assert "keys:" not in text
+
+
+def test_the_seat_claimed_line_speaks_to_its_reader() -> None:
+    event = pb.Event(seat_claimed=pb.SeatClaimed(seat=0, display_name="ana"))
+    assert games.describe_event(pb.GAME_KIND_WAR, event, 0) == "you sit at seat 0"
+    assert games.describe_event(pb.GAME_KIND_WAR, event, 1) == "ana sits at seat 0"

@@ -1,0 +1,112 @@
+"""Stream caps (per table, per connection, per address) and the cut-off of a stream whose client
+stops reading."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis.v1 import war_pb2
+from tapis_service.clock import ManualClock
+from tests.conftest import ServerFactory
+from tests.limits.common import reason_of, refusal, war_for_two
+
+# a client that buffers little and does not grow its window: flow control fills up fast
+SMALL_WINDOW = [("grpc.http2.bdp_probe", 0), ("grpc.http2.lookahead_bytes", 16_384),
+                ("grpc.use_local_subchannel_pool", 1)]
+
+
+async def first_message(call: grpc.aio.UnaryStreamCall) -> pb.StreamEventsResponse:
+    message = await call.read()
+    assert isinstance(message, pb.StreamEventsResponse)
+    return message
+
+
+async def test_streams_beyond_a_tables_cap_are_refused(make_server: ServerFactory) -> None:
+    h = await make_server(clock=ManualClock(), max_streams_per_table=2)
+    game_id, _ = await war_for_two(h)
+    other_id, _ = await war_for_two(h)
+    calls = [h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id)) for _ in range(2)]
+    for call in calls:
+        await first_message(call)
+    code, reason, _ = await refusal(h.stub.StreamEvents(pb.StreamEventsRequest(
+        game_id=game_id)).read())
+    assert (code, reason) == ("RESOURCE_EXHAUSTED", "TOO_MANY_STREAMS")
+    await first_message(h.stub.StreamEvents(pb.StreamEventsRequest(game_id=other_id)))
+    calls[0].cancel()
+    servicer = h.running.servicer
+    assert servicer is not None
+    while len(h.host.sessions[game_id].subscribers) > 1:  # the cancel reaches the server
+        await asyncio.sleep(0.01)
+    await first_message(h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id)))
+
+
+async def test_streams_beyond_a_connections_or_an_addresss_cap_are_refused(
+        make_server: ServerFactory) -> None:
+    h = await make_server(clock=ManualClock(), max_streams_per_connection=2,
+                          max_streams_per_peer=3)
+    games = [(await war_for_two(h))[0] for _ in range(4)]
+    for game_id in games[:2]:
+        await first_message(h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id)))
+    code, reason, details = await refusal(h.stub.StreamEvents(pb.StreamEventsRequest(
+        game_id=games[2])).read())
+    assert (code, reason) == ("RESOURCE_EXHAUSTED", "TOO_MANY_STREAMS")
+    assert "connection" in details
+    second = grpc.aio.insecure_channel(f"127.0.0.1:{h.running.port}",
+                                       options=[("grpc.use_local_subchannel_pool", 1)])
+    try:
+        stub = pb_grpc.GameServiceStub(second)
+        await first_message(stub.StreamEvents(pb.StreamEventsRequest(game_id=games[2])))
+        code, reason, details = await refusal(stub.StreamEvents(pb.StreamEventsRequest(
+            game_id=games[3])).read())
+        assert (code, reason) == ("RESOURCE_EXHAUSTED", "TOO_MANY_STREAMS")
+        assert "address" in details
+    finally:
+        await second.close()
+
+
+async def test_a_stream_that_stops_reading_is_cut_and_freed(make_server: ServerFactory) -> None:
+    clock = ManualClock()
+    h = await make_server(clock=clock, stream_stall_ms=5_000)
+    created = await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seed=8, seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_BOT)] * 2,
+        war=war_pb2.WarOptions(target_points=300)))
+    game_id = created.game.game_id
+    clock.advance(1)  # the bots play the whole game: thousands of events to stream
+    session = h.host.sessions[game_id]
+    assert session.last_sequence > 1500
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{h.running.port}", options=SMALL_WINDOW)
+    try:
+        call = pb_grpc.GameServiceStub(channel).StreamEvents(
+            pb.StreamEventsRequest(game_id=game_id))
+        guard = h.running.servicer.streams  # type: ignore[union-attr]
+        for _ in range(1000):  # until the server's write waits on the client that never reads
+            stalled = [s for s in guard.open if s.writing_since is not None]
+            if stalled:
+                break
+            await asyncio.sleep(0.01)
+        assert stalled, "the stream never filled up"
+        for _ in range(100):
+            clock.advance(5_000)
+            await asyncio.sleep(0.01)
+            if not session.subscribers:
+                break
+        assert not session.subscribers and not guard.open  # freed without the client reading
+        assert guard.cut_count == 1
+        received = 0
+        details = ""
+        try:
+            async for message in call:
+                received = message.events[-1].sequence
+        except grpc.aio.AioRpcError as error:
+            assert (error.code(), reason_of(error)) == (grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                                        "STREAM_TOO_SLOW")
+            details = error.details() or ""
+        assert 0 < received < session.last_sequence
+        # the client resumes from the last event it received: no gap, no duplicate
+        assert details.endswith(f"resume with after_sequence={received}")
+    finally:
+        await channel.close()

@@ -1,0 +1,1 @@
+"""Developer tools: generators run by make targets."""
