@@ -66,8 +66,10 @@ def scale_run(games: int, rate: float, seconds: float) -> dict[str, Any]:
     """One fresh server holding ``games`` War tables, both seats' streams open, under
     ``rate`` actions/s open-loop for ``seconds``; its metrics port gives the collector pauses."""
     metrics_port = free_port()
-    with servers({"scale": ("tapis", "memory")},
-                 extra_args={"scale": ["--metrics-port", str(metrics_port)]}) as running:
+    # one load generator stands in for every player: one address, so the per-address stream
+    # cap (issue 10's limits) is raised to what the run opens
+    flags = ["--metrics-port", str(metrics_port), "--max-streams-per-peer", str(2 * games + 100)]
+    with servers({"scale": ("tapis", "memory")}, extra_args={"scale": flags}) as running:
         port, pid = running["scale"]
         figures = load({"mode": "scale", "target": f"127.0.0.1:{port}", "server_pid": pid,
                         "metrics_port": metrics_port, "games": games,
