@@ -31,7 +31,7 @@ from tapis.v1 import bataille_corse_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_bench.bare import STREAM, SUBMIT
-from tapis_bench.stats import percentile, raise_fd_limit, rss_kib
+from tapis_bench.stats import cpu_seconds, percentile, raise_fd_limit, rss_kib
 
 KINDS = {"war": pb.GAME_KIND_WAR, "bataille-corse": pb.GAME_KIND_BATAILLE_CORSE,
          "boutons": pb.GAME_KIND_BOUTONS, "basra": pb.GAME_KIND_BASRA}
@@ -324,11 +324,14 @@ async def run_actions(config: dict[str, Any]) -> dict[str, Any]:
             drivers.append(asyncio.create_task(
                 tapis_game(game, config["kind"], rec, stop, random.Random(i))))
     await asyncio.sleep(config["warmup_s"])
+    pid = config.get("server_pid")
+    cpu_before = cpu_seconds(pid) if pid else 0.0
     rec.measuring = True
     started = time.perf_counter()
     await asyncio.sleep(config["duration_s"])
     rec.measuring = False
     seconds = time.perf_counter() - started
+    server_cpu_s = cpu_seconds(pid) - cpu_before if pid else None
     stop.set()
     for driver in drivers:
         if driver.done() and driver.exception() is not None:
@@ -341,6 +344,12 @@ async def run_actions(config: dict[str, Any]) -> dict[str, Any]:
     result = _summary(rec, seconds)
     result.update(games=games, seats=seats, streams=games * seats,
                   stream_retries=STREAM_RETRIES[0])
+    # the server's CPU (every thread) per action over the measured window: the steadier figure
+    # on a shared machine (time the server spends preempted is not counted)
+    result["server_cpu_s"] = None if server_cpu_s is None else round(server_cpu_s, 3)
+    result["server_cpu_us_per_action"] = (
+        round(server_cpu_s / rec.actions * 1e6, 1) if server_cpu_s is not None and rec.actions
+        else None)
     return result
 
 
@@ -366,7 +375,7 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
         open_streams(game, tasks, [stubs[(2 * i) % len(stubs)], stubs[(2 * i + 1) % len(stubs)]],
                      opening)
     # every stream is open once it has received its backlog (the claims and the deal)
-    deadline = time.perf_counter() + 60
+    deadline = time.perf_counter() + max(60.0, count / 200)
     while time.perf_counter() < deadline:
         if all(min(g.arrivals.seen) >= g.version for g in games):
             break
@@ -375,8 +384,10 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
     open_streams_count = sum(1 for g in games for v in g.arrivals.seen if v >= g.version)
     await asyncio.sleep(config["settle_s"])  # let the last resumed streams calm down
     rss_held = rss_kib(pid)
+    pauses_held = gc_pauses(config.get("metrics_port"))
     gc.collect()
-    gc.freeze()  # the generator's own 10,000 streams must not pause its measurement
+    gc.freeze()  # the generator's own 40,000 streams must not pause its measurement,
+    gc.disable()  # nor its own collections (a minute's cycles are little memory)
 
     rec = Recorder(measuring=True)
     rng = random.Random(7)
@@ -396,6 +407,16 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
         finally:
             game.busy = False
 
+    lags: list[tuple[float, float]] = []
+
+    async def watch_lag() -> None:
+        """This process's own event-loop lag: a stalled generator is not a slow server."""
+        while True:
+            ticked = time.perf_counter()
+            await asyncio.sleep(0.01)
+            lags.append((time.perf_counter() - ticked - 0.01, ticked))
+
+    watcher = asyncio.create_task(watch_lag())
     retries_before = STREAM_RETRIES[0]
     began = time.perf_counter()
     for n in range(int(rate * seconds)):
@@ -412,13 +433,23 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
     if inflight:
         await asyncio.wait(inflight, timeout=10)
     load_s = time.perf_counter() - began
+    watcher.cancel()
+    gc.enable()
     rss_after = rss_kib(pid)
+    pauses = gc_pauses(config.get("metrics_port"))
     for task in tasks:
         task.cancel()
     for channel in channels:
         await channel.close()
     result = _summary(rec, load_s)
+    result["submit_max_ms"] = round(max(rec.submit_ms), 3) if rec.submit_ms else None
+    result["server_max_gc_pause_ms"] = pauses.get("max_ms")
+    result["server_gc_pauses"] = {"after_setup": pauses_held, "at_end": pauses}
+    result["rss_growth_ratio"] = round(rss_after / rss_held, 3) if rss_held else None
     result["stream_retries_during_load"] = STREAM_RETRIES[0] - retries_before
+    worst_lag = max(lags, default=(0.0, began))
+    result["generator_max_loop_lag_ms"] = [round(worst_lag[0] * 1000, 1),
+                                           round(worst_lag[1] - began, 2)]
     result["slowest_ms_at_s"] = [(round(ms, 1), round(at - began, 2))
                                  for ms, at in sorted(rec.slowest, reverse=True)[:10]]
     result.update(games=count, stream_retries=STREAM_RETRIES[0],
@@ -427,6 +458,30 @@ async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
                   rss_held_kib=rss_held, rss_after_kib=rss_after,
                   rss_kib_per_game=round((max(rss_held, rss_after) - rss_before) / count, 1))
     return result
+
+
+def gc_pauses(metrics_port: int | None) -> dict[str, Any]:
+    """The server's collector pauses so far, from its metrics: the longest (ms), and the count
+    and total ms by generation."""
+    if not metrics_port:
+        return {}
+    import urllib.request
+
+    figures: dict[str, Any] = {}
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as page:
+        for line in page.read().decode().splitlines():
+            name, _, value = line.rpartition(" ")
+            if name == "tapis_gc_pause_max_seconds":
+                figures["max_ms"] = round(float(value) * 1000, 2)
+            if name == "tapis_loop_lag_max_seconds":
+                figures["loop_lag_max_ms"] = round(float(value) * 1000, 2)
+            if name == "tapis_gc_collected_total":
+                figures["collected"] = float(value)
+            for suffix, unit in (("_count", 1), ("_sum", 1000)):
+                if name.startswith(f"tapis_gc_pause_seconds{suffix}{{"):
+                    generation = name.split('"')[1]
+                    figures[f"gen{generation}{suffix}"] = round(float(value) * unit, 1)
+    return figures
 
 
 def main() -> None:

@@ -37,3 +37,15 @@ def rss_kib(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, every thread) a process has used so far, in seconds (Linux:
+    ``utime`` + ``stime`` of ``/proc/PID/stat``)."""
+    import os
+
+    with open(f"/proc/{pid}/stat") as stat:
+        text = stat.read()
+    fields = text[text.rindex(")") + 2:].split()  # after the command name, which may hold spaces
+    ticks = int(fields[11]) + int(fields[12])  # fields 14 and 15 of proc(5)
+    return ticks / os.sysconf("SC_CLK_TCK")

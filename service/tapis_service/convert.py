@@ -253,37 +253,74 @@ def event(session: Session, logged: LoggedEvent, seat: int | None) -> pb.Event:
     return message
 
 
-EVENT_CACHE_SIZE = 4096
-"""Converted events kept for the fan-out in progress (all of it is dropped when full)."""
-_event_cache: dict[tuple[str, int, int | None], pb.Event] = {}
-_response_cache: dict[tuple[str, int, int, int | None], pb.StreamEventsResponse] = {}
+PUBLIC = -1
+"""The view key of an event every recipient sees alike (seat events, and game events that
+``redact`` gives back unchanged): converted and serialized once for everyone."""
+_TABLE_BODIES = (tbl.SeatClaimed, tbl.GameStarted, tbl.SeatTakenOver, tbl.SeatReclaimed,
+                 tbl.GameEnded)
+STREAM_EVENTS_TAG = b"\x0a"
+"""``StreamEventsResponse.events`` (field 1, length-delimited): a serialized response is these
+framed events one after the other."""
+ANSWER_VERSION_TAG = b"\x08"
+"""``SubmitActionResponse.version`` (field 1, varint)."""
+ANSWER_EVENTS_TAG = b"\x12"
+"""``SubmitActionResponse.events`` (field 2, length-delimited)."""
 
 
-def event_proto(session: Session, logged: LoggedEvent, seat: int | None) -> pb.Event:
-    """``event``, converted once per seat (or once for all spectators) and shared by every
-    stream of that seat and the SubmitAction answer; callers never mutate it."""
-    key = (session.game_id, logged.event.sequence, seat)
-    message = _event_cache.get(key)
-    if message is None:
-        if len(_event_cache) >= EVENT_CACHE_SIZE:
-            _event_cache.clear()
-        message = event(session, logged, seat)
-        _event_cache[key] = message
-    return message
+def varint(value: int) -> bytes:
+    """``value`` (≥ 0) as a protobuf varint."""
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
-def events_response(session: Session, batch: Sequence[LoggedEvent],
-                    seat: int | None) -> pb.StreamEventsResponse:
-    """One stream message for a run of events, built once per seat and shared."""
-    key = (session.game_id, batch[0].sequence, batch[-1].sequence, seat)
-    response = _response_cache.get(key)
-    if response is None:
-        if len(_response_cache) >= EVENT_CACHE_SIZE:
-            _response_cache.clear()
-        response = pb.StreamEventsResponse(
-            events=[event_proto(session, logged, seat) for logged in batch])
-        _response_cache[key] = response
-    return response
+def view_key(session: Session, logged: LoggedEvent, seat: int | None) -> int | None:
+    """Whose view of the event ``seat`` gets: ``PUBLIC`` when everyone sees it alike."""
+    body = logged.event.body
+    if isinstance(body, _TABLE_BODIES) or session.rules.redact(body, seat) is body:
+        return PUBLIC
+    return seat
+
+
+def framed_event(session: Session, logged: LoggedEvent, seat: int | None) -> bytes:
+    """``event`` as ``seat`` sees it, serialized and framed as one entry of
+    ``StreamEventsResponse.events``: converted once per recipient view (once for everyone
+    when public) and shared by every stream of that view, the SubmitAction answer and the
+    compaction (``Session.wire``, emptied as the events leave the live log)."""
+    key = (logged.event.sequence, view_key(session, logged, seat))
+    framed = session.wire.get(key)
+    if framed is None:
+        raw = event(session, logged, seat).SerializeToString()
+        framed = STREAM_EVENTS_TAG + varint(len(raw)) + raw
+        if session.events and logged.sequence >= session.events[0].sequence:  # live log only
+            session.wire[key] = framed
+    return framed
+
+
+def events_wire(session: Session, batch: Sequence[LoggedEvent], seat: int | None) -> bytes:
+    """One serialized ``StreamEventsResponse`` for a run of events, as ``seat`` sees them."""
+    if len(batch) == 1:
+        return framed_event(session, batch[0], seat)
+    return b"".join([framed_event(session, logged, seat) for logged in batch])
+
+
+def answer_wire(session: Session, version: int, batch: Sequence[LoggedEvent],
+                seat: int | None, earlier: Sequence[bytes] = ()) -> bytes:
+    """The serialized ``SubmitActionResponse``, built from the events the fan-out framed
+    (after ``earlier``: frames of compacted events, for a retried answer)."""
+    parts: list[bytes | memoryview] = [ANSWER_VERSION_TAG, varint(version)] if version else []
+    for frame in earlier:
+        parts.append(ANSWER_EVENTS_TAG)
+        parts.append(memoryview(frame)[1:])
+    for logged in batch:
+        parts.append(ANSWER_EVENTS_TAG)
+        parts.append(memoryview(framed_event(session, logged, seat))[1:])
+    return b"".join(parts)
 
 
 def listing(session: Session) -> pb.GameListing:

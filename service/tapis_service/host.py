@@ -34,7 +34,7 @@ from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.registry import rules_for
-from tapis_service import metrics
+from tapis_service import compaction, metrics
 from tapis_service.adapters import ADAPTERS
 from tapis_service.clock import Clock
 from tapis_service.errors import (
@@ -46,7 +46,7 @@ from tapis_service.errors import (
 from tapis_service.limits import quote
 from tapis_service.ratelimit import TokenBuckets
 from tapis_service.recovery import RecoveryError, Restored, restore, snapshot_data
-from tapis_service.session import Applied, LoggedEvent, Session, Subscriber
+from tapis_service.session import Applied, CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
 from tapis_service.store import JournalConflict, MemoryStore, Store, StoreError
 
@@ -74,8 +74,10 @@ def join_key(settings: Settings) -> bytes:
     return path.read_bytes()
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def token_hash(token: str) -> str:
-    """Seat tokens are kept (and persisted) only as this hash."""
+    """Seat tokens are kept (and persisted) only as this hash (cached: every call hashes its
+    token)."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
@@ -325,14 +327,15 @@ class GameHost:
         if done is not None:  # a refused write is handled by the commit path (rebuilt later)
             await _settled(done)
 
-    def subscribe(self, session: Session, seat: int | None,
-                  after: int) -> tuple[Subscriber, list[LoggedEvent]]:
-        """Open a stream: the backlog after ``after``, and a queue for what follows."""
+    def subscribe(self, session: Session, seat: int | None, after: int
+                  ) -> tuple[Subscriber, list[CompactedEvents], list[LoggedEvent]]:
+        """Open a stream: the backlog after ``after`` (finished games' compacted events, then
+        the live log's), and a queue for what follows."""
         subscriber = Subscriber(seat, self.settings.stream_queue_size)
         session.subscribers.add(subscriber)
         backlog = [e for e in session.events_after(after)
                    if e.sequence <= session.published_sequence]
-        return subscriber, backlog
+        return subscriber, list(session.compacted), backlog
 
     def unsubscribe(self, session: Session, subscriber: Subscriber) -> None:
         session.subscribers.discard(subscriber)
@@ -511,6 +514,7 @@ class GameHost:
         if fresh:
             session.published_sequence = fresh[-1].sequence
             session.publish(fresh)
+            compaction.compact_finished(session)
 
     def _schedule_deadlines(self, session: Session) -> None:
         wanted = set(session.table.deadlines)

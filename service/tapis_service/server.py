@@ -17,13 +17,12 @@ from grpc_reflection.v1alpha import reflection
 
 from tapis.v1 import errors_pb2
 from tapis.v1 import game_service_pb2 as pb
-from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.clock import Clock, SystemClock
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.interceptors import CallGuard
 from tapis_service.limits import MAX_METADATA_BYTES, MAX_RECEIVE_MESSAGE_BYTES
-from tapis_service.servicer import GameServicer
+from tapis_service.servicer import GameServicer, add_to_server
 from tapis_service.settings import Settings
 from tapis_service.store import MemoryStore, Store
 
@@ -181,7 +180,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         await cluster.start()
         server.add_generic_rpc_handlers((cluster.handler(servicer),))
     else:
-        pb_grpc.add_GameServiceServicer_to_server(servicer, server)
+        add_to_server(servicer, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(

@@ -14,7 +14,7 @@ import structlog
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_engine.errors import RuleError
-from tapis_service import convert, metrics
+from tapis_service import compaction, convert, logcontext, metrics
 from tapis_service.errors import ServiceError, from_rule_error, invalid_argument, to_status
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
@@ -26,6 +26,7 @@ from tapis_service.streams import StreamGuard, resume_at, too_slow
 log = structlog.get_logger("tapis.rpc")
 
 R = TypeVar("R")
+SERVICE = pb.DESCRIPTOR.services_by_name["GameService"].full_name
 MAX_PAGE = 1000
 BACKLOG_CHUNK = 64
 """Missed events sent per stream message when a stream catches up."""
@@ -43,22 +44,6 @@ def _token(context: grpc.aio.ServicerContext) -> str | None:
     return None
 
 
-class _Bound:
-    """``structlog.contextvars.bound_contextvars`` for the hot path: the same log context,
-    restored by token on exit (no copy of the whole context on each call)."""
-
-    __slots__ = ("tokens", "values")
-
-    def __init__(self, **values: Any) -> None:
-        self.values = values
-
-    def __enter__(self) -> None:
-        self.tokens = structlog.contextvars.bind_contextvars(**self.values)
-
-    def __exit__(self, *exc_info: object) -> None:
-        structlog.contextvars.reset_contextvars(**self.tokens)
-
-
 def _refusal(error: Exception) -> ServiceError:
     if isinstance(error, RuleError):
         return from_rule_error(error)
@@ -69,20 +54,24 @@ def _refusal(error: Exception) -> ServiceError:
 def unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
     """Bind the RPC name to the logs and map every refusal to its status, once."""
 
+    rpc = method.__name__
+
     @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> R:
         game_id = getattr(request, "game_id", None)
-        with _Bound(rpc=method.__name__, game=None if game_id is None else clip(game_id)):
-            try:
-                check_sizes(request)  # before any other work
-                return await method(self, request, context)
-            except (RuleError, ServiceError) as error:
-                refusal = _refusal(error)
-                metrics.REFUSALS.labels(refusal.code.name, refusal.reason).inc()
-                if not refusal.logged:  # else an action_refused line said it all
-                    log.info("refused", code=refusal.code.name, reason=refusal.reason)
-                await context.abort_with_status(to_status(refusal))
-                raise AssertionError("unreachable") from error
+        bound = logcontext.bind(rpc=rpc, game=None if game_id is None else clip(game_id))
+        try:
+            check_sizes(request)  # before any other work
+            return await method(self, request, context)
+        except (RuleError, ServiceError) as error:
+            refusal = _refusal(error)
+            metrics.REFUSALS.labels(refusal.code.name, refusal.reason).inc()
+            if not refusal.logged:  # else an action_refused line said it all
+                log.info("refused", code=refusal.code.name, reason=refusal.reason)
+            await context.abort_with_status(to_status(refusal))
+            raise AssertionError("unreachable") from error
+        finally:
+            logcontext.reset(bound)
 
     return wrapper
 
@@ -152,8 +141,9 @@ class GameServicer(pb_grpc.GameServiceServicer):
         return pb.GetGameResponse(game=convert.view(session, seat))
 
     @unary
-    async def SubmitAction(self, request: pb.SubmitActionRequest,
-                           context: grpc.aio.ServicerContext) -> pb.SubmitActionResponse:
+    async def SubmitAction(  # type: ignore[override]
+            self, request: pb.SubmitActionRequest, context: grpc.aio.ServicerContext) -> bytes:
+        """The answer is the serialized ``SubmitActionResponse`` (see ``add_to_server``)."""
         received = time.perf_counter()
         session = self.host.get(request.game_id)
         token = _token(context)
@@ -170,17 +160,20 @@ class GameServicer(pb_grpc.GameServiceServicer):
         request_id = convert.check_id(request.request_id, "request_id")
         move = convert.move_from_proto(session, seat, request.action)
         expected = request.expected_version if request.HasField("expected_version") else None
-        with _Bound(seat=seat):
+        bound = logcontext.bind(seat=seat)
+        try:
             applied = await self.host.submit(session, seat, move, request_id, expected,
                                              received)
+        finally:
+            logcontext.reset(bound)
         self.housekeeping.touched(session)
-        return pb.SubmitActionResponse(
-            version=applied.version,
-            events=[convert.event_proto(session, e, seat) for e in applied.events])
+        return compaction.answer_wire(session, applied, seat)
 
-    async def StreamEvents(self, request: pb.StreamEventsRequest,
-                           context: grpc.aio.ServicerContext
-                           ) -> AsyncIterator[pb.StreamEventsResponse]:
+    async def StreamEvents(  # type: ignore[override]
+            self, request: pb.StreamEventsRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[bytes]:
+        """Each message is a serialized ``StreamEventsResponse``, shared by every stream of
+        the same view (see ``add_to_server``)."""
         try:
             check_sizes(request)
             session = self.host.get(request.game_id)
@@ -188,23 +181,30 @@ class GameServicer(pb_grpc.GameServiceServicer):
             stream = self.streams.open_stream(context.peer(), len(session.subscribers), context)
         except ServiceError as error:
             metrics.REFUSALS.labels(error.code.name, error.reason).inc()
-            with _Bound(rpc="StreamEvents", game=clip(request.game_id)):
-                log.info("refused", code=error.code.name, reason=error.reason)
+            bound = logcontext.bind(rpc="StreamEvents", game=clip(request.game_id))
+            log.info("refused", code=error.code.name, reason=error.reason)
+            logcontext.reset(bound)
             await context.abort_with_status(to_status(error))
             return
         clock = self.host.clock
-        subscriber, backlog = self.host.subscribe(session, seat, request.after_sequence)
+        subscriber, compacted, backlog = self.host.subscribe(session, seat,
+                                                             request.after_sequence)
         metrics.STREAMS.inc()
         try:
             last = request.after_sequence
+            for message, sent in compaction.replay(compacted, seat, last, BACKLOG_CHUNK):
+                last = sent
+                stream.writing_since, stream.last = clock.now_ms(), last
+                yield message
+                stream.writing_since = None
             for start in range(0, len(backlog), BACKLOG_CHUNK):
                 chunk = backlog[start:start + BACKLOG_CHUNK]
                 last = chunk[-1].sequence
                 stream.writing_since, stream.last = clock.now_ms(), last
-                yield convert.events_response(session, chunk, seat)
+                yield convert.events_wire(session, chunk, seat)
                 stream.writing_since = None
             while True:
-                batch = await subscriber.queue.get()
+                batch = await subscriber.next()
                 if batch is None:
                     break
                 if batch[0].sequence <= last:
@@ -212,7 +212,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
                     if not batch:
                         continue
                 last = batch[-1].sequence
-                response = convert.events_response(session, batch, seat)
+                response = convert.events_wire(session, batch, seat)
                 if session.probes:
                     for logged in batch:
                         _observe(session.probes, logged.sequence)
@@ -254,3 +254,36 @@ class GameServicer(pb_grpc.GameServiceServicer):
             games=[convert.listing(s) if isinstance(s, Session)
                    else convert.quarantined_listing(*s) for s in page],
             next_page_token=token)
+
+
+class _Registration:
+    """Stands in for the server while the generated code registers the handlers."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, Any] = {}
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        pass
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
+        self.handlers = handlers
+
+
+def _passing_bytes(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+    def serializer(message: Any) -> bytes:
+        return message if type(message) is bytes else serialize(message)
+
+    return serializer
+
+
+def add_to_server(servicer: GameServicer, server: grpc.aio.Server) -> None:
+    """Register the servicer as the generated code does, except that an answer may already be
+    serialized bytes (the fan-out serializes each event once per view, not once per stream)."""
+    registration = _Registration()
+    pb_grpc.add_GameServiceServicer_to_server(servicer, registration)
+    handlers = {name: handler._replace(
+                    response_serializer=_passing_bytes(handler.response_serializer))
+                for name, handler in registration.handlers.items()}
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    server.add_registered_method_handlers(SERVICE, handlers)

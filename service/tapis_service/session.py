@@ -7,6 +7,7 @@ Inputs are applied one at a time, synchronously (the asyncio loop never interlea
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,39 +34,75 @@ class LoggedEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactedEvents:
+    """The events of finished games (``first``..``last``, no gap) kept as bytes, not as live
+    objects: for each distinct recipient view, the serialized ``StreamEventsResponse`` frames
+    one after the other (zlib) and where each event's frame starts (``array`` of offsets, one
+    more than the events). ``views[recipient]`` indexes ``blobs`` (seats and spectators that see
+    the same bytes share one blob)."""
+
+    first: int
+    last: int
+    blobs: tuple[tuple[bytes, Any], ...]
+    views: dict[int | None, int]
+
+
+@dataclass(frozen=True, slots=True)
 class Applied:
     """The answer to an accepted input (kept for idempotent retries)."""
 
     version: int
     events: tuple[LoggedEvent, ...]
+    compacted: tuple[int, int] | None = None
+    """A retried answer whose first events (these sequences) have been compacted out of the
+    live log: its bytes come from ``Session.compacted``, before ``events``."""
 
 
 class Subscriber:
-    """One open event stream: a bounded queue fed by the session."""
+    """One open event stream: a bounded mailbox fed by the session (lighter than an
+    ``asyncio.Queue``: one deque and at most one waiting future)."""
+
+    __slots__ = ("capacity", "closed", "overflowed", "pending", "seat", "waiter")
 
     def __init__(self, seat: int | None, capacity: int) -> None:
         self.seat = seat
         self.capacity = capacity
-        self.queue: asyncio.Queue[tuple[LoggedEvent, ...] | None] = asyncio.Queue()
+        self.pending: deque[tuple[LoggedEvent, ...] | None] = deque()
+        self.waiter: asyncio.Future[None] | None = None
         self.overflowed = False
         self.closed = False
+
+    def _put(self, item: tuple[LoggedEvent, ...] | None) -> None:
+        self.pending.append(item)
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
 
     def offer(self, logged: tuple[LoggedEvent, ...]) -> None:
         """Queue the events of one change; past capacity the stream is cut off (it may
         resume by sequence)."""
         if self.overflowed or self.closed:
             return
-        if self.queue.qsize() >= self.capacity:
+        if len(self.pending) >= self.capacity:
             self.overflowed = True
-            self.queue.put_nowait(None)
+            self._put(None)
             return
-        self.queue.put_nowait(logged)
+        self._put(logged)
 
     def close(self) -> None:
         """End the stream (server shutdown, game dropped)."""
         if not self.closed:
             self.closed = True
-            self.queue.put_nowait(None)
+            self._put(None)
+
+    async def next(self) -> tuple[LoggedEvent, ...] | None:
+        """The next change's events, waiting for one; None once the stream must end."""
+        while not self.pending:
+            self.waiter = asyncio.get_running_loop().create_future()
+            await self.waiter
+        return self.pending.popleft()
 
 
 @dataclass
@@ -79,6 +116,12 @@ class Session:
     created_ms: int
     names: list[str]
     events: list[LoggedEvent] = field(default_factory=list)
+    """The live event log: the current game's events (and any not yet published); those of
+    finished games move to ``compacted`` once published (see compaction.py)."""
+    compacted: list[CompactedEvents] = field(default_factory=list)
+    wire: dict[tuple[int, int | None], bytes] = field(default_factory=dict)
+    """(sequence, view) -> the live log's events as serialized stream frames, built once per
+    recipient view and shared by the streams, the SubmitAction answer and the compaction."""
     request_ids: dict[int, dict[str, tuple[int, int, int]]] = field(default_factory=dict)
     """Seat -> request id -> (version, first and last event sequence) of its committed answer,
     for the life of the table (rebuilt from the journal after a restart)."""
@@ -145,6 +188,10 @@ class Session:
         version, first, last = answer
         if last < first:
             return Applied(version, ())
+        live = self.events[0].sequence if self.events else last + 1
+        if first < live:  # a finished game's answer: its events are bytes now
+            rest = tuple(self.events_after(live - 1)[:max(0, last - live + 1)])
+            return Applied(version, rest, compacted=(first, min(last, live - 1)))
         return Applied(version, tuple(self.events_after(first - 1)[:last - first + 1]))
 
     def remember(self, seat: int, request_id: str, applied: Applied) -> None:

@@ -257,7 +257,7 @@ class ClusterNode:
 
         async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
             response = await method(parse(raw), context)
-            return bytes(response.SerializeToString())
+            return _wire(response)
 
         return serve
 
@@ -303,7 +303,7 @@ class ClusterNode:
                 session = self.host.sessions.get(game_id)
                 async for response in servicer.StreamEvents(
                         pb.StreamEventsRequest.FromString(raw), context):
-                    yield bytes(response.SerializeToString())
+                    yield _wire(response)
                 if session is not None and self.host.sessions.get(game_id) is not session:
                     # the table left this node: the client resumes wherever it is now
                     await context.abort_with_status(to_status(table_moved(game_id)))
@@ -454,3 +454,10 @@ def relayed_status(error: grpc.aio.AioRpcError, game_id: str) -> grpc.Status:
 async def _relay_error(context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError,
                        game_id: str) -> None:
     await context.abort_with_status(relayed_status(error, game_id))
+
+
+def _wire(response: Any) -> bytes:
+    """A servicer answer as bytes: the fan-out may have serialized it already."""
+    if isinstance(response, bytes | bytearray | memoryview):
+        return bytes(response)
+    return bytes(response.SerializeToString())

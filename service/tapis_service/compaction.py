@@ -1,0 +1,92 @@
+"""Finished games' event logs kept as serialized bytes per recipient view, not live objects.
+
+A long series would otherwise keep every ``LoggedEvent`` (and its engine event, tuples, cards)
+forever: tens of objects per event for the collector to walk. Once every event of the games
+before the current one is published, they are framed exactly as the streams send them (one
+serialization per view, shared by the seats that see them alike), zlib-compressed, and dropped
+from the live log. ``StreamEvents`` from an old sequence replays those bytes, then the live log:
+the same events, byte for byte.
+"""
+
+from __future__ import annotations
+
+import zlib
+from array import array
+from collections.abc import Iterator
+
+from tapis_service import convert
+from tapis_service.session import Applied, CompactedEvents, LoggedEvent, Session
+
+
+def compact_finished(session: Session) -> None:
+    """Move the published events of the games before the current one out of the live log."""
+    events = session.events
+    current = session.table.game_number
+    if not events or events[0].event.game_number >= current:
+        return
+    published = session.published_sequence
+    count = 0
+    for logged in events:
+        if logged.event.game_number >= current or logged.sequence > published:
+            break
+        count += 1
+    if count:
+        session.compacted.append(_compact(session, events[:count]))
+        upto = events[count - 1].sequence
+        del events[:count]
+        session.wire = {key: frame for key, frame in session.wire.items() if key[0] > upto}
+
+
+def _compact(session: Session, finished: list[LoggedEvent]) -> CompactedEvents:
+    blobs: list[tuple[bytes, array[int]]] = []
+    index_of: dict[bytes, int] = {}
+    views: dict[int | None, int] = {}
+    for recipient in (None, *range(len(session.table.seats))):
+        frames = [convert.framed_event(session, logged, recipient) for logged in finished]
+        raw = b"".join(frames)
+        if raw not in index_of:
+            offsets = array("I", [0])
+            for frame in frames:
+                offsets.append(offsets[-1] + len(frame))
+            index_of[raw] = len(blobs)
+            blobs.append((zlib.compress(raw), offsets))
+        views[recipient] = index_of[raw]
+    return CompactedEvents(finished[0].sequence, finished[-1].sequence, tuple(blobs), views)
+
+
+def replay(compacted: list[CompactedEvents], seat: int | None, after: int,
+           chunk: int) -> Iterator[tuple[bytes, int]]:
+    """Stream messages (serialized ``StreamEventsResponse``, at most ``chunk`` events each) of
+    the compacted events after ``after`` as ``seat`` sees them, with each one's last sequence."""
+    for games in compacted:
+        if games.last <= after:
+            continue
+        blob, offsets = games.blobs[games.views[seat]]
+        raw = zlib.decompress(blob)
+        start = max(0, after + 1 - games.first)
+        count = games.last - games.first + 1
+        for begin in range(start, count, chunk):
+            end = min(begin + chunk, count)
+            yield raw[offsets[begin]:offsets[end]], games.first + end - 1
+
+
+def frames(compacted: list[CompactedEvents], seat: int | None, first: int,
+           last: int) -> list[bytes]:
+    """Each compacted event from ``first`` to ``last`` as ``seat`` sees it: one framed
+    ``StreamEventsResponse.events`` entry each (a retried SubmitAction's answer)."""
+    out: list[bytes] = []
+    for games in compacted:
+        if games.last < first or games.first > last:
+            continue
+        blob, offsets = games.blobs[games.views[seat]]
+        raw = zlib.decompress(blob)
+        begin, end = max(first, games.first) - games.first, min(last, games.last) - games.first
+        out.extend(raw[offsets[i]:offsets[i + 1]] for i in range(begin, end + 1))
+    return out
+
+
+def answer_wire(session: Session, applied: Applied, seat: int) -> bytes:
+    """The serialized ``SubmitActionResponse`` for ``applied``, whose events may have been
+    compacted since (a retry of an action of a finished game)."""
+    earlier = frames(session.compacted, seat, *applied.compacted) if applied.compacted else ()
+    return convert.answer_wire(session, applied.version, applied.events, seat, earlier)

@@ -1,0 +1,29 @@
+"""The log context of the RPC being served (rpc, game, seat): bound in one step per call,
+merged into a log line only when one is written."""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from contextvars import ContextVar, Token
+from typing import Any
+
+_CONTEXT: ContextVar[dict[str, Any] | None] = ContextVar("tapis_log_context", default=None)
+
+
+def bind(**values: Any) -> Token[dict[str, Any] | None]:
+    """Add ``values`` to the current context (the call's task); ``reset`` undoes it."""
+    current = _CONTEXT.get()
+    return _CONTEXT.set({**current, **values} if current else values)
+
+
+def reset(token: Token[dict[str, Any] | None]) -> None:
+    _CONTEXT.reset(token)
+
+
+def merge(logger: Any, method_name: str,
+          event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """A structlog processor: the bound context under the line's own keys."""
+    context = _CONTEXT.get()
+    if context:
+        return {**context, **event_dict}
+    return event_dict
