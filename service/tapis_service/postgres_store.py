@@ -120,8 +120,8 @@ class _Job:
     """One hook call: what to write, and who to tell once committed."""
 
     kind: str
-    """``created``, ``appended``, ``snapshot``, ``dropped``, ``probe`` (a round trip) or
-    ``barrier`` (nothing)."""
+    """``created``, ``appended``, ``snapshot``, ``dropped``, ``probe`` (a write of the store's
+    own) or ``barrier`` (nothing)."""
     game_id: str
     args: tuple[Any, ...]
     future: asyncio.Future[None]
@@ -241,7 +241,7 @@ class PostgresStore:
                 [json.loads(r["entry"]) for r in entries])
 
     def probe(self) -> asyncio.Future[None]:
-        """A round trip through the writer: completes once the database answers again."""
+        """A small write through the writer: completes once the database commits again."""
         return self._submit("probe", "", ())
 
     async def settled(self) -> None:
@@ -419,8 +419,10 @@ class PostgresStore:
             refused |= await self._append(connection, appends)
         committed = {(j.game_id, j.args[0]) for j in appends if id(j) not in refused}
         for job in jobs:
-            if job.kind == "probe":
-                await connection.fetchval("SELECT 1")
+            if job.kind == "probe":  # a real write: a full disk refuses it, a SELECT would pass
+                await connection.execute(
+                    "INSERT INTO meta VALUES ('probe', now()::text) "
+                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value")
                 continue
             if job.kind == "snapshot":
                 written = await self._snapshot(connection, job, committed)

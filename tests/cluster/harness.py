@@ -96,6 +96,17 @@ class Node:
                     return float(sample.value)
         return 0.0
 
+    def log_lines(self) -> list[dict[str, Any]]:
+        """Every JSON line of the node's log."""
+        lines = []
+        for line in self.log.read_text().splitlines():
+            if line.startswith("{"):
+                try:
+                    lines.append(json.loads(line))
+                except ValueError:
+                    continue
+        return lines
+
     def events(self, name: str) -> list[dict[str, Any]]:
         """The node's log lines (JSON) whose event is ``name``."""
         found = []

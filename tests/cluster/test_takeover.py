@@ -62,6 +62,10 @@ async def test_an_all_bot_table_on_a_killed_node_finishes_on_another_without_a_c
     assert [e["game"] for e in second.events("table_taken_over")
             if e.get("trigger") == "sweep"] == [game_id]
     assert second.metric("tapis_cluster_takeovers_total", trigger="sweep") == 1
+    for node in (first, second):  # every log line names its node
+        lines = node.log_lines()
+        assert lines and len({line.get("node") for line in lines}) == 1
+        assert None not in {line.get("node") for line in lines}
     journal = (await journals(cluster_url))[game_id]
     assert [index for index, _ in journal] == list(range(1, len(journal) + 1))
 

@@ -91,6 +91,7 @@ class ClusterNode:
         self._locks: dict[str, asyncio.Lock] = {}
         self._routes: dict[str, str] = {}
         self._channels: dict[str, grpc.aio.Channel] = {}
+        self._methods: dict[tuple[str, str], Any] = {}
         self._relayed: set[grpc.aio.Call] = set()
         self._cut: set[grpc.aio.Call] = set()
         """Relayed streams this node ended because it is leaving."""
@@ -159,10 +160,15 @@ class ClusterNode:
         while True:
             await asyncio.sleep(SWEEP_EVERY_S)
             try:
-                for game_id, epoch in await self.directory.sweep_orphans(SWEEP_BATCH):
-                    await self._adopt(game_id, epoch, "sweep")
+                orphans = await self.directory.sweep_orphans(SWEEP_BATCH)
             except Exception as error:
                 log.warning("sweep_failed", error=str(error)[:200])
+                continue
+            for game_id, epoch in orphans:
+                try:
+                    await self._adopt(game_id, epoch, "sweep")
+                except Exception as error:  # quarantined, or the database went away
+                    log.warning("adopt_failed", game=game_id, error=str(error)[:200])
 
     def _lost(self, game_id: str) -> None:
         self.store.epochs.pop(game_id, None)
@@ -223,6 +229,14 @@ class ClusterNode:
             if not lock.locked():
                 self._locks.pop(game_id, None)
 
+    def _unary_to(self, address: str, path: str) -> Any:
+        """The (cached) raw-bytes unary method ``path`` on the node at ``address``."""
+        key = (address, path)
+        method = self._methods.get(key)
+        if method is None:
+            method = self._methods[key] = self._channel(address).unary_unary(path)
+        return method
+
     def _channel(self, address: str) -> grpc.aio.Channel:
         channel = self._channels.get(address)
         if channel is None:
@@ -275,7 +289,7 @@ class ClusterNode:
                     return await local(raw, context)
                 started = time.perf_counter()
                 try:
-                    answer: bytes = await self._channel(address).unary_unary(path)(
+                    answer: bytes = await self._unary_to(address, path)(
                         raw, metadata=self._metadata(context),
                         timeout=context.time_remaining())
                 except grpc.aio.AioRpcError as error:
