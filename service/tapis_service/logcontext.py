@@ -8,6 +8,13 @@ from contextvars import ContextVar, Token
 from typing import Any
 
 _CONTEXT: ContextVar[dict[str, Any] | None] = ContextVar("tapis_log_context", default=None)
+_PROCESS: dict[str, Any] = {}
+"""Bound for the whole process (a cluster node's id): on every line."""
+
+
+def bind_process(**values: Any) -> None:
+    """Add ``values`` to every log line of this process from now on."""
+    _PROCESS.update(values)
 
 
 def bind(**values: Any) -> Token[dict[str, Any] | None]:
@@ -25,5 +32,7 @@ def merge(logger: Any, method_name: str,
     """A structlog processor: the bound context under the line's own keys."""
     context = _CONTEXT.get()
     if context:
-        return {**context, **event_dict}
+        event_dict = {**context, **event_dict}
+    if _PROCESS:
+        return {**_PROCESS, **event_dict}
     return event_dict

@@ -23,7 +23,7 @@ import grpc
 import structlog
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import convert
+from tapis_service import convert, logcontext
 from tapis_service.cluster import metrics
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.wire import game_id_of
@@ -71,7 +71,7 @@ async def open_store(settings: Settings) -> PostgresStore:
     tables are adopted one by one); the node id is bound to every log line from here on."""
     assert settings.database_url is not None
     node_id = settings.node_id or new_node_id()
-    structlog.contextvars.bind_contextvars(node=node_id)
+    logcontext.bind_process(node=node_id)
     return await PostgresStore.open(settings.database_url, node_id=node_id, fenced=True,
                                     preload=False)
 
