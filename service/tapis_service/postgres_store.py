@@ -137,6 +137,14 @@ class _Batch:
 _DISCONNECTED = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError)
 
 
+def _usable(connection: asyncpg.Connection) -> bool:
+    """A writer connection still open and still ours (a pool may have taken it back)."""
+    try:
+        return not connection.is_closed()
+    except asyncpg.InterfaceError:  # released back to the pool
+        return False
+
+
 class PostgresStore:
     """Tables, their journals and snapshots in a PostgreSQL database.
 
@@ -308,7 +316,11 @@ class PostgresStore:
             try:
                 await self._commit(batch)
             except Exception as failure:  # never leave a writer waiting on a dead task
-                self._fail_all(batch, list(enumerate(batch.jobs)), failure)
+                try:
+                    self._fail_all(batch, list(enumerate(batch.jobs)), failure)
+                except Exception:
+                    for position in range(len(batch.jobs)):
+                        batch.failed[position] = StoreUnavailable("the write failed")
             for position, job in enumerate(batch.jobs):
                 error = batch.failed.get(position)
                 if job.future.done():
@@ -322,11 +334,11 @@ class PostgresStore:
                     job.future.exception()  # a write nobody awaits must not warn
 
     async def _connection(self) -> asyncpg.Connection:
-        if self._writer_connection is None or self._writer_connection.is_closed():
-            if self._writer_connection is not None:
-                with contextlib.suppress(*_DISCONNECTED):
-                    await self.pool.release(self._writer_connection)
-                self._writer_connection = None
+        if self._writer_connection is not None and not _usable(self._writer_connection):
+            with contextlib.suppress(*_DISCONNECTED, asyncpg.InterfaceError):
+                await self.pool.release(self._writer_connection)
+            self._writer_connection = None
+        if self._writer_connection is None:
             self._writer_connection = await self.pool.acquire(timeout=5)
         return self._writer_connection
 
@@ -388,9 +400,12 @@ class PostgresStore:
 
     def _fail_all(self, batch: _Batch, jobs: list[tuple[int, _Job]],
                   error: BaseException) -> None:
-        log.error("store_write_failed", error=str(error), writes=len(jobs))
-        if isinstance(error, _DISCONNECTED) and self._writer_connection is not None:
-            self._writer_connection.terminate()
+        log.error("store_write_failed", error=str(error)[:200], writes=len(jobs))
+        if isinstance(error, _DISCONNECTED | asyncpg.InterfaceError) \
+                and self._writer_connection is not None:
+            with contextlib.suppress(Exception):  # it may be gone already: never kill the writer
+                self._writer_connection.terminate()
+            self._writer_connection = None
         for position, _ in jobs:
             batch.failed[position] = StoreUnavailable(f"the database refused the write: {error}")
 

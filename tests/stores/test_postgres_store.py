@@ -120,12 +120,23 @@ async def test_a_lost_connection_fails_the_write_unavailable_then_the_store_reco
     store = await PostgresStore.open(database_url)
     await store.created("g", {"kind": "war"})
     await store.appended("g", 1, {"i": 1})
-    async with store.pool.acquire() as connection:  # the database drops the writer's session
-        await connection.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    async with store.pool.acquire() as connection:
+        database = await connection.fetchval("SELECT current_database()")
+    admin = await asyncpg.connect(database_url, database="postgres")
+    # The database drops the writer's session and takes no new one until told again.
+    await admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS false')
+    killed = [row["pid"] for row in await admin.fetch(
+        "SELECT pid FROM pg_stat_activity WHERE datname = $1", database)]
+    assert killed
+    await admin.execute("SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) pid", killed)
+    async with asyncio.timeout(30):  # pg_terminate_backend only signals: wait until gone
+        while await admin.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1::int[])", killed):
+            await asyncio.sleep(0.01)
     with pytest.raises(StoreUnavailable):
         await store.appended("g", 2, {"i": 2})
+    await admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')
+    await admin.close()
     await store.probe()  # the writer reconnects
     _, _, journal = await store.load_game("g")  # read again: appends go on from here
     assert journal == [{"i": 1}]
