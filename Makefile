@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
-.PHONY: setup gen serve test lint bench bench-quick selfplay clean proto-baseline api-docs
+.PHONY: setup gen serve cluster test lint bench bench-quick selfplay clean proto-baseline api-docs
 
 setup: $(STAMP)
 
@@ -36,6 +36,10 @@ gen: $(GEN_STAMP)
 
 serve: setup
 	$(BIN)/tapis-server --data-dir ./var $(ARGS)
+
+# A local cluster: an embedded PostgreSQL (data under ./var/cluster) and 3 nodes on 50051-50053.
+cluster: setup
+	$(BIN)/tapis-cluster --nodes 3 --port 50051 --data-dir ./var/cluster $(ARGS)
 
 test: setup
 	$(BIN)/python -m pytest $(ARGS)

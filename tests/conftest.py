@@ -13,6 +13,7 @@ from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.clock import Clock, ManualClock
 from tapis_service.server import RunningServer, create_server
 from tapis_service.settings import Settings
+from tests.postgres import database_url, postgres  # noqa: F401  (fixtures: PostgreSQL)
 
 TEST_SETTINGS = Settings(port=0, allow_stacked_decks=True, bot_delay_ms=0)
 

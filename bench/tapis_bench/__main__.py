@@ -161,7 +161,7 @@ def run(plan: Plan, profile: bool) -> dict[str, Any]:
     from tapis_engine.registry import GAMES
 
     durable_store = sqlite_available()
-    steps = 2 + len(GAMES) + int(profile) + (len(plan.curve) + 1 if plan.scale_games else 0)
+    steps = 3 + len(GAMES) + int(profile) + (len(plan.curve) + 1 if plan.scale_games else 0)
     step = 0
 
     def begin(what: str) -> None:
@@ -214,6 +214,10 @@ def run(plan: Plan, profile: bool) -> dict[str, Any]:
               f"for {plan.scale_s} s")
         scale = scale_run(plan.scale_games, plan.scale_rate, plan.scale_s)
         curve.append(scale)
+    begin("cluster: 1 and 2 nodes over an embedded PostgreSQL, relayed calls, failover")
+    from tapis_bench import cluster  # issue 11
+
+    cluster_figures = cluster.run(plan, progress)
     begin("engine: random play in-process")
     engine_figures = engine.run(plan.engine_s)
     for kind, figures in engine_figures.items():
@@ -237,6 +241,7 @@ def run(plan: Plan, profile: bool) -> dict[str, Any]:
         "detail": {"bare": bare, "service": per_kind, "durable": durable,
                    "engine": engine_figures, "scale": scale, "curve": curve},
     })
+    results.update(cluster_figures)
     return results
 
 
@@ -361,6 +366,10 @@ def main(argv: list[str] | None = None) -> None:
                           "loadavg_after": os.getloadavg()}
     results["seconds"] = round(time.perf_counter() - began, 1)
     print(table(results))
+    if "postgres_throughput_ratio" in results:
+        from tapis_bench import cluster
+
+        print("\n" + cluster.table(results))
     machine = results["machine"]
     print(f"\n{machine['cpus']} CPUs; load average {machine['loadavg_before'][0]:.1f} before, "
           f"{machine['loadavg_after'][0]:.1f} after (other work on this machine counts too).")

@@ -315,7 +315,11 @@ async def list_games(conn: Connection, args: argparse.Namespace) -> None:
         grid.add_column(column)
     for row in rows:
         grid.add_row(*row)
-    console.print(grid)
+    if len(rows) + 4 > console.height:  # longer than the screen: page it (less, $PAGER)
+        with console.pager(styles=True):
+            console.print(grid)
+    else:
+        console.print(grid)
     if not rows:
         console.print("no tables yet: `tapis create` or `tapis play` makes one")
 
@@ -369,7 +373,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.add_argument("kind", choices=sorted(games.KINDS), nargs="?", default="war")
         p.add_argument("--players", type=int, default=0, help="seats at the table")
         p.add_argument("--bot", default="", help="the computer players' strategy")
-        p.add_argument("--seed", type=int)
+        p.add_argument("--seed", type=int, help="a chosen deal (only a server started with "
+                       "--allow-stacked-decks accepts one)")
         p.add_argument("--turn-time-ms", type=int, default=0)
         p.add_argument("--points", type=int, default=0,
                        help="points to win (Bataille, Basra; default: the game's)")

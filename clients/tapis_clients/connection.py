@@ -30,6 +30,11 @@ grpc-level limit such as too many calls in flight)."""
 RESUMED_EXHAUSTION = RETRIED_EXHAUSTION | {"STREAM_TOO_SLOW"}
 """...and, for an event stream, a stream cut for reading too slowly: resume it."""
 
+RATE_LIMITED_CAP_S = 0.4
+"""The longest pause before retrying a RATE_LIMITED call when the server names none: a rate
+limiter's tokens come back steadily (CreateGame's default: 5 per second), so waiting longer
+only idles."""
+
 CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     # Reconnect soon after a server restart (gRPC's default backoff grows to 120 s).
     ("grpc.initial_reconnect_backoff_ms", 100),
@@ -40,6 +45,9 @@ CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_time_ms", 20_000),
     ("grpc.keepalive_timeout_ms", 10_000),
 ]
+
+RECONNECT_OPTIONS = CHANNEL_OPTIONS
+"""The former name of CHANNEL_OPTIONS (tests and tools open channels like the clients')."""
 
 
 class Unreachable(Exception):
@@ -143,7 +151,10 @@ class Backoff:
         if asked is not None:
             return asked * (1 + 0.2 * random.random())
         delay = self.next_s * (0.5 + random.random())
-        self.next_s = min(self.next_s * 2, self.cap_s)
+        cap = self.cap_s
+        if error is not None and error_reason(error) == "RATE_LIMITED":
+            cap = min(cap, RATE_LIMITED_CAP_S)  # a token bucket refills steadily: keep asking
+        self.next_s = min(self.next_s * 2, cap)
         return delay
 
 

@@ -3,6 +3,7 @@ latest event lines, the move menu and the prompt, redrawn whole at every change.
 
 from __future__ import annotations
 
+import hashlib
 from collections import deque
 
 from rich.columns import Columns
@@ -56,6 +57,28 @@ def waiting_table(view: pb.GameView) -> RenderableType:
     return Group(*lines)
 
 
+def fair(seed: int, seed_salt: str, seed_commitment: str) -> bool:
+    """The revealed seed and salt hash to the commitment published at the game's start."""
+    return hashlib.sha256(f"{seed}:{seed_salt}".encode()).hexdigest() == seed_commitment
+
+
+def fairness_line(view: pb.GameView, committed: str = "") -> str:
+    """The deal's commitment while the game is played; once it is over, the check of the
+    revealed seed against the commitment seen at its start (``committed``, else the view's)."""
+    fairness = view.fairness
+    commitment = committed or fairness.seed_commitment
+    if not commitment:
+        return ""
+    chosen = " · [yellow]dealt as the creator chose[/]" if fairness.deal_chosen else ""
+    if fairness.seed_salt:
+        if fair(fairness.seed, fairness.seed_salt, commitment):
+            verdict = "[green]✓ fixed before play[/]"
+        else:
+            verdict = "[bold red]✗ does not match the commitment[/]"
+        return f"deal check: sha256(seed:salt) = {commitment[:12]}… {verdict}{chosen}"
+    return f"[dim]deal committed before play: {commitment[:12]}…[/]{chosen}"
+
+
 def menu(kind: int, actions: list[pb.Action]) -> RenderableType:
     """The moves, numbered from 1, with their hotkeys."""
     module = games.module_for(kind)
@@ -81,8 +104,13 @@ class Screen:
         self.lines: deque[str] = deque(maxlen=EVENT_LINES)
         self.status = ""
         """A line about the connection or the last refusal ("" for none)."""
+        self.commitments: dict[int, str] = {}
+        """Game number -> the seed commitment its GameStarted event published."""
 
     def add_event(self, event: pb.Event) -> None:
+        if event.WhichOneof("body") == "game_started" and event.game_started.seed_commitment:
+            started = event.game_started
+            self.commitments[started.game_number] = started.seed_commitment
         line = games.describe_event(self.kind, event, self.seat)
         if line:
             self.lines.append(line)
@@ -98,6 +126,9 @@ class Screen:
             body = games.module_for(self.kind).render(view)
         console.print(Panel(body, title=title))
         console.print(Text.from_markup(seat_names(view)))
+        deal = fairness_line(view, self.commitments.get(view.game_number, ""))
+        if deal:
+            console.print(Text.from_markup(deal))
         board = view.scoreboard
         if board.games_played:
             wins = ", ".join(f"seat {i}: {w}" for i, w in enumerate(board.wins))

@@ -20,6 +20,8 @@ class ServiceError(Exception):
         self.code = code
         self.reason = reason
         self.message = message
+        self.logged = False
+        """Already logged where it was decided (the servicer does not log it again)."""
 
 
 _KIND_TO_CODE = {

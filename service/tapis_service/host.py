@@ -37,7 +37,12 @@ from tapis_engine.registry import rules_for
 from tapis_service import compaction, metrics
 from tapis_service.adapters import ADAPTERS
 from tapis_service.clock import Clock
-from tapis_service.errors import ServiceError, failed_precondition, not_found
+from tapis_service.errors import (
+    ServiceError,
+    failed_precondition,
+    from_rule_error,
+    not_found,
+)
 from tapis_service.limits import quote
 from tapis_service.ratelimit import TokenBuckets
 from tapis_service.recovery import RecoveryError, Restored, restore, snapshot_data
@@ -279,8 +284,10 @@ class GameHost:
             applied = session.apply(move, now)
         except RuleError as error:
             log.info("action_refused", game=session.game_id, seat=seat,
-                     action=type(move).__name__, reason=error.reason.value)
-            raise
+                     action=_action_name(move), reason=error.reason.value)
+            refusal = from_rule_error(error)
+            refusal.logged = True  # one log line per refusal: the servicer does not repeat it
+            raise refusal from error
         metrics.ACTIONS.labels(session.rules.kind, "person").inc()
         if received is not None and isinstance(move, tbl.Act) \
                 and type(move.action).__name__ == "Slap":

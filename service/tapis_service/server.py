@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 import structlog
@@ -43,6 +45,26 @@ def reflection_pool() -> descriptor_pool.DescriptorPool:
     return pool
 
 
+def _can_bind(host: str, port: int) -> bool:
+    """Whether the address is free (checked before grpc, whose core logs its own failure)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return True  # let grpc give its own answer
+    for family, kind, proto, _, address in infos[:1]:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError:
+                return False
+    return True
+
+
+class CannotListen(OSError):
+    """The server's address is taken or not ours: it refuses to start (exit 2)."""
+
+
 @dataclass
 class RunningServer:
     """A started server and what it holds."""
@@ -53,16 +75,26 @@ class RunningServer:
     health: health.aio.HealthServicer
     servicer: GameServicer | None = None
     guard: CallGuard | None = None
+    cluster: Any = None
+    """The ClusterNode of a cluster node (``--advertise``), else None."""
 
     async def stop(self, grace_s: float | None = None) -> None:
-        """Graceful shutdown: report NOT_SERVING, drain in-flight calls, then close the host."""
+        """Graceful shutdown: report NOT_SERVING, (a cluster node: hand its tables off),
+        drain in-flight calls, then close the host."""
         await self.health.enter_graceful_shutdown()
         if self.servicer is not None:
             self.servicer.housekeeping.stop()
+        if self.cluster is not None:
+            await self.cluster.leave()
         await self.server.stop(grace_s)
         if self.servicer is not None:
             await self.servicer.housekeeping.drain()
         await self.host.close()
+        if self.cluster is not None:
+            await self.cluster.close()
+        aclose = getattr(self.host.store, "aclose", None)
+        if aclose is not None:  # a store with connections to close (PostgreSQL)
+            await aclose()
 
 
 def server_options(settings: Settings) -> list[tuple[str, int]]:
@@ -110,8 +142,13 @@ def _reporter(health_servicer: health.aio.HealthServicer) -> Callable[[bool], No
     return listener
 
 
-def open_store(settings: Settings) -> Store:
+async def open_store(settings: Settings) -> Store:
     """The store named by the settings."""
+    if settings.store == "postgres":
+        from tapis_service.postgres_store import PostgresStore  # the shared store (issue 11)
+
+        assert settings.database_url is not None
+        return await PostgresStore.open(settings.database_url)
     if settings.store == "memory":
         return MemoryStore()
     from tapis_service.sqlite_store import SqliteStore  # durable store (issue 6)
@@ -123,20 +160,41 @@ def open_store(settings: Settings) -> Store:
 async def create_server(settings: Settings, clock: Clock | None = None,
                         store: Store | None = None) -> RunningServer:
     """Build and start the server; returns it with the port it listens on."""
-    host = GameHost(settings, clock or SystemClock(), store or open_store(settings))
+    if store is None and settings.advertise:
+        from tapis_service.cluster.node import open_store as open_node_store
+
+        store = await open_node_store(settings)
+    host = GameHost(settings, clock or SystemClock(), store or await open_store(settings))
+    shared_key = getattr(host.store, "join_key", None)
+    if shared_key:  # a shared store keeps the join key (every node derives the same tokens)
+        host.join_key = shared_key
     await host.recover()
     guard = CallGuard(settings.max_in_flight)
     server = grpc.aio.server(interceptors=[guard], options=server_options(settings))
     servicer = GameServicer(host, housekeeping=Housekeeping(host))
-    add_to_server(servicer, server)
+    cluster = None
+    if settings.advertise:  # a cluster node routes every call (tapis_service/cluster/)
+        from tapis_service.cluster.node import ClusterNode
+
+        cluster = ClusterNode(settings, host, host.store)  # type: ignore[arg-type]
+        await cluster.start()
+        server.add_generic_rpc_handlers((cluster.handler(servicer),))
+    else:
+        add_to_server(servicer, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
          reflection.SERVICE_NAME), server, pool=reflection_pool())
-    port = server.add_insecure_port(f"{settings.host}:{settings.port}")
+    address = f"{settings.host}:{settings.port}"
+    if settings.port and not _can_bind(settings.host, settings.port):
+        raise CannotListen(f"cannot listen on {address} (is another server there?)")
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as error:  # grpc: "Failed to bind to address ..."
+        raise CannotListen(f"cannot listen on {address} (is another server there?)") from error
     if port == 0:
-        raise OSError(f"cannot listen on {settings.host}:{settings.port}")
+        raise CannotListen(f"cannot listen on {address} (is another server there?)")
     await server.start()
     servicer.housekeeping.start()
     for name in ("", SERVICE_NAME):
@@ -144,4 +202,4 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     host.health_listeners.append(_reporter(health_servicer))
     log.info("serving", address=f"{settings.host}:{port}", store=settings.store,
              games=len(host.sessions))
-    return RunningServer(server, port, host, health_servicer, servicer, guard)
+    return RunningServer(server, port, host, health_servicer, servicer, guard, cluster)

@@ -66,7 +66,8 @@ def unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
         except (RuleError, ServiceError) as error:
             refusal = _refusal(error)
             metrics.REFUSALS.labels(refusal.code.name, refusal.reason).inc()
-            log.info("refused", code=refusal.code.name, reason=refusal.reason)
+            if not refusal.logged:  # else an action_refused line said it all
+                log.info("refused", code=refusal.code.name, reason=refusal.reason)
             await context.abort_with_status(to_status(refusal))
             raise AssertionError("unreachable") from error
         finally:

@@ -13,8 +13,17 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 50051
     store: str = "memory"
-    """``"sqlite"`` (durable, under ``data_dir``) or ``"memory"``."""
+    """``"sqlite"`` (durable, under ``data_dir``), ``"postgres"`` (``database_url``) or
+    ``"memory"``."""
     data_dir: Path | None = None
+    database_url: str | None = None
+    """PostgreSQL (``postgresql://...``): the shared store of a cluster."""
+    advertise: str | None = None
+    """HOST:PORT other nodes reach this one at: set, the server is a cluster node."""
+    node_ttl_s: float = 3.0
+    """A cluster node's membership lasts this long unless renewed (every second)."""
+    node_id: str | None = None
+    """A cluster node's id (default: a fresh random one per process)."""
     allow_stacked_decks: bool = False
     bot_delay_ms: int = 600
     """How long a server bot waits before it moves (people like to see the cards)."""

@@ -24,7 +24,7 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from tapis_service.store import (
     StoreCorrupt,
     StoredGame,
     StoreError,
+    StoreInUse,
     StoreUnavailable,
 )
 
@@ -150,6 +151,13 @@ class SqliteStore:
             raise StoreCorrupt(f"{self.path}: empty (0 bytes), but {self.path.parent} has "
                                f"served before ({USED_MARKER} is there); refusing to start empty")
 
+    def _reader(self) -> sqlite3.Connection:
+        """A connection that reads text columns as bytes: one row that is not UTF-8 damages
+        its game (quarantined), not the whole file."""
+        reader = self._connect()
+        reader.text_factory = bytes
+        return reader
+
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         connection.execute("PRAGMA journal_mode=WAL")
@@ -194,7 +202,7 @@ class SqliteStore:
         be decoded comes back as ``({"damaged": why}, None, [])``: recovery quarantines it. A
         file that cannot be read raises ``StoreCorrupt``."""
         try:
-            reader = self._connect()
+            reader = self._reader()
             try:
                 games = reader.execute(
                     "SELECT game_id, record FROM games ORDER BY created_order").fetchall()
@@ -207,19 +215,19 @@ class SqliteStore:
             finally:
                 reader.close()
         except sqlite3.Error as error:
-            raise StoreCorrupt(f"{self.path}: cannot be read ({error})") from error
+            raise StoreCorrupt(f"{self.path}: cannot be read ({_short(error)})") from error
         loaded: list[tuple[str, JSON, JSON | None, list[JSON]]] = []
-        for game_id, record in games:
-            row = snapshots.get(game_id)
-            loaded.append((game_id, *_decoded(game_id, record, row,
-                                              journals.get(game_id, []))))
+        for raw_id, record in games:
+            row = snapshots.get(raw_id)
+            game_id = _text(raw_id)
+            loaded.append((game_id, *_decoded(game_id, record, row, journals.get(raw_id, []))))
         return loaded
 
     def load_game(self, game_id: str) -> StoredGame | None:
         """One stored table as ``load`` gives it (None: not stored). Call it once the writes
         queued before it have settled (their awaitables completed)."""
         try:
-            reader = self._connect()
+            reader = self._reader()
             try:
                 row = reader.execute("SELECT record FROM games WHERE game_id = ?",
                                      (game_id,)).fetchone()
@@ -234,7 +242,7 @@ class SqliteStore:
             finally:
                 reader.close()
         except sqlite3.Error as error:
-            raise StoreUnavailable(f"{self.path}: cannot be read ({error})") from error
+            raise StoreUnavailable(f"{self.path}: cannot be read ({_short(error)})") from error
         return _decoded(game_id, row[0], snap_row, journal)
 
     def close(self) -> None:
@@ -322,22 +330,38 @@ def _lock_directory(data_dir: Path) -> int:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError as error:
         os.close(descriptor)
-        raise RuntimeError(f"another tapis-server is using {data_dir}") from error
+        raise StoreInUse(f"another tapis-server is using {data_dir} ({LOCK_NAME} is "
+                         "locked)") from error
     return descriptor
 
 
-def _decoded(game_id: str, record: str, snapshot_row: tuple[Any, ...] | None,
-             journal: list[tuple[int, str]]) -> StoredGame:
-    """Decode one table's rows; a table that cannot be decoded is marked damaged."""
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _short(error: BaseException) -> str:
+    """An error's text cut short: SQLite may quote a whole stored row in it."""
+    text = str(error)
+    return text if len(text) <= 80 else text[:80] + "…"
+
+
+def _decoded(game_id: str, record: bytes | str, snapshot_row: tuple[Any, ...] | None,
+             journal: Sequence[tuple[int, bytes | str]]) -> StoredGame:
+    """Decode one table's rows; a table that cannot be decoded is marked damaged. Messages
+    never quote the stored text (it holds request ids and cards)."""
     snap: JSON | None = None
     if snapshot_row is not None:
-        index, fmt, digest, text = snapshot_row
-        snap = {"index": index, "format": fmt, "checksum_ok": checksum(text) == digest,
-                "text": text}
+        index, fmt, digest, data = snapshot_row
+        try:
+            text = data.decode("utf-8") if isinstance(data, bytes) else data
+            valid = checksum(text) == _text(digest)
+        except UnicodeDecodeError:
+            text, valid = "", False
+        snap = {"index": index, "format": fmt, "checksum_ok": valid, "text": text}
     try:
         decoded_record = json.loads(record)
     except (ValueError, TypeError) as error:
-        return {"damaged": f"the creation record is not valid JSON ({error})"}, None, []
+        return {"damaged": f"the creation record is not valid JSON ({_short(error)})"}, None, []
     if not isinstance(decoded_record, dict):
         return {"damaged": "the creation record is not a JSON object"}, None, []
 
@@ -351,7 +375,7 @@ def _decoded(game_id: str, record: str, snapshot_row: tuple[Any, ...] | None,
         try:
             decoded = json.loads(entry)
         except (ValueError, TypeError) as error:
-            return damaged(f"journal input {index} is not valid JSON ({error})")
+            return damaged(f"journal input {index} is not valid JSON ({_short(error)})")
         if not isinstance(decoded, dict):
             return damaged(f"journal input {index} is not a JSON object")
         entries.append(decoded)

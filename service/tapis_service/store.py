@@ -25,6 +25,10 @@ class StoreCorrupt(Exception):
     refuses to start (exit 2) rather than serve without it."""
 
 
+class StoreInUse(Exception):
+    """Another server holds the store's directory: this one refuses to start (exit 2)."""
+
+
 class JournalConflict(StoreError):
     """The journal already holds an input at this (game_id, index): another writer appended
     first (in a cluster, another node owns the table now)."""

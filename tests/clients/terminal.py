@@ -20,10 +20,12 @@ PATIENCE_S = 30.0
 """How long a test waits for a screen before failing (never a condition of correctness)."""
 
 
-def _take_terminal() -> None:
-    """In the child: the pty becomes its controlling terminal (Ctrl-C sends SIGINT)."""
-    os.setsid()
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+CHILD = ("import os, runpy, sys; "
+         # A new session's leader opening its tty makes it the controlling terminal, so that
+         # Ctrl-C on the pty sends SIGINT to the client as in a real terminal.
+         "os.close(os.open(os.ttyname(0), os.O_RDWR)); "
+         "sys.argv = ['tapis', *sys.argv[1:]]; "
+         "runpy.run_module('tapis_clients.cli', run_name='__main__')")
 
 
 class Terminal:
@@ -47,8 +49,8 @@ class Terminal:
                    COLUMNS=str(COLUMNS), LINES=str(ROWS))
         env.pop("TAPIS_TARGET", None)
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tapis_clients.cli", *args, stdin=slave, stdout=slave,
-            stderr=slave, env=env, preexec_fn=_take_terminal)
+            sys.executable, "-c", CHILD, *args, stdin=slave, stdout=slave, stderr=slave,
+            env=env, start_new_session=True)
         return cls(process, master, slave)
 
     def _read(self) -> None:

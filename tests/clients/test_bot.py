@@ -17,7 +17,8 @@ from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import bot, strategies
 from tapis_clients.connection import Connection
-from tests.conftest import ServerFactory
+from tapis_service.clock import ManualClock
+from tests.conftest import ServerFactory, auth, person_seats
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "clients" / "examples"
 
@@ -40,7 +41,8 @@ async def test_corse_bots_follow_the_stream_without_idle_stalls(
     h = await make_server()
     conn = CountingConnection(f"127.0.0.1:{h.running.port}")
     stats = bot.Stats()
-    done = await bot.selfplay_one(conn, pb.GAME_KIND_BATAILLE_CORSE, 2, 7, bot.BotStyle(), stats)
+    done = await bot.selfplay_one(conn, pb.GAME_KIND_BATAILLE_CORSE, 2, 7, bot.BotStyle(), stats,
+                                  choose_deal=True)
     await conn.close()
     assert done
     assert stats.errors == []
@@ -56,7 +58,7 @@ async def test_rate_limited_slaps_wait_and_the_game_goes_on(make_server: ServerF
     stats = bot.Stats()
     short = pb.CreateGameRequest(bataille_corse=corse_pb2.BatailleCorseOptions(flip_cap=60))
     done = await bot.selfplay_one(conn, pb.GAME_KIND_BATAILLE_CORSE, 2, 3, bot.BotStyle(), stats,
-                                  options=short)
+                                  options=short, choose_deal=True)
     await conn.close()
     assert done and stats.errors == []
     assert stats.rate_limited > 0
@@ -91,7 +93,8 @@ async def test_a_plugged_in_strategy_plays_every_move(make_server: ServerFactory
     h = await make_server()
     conn = Connection(f"127.0.0.1:{h.running.port}")
     stats = bot.Stats()
-    done = await bot.selfplay_one(conn, pb.GAME_KIND_BASRA, 2, 11, bot.BotStyle(), stats, spy)
+    done = await bot.selfplay_one(conn, pb.GAME_KIND_BASRA, 2, 11, bot.BotStyle(), stats, spy,
+                                  choose_deal=True)
     await conn.close()
     assert done and stats.errors == []
     assert len(seen) == stats.actions > 0
@@ -122,3 +125,66 @@ def test_reference_strategy_is_seeded() -> None:
     picks = [strategies.reference(pb.GAME_KIND_BASRA, random.Random(5))(pb.GameView(), legal)
              for _ in range(2)]
     assert picks[0] == picks[1]
+
+
+async def test_the_corse_follower_keeps_the_servers_picture(make_server: ServerFactory) -> None:
+    """Seat 0's table rebuilt from its stream alone equals its view from the server, action
+    after action (flips, slaps true and false, challenges, piles won, eliminations)."""
+    clock = ManualClock()
+    h = await make_server(clock=clock)
+    created = await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_BATAILLE_CORSE, seats=3, seed=12, seat_configs=person_seats(3),
+        request_id=uuid.uuid4().hex))
+    game_id = created.game.game_id
+    tokens = [(await h.stub.JoinGame(pb.JoinGameRequest(game_id=game_id))).seat_token
+              for _ in range(3)]
+
+    async def view_of(seat: int) -> pb.GameView:
+        return (await h.stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                                     metadata=auth(tokens[seat]))).game
+
+    first = await view_of(0)
+    follower = strategies.corse.CorseFollower(first)
+
+    stream = h.stub.StreamEvents(pb.StreamEventsRequest(
+        game_id=game_id, after_sequence=first.last_sequence), metadata=auth(tokens[0]))
+    rng = random.Random(4)
+    kinds = set()
+    for _ in range(600):
+        seat = rng.randrange(3)
+        seen = await view_of(seat)
+        legal = list(seen.legal_actions)
+        if not legal:
+            continue
+        picked = strategies.corse.slap_or_flip(seen, legal)
+        if rng.random() < 0.03:  # now and then a false slap
+            picked = legal[-1]
+        if picked is None:
+            continue
+        clock.advance(1000)  # the slap limiter's tokens come back
+        await h.stub.SubmitAction(pb.SubmitActionRequest(
+            game_id=game_id, action=picked), metadata=auth(tokens[seat]))
+        truth = await view_of(0)
+        while follower.last_sequence < truth.last_sequence:
+            for event in (await stream.read()).events:
+                follower.apply(event)
+                kinds.add(event.bataille_corse.WhichOneof("event") or "")
+        mine, real = follower.view.bataille_corse, truth.bataille_corse
+        assert list(mine.pile_top) == list(real.pile_top)
+        assert mine.pile_size == real.pile_size
+        assert mine.HasField("top_sequence") == real.HasField("top_sequence")
+        assert mine.top_sequence == real.top_sequence
+        assert (mine.turn if mine.HasField("turn") else None) == \
+            (real.turn if real.HasField("turn") else None)
+        assert list(mine.deck_sizes) == list(real.deck_sizes)
+        assert [s.status for s in mine.seats] == [s.status for s in real.seats]
+        assert follower.version == truth.version
+        if truth.status != pb.GAME_STATUS_IN_PROGRESS:
+            assert follower.over and follower.legal_actions() == []
+            break
+        assert [a.SerializeToString() for a in follower.legal_actions()] == \
+            [a.SerializeToString() for a in truth.legal_actions]
+    stream.cancel()
+    assert {"card_flipped", "pile_won", "false_slap", "challenge_started",
+            "challenge_passed"} <= kinds
+    assert truth.version > 200

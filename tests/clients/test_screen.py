@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import uuid
 
 import pytest
 from rich.console import Console
 
-from tapis.v1 import boutons_pb2
+from tapis.v1 import boutons_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1.cards_pb2 import Card
 from tapis_clients import games
 from tapis_clients.cli import prompt_for, resolve_keys
 from tapis_clients.games import boutons
-from tapis_clients.screen import Screen
+from tapis_clients.screen import Screen, fairness_line
 from tests.conftest import Harness, ServerFactory, auth, person_seats
 
 
@@ -87,3 +88,27 @@ def test_the_seat_claimed_line_speaks_to_its_reader() -> None:
     event = pb.Event(seat_claimed=pb.SeatClaimed(seat=0, display_name="ana"))
     assert games.describe_event(pb.GAME_KIND_WAR, event, 0) == "you sit at seat 0"
     assert games.describe_event(pb.GAME_KIND_WAR, event, 1) == "ana sits at seat 0"
+
+
+def test_war_lines_leave_tricks_to_the_table() -> None:
+    """The table shows the trick in play and the last trick; the log has no older tricks."""
+    revealed = pb.Event(war=war_pb2.WarEvent(card_revealed=war_pb2.WarCardRevealed(seat=1)))
+    won = pb.Event(war=war_pb2.WarEvent(trick_won=war_pb2.WarTrickWon(seat=1, cards=2)))
+    assert games.describe_event(pb.GAME_KIND_WAR, revealed, 0) is None
+    assert games.describe_event(pb.GAME_KIND_WAR, won, 0) is None
+    bataille = pb.Event(war=war_pb2.WarEvent(bataille=war_pb2.WarBatailleAnnounced()))
+    assert games.describe_event(pb.GAME_KIND_WAR, bataille, 0) == "[bold yellow]Bataille![/]"
+
+
+def test_the_deal_check_is_shown() -> None:
+    committed = hashlib.sha256(b"42:salt").hexdigest()
+    playing = pb.GameView(fairness=pb.Fairness(seed_commitment=committed))
+    assert "deal committed before play: " + committed[:12] in fairness_line(playing)
+    over = pb.GameView(fairness=pb.Fairness(seed_commitment=committed, seed=42,
+                                            seed_salt="salt"))
+    assert "✓ fixed before play" in fairness_line(over)
+    # Checked against what the game's start published, not what the server says at the end.
+    assert "✗ does not match" in fairness_line(over, committed="0" * 64)
+    chosen = pb.GameView(fairness=pb.Fairness(seed_commitment=committed, deal_chosen=True))
+    assert "dealt as the creator chose" in fairness_line(chosen)
+    assert fairness_line(pb.GameView()) == ""

@@ -90,7 +90,9 @@ async def test_a_whole_war_game(make_server: ServerFactory, terminal: StartTermi
         reveals += 1
     assert reveals >= 3
     # The game over screen offers the next game of the series; q leaves.
-    await term.wait_for("start the next game of the series")
+    text = await term.wait_for("start the next game of the series")
+    assert "✓ fixed before play" in text  # the seed checked against its commitment
+    assert "dealt as the creator chose" in text  # --seed: a chosen deal, and it says so
     term.type("q")
     assert await term.exit_status() == 0
     await term.wait_for("takes it back")

@@ -90,3 +90,62 @@ def test_a_fresh_data_directory_starts_empty(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "fresh")
     assert store.load() == []
     store.close()
+
+
+async def test_a_row_that_is_not_utf8_quarantines_its_game_and_quotes_nothing(
+        server: ServerProcess) -> None:
+    """Bytes overwritten inside one journal row: that game alone is refused, the others serve,
+    and no message repeats the stored text (it holds request ids and cards)."""
+    import sqlite3
+
+    import grpc
+
+    from tapis.v1 import game_service_pb2 as pb
+
+    database = await a_used_data_directory(server)
+    stored = sqlite3.connect(database)
+    game_id, index, entry = stored.execute(
+        "SELECT game_id, idx, entry FROM journal ORDER BY game_id, idx LIMIT 1 OFFSET 5"
+    ).fetchone()
+    damaged = entry.encode()[:20] + b"\xff\xfe\xff" + entry.encode()[23:]
+    with stored:
+        stored.execute("UPDATE journal SET entry = CAST(? AS TEXT) WHERE game_id = ? AND idx = ?",
+                       (damaged, game_id, index))
+    stored.close()
+    await server.start()
+    async with channel(server.target) as grpc_channel:
+        stub = pb_grpc.GameServiceStub(grpc_channel)
+        listed = (await stub.ListGames(pb.ListGamesRequest(include_finished=True))).games
+        assert {g.game_id: g.status for g in listed}[game_id] == pb.GAME_STATUS_QUARANTINED
+        assert sum(g.status != pb.GAME_STATUS_QUARANTINED for g in listed) == 2
+        try:
+            await stub.GetGame(pb.GetGameRequest(game_id=game_id))
+            raise AssertionError("a quarantined game was served")
+        except grpc.aio.AioRpcError as error:
+            assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
+    server.stop()
+    log = server.log.read_text(errors="replace")
+    assert "game_quarantined" in log and "not valid JSON" in log
+    assert entry[:20] not in log.replace('\\"', '"')
+
+
+async def test_a_second_server_on_the_same_directory_or_port_refuses_in_one_line(
+        server: ServerProcess, tmp_path: Path) -> None:
+    await server.start()
+    try:
+        same_dir = subprocess.run([*server.command(), "--port", "0"],
+                                  capture_output=True, timeout=60, check=False)
+        other_dir = tmp_path / "other"
+        same_port = subprocess.run(
+            [*server.command(), "--data-dir", str(other_dir)],
+            capture_output=True, timeout=60, check=False)
+    finally:
+        server.stop()
+    for refused, says in ((same_dir, "another tapis-server is using"),
+                          (same_port, f"cannot listen on 127.0.0.1:{server.port}")):
+        stderr = refused.stderr.decode()
+        assert refused.returncode == 2, stderr
+        assert "Traceback" not in stderr
+        assert stderr.strip().splitlines() == [line for line in stderr.strip().splitlines()
+                                               if line.startswith("tapis-server:")]
+        assert says in stderr

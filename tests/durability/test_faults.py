@@ -23,10 +23,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis_engine import table as tbl
-from tapis_engine.errors import RuleError
 from tapis_engine.war import Reveal, WarOptions
 from tapis_service import compaction
 from tapis_service.clock import ManualClock
+from tapis_service.errors import ServiceError
 from tapis_service.host import GameHost
 from tapis_service.sqlite_store import FILE_NAME, SqliteStore
 from tests.conftest import TEST_SETTINGS, Harness, ServerFactory, auth, person_seats
@@ -350,7 +350,7 @@ async def test_a_retry_of_the_first_action_after_2000_more_gets_the_first_answer
                                else tbl.Act(seat, Reveal()))
             try:
                 await host.submit(session, seat, move, f"seat{seat}-{made}", None)
-            except RuleError:
+            except ServiceError:
                 continue  # not this seat's turn
             made += seat == me
     version = session.table.version

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tapis_service.sqlite_store import FILE_NAME, SqliteStore
+from tapis_service.store import StoreInUse
 
 
 def must(pending: asyncio.Future[None] | None) -> asyncio.Future[None]:
@@ -66,7 +67,7 @@ async def test_close_commits_what_is_queued_and_dropped_games_are_gone(tmp_path:
 
 def test_a_second_store_on_the_same_directory_is_refused(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path)
-    with pytest.raises(RuntimeError, match="another tapis-server is using"):
+    with pytest.raises(StoreInUse, match="another tapis-server is using"):
         SqliteStore(tmp_path)
     store.close()
     SqliteStore(tmp_path).close()  # free again once closed

@@ -1,0 +1,107 @@
+"""The cluster's directory in the database: who is alive (``members``) and who owns which
+table at which fencing epoch (``games.owner``, ``games.epoch``).
+
+Liveness is an expiry renewed by each node; it only decides who *should* serve a table. Who
+*may* write it is decided by the journal's primary key (and, to fail fast, the epoch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """A table's row in the directory."""
+
+    node_id: str | None
+    epoch: int
+    address: str | None
+    alive: bool
+
+
+class Directory:
+    """Queries over a pool to the cluster's database, as node ``node_id``."""
+
+    def __init__(self, pool: asyncpg.Pool, node_id: str, address: str, ttl_s: float) -> None:
+        self.pool = pool
+        self.node_id = node_id
+        self.address = address
+        self.ttl_s = ttl_s
+
+    async def renew(self) -> bool:
+        """Register or renew this node's membership; True if it had expired (or was missing)
+        before: the node may have lost tables meanwhile."""
+        async with self.pool.acquire() as connection:
+            lapsed = await connection.fetchval(
+                "WITH old AS (SELECT expires_at FROM members WHERE node_id = $1) "
+                "INSERT INTO members (node_id, address, expires_at) "
+                "VALUES ($1, $2, now() + make_interval(secs => $3)) "
+                "ON CONFLICT (node_id) DO UPDATE SET address = EXCLUDED.address, "
+                "expires_at = EXCLUDED.expires_at "
+                "RETURNING COALESCE((SELECT expires_at FROM old) < now(), TRUE)",
+                self.node_id, self.address, self.ttl_s)
+        return bool(lapsed)
+
+    async def leave(self) -> None:
+        async with self.pool.acquire() as connection:
+            await connection.execute("DELETE FROM members WHERE node_id = $1", self.node_id)
+
+    async def live_members(self) -> dict[str, str]:
+        """node id -> address of every live node (this one included)."""
+        async with self.pool.acquire() as connection:
+            rows = await connection.fetch(
+                "SELECT node_id, address FROM members WHERE expires_at > now()")
+        return {r["node_id"]: r["address"] for r in rows}
+
+    async def owner_of(self, game_id: str) -> Owner | None:
+        """The table's owner (None: no such table)."""
+        async with self.pool.acquire() as connection:
+            row = await connection.fetchrow(
+                "SELECT g.owner, g.epoch, m.address, COALESCE(m.expires_at > now(), FALSE) "
+                "AS alive FROM games g LEFT JOIN members m ON m.node_id = g.owner "
+                "WHERE g.game_id = $1", game_id)
+        if row is None:
+            return None
+        return Owner(row["owner"], row["epoch"], row["address"], row["alive"])
+
+    async def take_over(self, game_id: str, seen_epoch: int) -> int | None:
+        """Become the table's owner if its epoch is still ``seen_epoch``: the new epoch, or
+        None if another node moved it first."""
+        async with self.pool.acquire() as connection:
+            epoch = await connection.fetchval(
+                "UPDATE games SET owner = $1, epoch = epoch + 1 "
+                "WHERE game_id = $2 AND epoch = $3 RETURNING epoch",
+                self.node_id, game_id, seen_epoch)
+        return None if epoch is None else int(epoch)
+
+    async def sweep_orphans(self, limit: int) -> list[tuple[str, int]]:
+        """Take over up to ``limit`` unfinished tables that can move without a client (bots,
+        turn timers) whose owner is dead or gone: (game id, new epoch). Rows another node is
+        sweeping are skipped (``FOR UPDATE SKIP LOCKED``)."""
+        async with self.pool.acquire() as connection:
+            rows = await connection.fetch(
+                "WITH orphans AS (SELECT game_id FROM games WHERE timed AND NOT finished "
+                "AND (owner IS NULL OR NOT EXISTS (SELECT 1 FROM members m "
+                "WHERE m.node_id = games.owner AND m.expires_at > now())) "
+                "ORDER BY created_order LIMIT $2 FOR UPDATE SKIP LOCKED) "
+                "UPDATE games SET owner = $1, epoch = games.epoch + 1 FROM orphans "
+                "WHERE games.game_id = orphans.game_id RETURNING games.game_id, games.epoch",
+                self.node_id, limit)
+        return [(r["game_id"], int(r["epoch"])) for r in rows]
+
+    async def owned(self) -> dict[str, int]:
+        """game id -> epoch of every table this node owns."""
+        async with self.pool.acquire() as connection:
+            rows = await connection.fetch(
+                "SELECT game_id, epoch FROM games WHERE owner = $1", self.node_id)
+        return {r["game_id"]: int(r["epoch"]) for r in rows}
+
+    async def hand_off(self) -> int:
+        """Give up every table this node owns (graceful stop); how many."""
+        async with self.pool.acquire() as connection:
+            status = await connection.execute(
+                "UPDATE games SET owner = NULL WHERE owner = $1", self.node_id)
+        return int(status.split()[-1])

@@ -1,0 +1,477 @@
+"""A cluster node: membership, ownership, takeover, the orphan sweep, graceful hand-off, and
+the routing of every GameService call to the node that owns its table.
+
+Any node answers any call. A call for a table this node holds is served here; for a table
+another live node owns, its bytes are relayed there unchanged (only field 1, the table id, is
+read); for a table whose owner is dead or gone, this node takes it over (bumps the fencing
+epoch) and loads it from the database (snapshot + journal replay), then serves it. Writes are
+decided by the journal's primary key: a node whose append is refused has lost the table; the
+host discards its session and tells us (``lost_listeners``), and from then on we forward.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, NamedTuple
+
+import asyncpg
+import grpc
+import structlog
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis_service import convert
+from tapis_service.cluster import metrics
+from tapis_service.cluster.directory import Directory
+from tapis_service.cluster.wire import game_id_of
+from tapis_service.errors import ServiceError, invalid_argument, to_status
+from tapis_service.host import GameHost
+from tapis_service.postgres_store import PostgresStore
+from tapis_service.servicer import MAX_PAGE, GameServicer
+from tapis_service.settings import Settings
+
+log = structlog.get_logger("tapis.cluster")
+
+SERVICE = "tapis.v1.GameService"
+FORWARDED = "tapis-forwarded"
+"""Metadata on a relayed call: the receiving node serves it or refuses it, never relays it."""
+LOCAL_ONLY = "tapis-local"
+"""Metadata on a ListGames fan-out: answer with this node's tables only."""
+SWEEP_EVERY_S = 1.0
+SWEEP_BATCH = 50
+CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
+                   ("grpc.min_reconnect_backoff_ms", 100),
+                   ("grpc.max_reconnect_backoff_ms", 1000)]
+_DROPPED_HEADERS = ("user-agent", FORWARDED, LOCAL_ONLY)
+
+REQUESTS: dict[str, Any] = {
+    "CreateGame": pb.CreateGameRequest, "JoinGame": pb.JoinGameRequest,
+    "GetGame": pb.GetGameRequest, "SubmitAction": pb.SubmitActionRequest,
+    "StreamEvents": pb.StreamEventsRequest, "ListGames": pb.ListGamesRequest,
+}
+
+
+DATABASE_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
+
+
+def table_moved(game_id: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
+                        f"game {game_id} is moving to another node; retry")
+
+
+def new_node_id() -> str:
+    return secrets.token_hex(6)
+
+
+async def open_store(settings: Settings) -> PostgresStore:
+    """A cluster node's store: fenced, owning what it creates, loading nothing at start (its
+    tables are adopted one by one); the node id is bound to every log line from here on."""
+    assert settings.database_url is not None
+    node_id = settings.node_id or new_node_id()
+    structlog.contextvars.bind_contextvars(node=node_id)
+    return await PostgresStore.open(settings.database_url, node_id=node_id, fenced=True,
+                                    preload=False)
+
+
+class ClusterNode:
+    """This process as a member of the cluster (``--advertise``)."""
+
+    def __init__(self, settings: Settings, host: GameHost, store: PostgresStore) -> None:
+        assert settings.advertise is not None and store.node_id is not None
+        self.settings = settings
+        self.host = host
+        self.store = store
+        self.node_id = store.node_id
+        self.directory = Directory(store.pool, self.node_id, settings.advertise,
+                                   settings.node_ttl_s)
+        self.leaving = False
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._routes: dict[str, str] = {}
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._methods: dict[tuple[str, str], Any] = {}
+        self._relayed: set[grpc.aio.Call] = set()
+        self._cut: set[grpc.aio.Call] = set()
+        """Relayed streams this node ended because it is leaving."""
+        self._tasks: list[asyncio.Task[None]] = []
+        host.lost_listeners.append(self._lost)
+
+    # --- life cycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Join. A node that restarts with the same ``--node-id`` holds nothing in memory yet:
+        what its earlier life owned is handed off first, for the others (or itself) to adopt."""
+        stale = await self.directory.hand_off()
+        await self.directory.renew()
+        if stale:
+            log.info("stale_ownership_released", tables=stale)
+        self._tasks = [asyncio.ensure_future(self._heartbeat()),
+                       asyncio.ensure_future(self._sweep())]
+        log.info("cluster_joined", address=self.settings.advertise,
+                 ttl_s=self.settings.node_ttl_s)
+
+    async def leave(self) -> None:
+        """Graceful stop: hand every table off (the others take them over on their next call
+        or sweep), end the relayed streams (their clients resume elsewhere), leave."""
+        self.leaving = True
+        for task in self._tasks:
+            task.cancel()
+        for call in list(self._relayed):
+            self._cut.add(call)
+            call.cancel()
+        for game_id in list(self.host.sessions):
+            self.host.discard(game_id)
+        await self.store.settled()
+        handed = await self.directory.hand_off()
+        await self.directory.leave()
+        metrics.TABLES_OWNED.set(0)
+        log.info("cluster_left", tables_handed_off=handed)
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for channel in self._channels.values():
+            await channel.close()
+
+    async def _heartbeat(self) -> None:
+        every = min(1.0, self.settings.node_ttl_s / 3)
+        while True:
+            await asyncio.sleep(every)
+            try:
+                if await self.directory.renew():
+                    await self._recheck()
+            except Exception as error:  # the database is away: writes fail on their own
+                log.warning("heartbeat_failed", error=str(error)[:200])
+            metrics.TABLES_OWNED.set(len(self.host.sessions))
+
+    async def _recheck(self) -> None:
+        """Our membership had lapsed (a pause, a partition): give up every table another
+        node took meanwhile."""
+        owned = await self.directory.owned()
+        for game_id in list(self.host.sessions):
+            if owned.get(game_id) != self.store.epochs.get(game_id):
+                self.host.discard(game_id)
+                self._lost(game_id)
+        log.warning("membership_lapsed", kept=len(self.host.sessions))
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(SWEEP_EVERY_S)
+            try:
+                orphans = await self.directory.sweep_orphans(SWEEP_BATCH)
+            except Exception as error:
+                log.warning("sweep_failed", error=str(error)[:200])
+                continue
+            for game_id, epoch in orphans:
+                try:
+                    await self._adopt(game_id, epoch, "sweep")
+                except Exception as error:  # quarantined, or the database went away
+                    log.warning("adopt_failed", game=game_id, error=str(error)[:200])
+
+    def _lost(self, game_id: str) -> None:
+        self.store.epochs.pop(game_id, None)
+        self._routes.pop(game_id, None)
+        metrics.TABLES_LOST.inc()
+        log.info("table_lost_to_another_node", game=game_id)
+
+    # --- routing ---------------------------------------------------------------------------
+
+    async def _adopt(self, game_id: str, epoch: int, trigger: str) -> None:
+        self.store.epochs[game_id] = epoch
+        try:
+            session = await self.host.adopt(game_id)
+        except BaseException:
+            self.store.epochs.pop(game_id, None)
+            raise
+        if session is None:
+            self.store.epochs.pop(game_id, None)
+            return
+        if trigger:
+            metrics.TAKEOVERS.labels(trigger).inc()
+            log.info("table_taken_over", game=game_id, epoch=epoch, trigger=trigger)
+
+    async def route(self, game_id: str, forwarded: bool) -> str | None:
+        """Where a call for ``game_id`` is served: None here, else the owner's address."""
+        if game_id in self.host.sessions or not game_id:
+            return None
+        cached = self._routes.get(game_id)
+        if cached is not None and not forwarded:
+            return cached
+        lock = self._locks.setdefault(game_id, asyncio.Lock())
+        try:
+            async with lock:
+                for _ in range(3):
+                    if game_id in self.host.sessions:
+                        return None
+                    owner = await self.directory.owner_of(game_id)
+                    if owner is None:
+                        return None  # the servicer says GAME_NOT_FOUND
+                    if owner.node_id == self.node_id:
+                        if self.leaving:
+                            raise table_moved(game_id)
+                        await self._adopt(game_id, owner.epoch, "")
+                        return None
+                    if owner.alive and owner.address:
+                        if forwarded:
+                            raise table_moved(game_id)
+                        self._routes[game_id] = owner.address
+                        return owner.address
+                    if self.leaving:
+                        raise table_moved(game_id)
+                    epoch = await self.directory.take_over(game_id, owner.epoch)
+                    if epoch is not None:
+                        await self._adopt(game_id, epoch, "call")
+                        return None
+                raise table_moved(game_id)
+        finally:
+            if not lock.locked():
+                self._locks.pop(game_id, None)
+
+    def _unary_to(self, address: str, path: str) -> Any:
+        """The (cached) raw-bytes unary method ``path`` on the node at ``address``."""
+        key = (address, path)
+        method = self._methods.get(key)
+        if method is None:
+            method = self._methods[key] = self._channel(address).unary_unary(path)
+        return method
+
+    def _channel(self, address: str) -> grpc.aio.Channel:
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            self._channels[address] = channel
+        return channel
+
+    @staticmethod
+    def _metadata(context: grpc.aio.ServicerContext) -> list[tuple[str, str | bytes]]:
+        kept = [(k, v) for k, v in (context.invocation_metadata() or ())
+                if k not in _DROPPED_HEADERS and not k.startswith("grpc-")]
+        kept.append((FORWARDED, "1"))
+        return kept
+
+    # --- the handlers ----------------------------------------------------------------------
+
+    def handler(self, servicer: GameServicer) -> grpc.GenericRpcHandler:
+        """Every GameService method, on raw bytes: served here or relayed."""
+        methods: dict[str, grpc.RpcMethodHandler] = {}
+        for name in ("JoinGame", "GetGame", "SubmitAction"):
+            methods[name] = grpc.unary_unary_rpc_method_handler(self._unary(servicer, name))
+        methods["CreateGame"] = grpc.unary_unary_rpc_method_handler(
+            self._local(servicer, "CreateGame"))
+        methods["ListGames"] = grpc.unary_unary_rpc_method_handler(self._list(servicer))
+        methods["StreamEvents"] = grpc.unary_stream_rpc_method_handler(self._stream(servicer))
+        return grpc.method_handlers_generic_handler(SERVICE, methods)
+
+    def _local(self, servicer: GameServicer,
+               name: str) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[bytes]]:
+        method = getattr(servicer, name)
+        parse = REQUESTS[name].FromString
+
+        async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
+            response = await method(parse(raw), context)
+            return _wire(response)
+
+        return serve
+
+    def _unary(self, servicer: GameServicer,
+               name: str) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[bytes]]:
+        local = self._local(servicer, name)
+        path = f"/{SERVICE}/{name}"
+
+        async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
+            game_id = game_id_of(raw)
+            forwarded = _has(context, FORWARDED)
+            for attempt in range(2):
+                address = await self._route_or_abort(game_id, forwarded, context)
+                if address is None:
+                    return await local(raw, context)
+                started = time.perf_counter()
+                try:
+                    answer: bytes = await self._unary_to(address, path)(
+                        raw, metadata=self._metadata(context),
+                        timeout=context.time_remaining())
+                except grpc.aio.AioRpcError as error:
+                    if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+                        self._routes.pop(game_id, None)  # moved, or its owner died: look again
+                        if _unreachable(error) and attempt == 0:
+                            continue
+                    await _relay_error(context, error, game_id)
+                    raise AssertionError("unreachable") from error
+                metrics.FORWARDS.labels(name).inc()
+                metrics.FORWARD_SECONDS.labels(name).observe(time.perf_counter() - started)
+                return answer
+            raise AssertionError("unreachable")
+
+        return serve
+
+    def _stream(self, servicer: GameServicer
+                ) -> Callable[[bytes, grpc.aio.ServicerContext], AsyncIterator[bytes]]:
+        path = f"/{SERVICE}/StreamEvents"
+
+        async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
+            game_id = game_id_of(raw)
+            address = await self._route_or_abort(game_id, _has(context, FORWARDED), context)
+            if address is None:
+                session = self.host.sessions.get(game_id)
+                async for response in servicer.StreamEvents(
+                        pb.StreamEventsRequest.FromString(raw), context):
+                    yield _wire(response)
+                if session is not None and self.host.sessions.get(game_id) is not session:
+                    # the table left this node: the client resumes wherever it is now
+                    await context.abort_with_status(to_status(table_moved(game_id)))
+                return
+            metrics.FORWARDS.labels("StreamEvents").inc()
+            call = self._channel(address).unary_stream(path)(
+                raw, metadata=self._metadata(context), timeout=context.time_remaining())
+            self._relayed.add(call)
+            try:
+                try:
+                    async for chunk in call:
+                        yield chunk
+                except asyncio.CancelledError:
+                    if call not in self._cut:
+                        raise  # our own client went away
+                    await context.abort_with_status(to_status(table_moved(game_id)))
+                except grpc.aio.AioRpcError as error:
+                    if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+                        self._routes.pop(game_id, None)
+                    if call in self._cut:  # we are leaving: resume on another node
+                        await context.abort_with_status(to_status(table_moved(game_id)))
+                    await _relay_error(context, error, game_id)
+            finally:
+                self._relayed.discard(call)
+                self._cut.discard(call)
+                call.cancel()
+
+        return serve
+
+    async def _route_or_abort(self, game_id: str, forwarded: bool,
+                              context: grpc.aio.ServicerContext) -> str | None:
+        try:
+            try:
+                return await self.route(game_id, forwarded)
+            except DATABASE_ERRORS as error:
+                log.warning("route_failed", game=game_id, error=str(error)[:200])
+                raise ServiceError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
+                                   "the database cannot be reached; retry") from error
+        except ServiceError as error:
+            await context.abort_with_status(to_status(error))
+            raise AssertionError("unreachable") from error
+
+    def _list(self, servicer: GameServicer
+              ) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[bytes]]:
+        local = self._local(servicer, "ListGames")
+
+        async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
+            if _has(context, LOCAL_ONLY):
+                return await local(raw, context)
+            request = pb.ListGamesRequest.FromString(raw)
+            try:
+                start, size = _page(request)
+            except ServiceError as error:
+                await context.abort_with_status(to_status(error))
+                raise AssertionError("unreachable") from error
+            games: list[pb.GameListing] = []
+            try:
+                members = await self.directory.live_members()
+            except DATABASE_ERRORS as error:
+                unavailable = ServiceError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
+                                           "the database cannot be reached; retry")
+                await context.abort_with_status(to_status(unavailable))
+                raise AssertionError("unreachable") from error
+            for node_id in sorted(members):
+                games.extend(await self._list_node(node_id, members[node_id], request, local,
+                                                   context))
+            page = games[start:start + size]
+            token = ""
+            if start + size < len(games):
+                token = base64.urlsafe_b64encode(str(start + size).encode()).decode()
+            return bytes(pb.ListGamesResponse(games=page, next_page_token=token)
+                         .SerializeToString())
+
+        return serve
+
+    async def _list_node(self, node_id: str, address: str, request: pb.ListGamesRequest,
+                         local: Callable[[bytes, grpc.aio.ServicerContext], Awaitable[bytes]],
+                         context: grpc.aio.ServicerContext) -> list[pb.GameListing]:
+        """One node's tables (all its pages); a node that does not answer has none."""
+        out: list[pb.GameListing] = []
+        token = ""
+        while True:
+            ask = pb.ListGamesRequest(kind=request.kind, include_finished=request.include_finished,
+                                      page_size=MAX_PAGE, page_token=token)
+            if node_id == self.node_id:
+                if self.leaving:
+                    return out
+                raw = await local(ask.SerializeToString(), context)
+            else:
+                try:
+                    raw = await self._channel(address).unary_unary(f"/{SERVICE}/ListGames")(
+                        ask.SerializeToString(), metadata=[(LOCAL_ONLY, "1")], timeout=5)
+                except grpc.aio.AioRpcError:
+                    return out
+            answer = pb.ListGamesResponse.FromString(raw)
+            out.extend(answer.games)
+            token = answer.next_page_token
+            if not token:
+                return out
+
+
+def _page(request: pb.ListGamesRequest) -> tuple[int, int]:
+    size = request.page_size or 100
+    if size > MAX_PAGE:
+        raise invalid_argument("INVALID_PAGE_SIZE", f"page_size is at most {MAX_PAGE}")
+    start = 0
+    if request.page_token:
+        try:
+            start = int(base64.urlsafe_b64decode(request.page_token.encode()).decode())
+        except ValueError as error:
+            raise invalid_argument("INVALID_PAGE_TOKEN", "page_token is not valid") from error
+    if request.kind:
+        convert.kind_of(request.kind)
+    return start, size
+
+
+def _has(context: grpc.aio.ServicerContext, key: str) -> bool:
+    return any(k == key for k, _ in (context.invocation_metadata() or ()))
+
+
+def _unreachable(error: grpc.aio.AioRpcError) -> bool:
+    """The owner did not answer at all (dead, restarting, stopping), as opposed to refusing.
+    (CANCELLED here is the owner's doing: our own client's cancellation cancels this task.)"""
+    if error.code() == grpc.StatusCode.CANCELLED:
+        return True
+    if error.code() != grpc.StatusCode.UNAVAILABLE:
+        return False
+    return not any(k == "grpc-status-details-bin" for k, _ in (error.trailing_metadata() or ()))
+
+
+class _Relayed(NamedTuple("_Relayed", [("code", grpc.StatusCode), ("details", str),
+                                         ("trailing_metadata", tuple[Any, ...])]),
+               grpc.Status):
+    """A ``grpc.Status``: the owner's refusal as it sent it."""
+
+
+def relayed_status(error: grpc.aio.AioRpcError, game_id: str) -> grpc.Status:
+    """The owner's refusal, passed on unchanged: its code, message and ErrorInfo (the
+    ``grpc-status-details-bin`` bytes). A status without ErrorInfo (the owner went away, or
+    its gRPC core answered) becomes TABLE_MOVED: the client retries and is routed afresh."""
+    trailing = tuple((k, v) for k, v in (error.trailing_metadata() or ())
+                     if k == "grpc-status-details-bin")
+    if not trailing:
+        return to_status(table_moved(game_id))
+    return _Relayed(error.code(), error.details() or "", trailing)
+
+
+async def _relay_error(context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError,
+                       game_id: str) -> None:
+    await context.abort_with_status(relayed_status(error, game_id))
+
+
+def _wire(response: Any) -> bytes:
+    """A servicer answer as bytes: the fan-out may have serialized it already."""
+    if isinstance(response, bytes | bytearray | memoryview):
+        return bytes(response)
+    return bytes(response.SerializeToString())

@@ -1,0 +1,39 @@
+"""Cluster fixtures: nodes over a fresh database in the run's embedded PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.harness import Node
+from tests.postgres import Postgres
+
+StartNodes = Callable[[int], Awaitable[list[Node]]]
+
+
+@pytest.fixture
+async def cluster_url(postgres: Postgres) -> AsyncIterator[str]:
+    name = await postgres.create_database()
+    try:
+        yield postgres.url(name)
+    finally:
+        await postgres.drop_database(name)
+
+
+@pytest.fixture
+async def start_nodes(cluster_url: str, tmp_path: Path) -> AsyncIterator[StartNodes]:
+    """``await start_nodes(n)``: n more running nodes; every one is killed at the end."""
+    started: list[Node] = []
+
+    async def start(count: int) -> list[Node]:
+        nodes = [Node(cluster_url, tmp_path) for _ in range(count)]
+        for node in nodes:
+            await node.start()
+        started.extend(nodes)
+        return nodes
+
+    yield start
+    for node in started:
+        node.stop()

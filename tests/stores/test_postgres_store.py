@@ -1,0 +1,134 @@
+"""What only the PostgreSQL store does: versioned schema, clear refusals at start, the
+fencing epoch of a cluster node, and no input past a refused one."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+
+from tapis_service.postgres_store import (
+    SCHEMA_VERSION,
+    DatabaseUnreachable,
+    PostgresStore,
+    SchemaError,
+    redacted,
+)
+from tapis_service.store import JournalConflict
+
+
+async def test_the_schema_is_versioned_and_migrating_twice_changes_nothing(
+        database_url: str) -> None:
+    await (await PostgresStore.open(database_url)).aclose()
+    store = await PostgresStore.open(database_url)
+    async with store.pool.acquire() as connection:
+        versions = await connection.fetch("SELECT version FROM tapis_schema ORDER BY version")
+    assert [r["version"] for r in versions] == list(range(1, SCHEMA_VERSION + 1))
+    await store.aclose()
+
+
+async def test_a_newer_schema_is_refused(database_url: str) -> None:
+    await (await PostgresStore.open(database_url)).aclose()
+    connection = await asyncpg.connect(database_url)
+    await connection.execute("INSERT INTO tapis_schema (version) VALUES ($1)",
+                             SCHEMA_VERSION + 1)
+    await connection.close()
+    with pytest.raises(SchemaError, match=f"version {SCHEMA_VERSION + 1}, newer"):
+        await PostgresStore.open(database_url)
+
+
+async def test_an_unreachable_database_is_refused_naming_the_url_without_password() -> None:
+    url = "postgresql://tapis:s3cret@127.0.0.1:1/tapis"
+    with pytest.raises(DatabaseUnreachable) as refused:
+        await PostgresStore.open(url)
+    assert "127.0.0.1:1/tapis" in str(refused.value) and "s3cret" not in str(refused.value)
+    assert redacted(url) == "postgresql://tapis:***@127.0.0.1:1/tapis"
+
+
+async def test_a_fenced_append_is_refused_once_the_epoch_moved_on(database_url: str) -> None:
+    store = await PostgresStore.open(database_url, node_id="a", fenced=True, preload=False)
+    await store.created("g", {"kind": "war"})
+    await store.appended("g", 1, {"i": 1})
+    async with store.pool.acquire() as connection:  # another node takes the table over
+        await connection.execute("UPDATE games SET owner = 'b', epoch = epoch + 1")
+    with pytest.raises(JournalConflict):
+        await store.appended("g", 2, {"i": 2})
+    with pytest.raises(JournalConflict):  # nothing after a refused input, not even index 3
+        await store.appended("g", 3, {"i": 3})
+    with pytest.raises(JournalConflict):  # nor a snapshot of it
+        await store.snapshot("g", 2, {"format": 1, "index": 2, "table": {}})
+    _, snapshot, journal = await store.load_game("g")
+    assert journal == [{"i": 1}] and snapshot is None
+    await store.aclose()
+
+
+async def test_a_refused_input_fails_the_ones_queued_behind_it_and_no_other_table(
+        database_url: str) -> None:
+    store = await PostgresStore.open(database_url)
+    await asyncio.gather(store.created("g", {"kind": "war"}), store.created("h", {"k": 1}))
+    await store.appended("g", 1, {"mine": True})
+    async with store.pool.acquire() as connection:  # another writer appends index 2 first
+        await connection.execute("INSERT INTO journal VALUES ('g', 2, '{\"theirs\":true}')")
+    results = await asyncio.gather(store.appended("g", 2, {"mine": 2}),
+                                   store.appended("h", 1, {"h": 1}),
+                                   store.appended("g", 3, {"mine": 3}),
+                                   return_exceptions=True)
+    assert isinstance(results[0], JournalConflict) and isinstance(results[2], JournalConflict)
+    assert results[1] is None
+    _, _, journal = await store.load_game("g")
+    assert journal == [{"mine": True}, {"theirs": True}]
+    await store.appended("g", 3, {"after": "reload"})  # read again: appends go on
+    assert (await store.load_game("g"))[2][-1] == {"after": "reload"}
+    await store.aclose()
+
+
+def test_a_table_with_a_bot_or_a_turn_timer_is_timed() -> None:
+    from tapis_engine import table as tbl
+    from tapis_engine.protocol import GameSetup
+    from tapis_engine.registry import rules_for
+    from tapis_service.postgres_store import _timed
+
+    rules = rules_for("war")
+    assert rules is not None
+
+    def record(bots: tuple[str | None, ...], turn_time_ms: int) -> dict[str, object]:
+        initial = tbl.Table(kind="war", setup=GameSetup(seats=2, seed=1,
+                                                        options=rules.default_options(),
+                                                        stacked_deck=None, stacked_first=None),
+                            turn_time_ms=turn_time_ms,
+                            seats=tuple(tbl.SeatSlot(bot=b, claimed=b is not None)
+                                        for b in bots))
+        return {"initial": tbl.encode_table(rules, initial)}
+
+    assert _timed(record(("basic", None), 0)) and _timed(record((None, None), 5000))
+    assert not _timed(record((None, None), 0))
+
+
+async def test_the_probe_commits_a_write_of_its_own(database_url: str) -> None:
+    store = await PostgresStore.open(database_url)
+    await store.probe()
+    async with store.pool.acquire() as connection:
+        assert await connection.fetchval("SELECT count(*) FROM meta WHERE key = 'probe'") == 1
+    await store.aclose()
+
+
+async def test_a_lost_connection_fails_the_write_unavailable_then_the_store_reconnects(
+        database_url: str) -> None:
+    from tapis_service.store import StoreUnavailable
+
+    store = await PostgresStore.open(database_url)
+    await store.created("g", {"kind": "war"})
+    await store.appended("g", 1, {"i": 1})
+    async with store.pool.acquire() as connection:  # the database drops the writer's session
+        await connection.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    with pytest.raises(StoreUnavailable):
+        await store.appended("g", 2, {"i": 2})
+    await store.probe()  # the writer reconnects
+    _, _, journal = await store.load_game("g")  # read again: appends go on from here
+    assert journal == [{"i": 1}]
+    await store.appended("g", 2, {"i": 2, "again": True})
+    assert (await store.load_game("g"))[2] == [{"i": 1}, {"i": 2, "again": True}]
+    await store.aclose()
