@@ -39,9 +39,9 @@ def tune() -> None:
     thresholds, and from then on freeze the survivors of every collection; every pause is
     timed into the metrics (``tapis_gc_pause_seconds``, and what they found:
     ``tapis_gc_collected_total``)."""
-    metrics.watch_gc_pauses()
     gc.collect()
     gc.freeze()
+    metrics.watch_gc_pauses()  # timed from here: the full collection above precedes serving
     gc.set_threshold(*thresholds())
     if _freeze_survivors not in gc.callbacks:
         gc.callbacks.append(_freeze_survivors)
