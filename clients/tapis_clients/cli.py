@@ -155,7 +155,9 @@ async def session(conn: Connection, game_id: str, seat: int | None, token: str |
             picked, more = resolve_keys(view.kind, actions, typed, enter)
             if picked is None:
                 if not more:
-                    screen.status = f"[red]no such move: {typed or 'Enter'}[/]"
+                    hint = games.key_hint(view.kind, view, typed) \
+                        or f"no such move: {typed or 'Enter'}"
+                    screen.status = f"[red]{hint}[/]"
                     typed = ""
                 redraw()
                 continue

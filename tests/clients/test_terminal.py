@@ -4,6 +4,7 @@ happens."""
 
 from __future__ import annotations
 
+import re
 import termios
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -78,21 +79,26 @@ async def test_a_whole_war_game(make_server: ServerFactory, terminal: StartTermi
     reveals = 0
     while True:
         text = await term.wait_for(
-            lambda text, last=last: " wins: " in text
+            lambda text, last=last: re.search(r"you (win|lose): ", text) is not None
             or ("your move" in text and term.version() > last),
             "a new move or the end")
-        if " wins: " in text:
+        if re.search(r"you (win|lose): ", text):
+            assert " wins: " not in text  # said to its reader, not as "seat 0 wins"
             break
+        assert "Bataille · " in text  # the panel's title: the game's name
         assert "seat 1: bot" in text and "ana (you)" in text  # names on screen
         assert "target 3 points" in text
         last = term.version()
         term.type("r")
         reveals += 1
     assert reveals >= 3
+    await term.wait_for(lambda text: re.search(r"game 1 over — you (win|lose): reached 3 points",
+                                               text) is not None, "the end said to its reader")
     # The game over screen offers the next game of the series; q leaves.
     text = await term.wait_for("start the next game of the series")
     assert "✓ fixed before play" in text  # the seed checked against its commitment
     assert "dealt as the creator chose" in text  # --seed: a chosen deal, and it says so
+    assert "took the trick (" in text  # the log says who took each trick
     term.type("q")
     assert await term.exit_status() == 0
     await term.wait_for("takes it back")
