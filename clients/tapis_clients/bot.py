@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import random
+import signal
 import sys
 import time
 import uuid
@@ -266,7 +267,41 @@ async def selfplay_one(conn: Connection, kind: pb.GameKind.ValueType, players: i
     return all(results)
 
 
+PROGRESS_EVERY_S = 5.0
+"""Seconds between two progress lines on stderr while no game finishes."""
+
+
+class Progress:
+    """Progress lines on stderr (stdout keeps the one JSON summary): one every ``every`` games
+    finished, and one every ``PROGRESS_EVERY_S`` seconds with no game finished."""
+
+    def __init__(self, total: int, every: int, stats: Stats) -> None:
+        self.total = total
+        self.every = max(1, every)
+        self.stats = stats
+        self.done = 0
+        self.started = time.perf_counter()
+
+    def line(self) -> None:
+        seconds = time.perf_counter() - self.started
+        print(f"selfplay: {self.done}/{self.total} games done, {self.stats.actions} actions, "
+              f"{len(self.stats.errors)} errors, {seconds:.1f} s", file=sys.stderr, flush=True)
+
+    def game_done(self) -> None:
+        self.done += 1
+        if self.done % self.every == 0 or self.done == self.total:
+            self.line()
+
+    async def tick(self) -> None:
+        """A line every few seconds (until cancelled), for long games."""
+        while True:
+            await asyncio.sleep(PROGRESS_EVERY_S)
+            self.line()
+
+
 async def selfplay(args: argparse.Namespace) -> dict[str, object]:
+    """Play ``args.games`` self-play games; Ctrl-C or SIGTERM stops them and the summary says
+    what finished (``"interrupted": true``)."""
     kind = games.KINDS[args.kind]
     conn = Connection(args.target)
     await conn.reach()
@@ -277,37 +312,57 @@ async def selfplay(args: argparse.Namespace) -> dict[str, object]:
     failed = 0
     started = time.perf_counter()
     limit = asyncio.Semaphore(args.concurrency)
-    from rich.progress import Progress
+    progress = Progress(args.games, args.progress_every or max(1, args.games // 10), stats)
 
-    with Progress(console=_stderr_console(), transient=False,
-                  disable=not sys.stderr.isatty()) as progress:
-        task = progress.add_task(f"{args.kind} ×{args.players}", total=args.games)
+    async def one(index: int) -> None:
+        nonlocal finished, failed
+        async with limit:
+            try:
+                done = await selfplay_one(conn, kind, args.players,
+                                          args.seed * 1_000_003 + index, style, stats,
+                                          strategy, choose_deal=args.choose_deal)
+                finished += int(done)
+            except grpc.aio.AioRpcError as error:
+                failed += 1
+                stats.errors.append(f"{error.code().name} {error_reason(error)}: "
+                                    f"{error.details()}")
+            progress.game_done()
 
-        async def one(index: int) -> None:
-            nonlocal finished, failed
-            async with limit:
-                try:
-                    done = await selfplay_one(conn, kind, args.players,
-                                              args.seed * 1_000_003 + index, style, stats,
-                                              strategy, choose_deal=args.choose_deal)
-                    finished += int(done)
-                except grpc.aio.AioRpcError as error:
-                    failed += 1
-                    stats.errors.append(f"{error.code().name} {error_reason(error)}: "
-                                        f"{error.details()}")
-                progress.advance(task)
+    work = asyncio.gather(*(one(i) for i in range(args.games)))
+    ticker = asyncio.ensure_future(progress.tick())
+    interrupted = False
 
-        await asyncio.gather(*(one(i) for i in range(args.games)))
+    def stop() -> None:
+        nonlocal interrupted
+        interrupted = True
+        work.cancel()
+
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop)
+    try:
+        await work
+    except asyncio.CancelledError:
+        if not interrupted:
+            raise
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+        ticker.cancel()
     await conn.close()
     seconds = time.perf_counter() - started
     for line in stats.errors[:10]:
         print(f"error: {line}", file=sys.stderr)
-    return {"kind": args.kind, "players": args.players, "games": args.games,
-            "finished": finished, "errors": len(stats.errors) + failed,
-            "actions": stats.actions, "refused": stats.refused,
-            "rate_limited": stats.rate_limited, "idle_checks": stats.idle_checks,
-            "seconds": round(seconds, 3),
-            "actions_per_s": round(stats.actions / seconds, 1) if seconds else 0.0}
+    summary: dict[str, object] = {
+        "kind": args.kind, "players": args.players, "games": args.games,
+        "finished": finished, "errors": len(stats.errors) + failed,
+        "actions": stats.actions, "refused": stats.refused,
+        "rate_limited": stats.rate_limited, "idle_checks": stats.idle_checks,
+        "seconds": round(seconds, 3),
+        "actions_per_s": round(stats.actions / seconds, 1) if seconds else 0.0}
+    if interrupted:
+        summary["interrupted"] = True
+    return summary
 
 
 async def play(args: argparse.Namespace) -> dict[str, object]:
@@ -330,17 +385,11 @@ async def play(args: argparse.Namespace) -> dict[str, object]:
             "actions": stats.actions, "errors": len(stats.errors)}
 
 
-def _stderr_console():  # type: ignore[no-untyped-def]
-    from rich.console import Console
-
-    return Console(stderr=True)
-
-
 def _add_globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
     add_target(parser, suppress)
     parser.add_argument("--reaction-ms", type=int,
                         default=argparse.SUPPRESS if suppress else 0,
-                        help="think this long (±30%%) before each move")
+                        help="wait this many ms (±30%%) before each move sent (human-like, slow)")
     parser.add_argument("--mistake-rate", type=float,
                         default=argparse.SUPPRESS if suppress else 0.0,
                         help="chance of a random legal move instead of the policy's")
@@ -367,6 +416,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p_self.add_argument("--players", type=int, default=2)
     p_self.add_argument("--concurrency", type=int, default=16)
     p_self.add_argument("--seed", type=int, default=1)
+    p_self.add_argument("--progress-every", type=int, default=0,
+                        help="a progress line on stderr every N games done (default: a tenth "
+                             "of --games), and every 5 s")
     p_self.add_argument("--choose-deal", action="store_true",
                         help="send --seed as the games' seeds (the server must run with "
                              "--allow-stacked-decks)")
@@ -385,10 +437,14 @@ def main(argv: list[str] | None = None) -> None:
         print(f"tapis-bot: {error.code().name} {error_reason(error)}: {error.details()}",
               file=sys.stderr)
         raise SystemExit(1) from error
+    except KeyboardInterrupt:  # Ctrl-C before the games began, or in `play`
+        raise SystemExit(130) from None
     except ValueError as error:  # a bad --strategy
         print(f"tapis-bot: {error}", file=sys.stderr)
         raise SystemExit(2) from error
     print(json.dumps(result))
+    if result.get("interrupted"):
+        raise SystemExit(130)
     if result.get("errors"):
         raise SystemExit(1)
 

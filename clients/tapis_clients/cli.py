@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import getpass
 import json
+import os
 import sys
 import uuid
 from collections.abc import Coroutine
@@ -154,7 +155,9 @@ async def session(conn: Connection, game_id: str, seat: int | None, token: str |
             picked, more = resolve_keys(view.kind, actions, typed, enter)
             if picked is None:
                 if not more:
-                    screen.status = f"[red]no such move: {typed or 'Enter'}[/]"
+                    hint = games.key_hint(view.kind, view, typed) \
+                        or f"no such move: {typed or 'Enter'}"
+                    screen.status = f"[red]{hint}[/]"
                     typed = ""
                 redraw()
                 continue
@@ -280,6 +283,14 @@ def create_request(args: argparse.Namespace, people: int) -> pb.CreateGameReques
     return request
 
 
+def _sitter(listing: pb.GameListing, seat: int, name: str) -> str:
+    """Who sits at ``seat`` in ``tapis list``: a name, "-" for an open seat, "bot" for a
+    taken seat without a name (the server's bots have none)."""
+    if name:
+        return name
+    return "-" if seat in listing.open_seats else "bot"
+
+
 async def list_games(conn: Connection, args: argparse.Namespace) -> None:
     """Every table (page after page), as JSON, plain tab-separated lines when piped, or a
     table on a terminal; ids are never cut."""
@@ -302,7 +313,7 @@ async def list_games(conn: Connection, args: argparse.Namespace) -> None:
     rows = [(g.game_id, pb.GameKind.Name(g.kind)[10:].lower(),
              pb.GameStatus.Name(g.status)[12:].lower(), str(g.seats),
              ", ".join(map(str, g.open_seats)) or "-", str(g.game_number),
-             ", ".join(name or "-" for name in g.display_names))
+             ", ".join(_sitter(g, seat, name) for seat, name in enumerate(g.display_names)))
             for g in listings]
     header = ("game", "kind", "status", "seats", "open seats", "game #", "players")
     if not console.is_terminal:
@@ -410,7 +421,17 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     except (KeyboardInterrupt, EOFError):
         sys.exit(130)
+    except BrokenPipeError:  # `tapis list | head`: the reader left, which is no error
+        _quiet_stdout()
+        sys.exit(0)
     sys.exit(status)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the flush at exit does not fail on the closed pipe
+    again (the recipe of the Python docs, `signal` module: "Note on SIGPIPE")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

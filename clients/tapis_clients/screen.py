@@ -20,8 +20,14 @@ ONE_COLUMN_MENU = 8
 """Longer menus are laid out in columns, so that they fit a 40-row terminal."""
 
 
+TITLES: dict[int, str] = {pb.GAME_KIND_WAR: "Bataille",
+                          pb.GAME_KIND_BATAILLE_CORSE: "Bataille Corse",
+                          pb.GAME_KIND_BOUTONS: "Boutons", pb.GAME_KIND_BASRA: "Basra"}
+"""The games' names as the rules and the README say them (GAME_KIND_WAR is Bataille)."""
+
+
 def kind_title(kind: int) -> str:
-    return pb.GameKind.Name(kind)[10:].replace("_", " ").title()  # type: ignore[arg-type]
+    return TITLES.get(kind) or pb.GameKind.Name(kind)[10:].title()  # type: ignore[arg-type]
 
 
 def seat_names(view: pb.GameView) -> str:

@@ -133,6 +133,12 @@ def _check_scalar(value: str | bytes, name: str) -> None:
         check_text(value, name)
 
 
+def check_game_id(game_id: str) -> None:
+    """A request about a game names one (MISSING_GAME_ID), checked with the sizes."""
+    if not game_id:
+        raise invalid_argument("MISSING_GAME_ID", "name the game: game_id is empty")
+
+
 def check_stacked_deck(kind: str, cards: int) -> None:
     """A stacked deck of ``cards`` cards is at most the game's deck (VALUE_TOO_LONG)."""
     limit = MAX_STACKED_CARDS[kind]

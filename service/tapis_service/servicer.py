@@ -18,7 +18,7 @@ from tapis_service import compaction, convert, logcontext, metrics
 from tapis_service.errors import ServiceError, from_rule_error, invalid_argument, to_status
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
-from tapis_service.limits import check_sizes, clip, peer_host
+from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
 from tapis_service.ratelimit import PeerLimits
 from tapis_service.session import Session
 from tapis_service.streams import StreamGuard, resume_at, too_slow
@@ -62,6 +62,8 @@ def unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
         bound = logcontext.bind(rpc=rpc, game=None if game_id is None else clip(game_id))
         try:
             check_sizes(request)  # before any other work
+            if game_id is not None:
+                check_game_id(game_id)
             return await method(self, request, context)
         except (RuleError, ServiceError) as error:
             refusal = _refusal(error)
@@ -176,6 +178,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
         the same view (see ``add_to_server``)."""
         try:
             check_sizes(request)
+            check_game_id(request.game_id)
             session = self.host.get(request.game_id)
             seat = self._seat(session, context)
             stream = self.streams.open_stream(context.peer(), len(session.subscribers), context)

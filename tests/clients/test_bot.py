@@ -3,8 +3,12 @@ Corse from its stream, backs off when rate limited, and takes plugged-in strateg
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import json
+import os
 import random
+import signal
 import sys
 import uuid
 from collections.abc import Sequence
@@ -188,3 +192,29 @@ async def test_the_corse_follower_keeps_the_servers_picture(make_server: ServerF
     assert {"card_flipped", "pile_won", "false_slap", "challenge_started",
             "challenge_passed"} <= kinds
     assert truth.version > 200
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+async def test_selfplay_reports_progress_and_stops_cleanly_on_a_signal(
+        make_server: ServerFactory, signum: int) -> None:
+    h = await make_server()
+    env = dict(os.environ)
+    env.pop("TAPIS_TARGET", None)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tapis_clients.bot", "selfplay", "--target",
+        f"127.0.0.1:{h.running.port}", "--kind", "war", "--games", "5000",
+        "--concurrency", "2", "--progress-every", "1", stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, stdin=asyncio.subprocess.DEVNULL, env=env)
+    assert process.stderr is not None
+    first = await asyncio.wait_for(process.stderr.readline(), 60)  # patience, not a condition
+    assert first.startswith(b"selfplay: 1/5000 games done, "), first
+    process.send_signal(signum)
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 130, err
+    assert b"Traceback" not in err
+    lines = out.decode().splitlines()
+    assert len(lines) == 1  # stdout: the summary alone
+    summary = json.loads(lines[0])
+    assert summary["interrupted"] is True
+    assert 1 <= summary["finished"] < 5000
+    assert summary["errors"] == 0

@@ -9,6 +9,7 @@ import uuid
 import pytest
 from rich.console import Console
 
+from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import boutons_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1.cards_pb2 import Card
@@ -90,12 +91,15 @@ def test_the_seat_claimed_line_speaks_to_its_reader() -> None:
     assert games.describe_event(pb.GAME_KIND_WAR, event, 1) == "ana sits at seat 0"
 
 
-def test_war_lines_leave_tricks_to_the_table() -> None:
-    """The table shows the trick in play and the last trick; the log has no older tricks."""
+def test_war_lines_say_who_took_each_trick() -> None:
+    """The table shows the trick in play; the log says who took each trick."""
     revealed = pb.Event(war=war_pb2.WarEvent(card_revealed=war_pb2.WarCardRevealed(seat=1)))
     won = pb.Event(war=war_pb2.WarEvent(trick_won=war_pb2.WarTrickWon(seat=1, cards=2)))
     assert games.describe_event(pb.GAME_KIND_WAR, revealed, 0) is None
-    assert games.describe_event(pb.GAME_KIND_WAR, won, 0) is None
+    assert games.describe_event(pb.GAME_KIND_WAR, won, 0) == "seat 1 took the trick (2 cards)"
+    assert games.describe_event(pb.GAME_KIND_WAR, won, 1) == "you took the trick (2 cards)"
+    assert games.describe_event(pb.GAME_KIND_WAR, won, None) == \
+        "seat 1 took the trick (2 cards)"
     bataille = pb.Event(war=war_pb2.WarEvent(bataille=war_pb2.WarBatailleAnnounced()))
     assert games.describe_event(pb.GAME_KIND_WAR, bataille, 0) == "[bold yellow]Bataille![/]"
 
@@ -112,3 +116,39 @@ def test_the_deal_check_is_shown() -> None:
     chosen = pb.GameView(fairness=pb.Fairness(seed_commitment=committed, deal_chosen=True))
     assert "dealt as the creator chose" in fairness_line(chosen)
     assert fairness_line(pb.GameView()) == ""
+
+
+def test_the_end_is_said_to_its_reader() -> None:
+    assert games.verdict([0], 0) == "you win"
+    assert games.verdict([0], 1) == "you lose"
+    assert games.verdict([], 1) == "draw"
+    assert games.verdict([0, 2], 2) == "you share the win"
+    assert games.verdict([1], None, ["ana", "bob"]) == "bob wins"
+    assert games.verdict([1], None, ["ana", ""]) == "seat 1 wins"
+    assert games.verdict([0, 2], None) == "seat 0 and seat 2 share the win"
+    ended = pb.Event(game_ended=pb.GameEnded(
+        game_number=1, winners=[0], summary="seat 0 wins: reached 3 points (points 3-1)"))
+    assert games.describe_event(pb.GAME_KIND_WAR, ended, 0).startswith(  # type: ignore[union-attr]
+        "game 1 over — you win: reached 3 points (points 3-1).")
+    assert games.describe_event(pb.GAME_KIND_WAR, ended, 1).startswith(  # type: ignore[union-attr]
+        "game 1 over — you lose: reached 3 points")
+    assert games.describe_event(pb.GAME_KIND_WAR, ended, None).startswith(  # type: ignore[union-attr]
+        "game 1 over — seat 0 wins: reached 3 points")
+    assert games.summary_for("seat 0 and seat 2 win with 12 points", [0, 2], 0) == \
+        "you share the win with 12 points"
+    over = pb.GameView(kind=pb.GAME_KIND_WAR, your_seat=1, war=war_pb2.WarView(
+        deck_sizes=[52, 0], points=[0, 0], winner=0,
+        end_reason=war_pb2.WAR_END_REASON_ALL_CARDS))
+    text = "\n".join(drawn(over, [], 1))
+    assert "you lose: holds all 52 cards" in text
+    assert "Bataille · " in text and "War" not in text
+
+
+def test_flipping_out_of_turn_says_whose_turn_it_is() -> None:
+    view = pb.GameView(kind=pb.GAME_KIND_BATAILLE_CORSE, your_seat=0,
+                       bataille_corse=corse_pb2.BatailleCorseView(turn=2))
+    assert games.key_hint(view.kind, view, "f") == "not your turn: seat 2 flips"
+    assert games.key_hint(view.kind, view, "z") is None
+    view.bataille_corse.turn = 0
+    assert games.key_hint(view.kind, view, "f") is None
+    assert games.key_hint(pb.GAME_KIND_WAR, view, "f") is None  # a game without hints

@@ -4,6 +4,7 @@ happens."""
 
 from __future__ import annotations
 
+import re
 import termios
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -11,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
+from tapis.v1.cards_pb2 import Card
 from tapis_clients import seats_file
 from tapis_service.clock import ManualClock
 from tests.clients.terminal import Terminal
@@ -78,21 +81,26 @@ async def test_a_whole_war_game(make_server: ServerFactory, terminal: StartTermi
     reveals = 0
     while True:
         text = await term.wait_for(
-            lambda text, last=last: " wins: " in text
+            lambda text, last=last: re.search(r"you (win|lose): ", text) is not None
             or ("your move" in text and term.version() > last),
             "a new move or the end")
-        if " wins: " in text:
+        if re.search(r"you (win|lose): ", text):
+            assert " wins: " not in text  # said to its reader, not as "seat 0 wins"
             break
+        assert "Bataille · " in text  # the panel's title: the game's name
         assert "seat 1: bot" in text and "ana (you)" in text  # names on screen
         assert "target 3 points" in text
         last = term.version()
         term.type("r")
         reveals += 1
     assert reveals >= 3
+    await term.wait_for(lambda text: re.search(r"game 1 over — you (win|lose): reached 3 points",
+                                               text) is not None, "the end said to its reader")
     # The game over screen offers the next game of the series; q leaves.
     text = await term.wait_for("start the next game of the series")
     assert "✓ fixed before play" in text  # the seed checked against its commitment
     assert "dealt as the creator chose" in text  # --seed: a chosen deal, and it says so
+    assert "took the trick (" in text  # the log says who took each trick
     term.type("q")
     assert await term.exit_status() == 0
     await term.wait_for("takes it back")
@@ -187,5 +195,35 @@ async def test_watch_shows_a_waiting_table_then_follows_the_series(
     text = await term.wait_for("series after 2 game(s)")
     assert "seat 0: ana" in text and "seat 1: bo" in text
     assert term.process.returncode is None  # still watching
+    term.type("q")
+    assert await term.exit_status() == 0
+
+
+async def test_flipping_out_of_turn_says_whose_turn_it_is(
+        make_server: ServerFactory, terminal: StartTerminal) -> None:
+    h = await make_server()
+    low = [Card(rank=2, suit=1), Card(rank=4, suit=2)]  # 2♣ to seat 0, 4♦ to seat 1: no face
+    deck = [Card(rank=r, suit=s) for s in (1, 2, 3, 4) for r in range(2, 15)  # type: ignore[arg-type]
+            if (r, s) not in ((2, 1), (4, 2))] + [Card(rank=15), Card(rank=15)]
+    created = await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_BATAILLE_CORSE, seats=2, seat_configs=person_seats(2),
+        stacked_deck=low + deck, request_id=uuid.uuid4().hex))
+    game_id = created.game.game_id
+    token = (await h.stub.JoinGame(pb.JoinGameRequest(
+        game_id=game_id, seat=0, display_name="tester"))).seat_token
+    term = await terminal("join", game_id, "--target", target(h))
+    await term.wait_for(lambda text: "(you)" in text and "waiting for the other" not in text,
+                        "the CLI seated and the game started")
+    flip = pb.Action(bataille_corse=corse_pb2.BatailleCorseAction(
+        flip=corse_pb2.BatailleCorseFlip()))
+    await h.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=flip),
+                              metadata=auth(token))
+    flipped = await view(h, game_id)
+    await term.wait_for(lambda text: term.version() == flipped.version, "seat 0's flip")
+    term.type("f")  # the CLI's turn: it flips
+    await term.wait_for(lambda text: term.version() == flipped.version + 1, "its own flip")
+    term.type("f")  # now seat 0 is due to flip
+    await term.wait_for("not your turn: seat 0 flips")
+    assert (await view(h, game_id)).version == flipped.version + 1
     term.type("q")
     assert await term.exit_status() == 0

@@ -96,7 +96,7 @@ def check_step(previous: CorseState, state: CorseState, events: list[Any],
     # Snapshot round-trip through JSON.
     assert RULES.decode_state(json.loads(json.dumps(RULES.encode_state(state)))) == state
     # A slap naming an older card is too late and changes nothing.
-    if state.end is None and state.sequence > 0:
+    if state.end is None and state.sequence > 1:
         try:
             RULES.apply(state, 0 if state.statuses[0] != "out" else state.turn or 0,
                         Slap(state.sequence - 1))

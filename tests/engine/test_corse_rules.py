@@ -230,9 +230,23 @@ def test_two_slaps_on_the_same_combination_first_wins_second_is_too_late() -> No
     refused(after, 3, Slap(seen), Reason.SLAP_TOO_LATE)
 
 
-def test_a_slap_on_an_empty_pile_is_too_late() -> None:
+def test_a_slap_on_an_empty_pile_is_too_late_for_the_card_just_taken() -> None:
     state = table(["2C", "3D"], sequence=4)
     refused(state, 1, Slap(4), Reason.SLAP_TOO_LATE)
+
+
+def test_a_slap_on_an_empty_pile_is_not_allowed_now() -> None:
+    for state in (table(["2C", "3D"], sequence=4), table(["2C", "3D"])):
+        error = refused(state, 1, Slap(state.sequence + 1), Reason.NOT_ALLOWED_NOW)
+        assert error.kind == ErrorKind.PRECONDITION
+        assert error.message == "the pile is empty: there is nothing to slap"
+
+
+def test_a_slap_must_name_the_card_it_slaps() -> None:
+    for state in (table(["2C", "3D"], pile="7C 7D", face_up=2), table(["2C", "3D"])):
+        error = refused(state, 1, Slap(0), Reason.INVALID_ACTION)
+        assert error.kind == ErrorKind.INVALID
+        assert error.message == "name the card you slap (pile_sequence)"
 
 
 def test_any_seat_may_slap_at_any_time() -> None:

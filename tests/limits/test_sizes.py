@@ -44,6 +44,21 @@ async def test_a_20000_byte_game_id_is_invalid_everywhere_and_its_log_line_is_sh
     assert (await view_of(server, game_id)).version == before.version
 
 
+async def test_an_empty_game_id_is_a_missing_argument_everywhere(server: Harness) -> None:
+    _, tokens = await war_for_two(server)
+    calls = [
+        server.stub.GetGame(pb.GetGameRequest()),
+        server.stub.JoinGame(pb.JoinGameRequest(display_name="ana")),
+        server.stub.SubmitAction(pb.SubmitActionRequest(action=REVEAL),
+                                 metadata=auth(tokens[0])),
+        server.stub.StreamEvents(pb.StreamEventsRequest()).read(),
+    ]
+    for call in calls:
+        code, reason, details = await refusal(call)
+        assert (code, reason) == ("INVALID_ARGUMENT", "MISSING_GAME_ID")
+        assert details == "name the game: game_id is empty"
+
+
 async def test_an_unknown_game_is_quoted_by_a_short_prefix(server: Harness) -> None:
     long_id = "x" * 120  # within the limit, but longer than any quote
     code, reason, details = await refusal(server.stub.GetGame(pb.GetGameRequest(

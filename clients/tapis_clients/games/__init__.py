@@ -6,6 +6,8 @@ tapis_clients.strategies."""
 from __future__ import annotations
 
 import importlib
+import re
+from collections.abc import Sequence
 from types import ModuleType
 
 from tapis.v1 import game_service_pb2 as pb
@@ -52,6 +54,37 @@ def describe_action(kind: int, action: pb.Action) -> str:
     return text
 
 
+def verdict(winners: Sequence[int], seat: int | None, names: Sequence[str] = ()) -> str:
+    """Who won, said to the reader: "you win" / "you lose" / "you share the win" / "draw" for
+    a seat; a spectator reads names when known, else seat numbers."""
+    if not winners:
+        return "draw"
+    if seat is not None:
+        if seat not in winners:
+            return "you lose"
+        return "you win" if len(winners) == 1 else "you share the win"
+    who = " and ".join(names[s] if s < len(names) and names[s] else f"seat {s}"
+                       for s in winners)
+    return f"{who} {'wins' if len(winners) == 1 else 'share the win'}"
+
+
+_WHO_WON = re.compile(r"^seat \d+(?:(?:, | and )seat \d+)* (?:wins|win|share the win)\b")
+"""The start of a game's summary that names its winners by seat (the server's wording)."""
+
+
+def summary_for(summary: str, winners: Sequence[int], seat: int | None) -> str:
+    """A game's summary with its winners said to a seated reader ("you win: ...")."""
+    if seat is None:
+        return summary
+    return _WHO_WON.sub(verdict(winners, seat), summary, count=1)
+
+
+def key_hint(kind: int, view: pb.GameView, typed: str) -> str | None:
+    """Why a typed key is no move now, when the game can tell (else None)."""
+    hint = getattr(module_for(kind), "key_hint", None)
+    return None if hint is None else hint(view, typed)
+
+
 def describe_event(kind: int, event: pb.Event, seat: int | None) -> str | None:
     """One line for a person, or None for events not worth a line."""
     which = event.WhichOneof("body")
@@ -71,7 +104,8 @@ def describe_event(kind: int, event: pb.Event, seat: int | None) -> str | None:
     if which == "game_ended":
         ended = event.game_ended
         board = ", ".join(f"seat {i}: {w}" for i, w in enumerate(ended.scoreboard.wins))
-        return (f"game {ended.game_number} over — {ended.summary}. Series: {board}, "
+        summary = summary_for(ended.summary, list(ended.winners), seat)
+        return (f"game {ended.game_number} over — {summary}. Series: {board}, "
                 f"draws: {ended.scoreboard.draws}")
     text: str | None = module_for(kind).describe_event(event, seat)
     return text

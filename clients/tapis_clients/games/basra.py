@@ -9,7 +9,7 @@ from rich.text import Text
 from tapis.v1 import basra_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1.cards_pb2 import Card
-from tapis_clients.games import card_markup, card_text
+from tapis_clients.games import card_markup, card_text, verdict
 
 _VARIANTS = {basra_pb2.BASRA_VARIANT_UNSPECIFIED: "Egyptian",
              basra_pb2.BASRA_VARIANT_EGYPTIAN: "Egyptian",
@@ -127,5 +127,5 @@ def describe_event(event: pb.Event, seat: int | None) -> str | None:
         return "tie at the target: another deal between seats " + ", ".join(map(str, tie.seats))
     if which == "ended":
         end = b.ended
-        return "game over: seats " + ", ".join(map(str, end.winning_seats)) + " win"
+        return "game over: " + verdict(list(end.winning_seats), seat)
     return None

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from tapis.v1 import boutons_pb2
 from tapis.v1 import game_service_pb2 as pb
-from tapis_clients.games import card_markup
+from tapis_clients.games import card_markup, verdict
 
 _COLOURS: dict[int, tuple[str, str]] = {
     boutons_pb2.BOUTONS_COLOUR_RED: ("red", "red"),
@@ -80,9 +80,9 @@ def render(view: pb.GameView) -> RenderableType:
                          + (" · [bold yellow]last round[/]" if b.last_round else "")),
     ]
     if b.phase == boutons_pb2.BOUTONS_PHASE_OVER:
-        who = " and ".join(f"seat {s}" for s in b.winners)
-        verb = "share the win" if len(b.winners) > 1 else "wins"
-        lines.append(Text.from_markup(f"[bold green]{who} {verb}: {_END.get(b.end_reason, '')}[/]"))
+        me = view.your_seat if view.HasField("your_seat") else None
+        who = verdict(list(b.winners), me, [s.display_name for s in view.seats])
+        lines.append(Text.from_markup(f"[bold green]{who}: {_END.get(b.end_reason, '')}[/]"))
     return Group(*lines)
 
 

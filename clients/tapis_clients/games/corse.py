@@ -8,7 +8,7 @@ from rich.text import Text
 
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
-from tapis_clients.games import card_markup
+from tapis_clients.games import card_markup, verdict
 
 COMBINATION_NAMES = {
     corse_pb2.BATAILLE_CORSE_COMBINATION_DOUBLE: "double",
@@ -62,9 +62,20 @@ def render(view: pb.GameView) -> RenderableType:
             f"{corse.tries_left} {'try' if corse.tries_left == 1 else 'tries'} left"))
     lines.append(Text.from_markup(f"[dim]flips {corse.flips}/{corse.flip_cap}[/]"))
     if corse.end_reason:
-        who = f"seat {corse.winner} wins" if corse.HasField("winner") else "draw"
+        me = view.your_seat if view.HasField("your_seat") else None
+        who = verdict([corse.winner] if corse.HasField("winner") else [], me,
+                      [s.display_name for s in view.seats])
         lines.append(Text.from_markup(f"[bold green]{who}: {_END[corse.end_reason]}[/]"))
     return Group(*lines)
+
+
+def key_hint(view: pb.GameView, typed: str) -> str | None:
+    """``f`` when another seat is due to flip: say whose turn it is."""
+    corse = view.bataille_corse
+    me = view.your_seat if view.HasField("your_seat") else None
+    if typed == "f" and me is not None and corse.HasField("turn") and corse.turn != me:
+        return f"not your turn: seat {corse.turn} flips"
+    return None
 
 
 def describe_action(action: pb.Action) -> str:
@@ -124,6 +135,6 @@ def describe_event(event: pb.Event, seat: int | None) -> str | None:
         return f"cards dealt ({sizes}); seat 0 flips first"
     if which == "ended":
         ended = corse.ended
-        who = f"seat {ended.winner} wins" if ended.HasField("winner") else "draw"
+        who = verdict([ended.winner] if ended.HasField("winner") else [], seat)
         return f"{who}: {_END.get(ended.reason, 'game over')}"
     return None

@@ -8,12 +8,16 @@ from rich.text import Text
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
-from tapis_clients.games import card_markup
+from tapis_clients.games import card_markup, verdict
 
 _END = {war_pb2.WAR_END_REASON_TARGET: "reached the target",
         war_pb2.WAR_END_REASON_ALL_CARDS: "holds all 52 cards",
         war_pb2.WAR_END_REASON_SHORT_BATAILLE: "opponent could not lay a bataille",
         war_pb2.WAR_END_REASON_DRAW: "draw"}
+
+
+def _names(view: pb.GameView) -> list[str]:
+    return [s.display_name for s in view.seats]
 
 
 def _trick(cards: list[war_pb2.WarLaidCard]) -> str:
@@ -46,7 +50,7 @@ def render(view: pb.GameView) -> RenderableType:
             f" → seat {war.last_trick_winner}" if war.HasField("last_trick_winner") else "")),
     ]
     if war.end_reason:
-        who = f"seat {war.winner} wins" if war.HasField("winner") else "no winner"
+        who = verdict([war.winner] if war.HasField("winner") else [], me, _names(view))
         lines.append(Text.from_markup(f"[bold green]{who}: {_END[war.end_reason]}[/]"))
     return Group(*lines)
 
@@ -60,10 +64,14 @@ def hotkey(action: pb.Action) -> str | None:
 
 
 def describe_event(event: pb.Event, seat: int | None) -> str | None:
-    """One line for a person, or None. Cards revealed and tricks won get no line: as in the
-    rules, the table shows the trick in play and the last trick only."""
+    """One line for a person, or None. Cards revealed get no line (the table shows the trick
+    in play); a trick won says who took it."""
     war = event.war
     which = war.WhichOneof("event")
+    if which == "trick_won":
+        won = war.trick_won
+        who = "you" if won.seat == seat else f"seat {won.seat}"
+        return f"{who} took the trick ({won.cards} cards)"
     if which == "bataille":
         return "[bold yellow]Bataille![/]"
     if which == "short_bataille":

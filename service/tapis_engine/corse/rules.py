@@ -351,6 +351,12 @@ class CorseRules:
                 raise precondition(Reason.SEAT_OUT, f"seat {seat} is out for good")
             if not isinstance(action.pile_sequence, int) or action.pile_sequence < 0:
                 raise invalid(Reason.INVALID_ACTION, "a slap names the pile's top card sequence")
+            if action.pile_sequence == 0:  # cards are numbered from 1: none was named
+                raise invalid(Reason.INVALID_ACTION, "name the card you slap (pile_sequence)")
+            if not state.pile and action.pile_sequence > state.sequence:
+                # (a card that was on top and went with a won pile is a race lost: too late)
+                raise precondition(Reason.NOT_ALLOWED_NOW,
+                                   "the pile is empty: there is nothing to slap")
             if action.pile_sequence != state.top_sequence:
                 raise precondition(Reason.SLAP_TOO_LATE,
                                    f"too late: card {action.pile_sequence} is no longer on top")

@@ -1,0 +1,52 @@
+"""`tapis list` piped into another program: plain lines, and a reader that leaves early."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+
+from tapis.v1 import game_service_pb2 as pb
+from tests.conftest import ServerFactory, person_seats
+
+
+async def tapis(*args: str, stdout: int) -> tuple[int, bytes]:
+    """Run the `tapis` CLI with ``stdout`` (a pipe's end), giving its exit code and stderr."""
+    env = dict(os.environ)
+    env.pop("TAPIS_TARGET", None)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tapis_clients.cli", *args, stdout=stdout,
+        stderr=asyncio.subprocess.PIPE, stdin=asyncio.subprocess.DEVNULL, env=env)
+    _, err = await process.communicate()
+    return process.returncode or 0, err
+
+
+async def test_list_names_bot_seats_and_leaves_a_closed_pipe_quietly(
+        make_server: ServerFactory) -> None:
+    h = await make_server()
+    seats = [*person_seats(1), pb.SeatConfig(type=pb.SEAT_TYPE_BOT)]  # a person, a bot
+    for _ in range(3):
+        created = await h.stub.CreateGame(pb.CreateGameRequest(
+            kind=pb.GAME_KIND_WAR, seats=2, seat_configs=seats, request_id=uuid.uuid4().hex))
+    await h.stub.JoinGame(pb.JoinGameRequest(game_id=created.game.game_id,
+                                             display_name="ana"))
+    target = f"127.0.0.1:{h.running.port}"
+
+    read_end, write_end = os.pipe()
+    code, err = await tapis("list", "--target", target, stdout=write_end)
+    os.close(write_end)
+    with os.fdopen(read_end) as out:
+        lines = out.read().splitlines()
+    assert code == 0, err
+    rows = [line.split("\t") for line in lines[1:]]
+    assert len(rows) == 3
+    assert sorted(row[-1] for row in rows) == ["-, bot", "-, bot", "ana, bot"]
+
+    # `tapis list | head -0`: the reader is gone before the first line is written.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    code, err = await tapis("list", "--target", target, stdout=write_end)
+    os.close(write_end)
+    assert code == 0
+    assert err == b""
