@@ -1,10 +1,9 @@
 """The shared store: PostgreSQL over asyncpg (``--database-url postgresql://...``).
 
 It keeps what the SQLite store keeps (creation records, the journal of inputs, snapshots; the
-seat-token hashes and join request ids ride in the journal entries). A table's writes go
-through one writer task of a few (``LANES``, picked by the table's id), which group-commits
-whatever is queued for it, in order, in one transaction; the awaitable handed to the host
-completes once that transaction is committed.
+seat-token hashes and join request ids ride in the journal entries). Every write goes through
+one writer task that group-commits whatever is queued, in order, in one transaction; the
+awaitable handed to the host completes once that transaction is committed.
 
 The journal's primary key ``(game_id, idx)`` is the arbiter: an append is a plain INSERT, never
 an upsert, so two writers can never both append index N; the loser's write fails with
@@ -129,17 +128,6 @@ class _Job:
     epoch: int | None = None
 
 
-@dataclass(eq=False)
-class _Lane:
-    """One writer: its queue, its task and its connection. A table's writes all go through
-    the same lane (by its id), so they commit in the order they were made."""
-
-    queue: deque[_Job] = field(default_factory=deque)
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
-    connection: asyncpg.Connection | None = None
-    task: asyncio.Future[None] | None = None
-
-
 @dataclass
 class _Batch:
     jobs: list[_Job]
@@ -147,12 +135,6 @@ class _Batch:
 
 
 _DISCONNECTED = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError)
-ACQUIRE_TIMEOUT_S = 10.0
-COMMAND_TIMEOUT_S = 30.0
-"""A connection or a statement the database does not give within this fails (never hangs)."""
-LANES = 1
-"""Writers per store: a table's writes go through one of them (by its id), in order. One: more
-lanes measured no better on 2 shared cores, and the reconnect path is only proven with one."""
 
 
 class PostgresStore:
@@ -165,7 +147,7 @@ class PostgresStore:
     """
 
     def __init__(self, url: str, pool: asyncpg.Pool, node_id: str | None = None,
-                 fenced: bool = False, max_batch: int = 0, lanes: int = LANES) -> None:
+                 fenced: bool = False, max_batch: int = 0) -> None:
         self.url = url
         self.pool = pool
         self.node_id = node_id
@@ -179,13 +161,14 @@ class PostgresStore:
         """The fencing epoch this node holds for each table it owns (fenced stores)."""
         self.commits = 0
         """Transactions committed (each may carry many writes): for measurements."""
+        self._queue: deque[_Job] = deque()
+        self._wake = asyncio.Event()
         self._poisoned: set[str] = set()
         self._appended_to: dict[str, int] = {}
         self._preloaded: Loaded | None = None
+        self._writer_connection: asyncpg.Connection | None = None
         self._closed = False
-        self._lanes = [_Lane() for _ in range(max(lanes, 1))]
-        for lane in self._lanes:
-            lane.task = asyncio.ensure_future(self._run(lane))
+        self._writer = asyncio.ensure_future(self._run())
 
     @classmethod
     async def open(cls, url: str, node_id: str | None = None, fenced: bool = False,
@@ -193,8 +176,7 @@ class PostgresStore:
         """Connect, apply the missing schema migrations, and (``preload``) read every table
         for recovery. ``DatabaseUnreachable`` / ``SchemaError`` when it cannot serve."""
         try:
-            pool = await asyncpg.create_pool(url, min_size=1, max_size=LANES + 4, timeout=10,
-                                             command_timeout=COMMAND_TIMEOUT_S)
+            pool = await asyncpg.create_pool(url, min_size=1, max_size=4, timeout=10)
         except (*_DISCONNECTED, asyncpg.PostgresError, TimeoutError) as error:
             raise DatabaseUnreachable(
                 f"cannot reach the database at {redacted(url)}: {error}") from error
@@ -244,7 +226,7 @@ class PostgresStore:
         durable prefix read here."""
         await self.settled()
         self._poisoned.discard(game_id)
-        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+        async with self.pool.acquire() as connection:
             row = await connection.fetchrow("SELECT record FROM games WHERE game_id = $1",
                                             game_id)
             if row is None:
@@ -264,36 +246,32 @@ class PostgresStore:
 
     async def settled(self) -> None:
         """Once every write queued before the call has been committed or refused."""
-        loop = asyncio.get_running_loop()
-        futures = []
-        for lane in self._lanes:
-            futures.append(loop.create_future())
-            lane.queue.append(_Job("barrier", "", (), futures[-1]))
-            lane.wake.set()
-        await asyncio.gather(*futures, return_exceptions=True)
+        future = asyncio.get_running_loop().create_future()
+        self._queue.append(_Job("barrier", "", (), future))
+        self._wake.set()
+        with contextlib.suppress(StoreError):
+            await future
 
     def close(self) -> None:
         """Stop taking writes; ``aclose`` commits what is queued and closes the pool."""
         self._closed = True
-        for lane in self._lanes:
-            lane.wake.set()
+        self._wake.set()
 
     async def aclose(self) -> None:
         """Commit what is queued, then close every connection."""
         self.close()
-        for lane in self._lanes:
-            with contextlib.suppress(asyncio.CancelledError):
-                await lane.task  # type: ignore[misc]
-            if lane.connection is not None:
-                with contextlib.suppress(*_DISCONNECTED):
-                    await self.pool.release(lane.connection)
-                lane.connection = None
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._writer
+        if self._writer_connection is not None:
+            with contextlib.suppress(*_DISCONNECTED):
+                await self.pool.release(self._writer_connection)
+            self._writer_connection = None
         await self.pool.close()
 
     # --- reading ---------------------------------------------------------------------------
 
     async def _load(self) -> Loaded:
-        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+        async with self.pool.acquire() as connection:
             games = await connection.fetch(
                 "SELECT game_id, record FROM games ORDER BY created_order")
             snapshots = {r["game_id"]: r for r in await connection.fetch(
@@ -311,27 +289,26 @@ class PostgresStore:
         if self._closed:
             raise RuntimeError("the store is closed")
         future = asyncio.get_running_loop().create_future()
-        lane = self._lanes[hash(game_id) % len(self._lanes)]
-        lane.queue.append(_Job(kind, game_id, args, future, self.epochs.get(game_id)))
-        lane.wake.set()
+        self._queue.append(_Job(kind, game_id, args, future, self.epochs.get(game_id)))
+        self._wake.set()
         return future
 
-    async def _run(self, lane: _Lane) -> None:
+    async def _run(self) -> None:
         while True:
-            if not lane.queue:
+            if not self._queue:
                 if self._closed:
                     return
-                lane.wake.clear()
-                await lane.wake.wait()
+                self._wake.clear()
+                await self._wake.wait()
                 continue
             jobs: list[_Job] = []
-            while lane.queue and (not self.max_batch or len(jobs) < self.max_batch):
-                jobs.append(lane.queue.popleft())
+            while self._queue and (not self.max_batch or len(jobs) < self.max_batch):
+                jobs.append(self._queue.popleft())
             batch = _Batch(jobs)
             try:
-                await self._commit(lane, batch)
+                await self._commit(batch)
             except Exception as failure:  # never leave a writer waiting on a dead task
-                self._fail_all(lane, batch, list(enumerate(batch.jobs)), failure)
+                self._fail_all(batch, list(enumerate(batch.jobs)), failure)
             for position, job in enumerate(batch.jobs):
                 error = batch.failed.get(position)
                 if job.future.done():
@@ -344,16 +321,16 @@ class PostgresStore:
                     job.future.set_exception(error)
                     job.future.exception()  # a write nobody awaits must not warn
 
-    async def _connection(self, lane: _Lane) -> asyncpg.Connection:
-        if lane.connection is None or lane.connection.is_closed():
-            if lane.connection is not None:
+    async def _connection(self) -> asyncpg.Connection:
+        if self._writer_connection is None or self._writer_connection.is_closed():
+            if self._writer_connection is not None:
                 with contextlib.suppress(*_DISCONNECTED):
-                    await self.pool.release(lane.connection)
-                lane.connection = None
-            lane.connection = await self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S)
-        return lane.connection
+                    await self.pool.release(self._writer_connection)
+                self._writer_connection = None
+            self._writer_connection = await self.pool.acquire(timeout=5)
+        return self._writer_connection
 
-    async def _commit(self, lane: _Lane, batch: _Batch) -> None:
+    async def _commit(self, batch: _Batch) -> None:
         """Every job of the batch in one transaction; if the journal key refuses one, each job
         again in its own, so that only the refused ones (and what follows them) fail."""
         for position, job in enumerate(batch.jobs):
@@ -365,13 +342,13 @@ class PostgresStore:
         if not live:
             return
         try:
-            connection = await self._connection(lane)
+            connection = await self._connection()
             refused = await self._write(connection, [j for _, j in live])
         except asyncpg.UniqueViolationError:
-            await self._one_by_one(lane, batch, live)
+            await self._one_by_one(batch, live)
             return
         except (*_DISCONNECTED, asyncpg.PostgresError, TimeoutError) as error:
-            self._fail_all(lane, batch, live, error)
+            self._fail_all(batch, live, error)
             return
         self.commits += 1
         for position, job in live:
@@ -380,20 +357,19 @@ class PostgresStore:
             elif job.kind == "appended":
                 self._appended_to[job.game_id] = job.args[0]
 
-    async def _one_by_one(self, lane: _Lane, batch: _Batch,
-                          live: list[tuple[int, _Job]]) -> None:
+    async def _one_by_one(self, batch: _Batch, live: list[tuple[int, _Job]]) -> None:
         for position, job in live:
             if job.game_id in self._poisoned:
                 batch.failed[position] = JournalConflict(
                     f"game {job.game_id}: an earlier write was refused")
                 continue
             try:
-                connection = await self._connection(lane)
+                connection = await self._connection()
                 refused = await self._write(connection, [job])
             except asyncpg.UniqueViolationError:
                 refused = {id(job)}
             except (*_DISCONNECTED, asyncpg.PostgresError, TimeoutError) as error:
-                self._fail_all(lane, batch, [(p, j) for p, j in live if p >= position], error)
+                self._fail_all(batch, [(p, j) for p, j in live if p >= position], error)
                 return
             self.commits += 1
             if refused:
@@ -410,11 +386,11 @@ class PostgresStore:
         return JournalConflict(f"game {job.game_id}: the journal refused this {job.kind} "
                                "(another writer holds the table)")
 
-    def _fail_all(self, lane: _Lane, batch: _Batch, jobs: list[tuple[int, _Job]],
+    def _fail_all(self, batch: _Batch, jobs: list[tuple[int, _Job]],
                   error: BaseException) -> None:
         log.error("store_write_failed", error=str(error), writes=len(jobs))
-        if isinstance(error, _DISCONNECTED) and lane.connection is not None:
-            lane.connection.terminate()
+        if isinstance(error, _DISCONNECTED) and self._writer_connection is not None:
+            self._writer_connection.terminate()
         for position, _ in jobs:
             batch.failed[position] = StoreUnavailable(f"the database refused the write: {error}")
 
@@ -519,7 +495,7 @@ def _snapshot(row: Any) -> JSON | None:
 
 
 async def _join_key(pool: asyncpg.Pool) -> bytes:
-    async with pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+    async with pool.acquire() as connection:
         await connection.execute(
             "INSERT INTO meta VALUES ('join_key', $1) ON CONFLICT (key) DO NOTHING",
             secrets.token_hex(32))
@@ -530,7 +506,7 @@ async def _join_key(pool: asyncpg.Pool) -> bytes:
 async def migrate(pool: asyncpg.Pool) -> int:
     """Apply the migrations the database lacks (one server at a time); its version after.
     ``SchemaError`` for a version newer than this server's."""
-    async with pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection, connection.transaction():
+    async with pool.acquire() as connection, connection.transaction():
         await connection.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
         await connection.execute(
             "CREATE TABLE IF NOT EXISTS tapis_schema (version INTEGER PRIMARY KEY, "

@@ -112,3 +112,23 @@ async def test_the_probe_commits_a_write_of_its_own(database_url: str) -> None:
         assert await connection.fetchval("SELECT count(*) FROM meta WHERE key = 'probe'") == 1
     await store.aclose()
 
+
+async def test_a_lost_connection_fails_the_write_unavailable_then_the_store_reconnects(
+        database_url: str) -> None:
+    from tapis_service.store import StoreUnavailable
+
+    store = await PostgresStore.open(database_url)
+    await store.created("g", {"kind": "war"})
+    await store.appended("g", 1, {"i": 1})
+    async with store.pool.acquire() as connection:  # the database drops the writer's session
+        await connection.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    with pytest.raises(StoreUnavailable):
+        await store.appended("g", 2, {"i": 2})
+    await store.probe()  # the writer reconnects
+    _, _, journal = await store.load_game("g")  # read again: appends go on from here
+    assert journal == [{"i": 1}]
+    await store.appended("g", 2, {"i": 2, "again": True})
+    assert (await store.load_game("g"))[2] == [{"i": 1}, {"i": 2, "again": True}]
+    await store.aclose()

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from tapis_service.postgres_store import ACQUIRE_TIMEOUT_S
-
 
 @dataclass(frozen=True, slots=True)
 class Owner:
@@ -36,7 +34,7 @@ class Directory:
     async def renew(self) -> bool:
         """Register or renew this node's membership; True if it had expired (or was missing)
         before: the node may have lost tables meanwhile."""
-        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+        async with self.pool.acquire() as connection:
             lapsed = await connection.fetchval(
                 "WITH old AS (SELECT expires_at FROM members WHERE node_id = $1) "
                 "INSERT INTO members (node_id, address, expires_at) "
@@ -48,19 +46,19 @@ class Directory:
         return bool(lapsed)
 
     async def leave(self) -> None:
-        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+        async with self.pool.acquire() as connection:
             await connection.execute("DELETE FROM members WHERE node_id = $1", self.node_id)
 
     async def live_members(self) -> dict[str, str]:
         """node id -> address of every live node (this one included)."""
-        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+        async with self.pool.acquire() as connection:
             rows = await connection.fetch(
                 "SELECT node_id, address FROM members WHERE expires_at > now()")
         return {r["node_id"]: r["address"] for r in rows}
 
     async def owner_of(self, game_id: str) -> Owner | None:
         """The table's owner (None: no such table)."""
-        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+        async with self.pool.acquire() as connection:
             row = await connection.fetchrow(
                 "SELECT g.owner, g.epoch, m.address, COALESCE(m.expires_at > now(), FALSE) "
                 "AS alive FROM games g LEFT JOIN members m ON m.node_id = g.owner "
@@ -72,7 +70,7 @@ class Directory:
     async def take_over(self, game_id: str, seen_epoch: int) -> int | None:
         """Become the table's owner if its epoch is still ``seen_epoch``: the new epoch, or
         None if another node moved it first."""
-        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+        async with self.pool.acquire() as connection:
             epoch = await connection.fetchval(
                 "UPDATE games SET owner = $1, epoch = epoch + 1 "
                 "WHERE game_id = $2 AND epoch = $3 RETURNING epoch",
@@ -83,7 +81,7 @@ class Directory:
         """Take over up to ``limit`` unfinished tables that can move without a client (bots,
         turn timers) whose owner is dead or gone: (game id, new epoch). Rows another node is
         sweeping are skipped (``FOR UPDATE SKIP LOCKED``)."""
-        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+        async with self.pool.acquire() as connection:
             rows = await connection.fetch(
                 "WITH orphans AS (SELECT game_id FROM games WHERE timed AND NOT finished "
                 "AND (owner IS NULL OR NOT EXISTS (SELECT 1 FROM members m "
@@ -96,14 +94,14 @@ class Directory:
 
     async def owned(self) -> dict[str, int]:
         """game id -> epoch of every table this node owns."""
-        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+        async with self.pool.acquire() as connection:
             rows = await connection.fetch(
                 "SELECT game_id, epoch FROM games WHERE owner = $1", self.node_id)
         return {r["game_id"]: int(r["epoch"]) for r in rows}
 
     async def hand_off(self) -> int:
         """Give up every table this node owns (graceful stop); how many."""
-        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+        async with self.pool.acquire() as connection:
             status = await connection.execute(
                 "UPDATE games SET owner = NULL WHERE owner = $1", self.node_id)
         return int(status.split()[-1])
