@@ -107,22 +107,9 @@ def _free_port() -> int:
 
 
 def _wait_serving(port: int, process: subprocess.Popen[bytes], within_s: float = 60) -> None:
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from tapis_service.cluster.launcher import wait_serving
 
-    give_up = time.monotonic() + within_s
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-        health = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < give_up:
-            if process.poll() is not None:
-                raise RuntimeError(f"the node on {port} exited with {process.returncode}")
-            try:
-                answer = health.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                if answer.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
-            time.sleep(0.05)
-    raise RuntimeError(f"the node on {port} did not start")
+    wait_serving(f"127.0.0.1:{port}", process, within_s)
 
 
 class Nodes:

@@ -78,15 +78,18 @@ def resolve_target(target: str | None, environ: Mapping[str, str] | None = None)
     return chosen
 
 
-def error_info(error: grpc.RpcError) -> error_details_pb2.ErrorInfo | None:
-    """The ErrorInfo carried by a refusal, if any."""
+def _details(error: grpc.RpcError) -> list[Any]:
+    """The ``google.protobuf.Any`` details of a refusal's rich status (none if it has none)."""
     try:
         status = rpc_status.from_call(error)
     except ValueError:
-        return None
-    if status is None:
-        return None
-    for detail in status.details:
+        return []
+    return [] if status is None else list(status.details)
+
+
+def error_info(error: grpc.RpcError) -> error_details_pb2.ErrorInfo | None:
+    """The ErrorInfo carried by a refusal, if any."""
+    for detail in _details(error):
         info = error_details_pb2.ErrorInfo()
         if detail.Unpack(info):
             return info
@@ -102,13 +105,7 @@ def error_reason(error: grpc.RpcError) -> str:
 def retry_delay_s(error: grpc.RpcError) -> float | None:
     """The pause the server asks for before a retry: a ``google.rpc.RetryInfo`` detail, or
     ErrorInfo metadata ``retry_delay_ms``/``retry_after_ms``; None when it names none."""
-    try:
-        status = rpc_status.from_call(error)
-    except ValueError:
-        return None
-    if status is None:
-        return None
-    for detail in status.details:
+    for detail in _details(error):
         retry = error_details_pb2.RetryInfo()
         if detail.Unpack(retry):
             return retry.retry_delay.seconds + retry.retry_delay.nanos / 1e9

@@ -444,7 +444,7 @@ class GameHost:
         while True:
             await asyncio.sleep(delay)
             try:
-                await _maybe(self.store.probe())
+                await _maybe_value(self.store.probe())
                 for game_id in list(self.unavailable):
                     await self._rebuild(game_id)
             except StoreError as error:
@@ -576,28 +576,24 @@ class GameHost:
 
     def drop(self, game_id: str) -> None:
         """Forget a table, in memory and in the store."""
-        session = self.sessions.pop(game_id, None)
-        if session is None:
+        if not self.discard(game_id):
             return
-        metrics.GAMES.set(len(self.sessions))
-        session.cancel_timers()
-        for subscriber in session.subscribers:
-            subscriber.close()
-        self._forget_tokens(game_id)
         written = self.store.dropped(game_id)
         if written is not None:
             asyncio.ensure_future(written).add_done_callback(_retrieve)
 
-    def discard(self, game_id: str) -> None:
-        """Forget a table in memory only (the store keeps it): another node serves it now."""
+    def discard(self, game_id: str) -> bool:
+        """Forget a table in memory only (the store keeps it: another node serves it now, or
+        ``drop`` deletes it); False when this server did not hold it."""
         session = self.sessions.pop(game_id, None)
         if session is None:
-            return
+            return False
         metrics.GAMES.set(len(self.sessions))
         session.cancel_timers()
         for subscriber in session.subscribers:
             subscriber.close()
         self._forget_tokens(game_id)
+        return True
 
     async def adopt(self, game_id: str) -> Session | None:
         """Load one table from the store (snapshot-checked journal replay), arm its timers and
@@ -708,11 +704,6 @@ def _committed(session: Session, upto: int) -> None:
     """The store has committed every input up to the one whose last event is ``upto``."""
     if upto > session.durable_sequence:
         session.durable_sequence = upto
-
-
-async def _maybe(pending: Awaitable[None] | None) -> None:
-    if pending is not None:
-        await pending
 
 
 async def _maybe_value(value: T | Awaitable[T]) -> T:

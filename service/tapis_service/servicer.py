@@ -78,6 +78,20 @@ def unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
     return wrapper
 
 
+def page_bounds(request: pb.ListGamesRequest) -> tuple[int, int]:
+    """(first position, page size) of a ListGames page, checked."""
+    size = request.page_size or 100
+    if size > MAX_PAGE:
+        raise invalid_argument("INVALID_PAGE_SIZE", f"page_size is at most {MAX_PAGE}")
+    start = 0
+    if request.page_token:
+        try:
+            start = int(base64.urlsafe_b64decode(request.page_token.encode()).decode())
+        except ValueError as error:
+            raise invalid_argument("INVALID_PAGE_TOKEN", "page_token is not valid") from error
+    return start, size
+
+
 def _observe(probes: dict[int, float], sequence: int) -> None:
     """A probed event is about to be sent for the first time: record its latency."""
     received = probes.pop(sequence, None)
@@ -232,15 +246,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
     @unary
     async def ListGames(self, request: pb.ListGamesRequest,
                         context: grpc.aio.ServicerContext) -> pb.ListGamesResponse:
-        size = request.page_size or 100
-        if size > MAX_PAGE:
-            raise invalid_argument("INVALID_PAGE_SIZE", f"page_size is at most {MAX_PAGE}")
-        start = 0
-        if request.page_token:
-            try:
-                start = int(base64.urlsafe_b64decode(request.page_token.encode()).decode())
-            except ValueError as error:
-                raise invalid_argument("INVALID_PAGE_TOKEN", "page_token is not valid") from error
+        start, size = page_bounds(request)
         kind = convert.kind_of(request.kind) if request.kind else None
         listed: list[Session | tuple[str, str]] = [
             s for s in self.host.sessions.values()

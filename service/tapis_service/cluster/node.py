@@ -27,10 +27,10 @@ from tapis_service import convert, logcontext
 from tapis_service.cluster import metrics
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.wire import game_id_of
-from tapis_service.errors import ServiceError, invalid_argument, to_status
+from tapis_service.errors import ServiceError, to_status
 from tapis_service.host import GameHost
 from tapis_service.postgres_store import PostgresStore
-from tapis_service.servicer import MAX_PAGE, GameServicer
+from tapis_service.servicer import MAX_PAGE, GameServicer, page_bounds
 from tapis_service.settings import Settings
 
 log = structlog.get_logger("tapis.cluster")
@@ -420,15 +420,7 @@ class ClusterNode:
 
 
 def _page(request: pb.ListGamesRequest) -> tuple[int, int]:
-    size = request.page_size or 100
-    if size > MAX_PAGE:
-        raise invalid_argument("INVALID_PAGE_SIZE", f"page_size is at most {MAX_PAGE}")
-    start = 0
-    if request.page_token:
-        try:
-            start = int(base64.urlsafe_b64decode(request.page_token.encode()).decode())
-        except ValueError as error:
-            raise invalid_argument("INVALID_PAGE_TOKEN", "page_token is not valid") from error
+    start, size = page_bounds(request)
     if request.kind:
         convert.kind_of(request.kind)
     return start, size
