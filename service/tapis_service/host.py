@@ -203,7 +203,14 @@ class GameHost:
             key = request_id or f"\0{game_id}"
             self._creating[key] = done
             done.add_done_callback(lambda _: self._creating.pop(key, None))
-            await _answer(done)
+            try:
+                await _answer(done)
+            except ServiceError as error:
+                if error.reason != "TABLE_MOVED":
+                    raise
+                raise ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
+                                   "another server created the table of this request_id; "
+                                   "retry with the same request_id to get it") from error
         return session
 
     async def join(self, game_id: str, seat: int | None, name: str,

@@ -82,6 +82,19 @@ MIGRATIONS: tuple[str, ...] = (
         expires_at TIMESTAMPTZ NOT NULL
     );
     """,
+    # 2: a CreateGame request id names one table in the whole database, so a retried create
+    # finds its table whichever node it reaches (the oldest table keeps an id used twice).
+    """
+    ALTER TABLE games ADD COLUMN create_request_id TEXT;
+    UPDATE games SET create_request_id = first.request_id
+    FROM (SELECT DISTINCT ON (record::json->>'request_id') game_id,
+                 record::json->>'request_id' AS request_id
+          FROM games WHERE COALESCE(record::json->>'request_id', '') <> ''
+          ORDER BY record::json->>'request_id', created_order) AS first
+    WHERE games.game_id = first.game_id;
+    CREATE UNIQUE INDEX games_create_request ON games (create_request_id)
+        WHERE create_request_id IS NOT NULL;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this server writes and reads."""
@@ -222,7 +235,8 @@ class PostgresStore:
     def created(self, game_id: str, record: JSON) -> asyncio.Future[None]:
         if self.fenced:
             self.epochs[game_id] = 1
-        return self._submit("created", game_id, (_dumps(record), _timed(record)))
+        request_id = record.get("request_id") or None
+        return self._submit("created", game_id, (_dumps(record), _timed(record), request_id))
 
     def appended(self, game_id: str, index: int, entry: JSON) -> asyncio.Future[None]:
         return self._submit("appended", game_id, (index, _dumps(entry)))
@@ -416,6 +430,9 @@ class PostgresStore:
 
     def _refusal(self, job: _Job) -> JournalConflict:
         """A write refused by the journal key or the fence (never a probe)."""
+        if job.kind == "created":
+            return JournalConflict(f"game {job.game_id}: a table was already created with "
+                                   "this request id")
         if job.kind == "appended":
             APPENDS_REFUSED.inc()
             log.warning("append_refused", game=job.game_id, index=job.args[0], epoch=job.epoch)
@@ -449,11 +466,12 @@ class PostgresStore:
         appends = [j for j in jobs if j.kind == "appended"]
         if creates:
             await connection.execute(
-                "INSERT INTO games (game_id, record, timed, owner, epoch) "
-                "SELECT g, r, t, $4, $5 FROM unnest($1::text[], $2::text[], $3::bool[]) "
-                "WITH ORDINALITY AS u(g, r, t, n) ORDER BY n",
+                "INSERT INTO games (game_id, record, timed, owner, epoch, create_request_id) "
+                "SELECT g, r, t, $4, $5, q FROM unnest($1::text[], $2::text[], $3::bool[], "
+                "$6::text[]) WITH ORDINALITY AS u(g, r, t, q, n) ORDER BY n",
                 [j.game_id for j in creates], [j.args[0] for j in creates],
-                [j.args[1] for j in creates], self.node_id, 1 if self.fenced else 0)
+                [j.args[1] for j in creates], self.node_id, 1 if self.fenced else 0,
+                [j.args[2] for j in creates])
         if appends:
             refused |= await self._append(connection, appends)
         committed = {(j.game_id, j.args[0]) for j in appends if id(j) not in refused}

@@ -9,6 +9,7 @@ import asyncpg
 import pytest
 
 from tapis_service.postgres_store import (
+    MIGRATIONS,
     SCHEMA_VERSION,
     DatabaseUnreachable,
     PostgresStore,
@@ -25,6 +26,31 @@ async def test_the_schema_is_versioned_and_migrating_twice_changes_nothing(
     async with store.pool.acquire() as connection:
         versions = await connection.fetch("SELECT version FROM tapis_schema ORDER BY version")
     assert [r["version"] for r in versions] == list(range(1, SCHEMA_VERSION + 1))
+    await store.aclose()
+
+
+async def test_version_2_names_each_create_request_id_once_keeping_the_oldest_table(
+        database_url: str) -> None:
+    connection = await asyncpg.connect(database_url)
+    await connection.execute("CREATE TABLE tapis_schema (version INTEGER PRIMARY KEY, "
+                             "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+    await connection.execute(MIGRATIONS[0])
+    await connection.execute("INSERT INTO tapis_schema (version) VALUES (1)")
+    for game_id, request_id in (("old", "r"), ("new", "r"), ("none", ""), ("other", "s")):
+        await connection.execute("INSERT INTO games (game_id, record) VALUES ($1, $2)",
+                                 game_id, f'{{"request_id": "{request_id}"}}')
+    await connection.close()
+    store = await PostgresStore.open(database_url)
+    async with store.pool.acquire() as connection:
+        rows = await connection.fetch("SELECT game_id, create_request_id FROM games")
+        assert {r["game_id"]: r["create_request_id"] for r in rows} == {
+            "old": "r", "new": None, "none": None, "other": "s"}
+    for request_id in ("r", "s"):
+        with pytest.raises(JournalConflict, match="already created with this request id"):
+            await store.created(f"again-{request_id}", {"kind": "war", "request_id": request_id})
+    await store.created("fresh", {"kind": "war", "request_id": "t"})
+    await store.created("plain", {"kind": "war", "request_id": ""})
+    await store.created("plain-too", {"kind": "war"})
     await store.aclose()
 
 

@@ -13,6 +13,10 @@ import asyncpg
 
 from tapis_service.postgres_store import ACQUIRE_TIMEOUT_S
 
+_ORPHAN = ("(owner IS NULL OR NOT EXISTS (SELECT 1 FROM members m "
+           "WHERE m.node_id = games.owner AND m.expires_at > now()))")
+"""A games row whose owner is dead (its membership expired) or gone (handed off)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Owner:
@@ -69,6 +73,13 @@ class Directory:
             return None
         return Owner(row["owner"], row["epoch"], row["address"], row["alive"])
 
+    async def created_by(self, request_id: str) -> str | None:
+        """The table a CreateGame with this request id created, on any node (None: none)."""
+        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+            game_id = await connection.fetchval(
+                "SELECT game_id FROM games WHERE create_request_id = $1", request_id)
+        return None if game_id is None else str(game_id)
+
     async def take_over(self, game_id: str, seen_epoch: int) -> int | None:
         """Become the table's owner if its epoch is still ``seen_epoch``: the new epoch, or
         None if another node moved it first."""
@@ -80,19 +91,25 @@ class Directory:
         return None if epoch is None else int(epoch)
 
     async def sweep_orphans(self, limit: int) -> list[tuple[str, int]]:
-        """Take over up to ``limit`` unfinished tables that can move without a client (bots,
-        turn timers) whose owner is dead or gone: (game id, new epoch). Rows another node is
-        sweeping are skipped (``FOR UPDATE SKIP LOCKED``)."""
+        """Take over up to ``limit`` unfinished tables whose owner is dead or gone, those that
+        can move without a client (bots, turn timers) first: (game id, new epoch). Rows
+        another node is sweeping are skipped (``FOR UPDATE SKIP LOCKED``)."""
         async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
             rows = await connection.fetch(
-                "WITH orphans AS (SELECT game_id FROM games WHERE timed AND NOT finished "
-                "AND (owner IS NULL OR NOT EXISTS (SELECT 1 FROM members m "
-                "WHERE m.node_id = games.owner AND m.expires_at > now())) "
-                "ORDER BY created_order LIMIT $2 FOR UPDATE SKIP LOCKED) "
+                f"WITH orphans AS (SELECT game_id FROM games WHERE NOT finished AND {_ORPHAN} "
+                "ORDER BY timed DESC, created_order LIMIT $2 FOR UPDATE SKIP LOCKED) "
                 "UPDATE games SET owner = $1, epoch = games.epoch + 1 FROM orphans "
                 "WHERE games.game_id = orphans.game_id RETURNING games.game_id, games.epoch",
                 self.node_id, limit)
         return [(r["game_id"], int(r["epoch"])) for r in rows]
+
+    async def orphans(self, include_finished: bool, limit: int) -> list[str]:
+        """Up to ``limit`` tables whose owner is dead or gone (finished ones too if asked)."""
+        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+            rows = await connection.fetch(
+                f"SELECT game_id FROM games WHERE ($1 OR NOT finished) AND {_ORPHAN} "
+                "ORDER BY created_order LIMIT $2", include_finished, limit)
+        return [r["game_id"] for r in rows]
 
     async def owned(self) -> dict[str, int]:
         """game id -> epoch of every table this node owns."""

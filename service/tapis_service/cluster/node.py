@@ -42,6 +42,8 @@ LOCAL_ONLY = "tapis-local"
 """Metadata on a ListGames fan-out: answer with this node's tables only."""
 SWEEP_EVERY_S = 1.0
 SWEEP_BATCH = 50
+LIST_ADOPTS = 200
+"""Orphan tables a ListGames takes over before listing, at most (the sweep takes the rest)."""
 CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
                    ("grpc.min_reconnect_backoff_ms", 100),
                    ("grpc.max_reconnect_backoff_ms", 1000)]
@@ -258,8 +260,7 @@ class ClusterNode:
         methods: dict[str, grpc.RpcMethodHandler] = {}
         for name in ("JoinGame", "GetGame", "SubmitAction"):
             methods[name] = grpc.unary_unary_rpc_method_handler(self._unary(servicer, name))
-        methods["CreateGame"] = grpc.unary_unary_rpc_method_handler(
-            self._local(servicer, "CreateGame"))
+        methods["CreateGame"] = grpc.unary_unary_rpc_method_handler(self._create(servicer))
         methods["ListGames"] = grpc.unary_unary_rpc_method_handler(self._list(servicer))
         methods["StreamEvents"] = grpc.unary_stream_rpc_method_handler(self._stream(servicer))
         return grpc.method_handlers_generic_handler(SERVICE, methods)
@@ -275,8 +276,35 @@ class ClusterNode:
 
         return serve
 
-    def _unary(self, servicer: GameServicer,
-               name: str) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[bytes]]:
+    def _create(self, servicer: GameServicer
+                ) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[bytes]]:
+        """CreateGame places a new table here; a retry (the same ``request_id``) whose table
+        was created on any node is answered with that table's public view, as GetGame gives
+        it from wherever the table is now (the two answers are the same bytes: field 1, the
+        GameView)."""
+        local = self._local(servicer, "CreateGame")
+        view = self._unary(servicer, "GetGame", public=True)
+
+        async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
+            request_id = pb.CreateGameRequest.FromString(raw).request_id
+            known = self.host.create_requests.get(request_id) if request_id else None
+            if request_id and known not in self.host.sessions and not _has(context, FORWARDED):
+                try:
+                    game_id = await self.directory.created_by(request_id)
+                except DATABASE_ERRORS as error:
+                    await context.abort_with_status(to_status(_database_away()))
+                    raise AssertionError("unreachable") from error
+                if game_id is not None:
+                    return await view(pb.GetGameRequest(game_id=game_id).SerializeToString(),
+                                      context)
+            return await local(raw, context)
+
+        return serve
+
+    def _unary(self, servicer: GameServicer, name: str, public: bool = False
+               ) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[bytes]]:
+        """``name`` served here or relayed to the table's owner (``public``: without the
+        caller's headers, so the answer is what anyone at the table sees)."""
         local = self._local(servicer, name)
         path = f"/{SERVICE}/{name}"
 
@@ -286,12 +314,15 @@ class ClusterNode:
             for attempt in range(2):
                 address = await self._route_or_abort(game_id, forwarded, context)
                 if address is None:
+                    if public:
+                        return _wire(await servicer.GetGame(pb.GetGameRequest(game_id=game_id),
+                                                            _Anonymous(context)))
                     return await local(raw, context)
                 started = time.perf_counter()
+                metadata = [(FORWARDED, "1")] if public else self._metadata(context)
                 try:
                     answer: bytes = await self._unary_to(address, path)(
-                        raw, metadata=self._metadata(context),
-                        timeout=context.time_remaining())
+                        raw, metadata=metadata, timeout=context.time_remaining())
                 except grpc.aio.AioRpcError as error:
                     if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
                         self._routes.pop(game_id, None)  # moved, or its owner died: look again
@@ -354,8 +385,7 @@ class ClusterNode:
                 return await self.route(game_id, forwarded)
             except DATABASE_ERRORS as error:
                 log.warning("route_failed", game=game_id, error=str(error)[:200])
-                raise ServiceError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
-                                   "the database cannot be reached; retry") from error
+                raise _database_away() from error
         except ServiceError as error:
             await context.abort_with_status(to_status(error))
             raise AssertionError("unreachable") from error
@@ -375,11 +405,11 @@ class ClusterNode:
                 raise AssertionError("unreachable") from error
             games: list[pb.GameListing] = []
             try:
+                if not self.leaving:
+                    await self._adopt_orphans(request.include_finished)
                 members = await self.directory.live_members()
             except DATABASE_ERRORS as error:
-                unavailable = ServiceError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
-                                           "the database cannot be reached; retry")
-                await context.abort_with_status(to_status(unavailable))
+                await context.abort_with_status(to_status(_database_away()))
                 raise AssertionError("unreachable") from error
             for node_id in sorted(members):
                 games.extend(await self._list_node(node_id, members[node_id], request, local,
@@ -392,6 +422,19 @@ class ClusterNode:
                          .SerializeToString())
 
         return serve
+
+    async def _adopt_orphans(self, include_finished: bool) -> None:
+        """Take over (up to ``LIST_ADOPTS``) the tables of dead or departed owners that the
+        sweep has not reached yet, so that the listing has them too."""
+        for game_id in await self.directory.orphans(include_finished, LIST_ADOPTS):
+            try:
+                await self.route(game_id, False)
+            except ServiceError:  # moved meanwhile: listed by its node
+                continue
+            except DATABASE_ERRORS:
+                raise
+            except Exception as error:  # its records are damaged (the host quarantines it)
+                log.warning("adopt_failed", game=game_id, error=str(error)[:200])
 
     async def _list_node(self, node_id: str, address: str, request: pb.ListGamesRequest,
                          local: Callable[[bytes, grpc.aio.ServicerContext], Awaitable[bytes]],
@@ -417,6 +460,24 @@ class ClusterNode:
             token = answer.next_page_token
             if not token:
                 return out
+
+
+def _database_away() -> ServiceError:
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
+                        "the database cannot be reached; retry")
+
+
+class _Anonymous:
+    """A servicer context that shows none of the caller's headers (no seat token)."""
+
+    def __init__(self, context: grpc.aio.ServicerContext) -> None:
+        self._context = context
+
+    def invocation_metadata(self) -> tuple[()]:
+        return ()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
 
 
 def _page(request: pb.ListGamesRequest) -> tuple[int, int]:
