@@ -2,7 +2,9 @@
 
 * ``postgres_throughput_ratio``: War actions/s on a 1-node cluster ÷ ``--store memory``;
 * ``forward_throughput_ratio``: the same load sent to a node that does not own the tables
-  (every call relayed) ÷ sent to their owner;
+  (every call relayed) ÷ sent to their owner; ``forward_bound_ratio`` beside it: the same
+  relayed load through ``tapis_bench.relay``, a bytes relay with none of our logic (the floor
+  of a relayed call on this machine);
 * ``cluster_2_node_ratio``: the load spread over 2 nodes ÷ 1 node, with the core count beside
   it (on 2 shared cores it is recorded, not judged);
 * ``failover_seconds``: SIGKILL of a table's owner → first accepted action for it on another
@@ -112,6 +114,20 @@ def _wait_serving(port: int, process: subprocess.Popen[bytes], within_s: float =
     wait_serving(f"127.0.0.1:{port}", process, within_s)
 
 
+def _wait_port(port: int, within_s: float = 30) -> None:
+    import socket
+
+    give_up = time.monotonic() + within_s
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > give_up:
+                raise
+            time.sleep(0.05)
+
+
 class Nodes:
     """Server processes; each remembers its command so it can be restarted."""
 
@@ -129,6 +145,15 @@ class Nodes:
             command += ["--database-url", database_url, "--advertise", f"127.0.0.1:{port}"]
         self.commands[port] = command
         self.restart(port)
+        return port
+
+    def relay(self, upstream: int) -> int:
+        """A bytes relay with none of our logic in front of ``upstream`` (tapis_bench.relay)."""
+        port = _free_port()
+        self.commands[port] = [sys.executable, "-m", "tapis_bench.relay", str(port),
+                               f"127.0.0.1:{upstream}"]
+        self.processes[port] = subprocess.Popen(self.commands[port])
+        _wait_port(port)
         return port
 
     def restart(self, port: int) -> None:
@@ -201,7 +226,8 @@ def run(plan: Any, progress: Callable[[str], None]) -> dict[str, Any]:
     config = {"games": plan.games, "channels": plan.channels, "warmup_s": plan.warmup_s,
               "duration_s": plan.duration_s}
     runs: dict[str, list[dict[str, Any]]] = {
-        "memory": [], "postgres_1": [], "owner": [], "forwarded": [], "cluster_2": []}
+        "memory": [], "postgres_1": [], "owner": [], "forwarded": [], "bare_relay": [],
+        "cluster_2": []}
     trials = max(1, min(plan.rounds, 3)) * 2
     failovers: list[float] = []
     nodes = Nodes()
@@ -211,11 +237,13 @@ def run(plan: Any, progress: Callable[[str], None]) -> dict[str, Any]:
             single = nodes.start(database_url=database("bench_one"))
             two_url = database("bench_two")
             first, second = nodes.start(database_url=two_url), nodes.start(database_url=two_url)
-            at = {p: f"127.0.0.1:{p}" for p in (memory, single, first, second)}
+            relay = nodes.relay(first)
+            at = {p: f"127.0.0.1:{p}" for p in (memory, single, first, second, relay)}
             for number in range(plan.rounds):
                 for side, create, play in (
                         ("memory", [memory], [memory]), ("postgres_1", [single], [single]),
                         ("owner", [first], [first]), ("forwarded", [first], [second]),
+                        ("bare_relay", [first], [relay]),
                         ("cluster_2", [first, second], [first, second])):
                     figures = run_load({**config, "create": [at[p] for p in create],
                                         "play": [at[p] for p in play]})
@@ -237,6 +265,7 @@ def run(plan: Any, progress: Callable[[str], None]) -> dict[str, Any]:
     return {
         "postgres_throughput_ratio": ratio(median["postgres_1"], median["memory"]),
         "forward_throughput_ratio": ratio(median["forwarded"], median["owner"]),
+        "forward_bound_ratio": ratio(median["bare_relay"], median["owner"]),
         "cluster_2_node_ratio": ratio(median["cluster_2"], median["owner"]),
         "cluster_cpus": os.cpu_count(),
         "failover_seconds": {"p50": round(statistics.median(failovers), 2),
@@ -259,6 +288,9 @@ def table(results: dict[str, Any]) -> str:
          f"{per_s['owner']} / {per_s['forwarded']}",
          f"`forward_throughput_ratio` = {results['forward_throughput_ratio']}", ">= 0.7",
          _verdict(results["forward_throughput_ratio"], TARGETS["forward_throughput_ratio"])),
+        ("War actions/s: through a bytes relay with none of our logic (the floor)",
+         str(per_s["bare_relay"]),
+         f"`forward_bound_ratio` = {results['forward_bound_ratio']}", "recorded", ""),
         (f"War actions/s: 2 nodes ({results['cluster_cpus']} CPUs)", str(per_s["cluster_2"]),
          f"`cluster_2_node_ratio` = {results['cluster_2_node_ratio']}", "recorded", ""),
         ("failover: SIGKILL of the owner → accepted elsewhere (s)",

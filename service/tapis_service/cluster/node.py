@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import asyncpg
 import grpc
 import structlog
+from google.protobuf.message import DecodeError
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service import convert, logcontext
@@ -247,11 +248,18 @@ class ClusterNode:
         return channel
 
     @staticmethod
-    def _metadata(context: grpc.aio.ServicerContext) -> list[tuple[str, str | bytes]]:
-        kept = [(k, v) for k, v in (context.invocation_metadata() or ())
-                if k not in _DROPPED_HEADERS and not k.startswith("grpc-")]
+    def _metadata(context: grpc.aio.ServicerContext
+                  ) -> tuple[bool, list[tuple[str, str | bytes]]]:
+        """Whether the call was relayed to us already, and the headers to relay it with."""
+        forwarded = False
+        kept: list[tuple[str, str | bytes]] = []
+        for key, value in context.invocation_metadata() or ():
+            if key == FORWARDED:
+                forwarded = True
+            elif key not in _DROPPED_HEADERS and not key.startswith("grpc-"):
+                kept.append((key, value))
         kept.append((FORWARDED, "1"))
-        return kept
+        return forwarded, kept
 
     # --- the handlers ----------------------------------------------------------------------
 
@@ -268,10 +276,10 @@ class ClusterNode:
     def _local(self, servicer: GameServicer,
                name: str) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[bytes]]:
         method = getattr(servicer, name)
-        parse = REQUESTS[name].FromString
+        parse = REQUESTS[name]
 
         async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
-            response = await method(parse(raw), context)
+            response = await method(await _parsed(parse, raw, context), context)
             return _wire(response)
 
         return serve
@@ -286,7 +294,7 @@ class ClusterNode:
         view = self._unary(servicer, "GetGame", public=True)
 
         async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
-            request_id = pb.CreateGameRequest.FromString(raw).request_id
+            request_id = (await _parsed(pb.CreateGameRequest, raw, context)).request_id
             known = self.host.create_requests.get(request_id) if request_id else None
             if request_id and known not in self.host.sessions and not _has(context, FORWARDED):
                 try:
@@ -307,10 +315,12 @@ class ClusterNode:
         caller's headers, so the answer is what anyone at the table sees)."""
         local = self._local(servicer, name)
         path = f"/{SERVICE}/{name}"
+        forwards = metrics.FORWARDS.labels(name)
+        forward_seconds = metrics.FORWARD_SECONDS.labels(name)
 
         async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
             game_id = game_id_of(raw)
-            forwarded = _has(context, FORWARDED)
+            forwarded, relayed_headers = self._metadata(context)
             for attempt in range(2):
                 address = await self._route_or_abort(game_id, forwarded, context)
                 if address is None:
@@ -319,7 +329,7 @@ class ClusterNode:
                                                             _Anonymous(context)))
                     return await local(raw, context)
                 started = time.perf_counter()
-                metadata = [(FORWARDED, "1")] if public else self._metadata(context)
+                metadata = [(FORWARDED, "1")] if public else relayed_headers
                 try:
                     answer: bytes = await self._unary_to(address, path)(
                         raw, metadata=metadata, timeout=context.time_remaining())
@@ -330,8 +340,8 @@ class ClusterNode:
                             continue
                     await _relay_error(context, error, game_id)
                     raise AssertionError("unreachable") from error
-                metrics.FORWARDS.labels(name).inc()
-                metrics.FORWARD_SECONDS.labels(name).observe(time.perf_counter() - started)
+                forwards.inc()
+                forward_seconds.observe(time.perf_counter() - started)
                 return answer
             raise AssertionError("unreachable")
 
@@ -340,26 +350,28 @@ class ClusterNode:
     def _stream(self, servicer: GameServicer
                 ) -> Callable[[bytes, grpc.aio.ServicerContext], AsyncIterator[bytes]]:
         path = f"/{SERVICE}/StreamEvents"
+        forwards = metrics.FORWARDS.labels("StreamEvents")
 
         async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
             game_id = game_id_of(raw)
-            address = await self._route_or_abort(game_id, _has(context, FORWARDED), context)
+            forwarded, relayed_headers = self._metadata(context)
+            address = await self._route_or_abort(game_id, forwarded, context)
             if address is None:
                 session = self.host.sessions.get(game_id)
                 async for response in servicer.StreamEvents(
-                        pb.StreamEventsRequest.FromString(raw), context):
+                        await _parsed(pb.StreamEventsRequest, raw, context), context):
                     yield _wire(response)
                 if session is not None and self.host.sessions.get(game_id) is not session:
                     # the table left this node: the client resumes wherever it is now
                     await context.abort_with_status(to_status(table_moved(game_id)))
                 return
-            metrics.FORWARDS.labels("StreamEvents").inc()
+            forwards.inc()
             call = self._channel(address).unary_stream(path)(
-                raw, metadata=self._metadata(context), timeout=context.time_remaining())
+                raw, metadata=relayed_headers, timeout=context.time_remaining())
             self._relayed.add(call)
             try:
                 try:
-                    async for chunk in call:
+                    while (chunk := await call.read()) is not grpc.aio.EOF:
                         yield chunk
                 except asyncio.CancelledError:
                     if call not in self._cut:
@@ -397,7 +409,7 @@ class ClusterNode:
         async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
             if _has(context, LOCAL_ONLY):
                 return await local(raw, context)
-            request = pb.ListGamesRequest.FromString(raw)
+            request = await _parsed(pb.ListGamesRequest, raw, context)
             try:
                 start, size = _page(request)
             except ServiceError as error:
@@ -460,6 +472,18 @@ class ClusterNode:
             token = answer.next_page_token
             if not token:
                 return out
+
+
+async def _parsed(message: Any, raw: bytes, context: grpc.aio.ServicerContext) -> Any:
+    """``raw`` decoded as ``message``; bytes that are not one are INVALID_REQUEST."""
+    try:
+        return message.FromString(raw)
+    except DecodeError as error:
+        refusal = ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST",
+                               f"the request is not a valid "
+                               f"{message.DESCRIPTOR.name.removesuffix('Request')} message")
+        await context.abort_with_status(to_status(refusal))
+        raise AssertionError("unreachable") from error
 
 
 def _database_away() -> ServiceError:
