@@ -225,7 +225,9 @@ def event(session: Session, logged: LoggedEvent, seat: int | None) -> pb.Event:
     e = logged.event
     message = pb.Event(sequence=e.sequence, game_number=e.game_number, version=logged.version,
                        awaiting_seats=logged.awaiting)
-    message.time.FromMilliseconds(logged.time_ms)
+    stamp = message.time  # Timestamp.FromMilliseconds, without its pure-Python checks
+    stamp.seconds, millis = divmod(logged.time_ms, 1000)
+    stamp.nanos = millis * 1_000_000
     body = e.body
     if isinstance(body, tbl.SeatClaimed):
         message.seat_claimed.CopyFrom(

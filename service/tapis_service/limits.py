@@ -41,6 +41,10 @@ MAX_METADATA_BYTES = 8 * 1024
 QUOTE_CHARS = 40
 """Errors and logs quote at most this many characters of a client value."""
 
+_SURELY_SHORT = min(MAX_TEXT_BYTES, MAX_REPEATED)
+"""A message of at most this many bytes holds no string longer than ``MAX_TEXT_BYTES`` and no
+repeated field of more than ``MAX_REPEATED`` items (each item takes a byte at least)."""
+
 _STRING = FieldDescriptor.TYPE_STRING
 _BYTES = FieldDescriptor.TYPE_BYTES
 _MESSAGE = FieldDescriptor.TYPE_MESSAGE
@@ -102,6 +106,8 @@ def _has_bounded_fields(descriptor: Descriptor, seen: frozenset[str] = frozenset
 def check_sizes(message: Message, path: str = "") -> None:
     """Every string and repeated field of a request within its limit (VALUE_TOO_LONG), the
     stacked deck excepted (``check_stacked_deck`` knows the game)."""
+    if message.ByteSize() <= _SURELY_SHORT:
+        return  # no string nor repeated field can be over its limit in so few bytes
     for field, value in message.ListFields():
         name = f"{path}{field.name}"
         kind = field.type

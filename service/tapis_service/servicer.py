@@ -118,10 +118,12 @@ class GameServicer(pb_grpc.GameServiceServicer):
         self.peers = peers or PeerLimits(settings.create_rate_per_s, settings.create_burst,
                                          settings.bad_token_rate_per_s, settings.bad_token_burst)
 
-    def _seat(self, session: Session, context: grpc.aio.ServicerContext) -> int | None:
-        """The caller's seat; a wrong token counts against the caller's address."""
+    def _seat(self, session: Session, context: grpc.aio.ServicerContext,
+              token: str | None = None) -> int | None:
+        """The caller's seat (from ``token``, else from the call's headers); a wrong token
+        counts against the caller's address."""
         try:
-            return self.host.seat_of(session, _token(context))
+            return self.host.seat_of(session, token if token is not None else _token(context))
         except ServiceError as error:
             if error.code == grpc.StatusCode.UNAUTHENTICATED and not self.peers.allow_bad_token(
                     peer_host(context.peer()), self.host.clock.now_ms()):
@@ -166,7 +168,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
         if token is None:
             raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, "TOKEN_REQUIRED",
                                "acting needs your seat token (authorization: Bearer <token>)")
-        seat = self._seat(session, context)
+        seat = self._seat(session, context, token)
         assert seat is not None
         if request.HasField("seat") and request.seat != seat:
             raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, "NOT_YOUR_SEAT",
