@@ -92,6 +92,8 @@ class GameHost:
         self.tokens: dict[str, tuple[str, int]] = {}
         self.create_requests: dict[str, str] = {}
         self.slaps = TokenBuckets(settings.slap_rate_per_s, settings.slap_burst)
+        self.stopping = False
+        """Set once the server is stopping (``end_streams``)."""
         self.quarantined: dict[str, tuple[str, str]] = {}
         """Stored games that cannot be restored faithfully -> (kind, why); kept on disk
         untouched, listed, and refused with GAME_QUARANTINED."""
@@ -646,7 +648,16 @@ class GameHost:
                      dropped=len(stored) - len(self.sessions) - len(self.quarantined),
                      inputs=inputs, seconds=round(time.perf_counter() - started, 3))
 
+    def end_streams(self) -> None:
+        """The server is stopping: every open event stream ends now (UNAVAILABLE /
+        SERVER_STOPPING, with where to resume) instead of holding the stop for its grace."""
+        self.stopping = True
+        for session in [*self.sessions.values(), *self.unavailable.values()]:
+            for subscriber in list(session.subscribers):
+                subscriber.close()
+
     async def close(self) -> None:
+        self.stopping = True
         for session in self.sessions.values():
             session.cancel_timers()
             for subscriber in session.subscribers:

@@ -80,12 +80,14 @@ class RunningServer:
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, (a cluster node: hand its tables off),
-        drain in-flight calls, then close the host."""
+        end the open event streams (SERVER_STOPPING), drain in-flight calls, then close the
+        host."""
         await self.health.enter_graceful_shutdown()
         if self.servicer is not None:
             self.servicer.housekeeping.stop()
         if self.cluster is not None:
             await self.cluster.leave()
+        self.host.end_streams()  # unary calls in flight drain within the grace; streams end now
         await self.server.stop(grace_s)
         if self.servicer is not None:
             await self.servicer.housekeeping.drain()

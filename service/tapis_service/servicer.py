@@ -21,7 +21,7 @@ from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
 from tapis_service.ratelimit import PeerLimits
 from tapis_service.session import Session
-from tapis_service.streams import StreamGuard, resume_at, too_slow
+from tapis_service.streams import StreamGuard, resume_at, stopping, too_slow
 
 log = structlog.get_logger("tapis.rpc")
 
@@ -240,6 +240,8 @@ class GameServicer(pb_grpc.GameServiceServicer):
                 stream.writing_since = None
             if subscriber.overflowed:
                 await context.abort_with_status(to_status(too_slow(last), resume_at(last)))
+            if self.host.stopping:
+                await context.abort_with_status(to_status(stopping(last), resume_at(last)))
         finally:
             metrics.STREAMS.dec()
             self.streams.close_stream(stream)

@@ -33,6 +33,13 @@ def too_slow(last: int) -> ServiceError:
                         f"this stream fell too far behind; resume with after_sequence={last}")
 
 
+def stopping(last: int) -> ServiceError:
+    """The end of a stream the server closes because it is stopping; it may resume after
+    ``last`` once the server (or another node) serves again."""
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "SERVER_STOPPING",
+                        f"the server is stopping; resume with after_sequence={last}")
+
+
 def resume_at(last: int) -> dict[str, str]:
     """The ErrorInfo metadata of ``too_slow``: where the client resumes."""
     return {"resume_after_sequence": str(last)}
