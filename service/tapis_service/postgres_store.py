@@ -196,6 +196,9 @@ class PostgresStore:
         self.join_key = b""
         """The secret retried joins derive their tokens from: one per database, so every
         node (and every restart) answers a retried join with the same token."""
+        self.relay_key = b""
+        """The secret by which cluster nodes know each other's relayed calls (one per
+        database)."""
         self.epochs: dict[str, int] = {}
         """The fencing epoch this node holds for each table it owns (fenced stores)."""
         self.commits = 0
@@ -222,7 +225,8 @@ class PostgresStore:
         try:
             await migrate(pool)
             store = cls(url, pool, node_id=node_id, fenced=fenced, max_batch=max_batch)
-            store.join_key = await _join_key(pool)
+            store.join_key = await _secret(pool, "join_key")
+            store.relay_key = await _secret(pool, "relay_key")
             if preload:
                 store._preloaded = await store._load()
         except BaseException:
@@ -551,12 +555,13 @@ def _snapshot(row: Any) -> JSON | None:
             "checksum_ok": checksum(row["data"]) == row["checksum"], "text": row["data"]}
 
 
-async def _join_key(pool: asyncpg.Pool) -> bytes:
+async def _secret(pool: asyncpg.Pool, name: str) -> bytes:
+    """The database's secret ``name`` (made by the first server that asks for it)."""
     async with pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
         await connection.execute(
-            "INSERT INTO meta VALUES ('join_key', $1) ON CONFLICT (key) DO NOTHING",
-            secrets.token_hex(32))
-        value = await connection.fetchval("SELECT value FROM meta WHERE key = 'join_key'")
+            "INSERT INTO meta VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+            name, secrets.token_hex(32))
+        value = await connection.fetchval("SELECT value FROM meta WHERE key = $1", name)
     return bytes.fromhex(value)
 
 

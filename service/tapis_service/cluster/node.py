@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hmac
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -38,7 +39,12 @@ log = structlog.get_logger("tapis.cluster")
 
 SERVICE = "tapis.v1.GameService"
 FORWARDED = "tapis-forwarded"
-"""Metadata on a relayed call: the receiving node serves it or refuses it, never relays it."""
+"""Metadata on a relayed call (its value: the cluster's relay key): the receiving node serves
+it or refuses it, never relays it."""
+FORWARDED_FOR = "tapis-forwarded-for"
+"""Metadata on a relayed call: the client's own peer (``ipv4:ADDRESS:PORT``). The owner counts
+the call's streams and rate limits against it, not against the relaying node, when the call
+carries the relay key."""
 LOCAL_ONLY = "tapis-local"
 """Metadata on a ListGames fan-out: answer with this node's tables only."""
 SWEEP_EVERY_S = 1.0
@@ -48,7 +54,7 @@ LIST_ADOPTS = 200
 CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
                    ("grpc.min_reconnect_backoff_ms", 100),
                    ("grpc.max_reconnect_backoff_ms", 1000)]
-_DROPPED_HEADERS = ("user-agent", FORWARDED, LOCAL_ONLY)
+_DROPPED_HEADERS = ("user-agent", FORWARDED, FORWARDED_FOR, LOCAL_ONLY)
 
 REQUESTS: dict[str, Any] = {
     "CreateGame": pb.CreateGameRequest, "JoinGame": pb.JoinGameRequest,
@@ -88,6 +94,7 @@ class ClusterNode:
         self.host = host
         self.store = store
         self.node_id = store.node_id
+        self.relay_key = store.relay_key.hex()
         self.directory = Directory(store.pool, self.node_id, settings.advertise,
                                    settings.node_ttl_s)
         self.leaving = False
@@ -247,19 +254,32 @@ class ClusterNode:
             self._channels[address] = channel
         return channel
 
-    @staticmethod
-    def _metadata(context: grpc.aio.ServicerContext
-                  ) -> tuple[bool, list[tuple[str, str | bytes]]]:
-        """Whether the call was relayed to us already, and the headers to relay it with."""
-        forwarded = False
+    def _metadata(self, context: grpc.aio.ServicerContext
+                  ) -> tuple[str | None, list[tuple[str, str | bytes]]]:
+        """The client's peer if another node relayed this call to us (it carries the relay
+        key; a client's own ``tapis-forwarded`` headers count for nothing), and the headers to
+        relay it with."""
+        key_seen: str | bytes = ""
+        origin: str | bytes = ""
         kept: list[tuple[str, str | bytes]] = []
         for key, value in context.invocation_metadata() or ():
             if key == FORWARDED:
-                forwarded = True
+                key_seen = value
+            elif key == FORWARDED_FOR:
+                origin = value
             elif key not in _DROPPED_HEADERS and not key.startswith("grpc-"):
                 kept.append((key, value))
-        kept.append((FORWARDED, "1"))
-        return forwarded, kept
+        relayed = bool(key_seen) and hmac.compare_digest(_text(key_seen), self.relay_key)
+        client = _text(origin) if relayed and origin else None
+        kept.append((FORWARDED, self.relay_key))
+        kept.append((FORWARDED_FOR, client or context.peer()))
+        return client, kept
+
+    @staticmethod
+    def _as_client(context: grpc.aio.ServicerContext,
+                   client: str | None) -> grpc.aio.ServicerContext:
+        """The context the servicer sees: a relayed call's peer is the client's own."""
+        return context if client is None else _FromClient(context, client)
 
     # --- the handlers ----------------------------------------------------------------------
 
@@ -296,7 +316,7 @@ class ClusterNode:
         async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
             request_id = (await _parsed(pb.CreateGameRequest, raw, context)).request_id
             known = self.host.create_requests.get(request_id) if request_id else None
-            if request_id and known not in self.host.sessions and not _has(context, FORWARDED):
+            if request_id and known not in self.host.sessions:
                 try:
                     game_id = await self.directory.created_by(request_id)
                 except DATABASE_ERRORS as error:
@@ -320,16 +340,16 @@ class ClusterNode:
 
         async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
             game_id = game_id_of(raw)
-            forwarded, relayed_headers = self._metadata(context)
+            client, relayed_headers = self._metadata(context)
             for attempt in range(2):
-                address = await self._route_or_abort(game_id, forwarded, context)
+                address = await self._route_or_abort(game_id, client is not None, context)
                 if address is None:
                     if public:
                         return _wire(await servicer.GetGame(pb.GetGameRequest(game_id=game_id),
                                                             _Anonymous(context)))
-                    return await local(raw, context)
+                    return await local(raw, self._as_client(context, client))
                 started = time.perf_counter()
-                metadata = [(FORWARDED, "1")] if public else relayed_headers
+                metadata = relayed_headers[-2:] if public else relayed_headers
                 try:
                     answer: bytes = await self._unary_to(address, path)(
                         raw, metadata=metadata, timeout=context.time_remaining())
@@ -354,12 +374,13 @@ class ClusterNode:
 
         async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
             game_id = game_id_of(raw)
-            forwarded, relayed_headers = self._metadata(context)
-            address = await self._route_or_abort(game_id, forwarded, context)
+            client, relayed_headers = self._metadata(context)
+            address = await self._route_or_abort(game_id, client is not None, context)
             if address is None:
                 session = self.host.sessions.get(game_id)
                 async for response in servicer.StreamEvents(
-                        await _parsed(pb.StreamEventsRequest, raw, context), context):
+                        await _parsed(pb.StreamEventsRequest, raw, context),
+                        self._as_client(context, client)):
                     yield _wire(response)
                 if session is not None and self.host.sessions.get(game_id) is not session:
                     # the table left this node: the client resumes wherever it is now
@@ -489,6 +510,25 @@ async def _parsed(message: Any, raw: bytes, context: grpc.aio.ServicerContext) -
 def _database_away() -> ServiceError:
     return ServiceError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
                         "the database cannot be reached; retry")
+
+
+def _text(value: str | bytes) -> str:
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
+
+
+class _FromClient:
+    """A relayed call's servicer context, whose peer is the client's (as the relaying node
+    saw it), so that stream caps and rate limits count that client, not the relaying node."""
+
+    def __init__(self, context: grpc.aio.ServicerContext, client: str) -> None:
+        self._context = context
+        self._client = client
+
+    def peer(self) -> str:
+        return self._client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
 
 
 class _Anonymous:
