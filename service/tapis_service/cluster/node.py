@@ -106,6 +106,8 @@ class ClusterNode:
         self._cut: set[grpc.aio.Call] = set()
         """Relayed streams this node ended because it is leaving."""
         self._tasks: list[asyncio.Task[None]] = []
+        self._orphans_asked: dict[bool, float] = {}
+        """When ListGames last asked the database for orphans (without / with finished)."""
         host.lost_listeners.append(self._lost)
 
     # --- life cycle ------------------------------------------------------------------------
@@ -458,7 +460,12 @@ class ClusterNode:
 
     async def _adopt_orphans(self, include_finished: bool) -> None:
         """Take over (up to ``LIST_ADOPTS``) the tables of dead or departed owners that the
-        sweep has not reached yet, so that the listing has them too."""
+        sweep has not reached yet, so that the listing has them too (the database is asked at
+        most once per sweep period, however often clients list)."""
+        now = time.monotonic()
+        if now - self._orphans_asked.get(include_finished, -SWEEP_EVERY_S) < SWEEP_EVERY_S:
+            return
+        self._orphans_asked[include_finished] = now
         for game_id in await self.directory.orphans(include_finished, LIST_ADOPTS):
             try:
                 await self.route(game_id, False)
