@@ -14,7 +14,7 @@ from grpc_status import rpc_status
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.sqlite_store import SqliteStore
 from tests.conftest import ServerFactory, auth
-from tests.limits.common import REVEAL, war_for_two
+from tests.limits.common import REVEAL, view_of, war_for_two
 
 GRACE_S = 120.0
 """Far longer than the test may take: the stop must not wait for it."""
@@ -46,9 +46,10 @@ async def test_stopping_ends_streams_with_where_to_resume(make_server: ServerFac
         raise AssertionError("the stream ended without a status")
 
     reading = asyncio.ensure_future(read())
+    mover = (await view_of(first, game_id)).awaiting_seats[0]  # the deal decides who leads
     answer = await first.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id,
                                                                   action=REVEAL),
-                                           metadata=auth(tokens[0]))
+                                           metadata=auth(tokens[mover]))
     while not seen or seen[-1].sequence < answer.events[-1].sequence:
         await asyncio.sleep(0.01)  # the stream reader catching up, bounded by the test timeout
 
@@ -60,8 +61,9 @@ async def test_stopping_ends_streams_with_where_to_resume(make_server: ServerFac
     assert info.metadata["resume_after_sequence"] == str(seen[-1].sequence)
 
     second = await make_server(store=SqliteStore(tmp_path / "data"))
+    mover = (await view_of(second, game_id)).awaiting_seats[0]
     await second.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),
-                                   metadata=auth(tokens[1]))
+                                   metadata=auth(tokens[mover]))
     view = (await second.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
     resumed = second.stub.StreamEvents(pb.StreamEventsRequest(
         game_id=game_id, after_sequence=int(info.metadata["resume_after_sequence"])),
