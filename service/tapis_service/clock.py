@@ -28,8 +28,12 @@ class SystemClock:
     def now_ms(self) -> int:
         return time.time_ns() // 1_000_000
 
+    _loop: asyncio.AbstractEventLoop | None = None
+
     def call_at(self, at_ms: int, callback: Callable[[], None]) -> TimerHandle:
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None or not loop.is_running():  # once per loop (a getpid call on 3.11)
+            loop = self._loop = asyncio.get_running_loop()
         delay = (at_ms - self.now_ms()) / 1000
         if delay <= 0:
             return loop.call_soon(callback)

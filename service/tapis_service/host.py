@@ -386,7 +386,7 @@ class GameHost:
             on_commit()
             return None
         write = asyncio.ensure_future(pending)
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done: asyncio.Future[None] = write.get_loop().create_future()  # no loop lookup
         done.add_done_callback(_retrieve)
 
         def settle(finished: asyncio.Future[None]) -> None:

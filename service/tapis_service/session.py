@@ -62,9 +62,12 @@ class Subscriber:
     """One open event stream: a bounded mailbox fed by the session (lighter than an
     ``asyncio.Queue``: one deque and at most one waiting future)."""
 
-    __slots__ = ("capacity", "closed", "overflowed", "pending", "seat", "waiter")
+    __slots__ = ("capacity", "closed", "loop", "overflowed", "pending", "seat", "waiter")
 
     def __init__(self, seat: int | None, capacity: int) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The stream's loop, looked up once: on Python 3.11 every ``get_running_loop`` makes
+        a ``getpid`` system call (a measurable share of a message's cost)."""
         self.seat = seat
         self.capacity = capacity
         self.pending: deque[tuple[LoggedEvent, ...] | None] = deque()
@@ -100,7 +103,10 @@ class Subscriber:
     async def next(self) -> tuple[LoggedEvent, ...] | None:
         """The next change's events, waiting for one; None once the stream must end."""
         while not self.pending:
-            self.waiter = asyncio.get_running_loop().create_future()
+            loop = self.loop
+            if loop is None:
+                loop = self.loop = asyncio.get_running_loop()
+            self.waiter = loop.create_future()
             await self.waiter
         return self.pending.popleft()
 

@@ -113,6 +113,7 @@ class SqliteStore:
 
     def __init__(self, data_dir: Path | str, synchronous: str = SYNCHRONOUS,
                  max_batch: int = 0, failpoint: Failpoint | None = None) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.path = Path(data_dir) / FILE_NAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _lock_directory(self.path.parent)
@@ -260,10 +261,12 @@ class SqliteStore:
     def _submit(self, writes: list[Write]) -> asyncio.Future[None] | None:
         if self._closed:
             raise RuntimeError("the store is closed")
-        try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
+        loop = self._loop
+        if loop is None or not loop.is_running():  # looked up once per loop: on Python 3.11
+            try:                                   # each lookup is a getpid system call
+                loop = self._loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
         future = loop.create_future() if loop is not None else None
         self._queue.put(_Job(writes, loop, future))
         return future
