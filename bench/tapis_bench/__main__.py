@@ -222,6 +222,11 @@ def run(plan: Plan, profile: bool) -> dict[str, Any]:
     engine_figures = engine.run(plan.engine_s)
     for kind, figures in engine_figures.items():
         progress(f"    {kind}: {figures['us_per_action']} µs/action")
+    from tapis_bench import inprocess
+
+    service = inprocess.run(plan.engine_s)
+    progress(f"    our code, in-process (servicer, host, engine, fan-out; no transport): "
+             f"{service['service_us_per_action']} µs/War action (runs {service['runs_us']})")
 
     server_cpu = war["server_cpu_us_per_action"]
     results.update({
@@ -234,6 +239,7 @@ def run(plan: Plan, profile: bool) -> dict[str, Any]:
         "action_p50_ratio": ratio(war["submit_p50_ms"], bare["submit_p50_ms"]),
         "event_p99_ratio": ratio(war["event_p99_ms"], bare["event_p99_ms"]),
         "engine_us_per_action": {k: v["us_per_action"] for k, v in engine_figures.items()},
+        "service_us_per_action": service["service_us_per_action"],
         "scale_20k": None if scale is None else scale_figures(scale),
         "cost_growth": [curve_point(point) for point in curve],
         "durable_throughput_ratio": None if durable is None
@@ -296,6 +302,8 @@ def table(results: dict[str, Any]) -> str:
                      str(figures["us_per_action"]), f"`engine_us_per_action.{kind}`", "", ""))
     row("engine share of the server's CPU per War action", "",
         d["engine"]["war"]["us_per_action"], "engine_share")
+    rows.append(("our code µs per War action, in-process (no transport)", "",
+                 str(results["service_us_per_action"]), "`service_us_per_action`", "", ""))
     at_scale = results["scale_20k"]
     if at_scale is not None:
         held = at_scale["games_held"]

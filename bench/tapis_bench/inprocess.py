@@ -1,0 +1,138 @@
+"""Our own code's CPU per War action, without the transport: the servicer called in-process.
+
+64 War tables (seeded: the same games every run, played to their end or for ``--seconds``),
+both seats seated and both seats' ``StreamEvents`` open (as async generators
+consumed in the same loop), ``--store memory`` settings. Each action is ``SubmitAction`` (the
+awaited seat's reveal, with its token, a request id and the expected version) awaited on the
+servicer itself, then the loop runs until both streams have taken their message. The figure is
+this thread's CPU time (``time.thread_time``) over those steps, per action: the servicer, the
+host, the engine, the conversion and the fan-out — everything of ours that ``server_cpu_ratio``
+sets beside grpc's own work — with no profiler in the way. Choosing the seat is left out.
+
+    python -m tapis_bench.inprocess [--seconds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis.v1 import war_pb2
+from tapis_service.clock import SystemClock
+from tapis_service.host import GameHost
+from tapis_service.servicer import GameServicer
+from tapis_service.settings import Settings
+
+REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
+GAMES = 64
+
+
+class _Context:
+    """What the servicer reads of a call: its headers and its peer."""
+
+    def __init__(self, token: str = "", peer: str = "ipv4:127.0.0.1:40000") -> None:
+        self._metadata: Sequence[tuple[str, str]] = (
+            (("authorization", f"Bearer {token}"),) if token else ())
+        self._peer = peer
+
+    def invocation_metadata(self) -> Sequence[tuple[str, str]]:
+        return self._metadata
+
+    def peer(self) -> str:
+        return self._peer
+
+    def time_remaining(self) -> None:
+        return None
+
+    async def abort_with_status(self, status: Any) -> None:
+        raise RuntimeError(f"refused: {status.details}")
+
+
+async def _measure(seconds: float) -> dict[str, Any]:
+    host = GameHost(Settings(create_rate_per_s=0, allow_stacked_decks=True), SystemClock())
+    servicer = GameServicer(host)
+    tables: list[tuple[str, list[_Context]]] = []
+    for number in range(GAMES):
+        created = await servicer.CreateGame(pb.CreateGameRequest(
+            kind=pb.GAME_KIND_WAR, seats=2, seed=1000 + number), _Context(peer="ipv4:10.0.0.1:1"))
+        game_id = created.game.game_id
+        seats = []
+        for seat in range(2):
+            joined = await servicer.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=seat),
+                                             _Context())
+            peer = f"ipv4:127.0.0.1:{41000 + 2 * number + seat}"
+            seats.append(_Context(joined.seat_token, peer))
+        tables.append((game_id, seats))
+    received = [0]
+
+    async def consume(game_id: str, context: _Context) -> None:
+        async for _ in servicer.StreamEvents(pb.StreamEventsRequest(game_id=game_id), context):
+            received[0] += 1
+
+    readers = [asyncio.ensure_future(consume(game_id, seat))
+               for game_id, seats in tables for seat in seats]
+    await asyncio.sleep(0.05)
+    actions = 0
+    cpu = 0.0
+    request_id = 0
+
+    async def one_round() -> bool:
+        """One action at each table still in play; False once every game is over."""
+        nonlocal actions, cpu, request_id
+        moved = False
+        for game_id, seats in tables:
+            session = host.sessions[game_id]
+            awaited = session.awaiting()
+            if not awaited:
+                continue
+            request_id += 1
+            request = pb.SubmitActionRequest(game_id=game_id, action=REVEAL,
+                                             request_id=f"r{request_id}",
+                                             expected_version=session.table.version)
+            want = received[0] + 2
+            began = time.thread_time()
+            await servicer.SubmitAction(request, seats[awaited[0]])
+            while received[0] < want:
+                await asyncio.sleep(0)
+            cpu += time.thread_time() - began
+            actions += 1
+            moved = True
+        return moved
+
+    for _ in range(10):  # warm-up
+        await one_round()
+    actions, cpu = 0, 0.0
+    ends = time.perf_counter() + seconds
+    while time.perf_counter() < ends and await one_round():
+        pass
+    for reader in readers:
+        reader.cancel()
+    return {"service_us_per_action": round(cpu / max(actions, 1) * 1e6, 1), "actions": actions}
+
+
+def run(seconds: float, repeats: int = 3) -> dict[str, Any]:
+    """The lowest of ``repeats`` runs (each in a fresh loop and host): the least disturbed.
+    Logging as the bench's servers run it (``--log-level warning``)."""
+    from tapis_service.main import configure_logging
+
+    configure_logging("warning")
+    runs = [asyncio.run(_measure(seconds)) for _ in range(repeats)]
+    best = min(runs, key=lambda r: r["service_us_per_action"])
+    return {**best, "runs_us": [r["service_us_per_action"] for r in runs]}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="tapis_bench.inprocess", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    args = parser.parse_args(argv)
+    print(json.dumps(run(args.seconds)))
+
+
+if __name__ == "__main__":
+    main()
