@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import grpc
 import pytest
@@ -13,6 +14,7 @@ from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.clock import Clock, ManualClock
 from tapis_service.server import RunningServer, create_server
 from tapis_service.settings import Settings
+from tapis_service.sqlite_store import SqliteStore
 from tests.postgres import database_url, postgres  # noqa: F401  (fixtures: PostgreSQL)
 
 TEST_SETTINGS = Settings(port=0, allow_stacked_decks=True, bot_delay_ms=0)
@@ -59,6 +61,30 @@ async def make_server() -> AsyncIterator[ServerFactory]:
 async def server(make_server: ServerFactory) -> Harness:
     """A server with a manual clock: timers and bots move only when the test advances it."""
     return await make_server(clock=ManualClock())
+
+
+class Restartable:
+    """One durable server at a time on the same data directory (stop, start again)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.running: RunningServer | None = None
+        self.channel: grpc.aio.Channel | None = None
+
+    async def start(self, clock: ManualClock, **settings: object) -> pb_grpc.GameServiceStub:
+        config = replace(TEST_SETTINGS, store="sqlite", data_dir=self.data_dir,
+                         **settings)  # type: ignore[arg-type]
+        self.running = await create_server(config, clock=clock,
+                                           store=SqliteStore(self.data_dir))
+        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.running.port}")
+        return pb_grpc.GameServiceStub(self.channel)
+
+    async def stop(self) -> None:
+        if self.channel is not None:
+            await self.channel.close()
+        if self.running is not None:
+            await self.running.stop(0)
+        self.running = self.channel = None
 
 
 def auth(token: str) -> tuple[tuple[str, str], ...]:

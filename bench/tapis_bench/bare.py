@@ -56,6 +56,11 @@ async def serve(port: int) -> None:
             bare.stream, request_deserializer=_same, response_serializer=_same),
     })
     server.add_generic_rpc_handlers((handler,))
+    await serve_until_stopped(server, port)
+
+
+async def serve_until_stopped(server: grpc.aio.Server, port: int) -> None:
+    """Serve on 127.0.0.1:``port`` until SIGINT or SIGTERM."""
     server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
     stop = asyncio.Event()

@@ -37,6 +37,7 @@ import grpc
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_bench import load as loadgen
+from tapis_bench.procs import free_port, wait_ready
 from tapis_bench.stats import raise_fd_limit, ratio
 
 TARGETS: dict[str, tuple[str, float]] = {
@@ -71,21 +72,7 @@ async def split_load(config: dict[str, Any]) -> dict[str, Any]:
     await asyncio.sleep(0.3)
     drivers = [asyncio.create_task(loadgen.tapis_game(g, "war", rec, stop, random.Random(i)))
                for i, g in enumerate(games)]
-    await asyncio.sleep(config["warmup_s"])
-    rec.measuring = True
-    started = time.perf_counter()
-    await asyncio.sleep(config["duration_s"])
-    rec.measuring = False
-    seconds = time.perf_counter() - started
-    stop.set()
-    for driver in drivers:
-        if driver.done() and driver.exception() is not None:
-            raise driver.exception()  # type: ignore[misc]
-    await asyncio.wait(drivers, timeout=5)
-    for task in tasks + drivers:
-        task.cancel()
-    for channel in play_channels:
-        await channel.close()
+    seconds, _ = await loadgen.measured(config, rec, stop, drivers, tasks, play_channels)
     return loadgen._summary(rec, seconds)
 
 
@@ -99,33 +86,10 @@ def run_load(config: dict[str, Any]) -> dict[str, Any]:
 # --- servers ------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _wait_serving(port: int, process: subprocess.Popen[bytes], within_s: float = 60) -> None:
     from tapis_service.cluster.launcher import wait_serving
 
     wait_serving(f"127.0.0.1:{port}", process, within_s)
-
-
-def _wait_port(port: int, within_s: float = 30) -> None:
-    import socket
-
-    give_up = time.monotonic() + within_s
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            if time.monotonic() > give_up:
-                raise
-            time.sleep(0.05)
 
 
 class Nodes:
@@ -136,7 +100,7 @@ class Nodes:
         self.commands: dict[int, list[str]] = {}
 
     def start(self, *extra: str, database_url: str | None = None) -> int:
-        port = _free_port()
+        port = free_port()
         # the load chooses seeds and creates its tables from one address
         command = [sys.executable, "-m", "tapis_service.main", "--port", str(port),
                    "--log-level", "warning", "--allow-stacked-decks", "--create-rate", "0",
@@ -149,11 +113,11 @@ class Nodes:
 
     def relay(self, upstream: int) -> int:
         """A bytes relay with none of our logic in front of ``upstream`` (tapis_bench.relay)."""
-        port = _free_port()
+        port = free_port()
         self.commands[port] = [sys.executable, "-m", "tapis_bench.relay", str(port),
                                f"127.0.0.1:{upstream}"]
         self.processes[port] = subprocess.Popen(self.commands[port])
-        _wait_port(port)
+        wait_ready(port, self.processes[port])
         return port
 
     def restart(self, port: int) -> None:

@@ -300,6 +300,32 @@ def _summary(rec: Recorder, seconds: float) -> dict[str, Any]:
             "event_p50_ms": ms(rec.event_ms, 50), "event_p99_ms": ms(rec.event_ms, 99)}
 
 
+async def measured(config: dict[str, Any], rec: Recorder, stop: asyncio.Event,
+                   drivers: list[asyncio.Task[None]], tasks: list[asyncio.Task[None]],
+                   channels: list[grpc.aio.Channel]) -> tuple[float, float | None]:
+    """Warm up, record for ``duration_s``, then stop the drivers, their streams and channels;
+    (the seconds recorded, the server's CPU seconds over them when ``server_pid`` is given)."""
+    await asyncio.sleep(config["warmup_s"])
+    pid = config.get("server_pid")
+    cpu_before = cpu_seconds(pid) if pid else 0.0
+    rec.measuring = True
+    started = time.perf_counter()
+    await asyncio.sleep(config["duration_s"])
+    rec.measuring = False
+    seconds = time.perf_counter() - started
+    server_cpu_s = cpu_seconds(pid) - cpu_before if pid else None
+    stop.set()
+    for driver in drivers:
+        if driver.done() and driver.exception() is not None:
+            raise driver.exception()  # type: ignore[misc]
+    await asyncio.wait(drivers, timeout=5)
+    for task in tasks + drivers:
+        task.cancel()
+    for channel in channels:
+        await channel.close()
+    return seconds, server_cpu_s
+
+
 async def run_actions(config: dict[str, Any]) -> dict[str, Any]:
     channels = _channels(config["target"], config["channels"])
     rec = Recorder()
@@ -323,24 +349,7 @@ async def run_actions(config: dict[str, Any]) -> dict[str, Any]:
         for i, game in enumerate(opened):
             drivers.append(asyncio.create_task(
                 tapis_game(game, config["kind"], rec, stop, random.Random(i))))
-    await asyncio.sleep(config["warmup_s"])
-    pid = config.get("server_pid")
-    cpu_before = cpu_seconds(pid) if pid else 0.0
-    rec.measuring = True
-    started = time.perf_counter()
-    await asyncio.sleep(config["duration_s"])
-    rec.measuring = False
-    seconds = time.perf_counter() - started
-    server_cpu_s = cpu_seconds(pid) - cpu_before if pid else None
-    stop.set()
-    for driver in drivers:
-        if driver.done() and driver.exception() is not None:
-            raise driver.exception()  # type: ignore[misc]
-    await asyncio.wait(drivers, timeout=5)
-    for task in tasks + drivers:
-        task.cancel()
-    for channel in channels:
-        await channel.close()
+    seconds, server_cpu_s = await measured(config, rec, stop, drivers, tasks, channels)
     result = _summary(rec, seconds)
     result.update(games=games, seats=seats, streams=games * seats,
                   stream_retries=STREAM_RETRIES[0])

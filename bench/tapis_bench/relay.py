@@ -10,11 +10,12 @@ a relay costs on this machine before any work of ours. Run as
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import grpc
+
+from tapis_bench.bare import serve_until_stopped
 
 SERVICE = "tapis.v1.GameService"
 UNARY = ("CreateGame", "JoinGame", "GetGame", "SubmitAction", "ListGames")
@@ -51,14 +52,7 @@ async def serve(port: int, upstream: str) -> None:
     methods["StreamEvents"] = grpc.unary_stream_rpc_method_handler(relay_stream)
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, methods),))
-    server.add_insecure_port(f"127.0.0.1:{port}")
-    await server.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    await server.stop(0)
+    await serve_until_stopped(server, port)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ from tapis_service.ratelimit import TokenBuckets
 from tapis_service.recovery import RecoveryError, Restored, restore, snapshot_data
 from tapis_service.session import Applied, CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
-from tapis_service.store import JournalConflict, MemoryStore, Store, StoreError
+from tapis_service.store import CreateConflict, JournalConflict, MemoryStore, Store, StoreError
 
 T = TypeVar("T")
 
@@ -205,14 +205,7 @@ class GameHost:
             key = request_id or f"\0{game_id}"
             self._creating[key] = done
             done.add_done_callback(lambda _: self._creating.pop(key, None))
-            try:
-                await _answer(done)
-            except ServiceError as error:
-                if error.reason != "TABLE_MOVED":
-                    raise
-                raise ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
-                                   "another server created the table of this request_id; "
-                                   "retry with the same request_id to get it") from error
+            await _answer(done)
         return session
 
     async def join(self, game_id: str, seat: int | None, name: str,
@@ -683,6 +676,10 @@ def _store_unavailable() -> ServiceError:
 
 def store_refusal(error: StoreError) -> ServiceError:
     """What a caller whose input was not committed is told."""
+    if isinstance(error, CreateConflict):
+        return ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
+                            "another server created the table of this request_id; retry with "
+                            "the same request_id to get it")
     if isinstance(error, JournalConflict):
         return ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
                             "another server took this table over; retry")

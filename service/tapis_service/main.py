@@ -53,6 +53,10 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return factory
 
 
+DEFAULT = Settings()
+"""Where every flag's default comes from (one place: ``Settings``)."""
+
+
 def parse_args(argv: list[str] | None = None) -> Settings:
     parser = argparse.ArgumentParser(
         prog="tapis-server", description=__doc__,
@@ -76,59 +80,63 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                         metavar="HOST:PORT",
                         help="run as a cluster node that other nodes reach at HOST:PORT "
                         "(needs --database-url)")
-    parser.add_argument("--node-ttl", type=float, default=3.0,
+    parser.add_argument("--node-ttl", type=float, default=DEFAULT.node_ttl_s,
                         help="seconds a cluster node's membership lasts unless renewed")
     parser.add_argument("--node-id", default=os.environ.get("TAPIS_NODE_ID"),
                         help="this cluster node's id (default: a fresh random one)")
     parser.add_argument("--allow-stacked-decks", action="store_true",
                         help="accept explicit deck orders and chosen seeds (tests, tutorials, "
                              "bug reports); every view then says the deal was chosen")
-    parser.add_argument("--bot-delay-ms", type=int, default=600,
+    parser.add_argument("--bot-delay-ms", type=int, default=DEFAULT.bot_delay_ms,
                         help="how long server bots wait before moving")
-    parser.add_argument("--slap-rate", type=float, default=10.0, help="slaps per second per seat")
-    parser.add_argument("--slap-burst", type=int, default=5,
+    parser.add_argument("--slap-rate", type=float, default=DEFAULT.slap_rate_per_s,
+                        help="slaps per second per seat")
+    parser.add_argument("--slap-burst", type=int, default=DEFAULT.slap_burst,
                         help="slaps a seat may send at once before --slap-rate applies")
-    parser.add_argument("--snapshot-every", type=int, default=200,
+    parser.add_argument("--snapshot-every", type=int, default=DEFAULT.snapshot_every,
                         help="durable store: a checkpoint of a table every N inputs")
-    parser.add_argument("--retention", type=int, default=10_000,
+    parser.add_argument("--retention", type=int, default=DEFAULT.finished_retention,
                         help="finished games kept queryable")
-    parser.add_argument("--max-games", type=int, default=100_000,
+    parser.add_argument("--max-games", type=int, default=DEFAULT.max_games,
                         help="tables held at most (beyond: RESOURCE_EXHAUSTED/TOO_MANY_GAMES)")
-    parser.add_argument("--metrics-port", type=int, default=0,
+    parser.add_argument("--metrics-port", type=int, default=DEFAULT.metrics_port,
                         help="serve Prometheus metrics on this port (0: off)")
     parser.add_argument("--log-level", default=os.environ.get("TAPIS_LOG_LEVEL", "info"),
                         type=str.lower, choices=("debug", "info", "warning", "error"),
                         help="JSON log lines on stderr from this level up")
     limits = parser.add_argument_group("limits (docs/limits.md)")
-    limits.add_argument("--create-rate", type=float, default=5.0,
+    limits.add_argument("--create-rate", type=float, default=DEFAULT.create_rate_per_s,
                         help="CreateGame calls per second per client address (0: no limit)")
-    limits.add_argument("--create-burst", type=int, default=100,
+    limits.add_argument("--create-burst", type=int, default=DEFAULT.create_burst,
                         help="CreateGame calls an address may make at once")
-    limits.add_argument("--bad-token-rate", type=float, default=1.0,
+    limits.add_argument("--bad-token-rate", type=float, default=DEFAULT.bad_token_rate_per_s,
                         help="calls with a wrong seat token per second per address (0: none)")
-    limits.add_argument("--bad-token-burst", type=int, default=20,
+    limits.add_argument("--bad-token-burst", type=int, default=DEFAULT.bad_token_burst,
                         help="wrong-token calls an address may make at once")
-    limits.add_argument("--unjoined-ttl", type=float, default=600.0, metavar="SECONDS",
+    limits.add_argument("--unjoined-ttl", type=float, default=DEFAULT.unjoined_ttl_s,
+                        metavar="SECONDS",
                         help="drop a table no person joined after this long (0: never)")
-    limits.add_argument("--abandon-after", type=float, default=3600.0, metavar="SECONDS",
+    limits.add_argument("--abandon-after", type=float, default=DEFAULT.abandon_after_s,
+                        metavar="SECONDS",
                         help="end as abandoned a table where no person acted this long "
                              "(0: never)")
-    limits.add_argument("--max-streams-per-table", type=int, default=256,
+    limits.add_argument("--max-streams-per-table", type=int, default=DEFAULT.max_streams_per_table,
                         help="open event streams on one table (beyond: TOO_MANY_STREAMS)")
-    limits.add_argument("--max-streams-per-connection", type=int, default=1000,
+    limits.add_argument("--max-streams-per-connection", type=int,
+                        default=DEFAULT.max_streams_per_connection,
                         help="open event streams on one HTTP/2 connection")
-    limits.add_argument("--max-streams-per-peer", type=int, default=20_000,
+    limits.add_argument("--max-streams-per-peer", type=int, default=DEFAULT.max_streams_per_peer,
                         help="open event streams from one client address")
-    limits.add_argument("--stream-stall-ms", type=int, default=20_000,
+    limits.add_argument("--stream-stall-ms", type=int, default=DEFAULT.stream_stall_ms,
                         help="cut a stream whose client has not read for this long")
-    limits.add_argument("--max-in-flight", type=int, default=1000,
+    limits.add_argument("--max-in-flight", type=int, default=DEFAULT.max_in_flight,
                         help="unary calls handled at once (beyond: RESOURCE_EXHAUSTED)")
-    limits.add_argument("--max-pending-calls", type=int, default=20_000,
+    limits.add_argument("--max-pending-calls", type=int, default=DEFAULT.max_pending_calls,
                         help="calls grpc queues before the server takes them (beyond: some "
                              "are cancelled, all of them beyond twice as many)")
-    limits.add_argument("--keepalive-time-ms", type=int, default=60_000,
+    limits.add_argument("--keepalive-time-ms", type=int, default=DEFAULT.keepalive_time_ms,
                         help="ping an idle connection this often (HTTP/2 keepalive)")
-    limits.add_argument("--keepalive-timeout-ms", type=int, default=20_000,
+    limits.add_argument("--keepalive-timeout-ms", type=int, default=DEFAULT.keepalive_timeout_ms,
                         help="drop a connection whose ping is not answered within this")
     args = parser.parse_args(argv)
     store = args.store or ("postgres" if args.database_url

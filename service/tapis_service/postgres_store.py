@@ -34,7 +34,13 @@ from prometheus_client import Counter
 
 from tapis_service.recovery import RecoveryError
 from tapis_service.sqlite_store import checksum
-from tapis_service.store import JournalConflict, StoredGame, StoreError, StoreUnavailable
+from tapis_service.store import (
+    CreateConflict,
+    JournalConflict,
+    StoredGame,
+    StoreError,
+    StoreUnavailable,
+)
 
 JSON = dict[str, Any]
 Loaded = list[tuple[str, JSON, JSON | None, list[JSON]]]
@@ -435,8 +441,8 @@ class PostgresStore:
     def _refusal(self, job: _Job) -> JournalConflict:
         """A write refused by the journal key or the fence (never a probe)."""
         if job.kind == "created":
-            return JournalConflict(f"game {job.game_id}: a table was already created with "
-                                   "this request id")
+            return CreateConflict(f"game {job.game_id}: a table was already created with "
+                                  "this request id")
         if job.kind == "appended":
             APPENDS_REFUSED.inc()
             log.warning("append_refused", game=job.game_id, index=job.args[0], epoch=job.epoch)

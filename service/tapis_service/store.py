@@ -34,6 +34,10 @@ class JournalConflict(StoreError):
     first (in a cluster, another node owns the table now)."""
 
 
+class CreateConflict(JournalConflict):
+    """Another server already created the table of this CreateGame request id (a cluster)."""
+
+
 
 class Store(Protocol):
     """Persistence hooks, called in the order things happen.

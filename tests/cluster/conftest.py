@@ -8,18 +8,14 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.harness import Node
-from tests.postgres import Postgres
 
 StartNodes = Callable[[int], Awaitable[list[Node]]]
 
 
 @pytest.fixture
-async def cluster_url(postgres: Postgres) -> AsyncIterator[str]:
-    name = await postgres.create_database()
-    try:
-        yield postgres.url(name)
-    finally:
-        await postgres.drop_database(name)
+def cluster_url(database_url: str) -> str:
+    """The cluster's database: a fresh, empty one per test (``tests.postgres``)."""
+    return database_url
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 import random
 import sqlite3
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from pathlib import Path
 
 import grpc
@@ -21,36 +20,11 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_service.clock import ManualClock
-from tapis_service.server import RunningServer, create_server
-from tapis_service.sqlite_store import FILE_NAME, SqliteStore
-from tests.conftest import TEST_SETTINGS
+from tapis_service.sqlite_store import FILE_NAME
+from tests.conftest import Restartable
 from tests.durability.driver import all_events, auth, play, start_game
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
-
-
-class Restartable:
-    """One server at a time on the same data directory."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.data_dir = data_dir
-        self.running: RunningServer | None = None
-        self.channel: grpc.aio.Channel | None = None
-
-    async def start(self, clock: ManualClock, **settings: object) -> pb_grpc.GameServiceStub:
-        config = replace(TEST_SETTINGS, store="sqlite", data_dir=self.data_dir,
-                         **settings)  # type: ignore[arg-type]
-        self.running = await create_server(config, clock=clock,
-                                           store=SqliteStore(self.data_dir))
-        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.running.port}")
-        return pb_grpc.GameServiceStub(self.channel)
-
-    async def stop(self) -> None:
-        if self.channel is not None:
-            await self.channel.close()
-        if self.running is not None:
-            await self.running.stop(0)
-        self.running = self.channel = None
 
 
 @pytest.fixture

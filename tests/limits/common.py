@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-from pathlib import Path
-
 import grpc
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
-from tapis_service.clock import ManualClock
-from tapis_service.server import RunningServer, create_server
-from tapis_service.sqlite_store import SqliteStore
-from tests.conftest import TEST_SETTINGS, Harness, auth, person_seats
+from tests.conftest import Harness, auth, person_seats
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 
@@ -60,25 +53,3 @@ async def view_of(h: Harness, game_id: str, token: str | None = None) -> pb.Game
     return (await h.stub.GetGame(pb.GetGameRequest(game_id=game_id), metadata=metadata)).game
 
 
-class Restartable:
-    """One durable server at a time on the same data directory (stop, start again)."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.data_dir = data_dir
-        self.running: RunningServer | None = None
-        self.channel: grpc.aio.Channel | None = None
-
-    async def start(self, clock: ManualClock, **settings: object) -> pb_grpc.GameServiceStub:
-        config = replace(TEST_SETTINGS, store="sqlite", data_dir=self.data_dir,
-                         **settings)  # type: ignore[arg-type]
-        self.running = await create_server(config, clock=clock,
-                                           store=SqliteStore(self.data_dir))
-        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.running.port}")
-        return pb_grpc.GameServiceStub(self.channel)
-
-    async def stop(self) -> None:
-        if self.channel is not None:
-            await self.channel.close()
-        if self.running is not None:
-            await self.running.stop(0)
-        self.running = self.channel = None

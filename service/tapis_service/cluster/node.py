@@ -281,7 +281,7 @@ class ClusterNode:
     def _as_client(context: grpc.aio.ServicerContext,
                    client: str | None) -> grpc.aio.ServicerContext:
         """The context the servicer sees: a relayed call's peer is the client's own."""
-        return context if client is None else _FromClient(context, client)
+        return context if client is None else _Seen(context, peer=client)
 
     # --- the handlers ----------------------------------------------------------------------
 
@@ -348,7 +348,7 @@ class ClusterNode:
                 if address is None:
                     if public:
                         return _wire(await servicer.GetGame(pb.GetGameRequest(game_id=game_id),
-                                                            _Anonymous(context)))
+                                                            _Seen(context, anonymous=True)))
                     return await local(raw, self._as_client(context, client))
                 started = time.perf_counter()
                 metadata = relayed_headers[-2:] if public else relayed_headers
@@ -523,29 +523,22 @@ def _text(value: str | bytes) -> str:
     return value if isinstance(value, str) else value.decode("utf-8", "replace")
 
 
-class _FromClient:
-    """A relayed call's servicer context, whose peer is the client's (as the relaying node
-    saw it), so that stream caps and rate limits count that client, not the relaying node."""
+class _Seen:
+    """A call's servicer context as the servicer should see it: a relayed call's peer is the
+    client's (so stream caps and rate limits count that client, not the relaying node), and an
+    anonymous one shows none of the caller's headers (no seat token)."""
 
-    def __init__(self, context: grpc.aio.ServicerContext, client: str) -> None:
+    def __init__(self, context: grpc.aio.ServicerContext, peer: str | None = None,
+                 anonymous: bool = False) -> None:
         self._context = context
-        self._client = client
+        self._peer = peer
+        self._anonymous = anonymous
 
     def peer(self) -> str:
-        return self._client
+        return self._peer if self._peer is not None else str(self._context.peer())
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._context, name)
-
-
-class _Anonymous:
-    """A servicer context that shows none of the caller's headers (no seat token)."""
-
-    def __init__(self, context: grpc.aio.ServicerContext) -> None:
-        self._context = context
-
-    def invocation_metadata(self) -> tuple[()]:
-        return ()
+    def invocation_metadata(self) -> Any:
+        return () if self._anonymous else self._context.invocation_metadata()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._context, name)
