@@ -94,9 +94,10 @@ class CallGuard(grpc.aio.ServerInterceptor):
         if handler.unary_unary is not None:
             return handler._replace(request_deserializer=decode,
                                     unary_unary=self._unary(method, handler.unary_unary))
+        if handler.request_deserializer is None:
+            # raw-bytes streams (a cluster node's relay, its tunnel): nothing can fail to decode
+            return handler
         if handler.unary_stream is not None:
-            if handler.request_deserializer is None:
-                return handler  # raw bytes (a cluster node's relay): nothing can fail to decode
             return handler._replace(request_deserializer=decode,
                                     unary_stream=_checked_stream(method, handler.unary_stream))
         if handler.stream_unary is not None:

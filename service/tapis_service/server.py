@@ -180,7 +180,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
 
         cluster = ClusterNode(settings, host, host.store)  # type: ignore[arg-type]
         await cluster.start()
-        server.add_generic_rpc_handlers((cluster.handler(servicer),))
+        server.add_generic_rpc_handlers(cluster.handlers(servicer))
     else:
         add_to_server(servicer, server)
     health_servicer = health.aio.HealthServicer()

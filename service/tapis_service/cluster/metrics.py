@@ -10,6 +10,9 @@ TAKEOVERS = Counter("tapis_cluster_takeovers_total",
                     ["trigger"])
 FORWARDS = Counter("tapis_cluster_forwards_total",
                    "Calls relayed to the node that owns their table", ["method"])
+TUNNELED = Counter("tapis_cluster_tunneled_total",
+                   "Relayed unary calls that went through the tunnel to their owner (the rest "
+                   "of tapis_cluster_forwards_total went as calls of their own)", ["method"])
 FORWARD_SECONDS = Histogram(
     "tapis_cluster_forward_seconds", "Unary calls relayed to another node: round trip",
     ["method"],

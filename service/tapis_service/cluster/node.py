@@ -26,7 +26,7 @@ from google.protobuf.message import DecodeError
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service import convert, logcontext
-from tapis_service.cluster import metrics
+from tapis_service.cluster import metrics, tunnel
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.wire import game_id_of
 from tapis_service.errors import ServiceError, to_status
@@ -102,6 +102,8 @@ class ClusterNode:
         self._routes: dict[str, str] = {}
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._methods: dict[tuple[str, str], Any] = {}
+        self._tunnels: dict[str, tunnel.TunnelClient] = {}
+        self._tunnel_server: tunnel.TunnelServer | None = None
         self._relayed: set[grpc.aio.Call] = set()
         self._cut: set[grpc.aio.Call] = set()
         """Relayed streams this node ended because it is leaving."""
@@ -138,12 +140,16 @@ class ClusterNode:
         await self.store.settled()
         handed = await self.directory.hand_off()
         await self.directory.leave()
+        if self._tunnel_server is not None:  # answer what was relayed to us, then close
+            await self._tunnel_server.drain(self.settings.grace_s)
         metrics.TABLES_OWNED.set(0)
         log.info("cluster_left", tables_handed_off=handed)
 
     async def close(self) -> None:
         for task in self._tasks:
             task.cancel()
+        for client in self._tunnels.values():
+            client.close()
         for channel in self._channels.values():
             await channel.close()
 
@@ -249,6 +255,14 @@ class ClusterNode:
             method = self._methods[key] = self._channel(address).unary_unary(path)
         return method
 
+    def _tunnel(self, address: str) -> tunnel.TunnelClient:
+        """The (open) tunnel to the node at ``address``."""
+        client = self._tunnels.get(address)
+        if client is None or client.broken:
+            client = self._tunnels[address] = tunnel.TunnelClient(
+                self._channel(address), self.relay_key, FORWARDED)
+        return client
+
     def _channel(self, address: str) -> grpc.aio.Channel:
         channel = self._channels.get(address)
         if channel is None:
@@ -285,15 +299,20 @@ class ClusterNode:
 
     # --- the handlers ----------------------------------------------------------------------
 
-    def handler(self, servicer: GameServicer) -> grpc.GenericRpcHandler:
-        """Every GameService method, on raw bytes: served here or relayed."""
+    def handlers(self, servicer: GameServicer) -> tuple[grpc.GenericRpcHandler, ...]:
+        """Every GameService method, on raw bytes: served here or relayed; and the tunnel
+        other nodes relay unary calls through."""
         methods: dict[str, grpc.RpcMethodHandler] = {}
-        for name in ("JoinGame", "GetGame", "SubmitAction"):
-            methods[name] = grpc.unary_unary_rpc_method_handler(self._unary(servicer, name))
+        served = {name: self._unary(servicer, name) for name in tunnel.METHODS}
+        for name, serve in served.items():
+            methods[name] = grpc.unary_unary_rpc_method_handler(serve)
         methods["CreateGame"] = grpc.unary_unary_rpc_method_handler(self._create(servicer))
         methods["ListGames"] = grpc.unary_unary_rpc_method_handler(self._list(servicer))
         methods["StreamEvents"] = grpc.unary_stream_rpc_method_handler(self._stream(servicer))
-        return grpc.method_handlers_generic_handler(SERVICE, methods)
+        self._tunnel_server = tunnel.TunnelServer(served, self.relay_key, FORWARDED,
+                                                  self.settings.max_in_flight)
+        return (grpc.method_handlers_generic_handler(SERVICE, methods),
+                self._tunnel_server.handler())
 
     def _local(self, servicer: GameServicer,
                name: str) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[bytes]]:
@@ -337,8 +356,11 @@ class ClusterNode:
         caller's headers, so the answer is what anyone at the table sees)."""
         local = self._local(servicer, name)
         path = f"/{SERVICE}/{name}"
+        method = tunnel.METHODS.index(name) if name in tunnel.METHODS else -1
+        tunneled = self.settings.relay == "tunnel" and method >= 0
         forwards = metrics.FORWARDS.labels(name)
         forward_seconds = metrics.FORWARD_SECONDS.labels(name)
+        tunneled_calls = metrics.TUNNELED.labels(name)
 
         async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
             game_id = game_id_of(raw)
@@ -353,9 +375,15 @@ class ClusterNode:
                 started = time.perf_counter()
                 metadata = relayed_headers[-2:] if public else relayed_headers
                 try:
-                    answer: bytes = await self._unary_to(address, path)(
-                        raw, metadata=metadata, timeout=context.time_remaining())
-                except grpc.aio.AioRpcError as error:
+                    if tunneled and len(raw) < tunnel.MAX_FRAME // 2:
+                        # the relay key went with the tunnel's opening: not with each call
+                        answer: bytes = await self._tunnel(address).call(
+                            method, metadata[:-2] + metadata[-1:], raw)
+                        tunneled_calls.inc()
+                    else:
+                        answer = await self._unary_to(address, path)(
+                            raw, metadata=metadata, timeout=context.time_remaining())
+                except (grpc.aio.AioRpcError, tunnel.RelayError) as error:
                     if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
                         self._routes.pop(game_id, None)  # moved, or its owner died: look again
                         if _unreachable(error) and attempt == 0:
@@ -555,7 +583,7 @@ def _has(context: grpc.aio.ServicerContext, key: str) -> bool:
     return any(k == key for k, _ in (context.invocation_metadata() or ()))
 
 
-def _unreachable(error: grpc.aio.AioRpcError) -> bool:
+def _unreachable(error: grpc.aio.AioRpcError | tunnel.RelayError) -> bool:
     """The owner did not answer at all (dead, restarting, stopping), as opposed to refusing.
     (CANCELLED here is the owner's doing: our own client's cancellation cancels this task.)"""
     if error.code() == grpc.StatusCode.CANCELLED:
@@ -571,7 +599,8 @@ class _Relayed(NamedTuple("_Relayed", [("code", grpc.StatusCode), ("details", st
     """A ``grpc.Status``: the owner's refusal as it sent it."""
 
 
-def relayed_status(error: grpc.aio.AioRpcError, game_id: str) -> grpc.Status:
+def relayed_status(error: grpc.aio.AioRpcError | tunnel.RelayError,
+                   game_id: str) -> grpc.Status:
     """The owner's refusal, passed on unchanged: its code, message and ErrorInfo (the
     ``grpc-status-details-bin`` bytes). A status without ErrorInfo (the owner went away, or
     its gRPC core answered) becomes TABLE_MOVED: the client retries and is routed afresh."""
@@ -582,8 +611,8 @@ def relayed_status(error: grpc.aio.AioRpcError, game_id: str) -> grpc.Status:
     return _Relayed(error.code(), error.details() or "", trailing)
 
 
-async def _relay_error(context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError,
-                       game_id: str) -> None:
+async def _relay_error(context: grpc.aio.ServicerContext,
+                       error: grpc.aio.AioRpcError | tunnel.RelayError, game_id: str) -> None:
     await context.abort_with_status(relayed_status(error, game_id))
 
 
