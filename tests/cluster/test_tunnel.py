@@ -86,6 +86,9 @@ class Owner:
 
     def __init__(self) -> None:
         self.release = asyncio.Event()
+        self.feed: asyncio.Queue[bytes | None] = asyncio.Queue()
+        """What the stream method sends: each message, then None to end it."""
+        self.streams_closed = 0
         self.seen: list[tuple[tuple[str, Any], ...]] = []
         self.server: grpc.aio.Server | None = None
         self.tunnels: tunnel.TunnelServer | None = None
@@ -103,10 +106,19 @@ class Owner:
         await self.release.wait()
         return b"released:" + request
 
+    async def stream(self, request: bytes, call: Any) -> AsyncIterator[bytes]:
+        try:
+            if request == b"refuse":
+                await self.refuse(request, call)
+            while (message := await self.feed.get()) is not None:
+                yield message
+        finally:
+            self.streams_closed += 1
+
     async def start(self) -> str:
         self.tunnels = tunnel.TunnelServer(
             {"JoinGame": self.refuse, "GetGame": self.echo, "SubmitAction": self.wait},
-            KEY, FORWARDED, max_in_flight=100)
+            self.stream, KEY, FORWARDED, max_in_flight=100)
         self.server = grpc.aio.server()
         self.server.add_generic_rpc_handlers((self.tunnels.handler(),))
         port = self.server.add_insecure_port("127.0.0.1:0")
@@ -205,7 +217,90 @@ async def test_calls_waiting_when_the_owner_goes_away_fail_as_unreachable(
     client.close()
 
 
+def never() -> None:
+    raise AssertionError("no overflow expected")
+
+
+async def test_a_relayed_stream_gives_the_owners_messages_then_its_end(
+        owner: tuple[Owner, grpc.aio.Channel]) -> None:
+    end, channel = owner
+    client = tunnel.TunnelClient(channel, KEY, FORWARDED)
+    stream = client.stream((), b"watch", limit=10, on_overflow=never)
+    for message in (b"one", b"two", None):
+        end.feed.put_nowait(message)
+    assert [await stream.read() for _ in range(3)] == [b"one", b"two", grpc.aio.EOF]
+    refused = client.stream((), b"refuse", limit=10, on_overflow=never)
+    with pytest.raises(tunnel.RelayError) as error:
+        await refused.read()
+    assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert [k for k, _ in error.value.trailing_metadata()] == ["grpc-status-details-bin"]
+    assert await client.call(GET, (), b"still open") == b"echo:still open"
+    client.close()
+
+
+async def test_a_stream_cancelled_by_its_client_ends_at_the_owner(
+        owner: tuple[Owner, grpc.aio.Channel]) -> None:
+    end, channel = owner
+    client = tunnel.TunnelClient(channel, KEY, FORWARDED)
+    stream = client.stream((), b"watch", limit=10, on_overflow=never)
+    end.feed.put_nowait(b"first")
+    assert await stream.read() == b"first"
+    stream.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await stream.read()
+    assert await client.call(GET, (), b"sync") == b"echo:sync"  # the cancel went before it
+    while end.streams_closed < 1:
+        await asyncio.sleep(0)
+    client.close()
+
+
+async def test_a_stream_whose_client_does_not_read_is_ended_at_the_limit(
+        owner: tuple[Owner, grpc.aio.Channel]) -> None:
+    end, channel = owner
+    client = tunnel.TunnelClient(channel, KEY, FORWARDED)
+    overflowed = asyncio.Event()
+    stream = client.stream((), b"watch", limit=2, on_overflow=overflowed.set)
+    for message in (b"1", b"2", b"3"):
+        end.feed.put_nowait(message)
+    await overflowed.wait()
+    with pytest.raises(asyncio.CancelledError):
+        await stream.read()
+    while end.streams_closed < 1:  # the owner stopped producing for it
+        await asyncio.sleep(0)
+    client.close()
+
+
+async def test_a_relayed_stream_breaks_with_its_tunnel(
+        owner: tuple[Owner, grpc.aio.Channel]) -> None:
+    end, channel = owner
+    client = tunnel.TunnelClient(channel, KEY, FORWARDED)
+    stream = client.stream((), b"watch", limit=10, on_overflow=never)
+    end.feed.put_nowait(b"first")
+    assert await stream.read() == b"first"
+    assert end.server is not None
+    await end.server.stop(None)
+    with pytest.raises(tunnel.TunnelBroken):
+        await stream.read()
+    late = client.stream((), b"watch", limit=10, on_overflow=never)
+    with pytest.raises(tunnel.TunnelBroken):
+        await late.read()
+    client.close()
+
+
 # --- between real nodes -----------------------------------------------------------------------
+
+
+async def events_until(stub: pb_grpc.GameServiceStub, game_id: str, token: str,
+                       version: int) -> list[bytes]:
+    """A seat's events from the first, serialized, until one reaches ``version``."""
+    call = stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id), metadata=auth(token))
+    seen: list[bytes] = []
+    async for message in call:
+        seen.extend(event.SerializeToString() for event in message.events)
+        if message.events[-1].version >= version:
+            call.cancel()
+            return seen
+    raise AssertionError("the stream ended first")
 
 
 @pytest.mark.parametrize("relay", ["tunnel", "call"])
@@ -236,9 +331,47 @@ async def test_calls_relayed_between_nodes_are_answered_as_the_owner_answers(
                                    metadata=auth("not-a-token"))
             assert (refused.value.code(), reason_of(refused.value)) == (
                 grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN")
+            # seat 0's stream through the other node: the owner's events, byte for byte
+            relayed = await events_until(stub, table.game_id, table.tokens[0], answer.version)
+            direct = await events_until(pb_grpc.GameServiceStub(to_owner), table.game_id,
+                                        table.tokens[0], answer.version)
+            assert relayed == direct and len(relayed) >= 6
         tunneled = other.metric("tapis_cluster_tunneled_total", method="SubmitAction")
+        streams = other.metric("tapis_cluster_tunneled_total", method="StreamEvents")
         assert other.metric("tapis_cluster_forwards_total", method="SubmitAction") == 6
         assert tunneled == (6 if relay == "tunnel" else 0)
+        assert streams == (1 if relay == "tunnel" else 0)
     finally:
         for node in (owner, other):
             node.stop()
+
+
+class Cut:
+    """The servicer context of a relayed stream, as ``node._cut_slow`` ends it."""
+
+    def __init__(self) -> None:
+        self.status: Any = None
+        self.ended = asyncio.Event()
+
+    async def abort_with_status(self, status: Any) -> None:
+        self.status = status
+        self.ended.set()
+        raise RuntimeError("aborted")  # as grpc's abort does
+
+
+@pytest.mark.parametrize(("seen", "resume"), [(True, 42), (False, 7)])
+async def test_a_relayed_stream_too_slow_for_its_queue_resumes_after_its_last_message(
+        seen: bool, resume: int) -> None:
+    from tapis_service.cluster import node
+
+    context = Cut()
+    serving = asyncio.ensure_future(asyncio.Event().wait())
+    last = pb.StreamEventsResponse(events=[pb.Event(sequence=41), pb.Event(sequence=42)])
+    node._cut_slow(context, serving,  # type: ignore[arg-type]
+                   pb.StreamEventsRequest(game_id="g", after_sequence=7).SerializeToString(),
+                   [last.SerializeToString()] if seen else [])
+    await context.ended.wait()
+    with pytest.raises(asyncio.CancelledError):
+        await serving
+    assert context.status.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert f"after_sequence={resume}" in context.status.details

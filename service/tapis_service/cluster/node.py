@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import hmac
 import secrets
 import time
@@ -34,6 +35,7 @@ from tapis_service.host import GameHost
 from tapis_service.postgres_store import PostgresStore
 from tapis_service.servicer import MAX_PAGE, GameServicer, page_bounds
 from tapis_service.settings import Settings
+from tapis_service.streams import resume_at, too_slow
 
 log = structlog.get_logger("tapis.cluster")
 
@@ -104,8 +106,8 @@ class ClusterNode:
         self._methods: dict[tuple[str, str], Any] = {}
         self._tunnels: dict[str, tunnel.TunnelClient] = {}
         self._tunnel_server: tunnel.TunnelServer | None = None
-        self._relayed: set[grpc.aio.Call] = set()
-        self._cut: set[grpc.aio.Call] = set()
+        self._relayed: set[grpc.aio.Call | tunnel.RelayedStream] = set()
+        self._cut: set[grpc.aio.Call | tunnel.RelayedStream] = set()
         """Relayed streams this node ended because it is leaving."""
         self._tasks: list[asyncio.Task[None]] = []
         self._orphans_asked: dict[bool, float] = {}
@@ -308,8 +310,9 @@ class ClusterNode:
             methods[name] = grpc.unary_unary_rpc_method_handler(serve)
         methods["CreateGame"] = grpc.unary_unary_rpc_method_handler(self._create(servicer))
         methods["ListGames"] = grpc.unary_unary_rpc_method_handler(self._list(servicer))
-        methods["StreamEvents"] = grpc.unary_stream_rpc_method_handler(self._stream(servicer))
-        self._tunnel_server = tunnel.TunnelServer(served, self.relay_key, FORWARDED,
+        stream = self._stream(servicer)
+        methods["StreamEvents"] = grpc.unary_stream_rpc_method_handler(stream)
+        self._tunnel_server = tunnel.TunnelServer(served, stream, self.relay_key, FORWARDED,
                                                   self.settings.max_in_flight)
         return (grpc.method_handlers_generic_handler(SERVICE, methods),
                 self._tunnel_server.handler())
@@ -401,6 +404,7 @@ class ClusterNode:
                 ) -> Callable[[bytes, grpc.aio.ServicerContext], AsyncIterator[bytes]]:
         path = f"/{SERVICE}/StreamEvents"
         forwards = metrics.FORWARDS.labels("StreamEvents")
+        tunneled_streams = metrics.TUNNELED.labels("StreamEvents")
 
         async def serve(raw: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
             game_id = game_id_of(raw)
@@ -417,18 +421,28 @@ class ClusterNode:
                     await context.abort_with_status(to_status(table_moved(game_id)))
                 return
             forwards.inc()
-            call = self._channel(address).unary_stream(path)(
-                raw, metadata=relayed_headers, timeout=context.time_remaining())
+            last: list[bytes] = []
+            call: grpc.aio.Call | tunnel.RelayedStream
+            if self.settings.relay == "tunnel":
+                call = self._tunnel(address).stream(
+                    relayed_headers[:-2] + relayed_headers[-1:], raw,
+                    self.settings.stream_queue_size,
+                    functools.partial(_cut_slow, context, asyncio.current_task(), raw, last))
+                tunneled_streams.inc()
+            else:
+                call = self._channel(address).unary_stream(path)(
+                    raw, metadata=relayed_headers, timeout=context.time_remaining())
             self._relayed.add(call)
             try:
                 try:
                     while (chunk := await call.read()) is not grpc.aio.EOF:
+                        last[:] = (chunk,)
                         yield chunk
                 except asyncio.CancelledError:
                     if call not in self._cut:
-                        raise  # our own client went away
+                        raise  # our own client went away (or read too slowly)
                     await context.abort_with_status(to_status(table_moved(game_id)))
-                except grpc.aio.AioRpcError as error:
+                except (grpc.aio.AioRpcError, tunnel.RelayError) as error:
                     if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
                         self._routes.pop(game_id, None)
                     if call in self._cut:  # we are leaving: resume on another node
@@ -570,6 +584,32 @@ class _Seen:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._context, name)
+
+
+_ENDING: set[asyncio.Future[None]] = set()
+
+
+def _cut_slow(context: grpc.aio.ServicerContext, task: asyncio.Task[Any] | None, request: bytes,
+              last: list[bytes]) -> None:
+    """A relayed stream whose client reads too slowly (its messages overflowed this node's
+    queue): ended as the owner ends its own slow streams, STREAM_TOO_SLOW with the sequence to
+    resume after."""
+    if last:
+        resume = pb.StreamEventsResponse.FromString(last[0]).events[-1].sequence
+    else:
+        resume = pb.StreamEventsRequest.FromString(request).after_sequence
+    ending = asyncio.ensure_future(_end_too_slow(context, resume))
+    _ENDING.add(ending)
+    ending.add_done_callback(_ENDING.discard)
+    if task is not None:
+        task.cancel()
+
+
+async def _end_too_slow(context: grpc.aio.ServicerContext, resume: int) -> None:
+    try:
+        await context.abort_with_status(to_status(too_slow(resume), resume_at(resume)))
+    except Exception:  # abort_with_status raises once the status is queued
+        return
 
 
 def _page(request: pb.ListGamesRequest) -> tuple[int, int]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import struct
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
@@ -43,6 +44,14 @@ SERVICE = "tapis.cluster.Tunnel"
 PATH = f"/{SERVICE}/Open"
 METHODS = ("JoinGame", "GetGame", "SubmitAction")
 """The unary methods a tunnel carries, by their index in a request frame."""
+STREAM = len(METHODS)
+"""The method of a request frame that opens a relayed StreamEvents call."""
+CANCEL = STREAM + 1
+"""The method of a frame that ends a relayed stream (its client went away)."""
+MESSAGE = 0xFF
+"""The code of an answer frame that is one message of a relayed stream (not its end)."""
+MAX_QUEUED = 100_000
+"""Frames an owner holds for a tunnel the relaying node does not read: beyond, it closes it."""
 MAX_FRAME = MAX_RECEIVE_MESSAGE_BYTES
 """A request frame longer than this (the owner's receive limit) goes as a call of its own."""
 DETAILS_BIN = "grpc-status-details-bin"
@@ -56,6 +65,7 @@ _CODES = {code.value[0]: code for code in grpc.StatusCode}
 
 Headers = Sequence[tuple[str, str | bytes]]
 Serve = Callable[[bytes, Any], Awaitable[bytes]]
+StreamServe = Callable[[bytes, Any], AsyncIterator[bytes]]
 
 
 # --- frames -----------------------------------------------------------------------------------
@@ -89,13 +99,17 @@ def decode_request(frame: bytes) -> tuple[int, int, tuple[tuple[str, str | bytes
             headers.append((key, value if key.endswith("-bin") else value.decode()))
     except (struct.error, UnicodeDecodeError) as error:
         raise ValueError(f"not a tunnel frame: {error}") from error
-    if method >= len(METHODS):
+    if method > CANCEL:
         raise ValueError(f"unknown method {method}")
     return call_id, method, tuple(headers), frame[at:]
 
 
 def encode_answer(call_id: int, answer: bytes) -> bytes:
     return _ANSWER.pack(call_id, 0) + answer
+
+
+def encode_message(call_id: int, message: bytes) -> bytes:
+    return _ANSWER.pack(call_id, MESSAGE) + message
 
 
 def encode_refusal(call_id: int, status: Any) -> bytes:
@@ -162,6 +176,9 @@ class Outbox:
         self._frames.append(frame)
         self._ready.set()
 
+    def __len__(self) -> int:
+        return len(self._frames)
+
     def close(self) -> None:
         """Send what is queued, then end."""
         self._closed = True
@@ -211,6 +228,7 @@ class TunnelClient:
     def __init__(self, channel: grpc.aio.Channel, relay_key: str, forwarded: str) -> None:
         self._outbox = Outbox()
         self._pending: dict[int, asyncio.Future[bytes]] = {}
+        self._streams: dict[int, RelayedStream] = {}
         self._ids = itertools.count(1)
         self._loop = asyncio.get_running_loop()
         self._call = channel.stream_stream(PATH)(self._outbox.messages(),
@@ -224,7 +242,16 @@ class TunnelClient:
             while (message := await self._call.read()) is not grpc.aio.EOF:
                 assert isinstance(message, bytes)
                 for frame in frames_of(message):
-                    call_id = _ANSWER.unpack_from(frame)[0]
+                    call_id, code = _ANSWER.unpack_from(frame)
+                    stream = self._streams.get(call_id)
+                    if stream is not None:
+                        if code == MESSAGE:
+                            stream.push(frame[_ANSWER.size:])
+                        else:
+                            del self._streams[call_id]
+                            _, end = decode_answer(frame)
+                            stream.end(end if isinstance(end, RelayError) else None)
+                        continue
                     waiting = self._pending.pop(call_id, None)
                     if waiting is not None and not waiting.done():
                         waiting.set_result(frame)
@@ -242,6 +269,9 @@ class TunnelClient:
             for waiting in pending.values():
                 if not waiting.done():
                     waiting.set_exception(TunnelBroken(why))
+            streams, self._streams = self._streams, {}
+            for stream in streams.values():
+                stream.end(TunnelBroken(why))
 
     async def call(self, method: int, headers: Headers, request: bytes) -> bytes:
         """The owner's answer to one call; ``RelayError`` when it refused (``TunnelBroken``
@@ -261,11 +291,82 @@ class TunnelClient:
             raise answer
         return answer
 
+    def stream(self, headers: Headers, request: bytes, limit: int,
+               on_overflow: Callable[[], None]) -> RelayedStream:
+        """A StreamEvents call relayed to the owner: at most ``limit`` messages wait for the
+        client; one more and the stream is ended at the owner and ``on_overflow`` is called."""
+        call_id = next(self._ids) & 0xFFFFFFFF
+        stream = RelayedStream(self, call_id, limit, on_overflow)
+        if self.broken:
+            stream.end(TunnelBroken())
+            return stream
+        self._streams[call_id] = stream
+        self._outbox.put(encode_request(call_id, STREAM, headers, request))
+        return stream
+
+    def _cancel(self, call_id: int) -> None:
+        if self._streams.pop(call_id, None) is not None and not self.broken:
+            self._outbox.put(encode_request(call_id, CANCEL, (), b""))
+
     def close(self) -> None:
         """Stop writing (the owner then ends the stream) and stop reading."""
         self._outbox.close()
         self._reader.cancel()
         self._call.cancel()
+
+
+class RelayedStream:
+    """A StreamEvents call relayed through a tunnel, read as a ``grpc.aio`` call is: ``read()``
+    gives the next message or ``grpc.aio.EOF``, raises ``RelayError`` for the owner's refusal
+    (``TunnelBroken`` when the tunnel closed) and ``CancelledError`` once ``cancel()``-ed."""
+
+    def __init__(self, client: TunnelClient, call_id: int, limit: int,
+                 on_overflow: Callable[[], None]) -> None:
+        self._client = client
+        self._call_id = call_id
+        self._limit = limit
+        self._on_overflow = on_overflow
+        self._messages: deque[bytes] = deque()
+        self._end: BaseException | None = None
+        self._ended = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def push(self, message: bytes) -> None:
+        if self._ended:
+            return
+        if len(self._messages) >= self._limit:  # the client reads too slowly
+            self.cancel()
+            self._on_overflow()
+            return
+        self._messages.append(message)
+        self._wake()
+
+    def end(self, error: BaseException | None) -> None:
+        if not self._ended:
+            self._ended, self._end = True, error
+            self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def read(self) -> bytes | Any:
+        while not self._messages:
+            if self._ended:
+                if self._end is not None:
+                    raise self._end
+                return grpc.aio.EOF
+            self._waiter = self._client._loop.create_future()
+            await self._waiter
+        return self._messages.popleft()
+
+    def cancel(self) -> None:
+        """End the call here and at the owner; a ``read()`` then raises ``CancelledError``."""
+        if not self._ended:
+            self._client._cancel(self._call_id)
+            self._messages.clear()
+            self.end(asyncio.CancelledError())
 
 
 # --- the owner's side ---------------------------------------------------------------------------
@@ -292,6 +393,8 @@ class TunneledCall:
     def __init__(self, headers: tuple[tuple[str, str | bytes], ...], peer: str) -> None:
         self._headers = headers
         self._peer = peer
+        self.aborted: Any = None
+        """The status this call was ended with, from any task (a stream's watchdog)."""
 
     def invocation_metadata(self) -> tuple[tuple[str, str | bytes], ...]:
         return self._headers
@@ -303,6 +406,7 @@ class TunneledCall:
         return None
 
     async def abort_with_status(self, status: Any) -> None:
+        self.aborted = status
         raise Refused(status)
 
 
@@ -314,9 +418,10 @@ OVERLOADED = to_status(ServiceError(
 class TunnelServer:
     """The owner's end of every tunnel opened to it."""
 
-    def __init__(self, serve: dict[str, Serve], relay_key: str, forwarded: str,
-                 max_in_flight: int) -> None:
+    def __init__(self, serve: dict[str, Serve], stream: StreamServe, relay_key: str,
+                 forwarded: str, max_in_flight: int) -> None:
         self._serve = [serve[name] for name in METHODS]
+        self._stream = stream
         self._relay_key = relay_key
         self._forwarded = forwarded
         self._max_in_flight = max_in_flight
@@ -359,6 +464,7 @@ class _Tunnel:
         self._peer = peer
         self._answers = Outbox()
         self._calls: set[asyncio.Task[None]] = set()
+        self._streams: dict[int, asyncio.Task[None]] = {}
         self._reading = True
         self.finished = asyncio.Event()
         self._reader = asyncio.ensure_future(self._read())
@@ -386,6 +492,8 @@ class _Tunnel:
             self._reading = False
             if self._calls:
                 await asyncio.wait(list(self._calls))
+            for task in list(self._streams.values()):  # their clients resume elsewhere
+                task.cancel()
             self._answers.close()
 
     def _take(self, frame: bytes) -> None:
@@ -394,14 +502,49 @@ class _Tunnel:
         except ValueError as error:
             log.warning("tunnel_frame_refused", error=str(error)[:200])
             return
-        if len(self._calls) >= self._server._max_in_flight:
-            self._answers.put(encode_refusal(call_id, OVERLOADED))
+        if method == CANCEL:
+            stream = self._streams.pop(call_id, None)
+            if stream is not None:
+                stream.cancel()
             return
         headers += ((self._server._forwarded, self._server._relay_key),)
-        task = asyncio.ensure_future(self._call(call_id, self._server._serve[method],
-                                                TunneledCall(headers, self._peer), request))
+        call = TunneledCall(headers, self._peer)
+        if method == STREAM:
+            self._streams[call_id] = asyncio.ensure_future(
+                self._relay_stream(call_id, call, request))
+            return
+        if len(self._calls) >= self._server._max_in_flight:
+            self._send(encode_refusal(call_id, OVERLOADED))
+            return
+        task = asyncio.ensure_future(self._call(call_id, self._server._serve[method], call,
+                                                request))
         self._calls.add(task)
         task.add_done_callback(self._calls.discard)
+
+    def _send(self, frame: bytes) -> None:
+        self._answers.put(frame)
+        if len(self._answers) > MAX_QUEUED:  # the relaying node does not read: let it go
+            log.warning("tunnel_not_read", peer=self._peer, frames=len(self._answers))
+            self.cancel()
+            self._answers.close()
+
+    async def _relay_stream(self, call_id: int, call: TunneledCall, request: bytes) -> None:
+        try:
+            async for message in self._server._stream(request, call):
+                self._send(encode_message(call_id, message))
+            end = encode_answer(call_id, b"")
+        except Refused as refused:
+            end = encode_refusal(call_id, refused.status)
+        except asyncio.CancelledError:
+            if call.aborted is None:
+                return  # the relaying node ended it, or the tunnel is closing
+            end = encode_refusal(call_id, call.aborted)  # cut by this node's watchdog
+        except Exception as error:  # a bug: answered as grpc answers an unexpected error
+            log.exception("tunneled_stream_failed", error=str(error)[:200])
+            end = encode_refusal(call_id, _Failed(repr(error)[:200]))
+        finally:
+            self._streams.pop(call_id, None)
+        self._send(end)
 
     async def _call(self, call_id: int, serve: Serve, call: TunneledCall,
                     request: bytes) -> None:
@@ -412,7 +555,7 @@ class _Tunnel:
         except Exception as error:  # a bug: answered as grpc answers an unexpected error
             log.exception("tunneled_call_failed", error=str(error)[:200])
             answer = encode_refusal(call_id, _Failed(repr(error)[:200]))
-        self._answers.put(answer)
+        self._send(answer)
 
     def stop_reading(self) -> None:
         self._reading = False
@@ -420,7 +563,7 @@ class _Tunnel:
 
     def cancel(self) -> None:
         self._reader.cancel()
-        for task in self._calls:
+        for task in [*self._calls, *self._streams.values()]:
             task.cancel()
 
 
