@@ -423,7 +423,7 @@ class ClusterNode:
             forwards.inc()
             last: list[bytes] = []
             call: grpc.aio.Call | tunnel.RelayedStream
-            if self.settings.relay == "tunnel":
+            if self.settings.relay == "tunnel" and len(raw) < tunnel.MAX_FRAME // 2:
                 call = self._tunnel(address).stream(
                     relayed_headers[:-2] + relayed_headers[-1:], raw,
                     self.settings.stream_queue_size,
