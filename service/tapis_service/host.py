@@ -504,19 +504,27 @@ class GameHost:
 
     def _after_change(self, session: Session) -> None:
         self._publish(session)
-        if session.table.game_over(session.rules) or not session.table.started:
+        table = session.table
+        if not table.started or table.game_over(session.rules):
             session.cancel_timers()
             return
-        self._schedule_deadlines(session)
-        self._schedule_bots(session)
+        if table.deadlines or session.deadline_timers:
+            self._schedule_deadlines(session)
+        if session.bot_timers or table.seats is not session.seats_without_bots:
+            self._schedule_bots(session)
 
     def _publish(self, session: Session) -> None:
-        fresh = tuple(e for e in session.events_after(session.published_sequence)
-                      if e.sequence <= session.durable_sequence)
-        if fresh:
-            session.published_sequence = fresh[-1].sequence
-            session.publish(fresh)
-            compaction.compact_finished(session)
+        fresh = session.events_after(session.published_sequence)
+        if not fresh:
+            return
+        durable = session.durable_sequence
+        if fresh[-1].sequence > durable:  # the log is in sequence order: a durable prefix
+            fresh = [e for e in fresh if e.sequence <= durable]
+            if not fresh:
+                return
+        session.published_sequence = fresh[-1].sequence
+        session.publish(tuple(fresh))
+        compaction.compact_finished(session)
 
     def _schedule_deadlines(self, session: Session) -> None:
         wanted = set(session.table.deadlines)
@@ -532,6 +540,10 @@ class GameHost:
         for handle in session.bot_timers.values():
             handle.cancel()
         session.bot_timers.clear()
+        seats = session.table.seats
+        if not any(slot.bot_controlled for slot in seats):
+            session.seats_without_bots = seats  # nothing to schedule until the seats change
+            return
         delay = self.settings.bot_delay_ms
         for seat in tbl.pending_bot_seats(session.rules, session.table):
             jitter = int(delay * self._jitter.uniform(-0.2, 0.2)) if delay else 0

@@ -16,6 +16,9 @@ from tapis_engine.protocol import Rules
 from tapis_service.adapters import GameAdapter
 from tapis_service.clock import TimerHandle
 
+_AWAITED: dict[frozenset[int], tuple[int, ...]] = {}
+"""``to_act`` sets -> the awaited seats in order (shared tuples: few distinct sets)."""
+
 
 @dataclass(frozen=True, slots=True)
 class LoggedEvent:
@@ -149,16 +152,29 @@ class Session:
     """Event sequence -> perf_counter at the arrival of the slap that caused it (metrics)."""
     journal_length: int = 0
     """Inputs applied since creation (the journal's length)."""
+    seats_without_bots: tuple[tbl.SeatSlot, ...] | None = None
+    """The table's seats when last seen with no bot-controlled seat (the host then skips the
+    bot scheduling while they are the same object: seats are immutable)."""
 
     @property
     def last_sequence(self) -> int:
         return self.table.next_sequence - 1
 
     def awaiting(self) -> tuple[int, ...]:
-        state = self.table.state
-        if state is None or self.table.game_over(self.rules):
+        table = self.table
+        state = table.state
+        if state is None or table.abandoned:
             return ()
-        return tuple(sorted(self.rules.to_act(state)))
+        rules = self.rules
+        if rules.outcome(state) is not None:  # table.game_over, inlined (every action)
+            return ()
+        to_act = rules.to_act(state)
+        awaited = _AWAITED.get(to_act)
+        if awaited is None:
+            awaited = tuple(sorted(to_act))
+            if len(_AWAITED) < 4096:
+                _AWAITED[to_act] = awaited
+        return awaited
 
     def record(self, events: list[tbl.TableEvent],
                now_ms: int | None = None) -> tuple[LoggedEvent, ...]:
@@ -205,7 +221,10 @@ class Session:
         events = applied.events
         first = events[0].sequence if events else 1
         last = events[-1].sequence if events else 0
-        self.request_ids.setdefault(seat, {})[request_id] = (applied.version, first, last)
+        seen = self.request_ids.get(seat)
+        if seen is None:
+            seen = self.request_ids[seat] = {}
+        seen[request_id] = (applied.version, first, last)
 
     def publish(self, logged: tuple[LoggedEvent, ...]) -> None:
         for subscriber in list(self.subscribers):
