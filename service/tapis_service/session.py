@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tapis_engine import table as tbl
+from tapis_engine.frozen import fast_init
 from tapis_engine.protocol import Rules
 from tapis_service.adapters import GameAdapter
 from tapis_service.clock import TimerHandle
@@ -20,6 +21,7 @@ _AWAITED: dict[frozenset[int], tuple[int, ...]] = {}
 """``to_act`` sets -> the awaited seats in order (shared tuples: few distinct sets)."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LoggedEvent:
     """A table event with the table version and awaited seats once its input was applied, and
@@ -50,6 +52,7 @@ class CompactedEvents:
     views: dict[int | None, int]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Applied:
     """The answer to an accepted input (kept for idempotent retries)."""
