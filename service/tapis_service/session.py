@@ -94,11 +94,17 @@ class Subscriber:
         resume by sequence)."""
         if self.overflowed or self.closed:
             return
-        if len(self.pending) >= self.capacity:
+        pending = self.pending
+        if len(pending) >= self.capacity:
             self.overflowed = True
             self._put(None)
             return
-        self._put(logged)
+        pending.append(logged)  # _put, inlined (every event of every stream)
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
 
     def close(self) -> None:
         """End the stream (server shutdown, game dropped)."""
@@ -106,14 +112,19 @@ class Subscriber:
             self.closed = True
             self._put(None)
 
+    def arrival(self) -> asyncio.Future[None]:
+        """A future set once something is queued: awaited while ``pending`` is empty (a bare
+        future, not a coroutine: one less object per message)."""
+        loop = self.loop
+        if loop is None:
+            loop = self.loop = asyncio.get_running_loop()
+        waiter = self.waiter = loop.create_future()
+        return waiter
+
     async def next(self) -> tuple[LoggedEvent, ...] | None:
         """The next change's events, waiting for one; None once the stream must end."""
         while not self.pending:
-            loop = self.loop
-            if loop is None:
-                loop = self.loop = asyncio.get_running_loop()
-            self.waiter = loop.create_future()
-            await self.waiter
+            await self.arrival()
         return self.pending.popleft()
 
 
