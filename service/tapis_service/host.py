@@ -34,7 +34,7 @@ from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.registry import rules_for
-from tapis_service import compaction, metrics
+from tapis_service import compaction, logcontext, metrics
 from tapis_service.adapters import ADAPTERS
 from tapis_service.clock import Clock
 from tapis_service.errors import (
@@ -290,7 +290,7 @@ class GameHost:
             refusal = from_rule_error(error)
             refusal.logged = True  # one log line per refusal: the servicer does not repeat it
             raise refusal from error
-        metrics.ACTIONS.labels(session.rules.kind, "person").inc()
+        metrics.ACTIONS.inc(session.rules.kind, "person")
         if received is not None and isinstance(move, tbl.Act) \
                 and type(move.action).__name__ == "Slap":
             for logged in applied.events:
@@ -299,9 +299,10 @@ class GameHost:
         entry: dict[str, Any] = {"input": tbl.encode_input(session.rules, move), "now_ms": now}
         if request_id:
             entry["request_id"] = request_id
-        log.info("action_applied", game=session.game_id, seat=seat,
-                 action=_action_name(move), version=applied.version,
-                 events=len(applied.events))
+        if logcontext.per_action_lines:
+            log.info("action_applied", game=session.game_id, seat=seat,
+                     action=_action_name(move), version=applied.version,
+                     events=len(applied.events))
 
         def committed() -> None:
             if request_id:
@@ -563,9 +564,10 @@ class GameHost:
         except RuleError:
             self._after_change(session)  # the world moved on; look again
             return
-        metrics.ACTIONS.labels(session.rules.kind, "server").inc()
-        log.info("server_move", game=session.game_id, seat=move.seat, input=type(move).__name__,
-                 version=applied.version)
+        metrics.ACTIONS.inc(session.rules.kind, "server")
+        if logcontext.per_action_lines:
+            log.info("server_move", game=session.game_id, seat=move.seat,
+                     input=type(move).__name__, version=applied.version)
         self._journal(session, {"input": tbl.encode_input(session.rules, move), "now_ms": now})
 
     # --- retention ---------------------------------------------------------------------------
