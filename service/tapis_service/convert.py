@@ -283,17 +283,24 @@ _TABLE_EVENTS = (tbl.SeatClaimed, tbl.GameStarted, tbl.GameAbandoned, tbl.SeatTa
                  tbl.SeatReclaimed, tbl.GameEnded)
 _last_seconds: tuple[int, bytes] = (0, b"")
 """The last ``Timestamp.seconds`` encoded, and its field (the same for a second at a time)."""
+_last_time: tuple[int, bytes] = (0, wire.nested(_K_TIME, b""))
+"""The last ``Event.time`` encoded (an action's events share it)."""
 
 
 def _time_wire(time_ms: int) -> bytes:
     """``Event.time``: a ``Timestamp`` of ``time_ms``."""
-    global _last_seconds
+    global _last_seconds, _last_time
+    last_ms, field = _last_time
+    if time_ms == last_ms:
+        return field
     seconds, millis = divmod(time_ms, 1000)
     last, encoded = _last_seconds
     if seconds != last:
         encoded = _K_SECONDS + wire.int64(seconds) if seconds else b""
         _last_seconds = (seconds, encoded)
-    return wire.nested(_K_TIME, encoded + _NANOS[millis])
+    field = wire.nested(_K_TIME, encoded + _NANOS[millis])
+    _last_time = (time_ms, field)
+    return field
 
 
 def event_wire(session: Session, logged: LoggedEvent, seat: int | None) -> bytes:
@@ -313,9 +320,11 @@ def event_wire(session: Session, logged: LoggedEvent, seat: int | None) -> bytes
     else:
         name, message = table_body
         framed = wire.nested(_K_BODY[name], message.SerializeToString())
+    number, version = e.game_number, logged.version
     return b"".join((
-        _K_SEQUENCE, wire.varint(e.sequence),  # every event has a sequence (from 1)
-        wire.uint(_K_GAME_NUMBER, e.game_number), wire.uint(_K_VERSION, logged.version),
+        _K_SEQUENCE, varint(e.sequence),  # every event has a sequence (from 1)
+        _K_GAME_NUMBER + varint(number) if number else b"",
+        _K_VERSION + varint(version) if version else b"",
         awaited, _time_wire(logged.time_ms), framed))
 
 

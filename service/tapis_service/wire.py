@@ -85,9 +85,11 @@ def packed(key: bytes, values: Sequence[int]) -> bytes:
         body = b""
     if not body.isascii() or not body:
         body = b"".join([varint(v) for v in values])
-    return key + varint(len(body)) + body
+    size = len(body)
+    return key + (_ONE_BYTE[size] if size < 0x80 else varint(size)) + body
 
 
 def nested(key: bytes, body: bytes) -> bytes:
     """A sub-message (or string, or bytes) field that is set, with its serialized ``body``."""
-    return key + varint(len(body)) + body
+    size = len(body)
+    return key + (_ONE_BYTE[size] if size < 0x80 else varint(size)) + body

@@ -9,7 +9,7 @@ from tapis.v1 import war_pb2
 from tapis_engine import war
 from tapis_engine.errors import Reason, invalid
 from tapis_service.adapters.cards import card_to_proto, card_wire
-from tapis_service.wire import flag, nested, optional_uint, packed, tag, uint
+from tapis_service.wire import flag, nested, optional_uint, packed, tag, uint, varint
 
 _END = {None: war_pb2.WAR_END_REASON_UNSPECIFIED, "target": war_pb2.WAR_END_REASON_TARGET,
         "all_cards": war_pb2.WAR_END_REASON_ALL_CARDS,
@@ -29,6 +29,7 @@ _K_REVEALED_SEAT = tag(_REVEALED, "seat")
 _K_REVEALED_CARD = tag(_REVEALED, "card")
 _K_REVEALED_FACE_DOWN = tag(_REVEALED, "with_face_down")
 _K_REVEALED_SIZES = tag(_REVEALED, "deck_sizes")
+_REVEALED_FACE_DOWN = flag(_K_REVEALED_FACE_DOWN, True)
 _K_TRICK = tag(_EVENT, "trick_won")
 _K_TRICK_SEAT = tag(_TRICK, "seat")
 _K_TRICK_CARDS = tag(_TRICK, "cards")
@@ -123,15 +124,18 @@ class WarAdapter:
     def event_wire(self, event: Any) -> bytes:
         """``event_to_proto(event).SerializeToString()``, written by hand (every action)."""
         kind = type(event)
-        if kind is war.CardRevealed:
+        if kind is war.CardRevealed:  # the two hot ones: uint and flag inlined
+            seat = event.seat
             return nested(_K_REVEALED, b"".join((
-                uint(_K_REVEALED_SEAT, event.seat),
+                _K_REVEALED_SEAT + varint(seat) if seat else b"",
                 _card_field(event.card),
-                flag(_K_REVEALED_FACE_DOWN, event.with_face_down),
+                _REVEALED_FACE_DOWN if event.with_face_down else b"",
                 packed(_K_REVEALED_SIZES, event.deck_sizes))))
         if kind is war.TrickWon:
+            seat, cards = event.seat, event.cards
             return nested(_K_TRICK, b"".join((
-                uint(_K_TRICK_SEAT, event.seat), uint(_K_TRICK_CARDS, event.cards),
+                _K_TRICK_SEAT + varint(seat) if seat else b"",
+                _K_TRICK_CARDS + varint(cards) if cards else b"",
                 packed(_K_TRICK_POINTS, event.points),
                 packed(_K_TRICK_SIZES, event.deck_sizes))))
         if kind is war.BatailleAnnounced:
