@@ -350,12 +350,27 @@ def view_key(session: Session, logged: LoggedEvent, seat: int | None) -> int | N
     return seat
 
 
+_VIEW_BITS = 4
+"""Low bits of a ``wire_key`` for the view: public, a spectator, or one of up to 14 seats."""
+
+
+def wire_key(sequence: int, view: int | None) -> int:
+    """The ``Session.wire`` key of an event's frame for a view (``PUBLIC``, a spectator, a
+    seat): ordered by sequence, public first."""
+    return sequence << _VIEW_BITS | (0 if view == PUBLIC else 1 if view is None else view + 2)
+
+
 def framed_event(session: Session, logged: LoggedEvent, seat: int | None) -> bytes:
     """``event`` as ``seat`` sees it, serialized and framed as one entry of
     ``StreamEventsResponse.events``: converted once per recipient view (once for everyone
     when public) and shared by every stream of that view, the SubmitAction answer and the
     compaction (``Session.wire``, emptied as the events leave the live log)."""
-    key = (logged.event.sequence, view_key(session, logged, seat))
+    e = logged.event
+    body = e.body
+    if isinstance(body, _TABLE_BODIES) or session.rules.redact(body, seat) is body:
+        key = e.sequence << _VIEW_BITS  # view_key and wire_key, inlined: PUBLIC
+    else:
+        key = e.sequence << _VIEW_BITS | (1 if seat is None else seat + 2)
     framed = session.wire.get(key)
     if framed is None:
         raw = event_wire(session, logged, seat)

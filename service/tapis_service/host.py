@@ -357,20 +357,26 @@ class GameHost:
         upto = session.last_sequence
         pending = self.store.appended(session.game_id, session.journal_length, entry)
         self._checkpoint(session)
-
-        def on_commit() -> None:
-            if committed is not None:
-                committed()
-            _committed(session, upto)
-            if self.sessions.get(session.game_id) is session:
-                self._after_change(session)
-
-        done = self._after_write(pending, on_commit,
+        if pending is None:  # committed at once (the memory store): no future to settle
+            self._on_commit(session, upto, committed)
+            return None
+        done = self._after_write(pending,
+                                 functools.partial(self._on_commit, session, upto, committed),
                                  lambda error: self._store_failed(session, error))
         if done is not None:
             session.writes.add(done)
             done.add_done_callback(session.writes.discard)
         return done
+
+    def _on_commit(self, session: Session, upto: int,
+                   committed: Callable[[], None] | None) -> None:
+        """The store committed the input whose last event is ``upto``: ``committed``, then
+        publication, bots and timers (unless the session was discarded meanwhile)."""
+        if committed is not None:
+            committed()
+        _committed(session, upto)
+        if self.sessions.get(session.game_id) is session:
+            self._after_change(session)
 
     def _after_write(self, pending: Awaitable[None] | None, on_commit: Callable[[], None],
                      on_failure: Callable[[BaseException], None]

@@ -142,9 +142,10 @@ class Session:
     """The live event log: the current game's events (and any not yet published); those of
     finished games move to ``compacted`` once published (see compaction.py)."""
     compacted: list[CompactedEvents] = field(default_factory=list)
-    wire: dict[tuple[int, int | None], bytes] = field(default_factory=dict)
+    wire: dict[int, bytes] = field(default_factory=dict)
     """(sequence, view) -> the live log's events as serialized stream frames, built once per
-    recipient view and shared by the streams, the SubmitAction answer and the compaction."""
+    recipient view and shared by the streams, the SubmitAction answer and the compaction
+    (keyed by ``convert.wire_key``: one integer, not a tuple, per lookup)."""
     request_ids: dict[int, dict[str, tuple[int, int, int]]] = field(default_factory=dict)
     """Seat -> request id -> (version, first and last event sequence) of its committed answer,
     for the life of the table (rebuilt from the journal after a restart)."""
@@ -196,7 +197,8 @@ class Session:
         ``now_ms`` (by default the table's creation, whose events these are)."""
         awaiting = self.awaiting()
         time_ms = self.created_ms if now_ms is None else now_ms
-        logged = tuple(LoggedEvent(e, self.table.version, awaiting, time_ms) for e in events)
+        version = self.table.version
+        logged = tuple([LoggedEvent(e, version, awaiting, time_ms) for e in events])
         self.events.extend(logged)
         return logged
 

@@ -59,6 +59,22 @@ async def test_answers_and_stream_messages_parse_to_the_converted_events() -> No
         pb.SubmitActionResponse()
 
 
+def test_wire_keys_order_events_and_tell_every_view_apart() -> None:
+    widest = max(rules.max_seats for rules in map(rules_for, ADAPTERS) if rules is not None)
+    views: list[int | None] = [convert.PUBLIC, None, *range(widest)]
+    keys = [convert.wire_key(sequence, view) for sequence in (1, 2, 300) for view in views]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+
+
+async def test_frames_are_kept_under_their_view_key() -> None:
+    session = await _table("basra", 2, 7)
+    for logged in session.events_after(0):
+        for seat in (None, 0, 1):
+            framed = convert.framed_event(session, logged, seat)
+            key = convert.wire_key(logged.sequence, convert.view_key(session, logged, seat))
+            assert session.wire[key] is framed
+
+
 async def test_public_events_are_serialized_once_for_every_view() -> None:
     session = await _table("war", 2, 3)
     session.apply(tbl.Act(0, session.rules.legal_actions(session.table.state, 0)[0]), 0)
