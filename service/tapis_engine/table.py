@@ -14,6 +14,7 @@ from typing import Any
 
 from tapis_engine import fairness, rng
 from tapis_engine.errors import Reason, invalid, precondition
+from tapis_engine.frozen import fast_init
 from tapis_engine.protocol import JSON, GameSetup, Outcome, Rules
 
 # --- seats, records and the scoreboard -------------------------------------------------------
@@ -110,6 +111,7 @@ class GameAbandoned:
     number: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TableEvent:
     """An event with its table-wide rising sequence number and the game it belongs to."""
@@ -127,6 +129,7 @@ class Claim:
     seat: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Act:
     seat: int
@@ -170,6 +173,7 @@ Input = Claim | Act | BotMove | Timeout | Reclaim | NextGame | Abandon
 # --- the table --------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Table:
     """The whole pure state of one table."""

@@ -13,6 +13,7 @@ from typing import Any
 from tapis_engine import rng
 from tapis_engine.cards import Card, cards_from_text, cards_to_text, same_cards, standard_deck
 from tapis_engine.errors import Reason, invalid, precondition
+from tapis_engine.frozen import fast_init
 from tapis_engine.protocol import JSON, GameSetup, Outcome
 
 DEFAULT_TARGET = 50
@@ -30,6 +31,7 @@ class Reveal:
     """Reveal the top card (in a bataille: one card face down, then one face up)."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Laid:
     """A card laid in a trick. A face-down card's identity is never shown to anyone."""
@@ -39,6 +41,7 @@ class Laid:
     face_up: bool
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class WarState:
     decks: tuple[tuple[Card, ...], tuple[Card, ...]]
@@ -65,6 +68,7 @@ class Dealt:
     first: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CardRevealed:
     """``seat`` revealed ``card``; in a bataille it first laid one card face down."""
@@ -82,6 +86,7 @@ class BatailleAnnounced:
     count: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TrickWon:
     seat: int

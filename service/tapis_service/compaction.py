@@ -34,7 +34,8 @@ def compact_finished(session: Session) -> None:
         session.compacted.append(_compact(session, events[:count]))
         upto = events[count - 1].sequence
         del events[:count]
-        session.wire = {key: frame for key, frame in session.wire.items() if key[0] > upto}
+        first_kept = convert.wire_key(upto + 1, convert.PUBLIC)
+        session.wire = {key: frame for key, frame in session.wire.items() if key >= first_kept}
 
 
 def _compact(session: Session, finished: list[LoggedEvent]) -> CompactedEvents:

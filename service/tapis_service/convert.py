@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import grpc
+from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from tapis.v1 import game_service_pb2 as pb
@@ -13,11 +14,13 @@ from tapis_engine import table as tbl
 from tapis_engine.errors import Reason, invalid
 from tapis_engine.protocol import Rules
 from tapis_engine.registry import rules_for
+from tapis_service import wire
 from tapis_service.adapters import ADAPTERS, BY_PROTO_KIND
 from tapis_service.adapters.cards import card_from_proto
 from tapis_service.errors import ServiceError, failed_precondition, invalid_argument
 from tapis_service.limits import check_stacked_deck, check_text, quote
 from tapis_service.session import LoggedEvent, Session
+from tapis_service.wire import varint
 
 
 def seat_range(rules: Rules[Any, Any, Any]) -> str:
@@ -220,39 +223,109 @@ def view(session: Session, seat: int | None) -> pb.GameView:
     return message
 
 
+def _table_body(session: Session, body: Any) -> tuple[str, Message] | None:
+    """A table-level event body as its ``Event.body`` field and message (None: a game's)."""
+    if isinstance(body, tbl.SeatClaimed):
+        return "seat_claimed", pb.SeatClaimed(seat=body.seat,
+                                              display_name=session.names[body.seat])
+    if isinstance(body, tbl.GameStarted):
+        return "game_started", pb.GameStarted(game_number=body.number, seats=body.seats,
+                                              seed_commitment=body.seed_commitment)
+    if isinstance(body, tbl.GameAbandoned):
+        return "game_abandoned", pb.GameAbandoned(game_number=body.number)
+    if isinstance(body, tbl.SeatTakenOver):
+        return "seat_taken_over", pb.SeatTakenOver(seat=body.seat,
+                                                   until_reclaimed=body.until_reclaimed)
+    if isinstance(body, tbl.SeatReclaimed):
+        return "seat_reclaimed", pb.SeatReclaimed(seat=body.seat)
+    if isinstance(body, tbl.GameEnded):
+        return "game_ended", pb.GameEnded(
+            game_number=body.number, winners=body.outcome.winners,
+            scores=body.outcome.scores, summary=body.outcome.summary,
+            series=_summaries(session, body.records),
+            scoreboard=_scoreboard(len(session.table.seats), body.records))
+    return None
+
+
 def event(session: Session, logged: LoggedEvent, seat: int | None) -> pb.Event:
-    """One logged event as ``seat`` may see it."""
+    """One logged event as ``seat`` may see it (``event_wire`` writes its bytes)."""
     e = logged.event
     message = pb.Event(sequence=e.sequence, game_number=e.game_number, version=logged.version,
                        awaiting_seats=logged.awaiting)
     stamp = message.time  # Timestamp.FromMilliseconds, without its pure-Python checks
     stamp.seconds, millis = divmod(logged.time_ms, 1000)
     stamp.nanos = millis * 1_000_000
-    body = e.body
-    if isinstance(body, tbl.SeatClaimed):
-        message.seat_claimed.CopyFrom(
-            pb.SeatClaimed(seat=body.seat, display_name=session.names[body.seat]))
-    elif isinstance(body, tbl.GameStarted):
-        message.game_started.CopyFrom(pb.GameStarted(game_number=body.number, seats=body.seats,
-                                                     seed_commitment=body.seed_commitment))
-    elif isinstance(body, tbl.GameAbandoned):
-        message.game_abandoned.CopyFrom(pb.GameAbandoned(game_number=body.number))
-    elif isinstance(body, tbl.SeatTakenOver):
-        message.seat_taken_over.CopyFrom(
-            pb.SeatTakenOver(seat=body.seat, until_reclaimed=body.until_reclaimed))
-    elif isinstance(body, tbl.SeatReclaimed):
-        message.seat_reclaimed.CopyFrom(pb.SeatReclaimed(seat=body.seat))
-    elif isinstance(body, tbl.GameEnded):
-        message.game_ended.CopyFrom(pb.GameEnded(
-            game_number=body.number, winners=body.outcome.winners,
-            scores=body.outcome.scores, summary=body.outcome.summary,
-            series=_summaries(session, body.records),
-            scoreboard=_scoreboard(len(session.table.seats), body.records)))
+    table_body = _table_body(session, e.body)
+    if table_body is not None:
+        name, body = table_body
+        getattr(message, name).CopyFrom(body)
     else:
-        redacted = session.rules.redact(body, seat)
+        redacted = session.rules.redact(e.body, seat)
         getattr(message, session.adapter.field).CopyFrom(
             session.adapter.event_to_proto(redacted))
     return message
+
+
+_EVENT = pb.Event.DESCRIPTOR
+_K_SEQUENCE = wire.tag(_EVENT, "sequence")
+_K_GAME_NUMBER = wire.tag(_EVENT, "game_number")
+_K_VERSION = wire.tag(_EVENT, "version")
+_K_AWAITING = wire.tag(_EVENT, "awaiting_seats")
+_K_TIME = wire.tag(_EVENT, "time")
+_K_SECONDS = wire.tag(Timestamp.DESCRIPTOR, "seconds")
+_K_NANOS = wire.tag(Timestamp.DESCRIPTOR, "nanos")
+_K_BODY = {field.name: wire.tag(_EVENT, field.name)
+           for field in _EVENT.oneofs_by_name["body"].fields}
+_AWAITING: dict[tuple[int, ...], bytes] = {}
+"""Awaited seats -> their encoded field (a handful of distinct tuples per game kind)."""
+_NANOS = tuple(wire.uint(_K_NANOS, millis * 1_000_000) for millis in range(1000))
+_TABLE_EVENTS = (tbl.SeatClaimed, tbl.GameStarted, tbl.GameAbandoned, tbl.SeatTakenOver,
+                 tbl.SeatReclaimed, tbl.GameEnded)
+_last_seconds: tuple[int, bytes] = (0, b"")
+"""The last ``Timestamp.seconds`` encoded, and its field (the same for a second at a time)."""
+_last_time: tuple[int, bytes] = (0, wire.nested(_K_TIME, b""))
+"""The last ``Event.time`` encoded (an action's events share it)."""
+
+
+def _time_wire(time_ms: int) -> bytes:
+    """``Event.time``: a ``Timestamp`` of ``time_ms``."""
+    global _last_seconds, _last_time
+    last_ms, field = _last_time
+    if time_ms == last_ms:
+        return field
+    seconds, millis = divmod(time_ms, 1000)
+    last, encoded = _last_seconds
+    if seconds != last:
+        encoded = _K_SECONDS + wire.int64(seconds) if seconds else b""
+        _last_seconds = (seconds, encoded)
+    field = wire.nested(_K_TIME, encoded + _NANOS[millis])
+    _last_time = (time_ms, field)
+    return field
+
+
+def event_wire(session: Session, logged: LoggedEvent, seat: int | None) -> bytes:
+    """``event(session, logged, seat).SerializeToString()``, written by hand (the envelope,
+    and the game's body when its adapter writes it by hand)."""
+    e = logged.event
+    awaiting = logged.awaiting
+    awaited = _AWAITING.get(awaiting)
+    if awaited is None:
+        awaited = _AWAITING[awaiting] = wire.packed(_K_AWAITING, awaiting)
+    body = e.body
+    table_body = _table_body(session, body) if isinstance(body, _TABLE_EVENTS) else None
+    if table_body is None:
+        adapter = session.adapter
+        framed = wire.nested(_K_BODY[adapter.field],
+                             adapter.event_wire(session.rules.redact(body, seat)))
+    else:
+        name, message = table_body
+        framed = wire.nested(_K_BODY[name], message.SerializeToString())
+    number, version = e.game_number, logged.version
+    return b"".join((
+        _K_SEQUENCE, varint(e.sequence),  # every event has a sequence (from 1)
+        _K_GAME_NUMBER + varint(number) if number else b"",
+        _K_VERSION + varint(version) if version else b"",
+        awaited, _time_wire(logged.time_ms), framed))
 
 
 PUBLIC = -1
@@ -269,18 +342,6 @@ ANSWER_EVENTS_TAG = b"\x12"
 """``SubmitActionResponse.events`` (field 2, length-delimited)."""
 
 
-def varint(value: int) -> bytes:
-    """``value`` (≥ 0) as a protobuf varint."""
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def view_key(session: Session, logged: LoggedEvent, seat: int | None) -> int | None:
     """Whose view of the event ``seat`` gets: ``PUBLIC`` when everyone sees it alike."""
     body = logged.event.body
@@ -289,15 +350,30 @@ def view_key(session: Session, logged: LoggedEvent, seat: int | None) -> int | N
     return seat
 
 
+_VIEW_BITS = 4
+"""Low bits of a ``wire_key`` for the view: public, a spectator, or one of up to 14 seats."""
+
+
+def wire_key(sequence: int, view: int | None) -> int:
+    """The ``Session.wire`` key of an event's frame for a view (``PUBLIC``, a spectator, a
+    seat): ordered by sequence, public first."""
+    return sequence << _VIEW_BITS | (0 if view == PUBLIC else 1 if view is None else view + 2)
+
+
 def framed_event(session: Session, logged: LoggedEvent, seat: int | None) -> bytes:
     """``event`` as ``seat`` sees it, serialized and framed as one entry of
     ``StreamEventsResponse.events``: converted once per recipient view (once for everyone
     when public) and shared by every stream of that view, the SubmitAction answer and the
     compaction (``Session.wire``, emptied as the events leave the live log)."""
-    key = (logged.event.sequence, view_key(session, logged, seat))
+    e = logged.event
+    body = e.body
+    if isinstance(body, _TABLE_BODIES) or session.rules.redact(body, seat) is body:
+        key = e.sequence << _VIEW_BITS  # view_key and wire_key, inlined: PUBLIC
+    else:
+        key = e.sequence << _VIEW_BITS | (1 if seat is None else seat + 2)
     framed = session.wire.get(key)
     if framed is None:
-        raw = event(session, logged, seat).SerializeToString()
+        raw = event_wire(session, logged, seat)
         framed = STREAM_EVENTS_TAG + varint(len(raw)) + raw
         if session.events and logged.sequence >= session.events[0].sequence:  # live log only
             session.wire[key] = framed

@@ -34,7 +34,7 @@ from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.registry import rules_for
-from tapis_service import compaction, metrics
+from tapis_service import compaction, logcontext, metrics
 from tapis_service.adapters import ADAPTERS
 from tapis_service.clock import Clock
 from tapis_service.errors import (
@@ -290,7 +290,7 @@ class GameHost:
             refusal = from_rule_error(error)
             refusal.logged = True  # one log line per refusal: the servicer does not repeat it
             raise refusal from error
-        metrics.ACTIONS.labels(session.rules.kind, "person").inc()
+        metrics.ACTIONS.inc(session.rules.kind, "person")
         if received is not None and isinstance(move, tbl.Act) \
                 and type(move.action).__name__ == "Slap":
             for logged in applied.events:
@@ -299,9 +299,10 @@ class GameHost:
         entry: dict[str, Any] = {"input": tbl.encode_input(session.rules, move), "now_ms": now}
         if request_id:
             entry["request_id"] = request_id
-        log.info("action_applied", game=session.game_id, seat=seat,
-                 action=_action_name(move), version=applied.version,
-                 events=len(applied.events))
+        if logcontext.per_action_lines:
+            log.info("action_applied", game=session.game_id, seat=seat,
+                     action=_action_name(move), version=applied.version,
+                     events=len(applied.events))
 
         def committed() -> None:
             if request_id:
@@ -356,20 +357,26 @@ class GameHost:
         upto = session.last_sequence
         pending = self.store.appended(session.game_id, session.journal_length, entry)
         self._checkpoint(session)
-
-        def on_commit() -> None:
-            if committed is not None:
-                committed()
-            _committed(session, upto)
-            if self.sessions.get(session.game_id) is session:
-                self._after_change(session)
-
-        done = self._after_write(pending, on_commit,
+        if pending is None:  # committed at once (the memory store): no future to settle
+            self._on_commit(session, upto, committed)
+            return None
+        done = self._after_write(pending,
+                                 functools.partial(self._on_commit, session, upto, committed),
                                  lambda error: self._store_failed(session, error))
         if done is not None:
             session.writes.add(done)
             done.add_done_callback(session.writes.discard)
         return done
+
+    def _on_commit(self, session: Session, upto: int,
+                   committed: Callable[[], None] | None) -> None:
+        """The store committed the input whose last event is ``upto``: ``committed``, then
+        publication, bots and timers (unless the session was discarded meanwhile)."""
+        if committed is not None:
+            committed()
+        _committed(session, upto)
+        if self.sessions.get(session.game_id) is session:
+            self._after_change(session)
 
     def _after_write(self, pending: Awaitable[None] | None, on_commit: Callable[[], None],
                      on_failure: Callable[[BaseException], None]
@@ -504,19 +511,27 @@ class GameHost:
 
     def _after_change(self, session: Session) -> None:
         self._publish(session)
-        if session.table.game_over(session.rules) or not session.table.started:
+        table = session.table
+        if not table.started or table.game_over(session.rules):
             session.cancel_timers()
             return
-        self._schedule_deadlines(session)
-        self._schedule_bots(session)
+        if table.deadlines or session.deadline_timers:
+            self._schedule_deadlines(session)
+        if session.bot_timers or table.seats is not session.seats_without_bots:
+            self._schedule_bots(session)
 
     def _publish(self, session: Session) -> None:
-        fresh = tuple(e for e in session.events_after(session.published_sequence)
-                      if e.sequence <= session.durable_sequence)
-        if fresh:
-            session.published_sequence = fresh[-1].sequence
-            session.publish(fresh)
-            compaction.compact_finished(session)
+        fresh = session.events_after(session.published_sequence)
+        if not fresh:
+            return
+        durable = session.durable_sequence
+        if fresh[-1].sequence > durable:  # the log is in sequence order: a durable prefix
+            fresh = [e for e in fresh if e.sequence <= durable]
+            if not fresh:
+                return
+        session.published_sequence = fresh[-1].sequence
+        session.publish(tuple(fresh))
+        compaction.compact_finished(session)
 
     def _schedule_deadlines(self, session: Session) -> None:
         wanted = set(session.table.deadlines)
@@ -532,6 +547,10 @@ class GameHost:
         for handle in session.bot_timers.values():
             handle.cancel()
         session.bot_timers.clear()
+        seats = session.table.seats
+        if not any(slot.bot_controlled for slot in seats):
+            session.seats_without_bots = seats  # nothing to schedule until the seats change
+            return
         delay = self.settings.bot_delay_ms
         for seat in tbl.pending_bot_seats(session.rules, session.table):
             jitter = int(delay * self._jitter.uniform(-0.2, 0.2)) if delay else 0
@@ -551,9 +570,10 @@ class GameHost:
         except RuleError:
             self._after_change(session)  # the world moved on; look again
             return
-        metrics.ACTIONS.labels(session.rules.kind, "server").inc()
-        log.info("server_move", game=session.game_id, seat=move.seat, input=type(move).__name__,
-                 version=applied.version)
+        metrics.ACTIONS.inc(session.rules.kind, "server")
+        if logcontext.per_action_lines:
+            log.info("server_move", game=session.game_id, seat=move.seat,
+                     input=type(move).__name__, version=applied.version)
         self._journal(session, {"input": tbl.encode_input(session.rules, move), "now_ms": now})
 
     # --- retention ---------------------------------------------------------------------------

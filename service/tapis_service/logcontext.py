@@ -10,6 +10,10 @@ from typing import Any
 _CONTEXT: ContextVar[dict[str, Any] | None] = ContextVar("tapis_log_context", default=None)
 _PROCESS: dict[str, Any] = {}
 """Bound for the whole process (a cluster node's id): on every line."""
+per_action_lines = True
+"""Whether the info lines written for every action (``action_applied``, ``server_move``) can
+be written at all: ``configure_logging`` turns it off for a level above info, where structlog
+would drop them anyway, so the hot path does not even build them."""
 
 
 def bind_process(**values: Any) -> None:

@@ -26,6 +26,8 @@ def configure_logging(level: str) -> None:
 
     structlog's fast path: lines below ``level`` cost one method call; a written line is
     rendered to bytes by orjson and written by a bytes logger (no str round trip)."""
+    number = logging.getLevelNamesMapping()[level.upper()]
+    logcontext.per_action_lines = number <= logging.INFO
     structlog.configure(
         processors=[
             logcontext.merge,
@@ -33,8 +35,7 @@ def configure_logging(level: str) -> None:
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.JSONRenderer(serializer=orjson.dumps),
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(
-            logging.getLevelNamesMapping()[level.upper()]),
+        wrapper_class=structlog.make_filtering_bound_logger(number),
         logger_factory=structlog.BytesLoggerFactory(file=sys.stderr.buffer),
         cache_logger_on_first_use=True,
     )

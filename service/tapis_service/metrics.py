@@ -7,7 +7,8 @@ import gc
 import time
 from typing import Any
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily
 
 
 class CachedCounter(Counter):
@@ -24,7 +25,35 @@ class CachedCounter(Counter):
         return child
 
 
-ACTIONS = CachedCounter("tapis_actions_total", "Inputs applied to tables", ["kind", "source"])
+class LoopCounter:
+    """A labelled counter incremented only from the event loop's thread: a plain integer per
+    label values (no lock, no child lookup: once per action), exported like a ``Counter``
+    (``<name>_total``) by the registry's collection, which reads a copy (``dict.copy`` is
+    atomic under the GIL, so the exporter's thread never sees the dict change under it)."""
+
+    def __init__(self, name: str, documentation: str, labelnames: list[str],
+                 registry: CollectorRegistry = REGISTRY) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = labelnames
+        self.counts: dict[tuple[str, ...], int] = {}
+        registry.register(self)
+
+    def inc(self, *values: str) -> None:
+        counts = self.counts
+        counts[values] = counts.get(values, 0) + 1
+
+    def value(self, *values: str) -> int:
+        return self.counts.get(values, 0)
+
+    def collect(self) -> list[CounterMetricFamily]:
+        family = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        for values, count in sorted(self.counts.copy().items()):
+            family.add_metric(values, count)
+        return [family]
+
+
+ACTIONS = LoopCounter("tapis_actions", "Inputs applied to tables", ["kind", "source"])
 REFUSALS = CachedCounter("tapis_refusals_total", "Requests refused, by gRPC code and reason",
                          ["code", "reason"])
 GAMES = Gauge("tapis_games", "Tables held in memory")

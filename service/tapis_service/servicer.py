@@ -222,15 +222,18 @@ class GameServicer(pb_grpc.GameServiceServicer):
                 stream.writing_since, stream.last = clock.now_ms(), last
                 yield convert.events_wire(session, chunk, seat)
                 stream.writing_since = None
+            pending = subscriber.pending
             while True:
-                batch = await subscriber.next()
+                while not pending:  # Subscriber.next, inlined (every message)
+                    await subscriber.arrival()
+                batch = pending.popleft()
                 if batch is None:
                     break
-                if batch[0].sequence <= last:
+                if batch[0].event.sequence <= last:
                     batch = tuple(e for e in batch if e.sequence > last)
                     if not batch:
                         continue
-                last = batch[-1].sequence
+                last = batch[-1].event.sequence
                 response = convert.events_wire(session, batch, seat)
                 if session.probes:
                     for logged in batch:

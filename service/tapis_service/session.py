@@ -12,11 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tapis_engine import table as tbl
+from tapis_engine.frozen import fast_init
 from tapis_engine.protocol import Rules
 from tapis_service.adapters import GameAdapter
 from tapis_service.clock import TimerHandle
 
+_AWAITED: dict[frozenset[int], tuple[int, ...]] = {}
+"""``to_act`` sets -> the awaited seats in order (shared tuples: few distinct sets)."""
 
+
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LoggedEvent:
     """A table event with the table version and awaited seats once its input was applied, and
@@ -47,6 +52,7 @@ class CompactedEvents:
     views: dict[int | None, int]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Applied:
     """The answer to an accepted input (kept for idempotent retries)."""
@@ -88,11 +94,17 @@ class Subscriber:
         resume by sequence)."""
         if self.overflowed or self.closed:
             return
-        if len(self.pending) >= self.capacity:
+        pending = self.pending
+        if len(pending) >= self.capacity:
             self.overflowed = True
             self._put(None)
             return
-        self._put(logged)
+        pending.append(logged)  # _put, inlined (every event of every stream)
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
 
     def close(self) -> None:
         """End the stream (server shutdown, game dropped)."""
@@ -100,14 +112,19 @@ class Subscriber:
             self.closed = True
             self._put(None)
 
+    def arrival(self) -> asyncio.Future[None]:
+        """A future set once something is queued: awaited while ``pending`` is empty (a bare
+        future, not a coroutine: one less object per message)."""
+        loop = self.loop
+        if loop is None:
+            loop = self.loop = asyncio.get_running_loop()
+        waiter = self.waiter = loop.create_future()
+        return waiter
+
     async def next(self) -> tuple[LoggedEvent, ...] | None:
         """The next change's events, waiting for one; None once the stream must end."""
         while not self.pending:
-            loop = self.loop
-            if loop is None:
-                loop = self.loop = asyncio.get_running_loop()
-            self.waiter = loop.create_future()
-            await self.waiter
+            await self.arrival()
         return self.pending.popleft()
 
 
@@ -125,9 +142,10 @@ class Session:
     """The live event log: the current game's events (and any not yet published); those of
     finished games move to ``compacted`` once published (see compaction.py)."""
     compacted: list[CompactedEvents] = field(default_factory=list)
-    wire: dict[tuple[int, int | None], bytes] = field(default_factory=dict)
+    wire: dict[int, bytes] = field(default_factory=dict)
     """(sequence, view) -> the live log's events as serialized stream frames, built once per
-    recipient view and shared by the streams, the SubmitAction answer and the compaction."""
+    recipient view and shared by the streams, the SubmitAction answer and the compaction
+    (keyed by ``convert.wire_key``: one integer, not a tuple, per lookup)."""
     request_ids: dict[int, dict[str, tuple[int, int, int]]] = field(default_factory=dict)
     """Seat -> request id -> (version, first and last event sequence) of its committed answer,
     for the life of the table (rebuilt from the journal after a restart)."""
@@ -149,16 +167,29 @@ class Session:
     """Event sequence -> perf_counter at the arrival of the slap that caused it (metrics)."""
     journal_length: int = 0
     """Inputs applied since creation (the journal's length)."""
+    seats_without_bots: tuple[tbl.SeatSlot, ...] | None = None
+    """The table's seats when last seen with no bot-controlled seat (the host then skips the
+    bot scheduling while they are the same object: seats are immutable)."""
 
     @property
     def last_sequence(self) -> int:
         return self.table.next_sequence - 1
 
     def awaiting(self) -> tuple[int, ...]:
-        state = self.table.state
-        if state is None or self.table.game_over(self.rules):
+        table = self.table
+        state = table.state
+        if state is None or table.abandoned:
             return ()
-        return tuple(sorted(self.rules.to_act(state)))
+        rules = self.rules
+        if rules.outcome(state) is not None:  # table.game_over, inlined (every action)
+            return ()
+        to_act = rules.to_act(state)
+        awaited = _AWAITED.get(to_act)
+        if awaited is None:
+            awaited = tuple(sorted(to_act))
+            if len(_AWAITED) < 4096:
+                _AWAITED[to_act] = awaited
+        return awaited
 
     def record(self, events: list[tbl.TableEvent],
                now_ms: int | None = None) -> tuple[LoggedEvent, ...]:
@@ -166,7 +197,8 @@ class Session:
         ``now_ms`` (by default the table's creation, whose events these are)."""
         awaiting = self.awaiting()
         time_ms = self.created_ms if now_ms is None else now_ms
-        logged = tuple(LoggedEvent(e, self.table.version, awaiting, time_ms) for e in events)
+        version = self.table.version
+        logged = tuple([LoggedEvent(e, version, awaiting, time_ms) for e in events])
         self.events.extend(logged)
         return logged
 
@@ -205,7 +237,10 @@ class Session:
         events = applied.events
         first = events[0].sequence if events else 1
         last = events[-1].sequence if events else 0
-        self.request_ids.setdefault(seat, {})[request_id] = (applied.version, first, last)
+        seen = self.request_ids.get(seat)
+        if seen is None:
+            seen = self.request_ids[seat] = {}
+        seen[request_id] = (applied.version, first, last)
 
     def publish(self, logged: tuple[LoggedEvent, ...]) -> None:
         for subscriber in list(self.subscribers):

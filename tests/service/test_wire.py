@@ -1,15 +1,28 @@
 """The fan-out's serialized answers: byte-built messages parse to exactly what the converters
-give, public events are serialized once for everyone, private ones once per seat."""
+give, public events are serialized once for everyone, private ones once per seat, and the
+hand-encoded events are byte for byte what protobuf serializes."""
 
 from __future__ import annotations
 
+import contextlib
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
+from tapis_engine import war
+from tapis_engine.cards import standard_deck
+from tapis_engine.errors import RuleError
+from tapis_engine.protocol import GameSetup, Outcome
 from tapis_engine.registry import rules_for
 from tapis_service import convert
+from tapis_service.adapters import ADAPTERS
+from tapis_service.adapters.war import WarAdapter
 from tapis_service.clock import ManualClock
 from tapis_service.host import GameHost
-from tapis_service.session import Session
+from tapis_service.session import LoggedEvent, Session
 from tests.conftest import TEST_SETTINGS
 
 
@@ -46,6 +59,22 @@ async def test_answers_and_stream_messages_parse_to_the_converted_events() -> No
         pb.SubmitActionResponse()
 
 
+def test_wire_keys_order_events_and_tell_every_view_apart() -> None:
+    widest = max(rules.max_seats for rules in map(rules_for, ADAPTERS) if rules is not None)
+    views: list[int | None] = [convert.PUBLIC, None, *range(widest)]
+    keys = [convert.wire_key(sequence, view) for sequence in (1, 2, 300) for view in views]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+
+
+async def test_frames_are_kept_under_their_view_key() -> None:
+    session = await _table("basra", 2, 7)
+    for logged in session.events_after(0):
+        for seat in (None, 0, 1):
+            framed = convert.framed_event(session, logged, seat)
+            key = convert.wire_key(logged.sequence, convert.view_key(session, logged, seat))
+            assert session.wire[key] is framed
+
+
 async def test_public_events_are_serialized_once_for_every_view() -> None:
     session = await _table("war", 2, 3)
     session.apply(tbl.Act(0, session.rules.legal_actions(session.table.state, 0)[0]), 0)
@@ -54,3 +83,114 @@ async def test_public_events_are_serialized_once_for_every_view() -> None:
         shared = convert.framed_event(session, logged, 0)
         assert convert.framed_event(session, logged, 1) is shared
         assert convert.framed_event(session, logged, None) is shared
+
+
+# --- hand-encoded events: byte for byte what protobuf serializes ----------------------------
+
+_SIZES = st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1))
+_SMALL = st.integers(0, 2**32 - 1)
+_CARDS = st.sampled_from(standard_deck())
+_WAR_EVENTS = st.one_of(
+    st.builds(war.CardRevealed, _SMALL, _CARDS, st.booleans(), _SIZES),
+    st.builds(war.TrickWon, _SMALL, _SMALL, _SIZES, _SIZES),
+    st.builds(war.BatailleAnnounced, _SMALL),
+    st.builds(war.Dealt, _SIZES, _SMALL),
+    st.builds(war.ShortBataille, st.none() | _SMALL, _SIZES),
+    st.builds(war.WarEnded, st.none() | _SMALL,
+              st.sampled_from(["target", "all_cards", "short_bataille", "draw"]), _SIZES,
+              _SIZES),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_WAR_EVENTS)
+def test_war_events_are_hand_encoded_as_protobuf_serializes_them(event: object) -> None:
+    adapter = WarAdapter()
+    assert adapter.event_wire(event) == adapter.event_to_proto(event).SerializeToString()
+
+
+def _session(kind: str, seats: int, seed: int, turn_time_ms: int = 0) -> Session:
+    rules = rules_for(kind)
+    assert rules is not None
+    setup = GameSetup(seats=seats, seed=seed, options=rules.default_options(), salt="s")
+    table, events = tbl.new_table(rules, setup, [None] * seats, turn_time_ms, 1_000)
+    session = Session(game_id="g", rules=rules, adapter=ADAPTERS[kind], table=table,
+                      created_ms=1_000, names=[f"p{seat} ✓" for seat in range(seats)])
+    session.record(events)
+    return session
+
+
+def _assert_hand_encoded(session: Session, logged: LoggedEvent) -> None:
+    for seat in (None, *range(len(session.table.seats))):
+        expected = convert.event(session, logged, seat).SerializeToString()
+        assert convert.event_wire(session, logged, seat) == expected, (logged, seat)
+
+
+_TABLE_BODIES = st.one_of(
+    st.builds(tbl.SeatClaimed, st.integers(0, 1)),
+    st.builds(tbl.GameStarted, _SMALL, _SMALL, st.text(max_size=70)),
+    st.builds(tbl.GameAbandoned, _SMALL),
+    st.builds(tbl.SeatTakenOver, st.integers(0, 1), st.booleans()),
+    st.builds(tbl.SeatReclaimed, st.integers(0, 1)),
+    st.builds(tbl.GameEnded, _SMALL,
+              st.builds(Outcome, st.tuples(st.integers(0, 1)),
+                        st.tuples(st.integers(-2**63, 2**63 - 1)), st.text(max_size=30)),
+              st.tuples(st.builds(tbl.GameRecord, _SMALL, st.integers(0, 2**64 - 1),
+                                  st.tuples(st.integers(0, 1)), st.tuples(st.integers(-9, 9)),
+                                  st.text(max_size=20)))),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(sequence=st.integers(1, 2**64 - 1), game_number=_SMALL,
+       version=st.integers(0, 2**64 - 1),
+       awaiting=st.lists(st.integers(0, 300), max_size=6).map(tuple),
+       time_ms=st.integers(-2**40, 2**45), body=_WAR_EVENTS | _TABLE_BODIES)
+def test_the_event_envelope_is_hand_encoded_as_protobuf_serializes_it(
+        sequence: int, game_number: int, version: int, awaiting: tuple[int, ...],
+        time_ms: int, body: object) -> None:
+    session = _session("war", 2, 1)
+    logged = LoggedEvent(tbl.TableEvent(sequence, game_number, body), version, awaiting,
+                         time_ms)
+    _assert_hand_encoded(session, logged)
+
+
+_KINDS = [("war", 2), ("bataille-corse", 2), ("bataille-corse", 4), ("boutons", 2),
+          ("basra", 2), ("basra", 4)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(game=st.sampled_from(_KINDS), seed=st.integers(0, 2**64 - 1), chooser=st.randoms(),
+       timed=st.booleans())
+def test_every_event_of_played_games_is_hand_encoded_as_protobuf_serializes_it(
+        game: tuple[str, int], seed: int, chooser: random.Random, timed: bool) -> None:
+    """Whole series (every game kind, seat and spectator views, timers, take-overs,
+    reclaims, next games, abandonment): each event's bytes are protobuf's."""
+    kind, seats = game
+    session = _session(kind, seats, seed, turn_time_ms=500 if timed else 0)
+    rules, now = session.rules, 2_000
+    for seat in range(seats):
+        session.apply(tbl.Claim(seat), now)
+    for _ in range(400):
+        now += chooser.randrange(0, 700)
+        table = session.table
+        if table.game_over(rules):
+            if table.game_number >= 3:
+                break
+            session.apply(tbl.NextGame(0), now)
+            continue
+        if chooser.random() < 0.002:
+            session.apply(tbl.Abandon(), now)
+            break
+        moves: list[tbl.Input] = [tbl.Act(s, a) for s in range(seats)
+                                  for a in rules.legal_actions(table.state, s)]
+        moves += [tbl.Timeout(s) for s, at in table.deadlines if at <= now]
+        moves += [tbl.Reclaim(s) for s, slot in enumerate(table.seats) if slot.taken_over]
+        moves += [tbl.BotMove(s) for s, slot in enumerate(table.seats) if slot.taken_over]
+        if not moves:
+            now += 1_000
+            continue
+        with contextlib.suppress(RuleError):  # a take-over's bot may have no move now
+            session.apply(chooser.choice(moves), now)
+    for logged in session.events:
+        _assert_hand_encoded(session, logged)

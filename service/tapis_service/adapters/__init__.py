@@ -44,6 +44,11 @@ class GameAdapter(Protocol):
         """An (already redacted) engine event as the game's Event message."""
         ...
 
+    def event_wire(self, event: Any) -> bytes:
+        """``event_to_proto(event).SerializeToString()`` (a game may write it by hand: this
+        runs for every event)."""
+        ...
+
     def view_to_proto(self, view: Any) -> Message:
         ...
 

@@ -67,6 +67,9 @@ class BasraAdapter:
             play.capture.CopyFrom(basra_pb2.BasraCapture(cards=cards_to_proto(action.capture)))
         return basra_pb2.BasraAction(play_card=play)
 
+    def event_wire(self, event: Any) -> bytes:
+        return self.event_to_proto(event).SerializeToString()
+
     def event_to_proto(self, event: Any) -> basra_pb2.BasraEvent:
         if isinstance(event, basra.CardPlayed):
             return basra_pb2.BasraEvent(card_played=basra_pb2.BasraCardPlayed(

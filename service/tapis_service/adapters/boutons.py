@@ -75,6 +75,9 @@ class BoutonsAdapter:
         return boutons_pb2.BoutonsAction(bet=boutons_pb2.BoutonsBet(
             colour=COLOUR_TO_PROTO[action.colour], card=card_to_proto(action.card)))
 
+    def event_wire(self, event: Any) -> bytes:
+        return self.event_to_proto(event).SerializeToString()
+
     def event_to_proto(self, event: Any) -> boutons_pb2.BoutonsEvent:
         e = boutons_pb2
         if isinstance(event, boutons.CardFlipped):

@@ -14,6 +14,7 @@ _SUIT_TO_PROTO = {"C": cards_pb2.SUIT_CLUBS, "D": cards_pb2.SUIT_DIAMONDS,
 _PROTO_TO_SUIT = {v: k for k, v in _SUIT_TO_PROTO.items() if k != JOKER_SUIT}
 
 _CACHE: dict[Card, cards_pb2.Card] = {}
+_WIRE: dict[Card, bytes] = {}
 
 
 def card_to_proto(card: Card) -> cards_pb2.Card:
@@ -23,6 +24,14 @@ def card_to_proto(card: Card) -> cards_pb2.Card:
         message = cards_pb2.Card(rank=card.rank, suit=_SUIT_TO_PROTO[card.suit])  # type: ignore[arg-type]
         _CACHE[card] = message
     return message
+
+
+def card_wire(card: Card) -> bytes:
+    """An engine card as a serialized ``tapis.v1.Card`` (cached: there are 53 of them)."""
+    wire = _WIRE.get(card)
+    if wire is None:
+        wire = _WIRE[card] = card_to_proto(card).SerializeToString()
+    return wire
 
 
 def cards_to_proto(cards: Iterable[Card]) -> list[cards_pb2.Card]:

@@ -91,6 +91,9 @@ class CorseAdapter:
                 slap=corse_pb2.BatailleCorseSlap(pile_sequence=action.pile_sequence))
         return corse_pb2.BatailleCorseAction(flip=corse_pb2.BatailleCorseFlip())
 
+    def event_wire(self, event: Any) -> bytes:
+        return self.event_to_proto(event).SerializeToString()
+
     def event_to_proto(self, event: Any) -> corse_pb2.BatailleCorseEvent:
         E = corse_pb2.BatailleCorseEvent
         if isinstance(event, corse.CardFlipped):

@@ -8,12 +8,57 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis_engine import war
 from tapis_engine.errors import Reason, invalid
-from tapis_service.adapters.cards import card_to_proto
+from tapis_service.adapters.cards import card_to_proto, card_wire
+from tapis_service.wire import flag, nested, optional_uint, packed, tag, uint, varint
 
 _END = {None: war_pb2.WAR_END_REASON_UNSPECIFIED, "target": war_pb2.WAR_END_REASON_TARGET,
         "all_cards": war_pb2.WAR_END_REASON_ALL_CARDS,
         "short_bataille": war_pb2.WAR_END_REASON_SHORT_BATAILLE,
         "draw": war_pb2.WAR_END_REASON_DRAW}
+
+
+_EVENT = war_pb2.WarEvent.DESCRIPTOR
+_REVEALED = war_pb2.WarCardRevealed.DESCRIPTOR
+_TRICK = war_pb2.WarTrickWon.DESCRIPTOR
+_BATAILLE = war_pb2.WarBatailleAnnounced.DESCRIPTOR
+_DEALT = war_pb2.WarDealt.DESCRIPTOR
+_SHORT = war_pb2.WarShortBataille.DESCRIPTOR
+_ENDED = war_pb2.WarEnded.DESCRIPTOR
+_K_REVEALED = tag(_EVENT, "card_revealed")
+_K_REVEALED_SEAT = tag(_REVEALED, "seat")
+_K_REVEALED_CARD = tag(_REVEALED, "card")
+_K_REVEALED_FACE_DOWN = tag(_REVEALED, "with_face_down")
+_K_REVEALED_SIZES = tag(_REVEALED, "deck_sizes")
+_REVEALED_FACE_DOWN = flag(_K_REVEALED_FACE_DOWN, True)
+_K_TRICK = tag(_EVENT, "trick_won")
+_K_TRICK_SEAT = tag(_TRICK, "seat")
+_K_TRICK_CARDS = tag(_TRICK, "cards")
+_K_TRICK_POINTS = tag(_TRICK, "points")
+_K_TRICK_SIZES = tag(_TRICK, "deck_sizes")
+_K_BATAILLE = tag(_EVENT, "bataille")
+_K_BATAILLE_COUNT = tag(_BATAILLE, "count")
+_K_DEALT = tag(_EVENT, "dealt")
+_K_DEALT_SIZES = tag(_DEALT, "deck_sizes")
+_K_DEALT_FIRST = tag(_DEALT, "first_seat")
+_K_SHORT = tag(_EVENT, "short_bataille")
+_K_SHORT_LOSER = tag(_SHORT, "loser")
+_K_SHORT_SIZES = tag(_SHORT, "deck_sizes")
+_K_ENDED = tag(_EVENT, "ended")
+_K_ENDED_WINNER = tag(_ENDED, "winner")
+_K_ENDED_REASON = tag(_ENDED, "reason")
+_K_ENDED_POINTS = tag(_ENDED, "points")
+_K_ENDED_SIZES = tag(_ENDED, "deck_sizes")
+
+
+_CARD_FIELDS: dict[Any, bytes] = {}
+
+
+def _card_field(card: Any) -> bytes:
+    """``WarCardRevealed.card``, encoded (cached per card)."""
+    field = _CARD_FIELDS.get(card)
+    if field is None:
+        field = _CARD_FIELDS[card] = nested(_K_REVEALED_CARD, card_wire(card))
+    return field
 
 
 def _laid(cards: tuple[war.Laid | None, ...]) -> list[war_pb2.WarLaidCard]:
@@ -75,6 +120,39 @@ class WarAdapter:
                 winner=event.winner, reason=_END[event.reason], points=event.points,
                 deck_sizes=event.deck_sizes))
         raise TypeError(f"not a War event: {event!r}")
+
+    def event_wire(self, event: Any) -> bytes:
+        """``event_to_proto(event).SerializeToString()``, written by hand (every action)."""
+        kind = type(event)
+        if kind is war.CardRevealed:  # the two hot ones: uint and flag inlined
+            seat = event.seat
+            return nested(_K_REVEALED, b"".join((
+                _K_REVEALED_SEAT + varint(seat) if seat else b"",
+                _card_field(event.card),
+                _REVEALED_FACE_DOWN if event.with_face_down else b"",
+                packed(_K_REVEALED_SIZES, event.deck_sizes))))
+        if kind is war.TrickWon:
+            seat, cards = event.seat, event.cards
+            return nested(_K_TRICK, b"".join((
+                _K_TRICK_SEAT + varint(seat) if seat else b"",
+                _K_TRICK_CARDS + varint(cards) if cards else b"",
+                packed(_K_TRICK_POINTS, event.points),
+                packed(_K_TRICK_SIZES, event.deck_sizes))))
+        if kind is war.BatailleAnnounced:
+            return nested(_K_BATAILLE, uint(_K_BATAILLE_COUNT, event.count))
+        if kind is war.Dealt:
+            return nested(_K_DEALT, packed(_K_DEALT_SIZES, event.deck_sizes)
+                          + uint(_K_DEALT_FIRST, event.first))
+        if kind is war.ShortBataille:
+            return nested(_K_SHORT, optional_uint(_K_SHORT_LOSER, event.loser)
+                          + packed(_K_SHORT_SIZES, event.deck_sizes))
+        if kind is war.WarEnded:
+            return nested(_K_ENDED, b"".join((
+                optional_uint(_K_ENDED_WINNER, event.winner),
+                uint(_K_ENDED_REASON, _END[event.reason]),
+                packed(_K_ENDED_POINTS, event.points),
+                packed(_K_ENDED_SIZES, event.deck_sizes))))
+        return self.event_to_proto(event).SerializeToString()
 
     def view_to_proto(self, view: war.WarView) -> war_pb2.WarView:
         return war_pb2.WarView(
