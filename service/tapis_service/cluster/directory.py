@@ -96,7 +96,10 @@ class Directory:
         another node is sweeping are skipped (``FOR UPDATE SKIP LOCKED``)."""
         async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
             rows = await connection.fetch(
-                f"WITH orphans AS (SELECT game_id FROM games WHERE NOT finished AND {_ORPHAN} "
+                # never this node's own tables: a heartbeat late under load must not make it
+                # "take over" what it holds (its renewal keeps them)
+                "WITH orphans AS (SELECT game_id FROM games WHERE NOT finished "
+                f"AND owner IS DISTINCT FROM $1 AND {_ORPHAN} "
                 "ORDER BY timed DESC, created_order LIMIT $2 FOR UPDATE SKIP LOCKED) "
                 "UPDATE games SET owner = $1, epoch = games.epoch + 1 FROM orphans "
                 "WHERE games.game_id = orphans.game_id RETURNING games.game_id, games.epoch",
