@@ -55,7 +55,9 @@ LIST_ADOPTS = 200
 """Orphan tables a ListGames takes over before listing, at most (the sweep takes the rest)."""
 CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
                    ("grpc.min_reconnect_backoff_ms", 100),
-                   ("grpc.max_reconnect_backoff_ms", 1000)]
+                   ("grpc.max_reconnect_backoff_ms", 1000),
+                   # a node gone without a reset (a machine lost): its tunnel ends within 30 s
+                   ("grpc.keepalive_time_ms", 20_000), ("grpc.keepalive_timeout_ms", 10_000)]
 _DROPPED_HEADERS = ("user-agent", FORWARDED, FORWARDED_FOR, LOCAL_ONLY)
 
 REQUESTS: dict[str, Any] = {
@@ -101,7 +103,10 @@ class ClusterNode:
                                    settings.node_ttl_s)
         self.leaving = False
         self._locks: dict[str, asyncio.Lock] = {}
-        self._routes: dict[str, str] = {}
+        self._routes: dict[str, tuple[str, float]] = {}
+        """game id -> (its owner's address, until when that is trusted without a look in the
+        directory: one TTL, so that a frozen owner whose connection stays open, a machine gone
+        without a reset, is looked past once its membership expires)."""
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._methods: dict[tuple[str, str], Any] = {}
         self._tunnels: dict[str, tunnel.TunnelClient] = {}
@@ -217,8 +222,8 @@ class ClusterNode:
         if game_id in self.host.sessions or not game_id:
             return None
         cached = self._routes.get(game_id)
-        if cached is not None and not forwarded:
-            return cached
+        if cached is not None and not forwarded and cached[1] > time.monotonic():
+            return cached[0]
         lock = self._locks.setdefault(game_id, asyncio.Lock())
         try:
             async with lock:
@@ -236,7 +241,8 @@ class ClusterNode:
                     if owner.alive and owner.address:
                         if forwarded:
                             raise table_moved(game_id)
-                        self._routes[game_id] = owner.address
+                        self._routes[game_id] = (owner.address,
+                                                 time.monotonic() + self.settings.node_ttl_s)
                         return owner.address
                     if self.leaving:
                         raise table_moved(game_id)
