@@ -18,7 +18,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -115,9 +114,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     data_dir = args.data_dir.resolve()
-    stop = threading.Event()
+    stopping: list[int] = []  # a signal handler only appends: it takes no lock
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, lambda signum, _: stopping.append(signum))
     postgres = start_postgres(data_dir)
     database_url = str(postgres.get_uri(DATABASE))
     processes: list[subprocess.Popen[bytes]] = []
@@ -136,7 +135,8 @@ def main(argv: list[str] | None = None) -> None:
         target = "ipv4:" + ",".join(f"{args.host}:{node['port']}" for node in nodes)
         print(json.dumps({"database_url": database_url, "target": target, "nodes": nodes}),
               flush=True)
-        while not stop.wait(0.5):
+        while not stopping:
+            time.sleep(0.2)
             for node, process in zip(nodes, processes, strict=True):
                 if process.poll() is not None and not node.get("exited"):
                     node["exited"] = process.returncode
