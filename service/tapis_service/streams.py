@@ -132,13 +132,14 @@ class StreamGuard:
             return
         stream.cut = True
         self.cut_count += 1
-        stream._abort = asyncio.ensure_future(_abort(stream.context, stream.last))
+        stream._abort = asyncio.ensure_future(end_too_slow(stream.context, stream.last))
         if stream.task is not None:
             stream.task.cancel()
         self.close_stream(stream)
 
 
-async def _abort(context: grpc.aio.ServicerContext, last: int) -> None:
+async def end_too_slow(context: grpc.aio.ServicerContext, last: int) -> None:
+    """End a stream cut for slowness from another task: ``too_slow(last)``, resumable."""
     try:
         await context.abort_with_status(to_status(too_slow(last), resume_at(last)))
     except Exception:  # abort_with_status raises AbortError once the status is queued

@@ -18,8 +18,8 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_service.cluster import tunnel
-from tapis_service.convert import varint
 from tapis_service.errors import ServiceError, to_status
+from tapis_service.wire import varint
 from tests.cluster.harness import Node
 from tests.cluster.play import Stats, auth, new_table
 from tests.limits.common import reason_of
@@ -116,6 +116,11 @@ class Owner:
         finally:
             self.streams_closed += 1
 
+    async def holding_a_call(self) -> None:
+        """Until a call has reached this end (it is being served)."""
+        while not self.tunnels or not any(t._calls for t in self.tunnels._open):
+            await asyncio.sleep(0)
+
     async def start(self) -> str:
         self.tunnels = tunnel.TunnelServer(
             {"JoinGame": self.refuse, "GetGame": self.echo, "SubmitAction": self.wait},
@@ -189,8 +194,7 @@ async def test_a_graceful_stop_answers_the_calls_received_then_closes(
     client = tunnel.TunnelClient(channel, KEY, FORWARDED)
     assert await client.call(GET, (), b"open") == b"echo:open"
     waiting = asyncio.ensure_future(client.call(SUBMIT, (), b"in flight"))
-    while not end.tunnels or not any(t._calls for t in end.tunnels._open):
-        await asyncio.sleep(0)  # until the owner has the call
+    await end.holding_a_call()
     assert end.tunnels is not None
     draining = asyncio.ensure_future(end.tunnels.drain(within_s=30))
     end.release.set()
@@ -207,8 +211,7 @@ async def test_calls_waiting_when_the_owner_goes_away_fail_as_unreachable(
     client = tunnel.TunnelClient(channel, KEY, FORWARDED)
     assert await client.call(GET, (), b"open") == b"echo:open"
     waiting = asyncio.ensure_future(client.call(SUBMIT, (), b"never answered"))
-    while not end.tunnels or not any(t._calls for t in end.tunnels._open):
-        await asyncio.sleep(0)
+    await end.holding_a_call()
     assert end.server is not None
     await end.server.stop(None)
     with pytest.raises(tunnel.TunnelBroken) as broken:
@@ -400,7 +403,7 @@ async def test_a_relayed_stream_too_slow_for_its_queue_resumes_after_its_last_me
     last = pb.StreamEventsResponse(events=[pb.Event(sequence=41), pb.Event(sequence=42)])
     node._cut_slow(context, serving,  # type: ignore[arg-type]
                    pb.StreamEventsRequest(game_id="g", after_sequence=7).SerializeToString(),
-                   [last.SerializeToString()] if seen else [])
+                   [last.SerializeToString() if seen else b""])
     await context.ended.wait()
     with pytest.raises(asyncio.CancelledError):
         await serving

@@ -35,7 +35,7 @@ from tapis_service.host import GameHost
 from tapis_service.postgres_store import PostgresStore
 from tapis_service.servicer import MAX_PAGE, GameServicer, page_bounds
 from tapis_service.settings import Settings
-from tapis_service.streams import resume_at, too_slow
+from tapis_service.streams import end_too_slow
 
 log = structlog.get_logger("tapis.cluster")
 
@@ -384,7 +384,7 @@ class ClusterNode:
                 started = time.perf_counter()
                 metadata = relayed_headers[-2:] if public else relayed_headers
                 try:
-                    if tunneled and len(raw) < tunnel.MAX_FRAME // 2:
+                    if tunneled and tunnel.fits(raw):
                         # the relay key went with the tunnel's opening: not with each call
                         answer: bytes = await self._tunnel(address).call(
                             method, metadata[:-2] + metadata[-1:], raw)
@@ -427,9 +427,9 @@ class ClusterNode:
                     await context.abort_with_status(to_status(table_moved(game_id)))
                 return
             forwards.inc()
-            last: list[bytes] = []
+            last = [b""]  # the last message relayed (where a cut one resumes)
             call: grpc.aio.Call | tunnel.RelayedStream
-            if self.settings.relay == "tunnel" and len(raw) < tunnel.MAX_FRAME // 2:
+            if self.settings.relay == "tunnel" and tunnel.fits(raw):
                 call = self._tunnel(address).stream(
                     relayed_headers[:-2] + relayed_headers[-1:], raw,
                     self.settings.stream_queue_size,
@@ -442,7 +442,7 @@ class ClusterNode:
             try:
                 try:
                     while (chunk := await call.read()) is not grpc.aio.EOF:
-                        last[:] = (chunk,)
+                        last[0] = chunk
                         yield chunk
                 except asyncio.CancelledError:
                     if call not in self._cut:
@@ -600,22 +600,15 @@ def _cut_slow(context: grpc.aio.ServicerContext, task: asyncio.Task[Any] | None,
     """A relayed stream whose client reads too slowly (its messages overflowed this node's
     queue): ended as the owner ends its own slow streams, STREAM_TOO_SLOW with the sequence to
     resume after."""
-    if last:
+    if last[0]:
         resume = pb.StreamEventsResponse.FromString(last[0]).events[-1].sequence
     else:
         resume = pb.StreamEventsRequest.FromString(request).after_sequence
-    ending = asyncio.ensure_future(_end_too_slow(context, resume))
+    ending = asyncio.ensure_future(end_too_slow(context, resume))
     _ENDING.add(ending)
     ending.add_done_callback(_ENDING.discard)
     if task is not None:
         task.cancel()
-
-
-async def _end_too_slow(context: grpc.aio.ServicerContext, resume: int) -> None:
-    try:
-        await context.abort_with_status(to_status(too_slow(resume), resume_at(resume)))
-    except Exception:  # abort_with_status raises once the status is queued
-        return
 
 
 def _page(request: pb.ListGamesRequest) -> tuple[int, int]:

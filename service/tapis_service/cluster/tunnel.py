@@ -53,7 +53,7 @@ MESSAGE = 0xFF
 MAX_QUEUED = 100_000
 """Frames an owner holds for a tunnel the relaying node does not read: beyond, it closes it."""
 MAX_FRAME = MAX_RECEIVE_MESSAGE_BYTES
-"""A request frame longer than this (the owner's receive limit) goes as a call of its own."""
+"""The owner's receive limit: no message of a tunnel is longer (but a single answer frame)."""
 DETAILS_BIN = "grpc-status-details-bin"
 
 _REQUEST = struct.Struct(">IBH")
@@ -69,6 +69,12 @@ StreamServe = Callable[[bytes, Any], AsyncIterator[bytes]]
 
 
 # --- frames -----------------------------------------------------------------------------------
+
+
+def fits(request: bytes) -> bool:
+    """Whether a request goes in a frame: with the client's headers (at most grpc's hard
+    metadata limit) it stays under ``MAX_FRAME``; a bigger one goes as a call of its own."""
+    return len(request) < MAX_FRAME // 2
 
 
 def encode_request(call_id: int, method: int, headers: Headers, request: bytes) -> bytes:
