@@ -59,7 +59,7 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
                                       r"recovery|gctune)\.py")),
     ("servicer glue", re.compile(r"tapis_service/(servicer|errors|server)\.py")),
     ("limits (interceptor, size checks, stream caps)",
-     re.compile(r"tapis_service/(interceptors|limits|streams|housekeeping)\.py")),
+     re.compile(r"tapis_service/(callguard|limits|streams|housekeeping)\.py")),
     ("asyncio wake-ups", re.compile(r"/asyncio/|_asyncio|uvloop|selectors\.py")),
     ("grpc (Cython), main thread", re.compile(r"grpc/")),
 ]

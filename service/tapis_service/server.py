@@ -13,14 +13,14 @@ import structlog
 from google.protobuf import descriptor, descriptor_pool
 from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from tapis.v1 import errors_pb2
 from tapis.v1 import game_service_pb2 as pb
+from tapis_service.callguard import CallGuard
 from tapis_service.clock import Clock, SystemClock
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
-from tapis_service.interceptors import CallGuard
 from tapis_service.limits import MAX_METADATA_BYTES, MAX_RECEIVE_MESSAGE_BYTES
 from tapis_service.servicer import GameServicer, add_to_server
 from tapis_service.settings import Settings
@@ -172,7 +172,8 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         host.join_key = shared_key
     await host.recover()
     guard = CallGuard(settings.max_in_flight)
-    server = grpc.aio.server(interceptors=[guard], options=server_options(settings))
+    server = grpc.aio.server(options=server_options(settings))
+    registry = guard.registering(server)  # every handler below is added guarded
     servicer = GameServicer(host, housekeeping=Housekeeping(host))
     cluster = None
     if settings.advertise:  # a cluster node routes every call (tapis_service/cluster/)
@@ -180,14 +181,16 @@ async def create_server(settings: Settings, clock: Clock | None = None,
 
         cluster = ClusterNode(settings, host, host.store)  # type: ignore[arg-type]
         await cluster.start()
-        server.add_generic_rpc_handlers(cluster.handlers(servicer))
+        registry.add_generic_rpc_handlers(cluster.handlers(servicer))
     else:
-        add_to_server(servicer, server)
+        add_to_server(servicer, registry)
     health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, registry)
+    # what reflection.enable_server_reflection does for a grpc.aio.Server (it tells one apart
+    # by its class, which the guarded registry does not have)
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(reflection.aio.ReflectionServicer(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-         reflection.SERVICE_NAME), server, pool=reflection_pool())
+         reflection.SERVICE_NAME), pool=reflection_pool()), registry)
     address = f"{settings.host}:{settings.port}"
     if settings.port and not _can_bind(settings.host, settings.port):
         raise CannotListen(f"cannot listen on {address} (is another server there?)")

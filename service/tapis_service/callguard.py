@@ -1,4 +1,4 @@
-"""Server interceptors: undecodable requests and the bound on calls in flight.
+"""The call guard: undecodable requests and the bound on calls in flight.
 
 grpc's method handlers decode the request before any servicer code runs, and a decoding error
 there comes back as ``UNKNOWN "Unexpected <class ...>"``. ``CallGuard`` gives every method a
@@ -7,14 +7,18 @@ decoder that never raises: bytes that do not decode become ``Undecodable``, answ
 the bound a call is answered at once with ``RESOURCE_EXHAUSTED`` / ``OVERLOADED`` (a client
 retries it with backoff) instead of queueing until the client's deadline cancels it. Streams
 are not counted here: they have their own caps (``tapis_service.streams``).
+
+The guard wraps each method handler once, as it is registered (``CallGuard.registering``), not
+as a server interceptor: grpc runs an interceptor's coroutine on every call, which cost about
+25 µs of server CPU per action (docs/performance.md).
 """
 
 from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, cast
 
 import grpc
 import structlog
@@ -66,30 +70,20 @@ async def _refuse(context: grpc.aio.ServicerContext, error: ServiceError) -> Non
     await context.abort_with_status(to_status(error))
 
 
-class CallGuard(grpc.aio.ServerInterceptor):
+class CallGuard:
     """Safe request decoding for every method, and at most ``max_in_flight`` unary calls."""
 
     def __init__(self, max_in_flight: int) -> None:
         self.max_in_flight = max_in_flight
         self.in_flight = 0
-        self._handlers: dict[str, grpc.RpcMethodHandler] = {}
 
-    async def intercept_service(
-        self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> Any:
-        method = handler_call_details.method
-        wrapped = self._handlers.get(method)
-        if wrapped is not None:
-            return wrapped
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return None
-        wrapped = self._wrap(method, handler)
-        self._handlers[method] = wrapped
-        return wrapped
+    def registering(self, server: grpc.aio.Server) -> grpc.aio.Server:
+        """``server`` as registration code sees it: every handler added through it is
+        guarded (the generated ``add_*_to_server`` functions, health, reflection)."""
+        return cast(grpc.aio.Server, _GuardedRegistration(self, server))
 
-    def _wrap(self, method: str, handler: Any) -> Any:
+    def wrap(self, method: str, handler: Any) -> Any:
+        """``handler`` (of ``method``, a full method name) guarded."""
         decode = safe_deserializer(handler.request_deserializer)
         if handler.unary_unary is not None:
             return handler._replace(request_deserializer=decode,
@@ -174,3 +168,40 @@ def _checked_requests(method: str, behavior: Callable[..., Any]) -> Callable[...
         return await result if inspect.isawaitable(result) else result
 
     return call
+
+
+class _GuardedGeneric(grpc.GenericRpcHandler):
+    """A generic handler whose method handlers are guarded (each wrapped once, by method)."""
+
+    def __init__(self, guard: CallGuard, inner: grpc.GenericRpcHandler) -> None:
+        self._guard = guard
+        self._inner = inner
+        self._handlers: dict[str, Any] = {}
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> Any:
+        method = handler_call_details.method
+        wrapped = self._handlers.get(method)
+        if wrapped is None:
+            handler = self._inner.service(handler_call_details)
+            if handler is None:
+                return None
+            wrapped = self._handlers[method] = self._guard.wrap(method, handler)
+        return wrapped
+
+
+class _GuardedRegistration:
+    """Stands in for the server while handlers are registered; adds them guarded."""
+
+    def __init__(self, guard: CallGuard, server: grpc.aio.Server) -> None:
+        self._guard = guard
+        self._server = server
+
+    def add_generic_rpc_handlers(self, handlers: Sequence[grpc.GenericRpcHandler]) -> None:
+        self._server.add_generic_rpc_handlers(
+            tuple(_GuardedGeneric(self._guard, handler) for handler in handlers))
+
+    def add_registered_method_handlers(self, service: str,
+                                       handlers: dict[str, grpc.RpcMethodHandler]) -> None:
+        self._server.add_registered_method_handlers(service, {
+            name: self._guard.wrap(f"/{service}/{name}", handler)
+            for name, handler in handlers.items()})
