@@ -58,6 +58,8 @@ class Recorder:
     messages: int = 0
     """Stream messages received while measuring (every seat's stream)."""
     refused: int = 0
+    client_cpu_s: float = 0.0
+    """The load generator's own CPU (every thread) over the measured window."""
     submit_ms: list[float] = field(default_factory=list)
     event_ms: list[float] = field(default_factory=list)
     slowest: list[tuple[float, float]] = field(default_factory=list)
@@ -308,12 +310,14 @@ async def measured(config: dict[str, Any], rec: Recorder, stop: asyncio.Event,
     await asyncio.sleep(config["warmup_s"])
     pid = config.get("server_pid")
     cpu_before = cpu_seconds(pid) if pid else 0.0
+    client_before = time.process_time()
     rec.measuring = True
     started = time.perf_counter()
     await asyncio.sleep(config["duration_s"])
     rec.measuring = False
     seconds = time.perf_counter() - started
     server_cpu_s = cpu_seconds(pid) - cpu_before if pid else None
+    rec.client_cpu_s = time.process_time() - client_before
     stop.set()
     for driver in drivers:
         if driver.done() and driver.exception() is not None:
@@ -359,6 +363,10 @@ async def run_actions(config: dict[str, Any]) -> dict[str, Any]:
     result["server_cpu_us_per_action"] = (
         round(server_cpu_s / rec.actions * 1e6, 1) if server_cpu_s is not None and rec.actions
         else None)
+    # what the generator itself spent per action: on 2 cores it shares the machine with the
+    # server, so a costlier client slows the server's core too (docs/performance.md)
+    result["client_cpu_us_per_action"] = (
+        round(rec.client_cpu_s / rec.actions * 1e6, 1) if rec.actions else None)
     return result
 
 

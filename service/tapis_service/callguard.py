@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import grpc
 import structlog
@@ -52,6 +52,25 @@ def safe_deserializer(parse: Deserializer | None) -> Deserializer | None:
             return UNDECODABLE
 
     return decode
+
+
+CHECKS_DECODING = "_tapis_checks_decoding"
+"""Set on a server-streaming behavior that refuses ``UNDECODABLE`` itself (``checks_decoding``):
+the guard then adds no generator around it (one less per message)."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def checks_decoding(behavior: F) -> F:
+    """Mark a server-streaming behavior (an async generator) that refuses an ``UNDECODABLE``
+    request itself, with ``invalid_request``."""
+    setattr(behavior, CHECKS_DECODING, True)
+    return behavior
+
+
+def invalid_request(method: str) -> ServiceError:
+    """The refusal of a request whose bytes are not a valid message of ``method``."""
+    return _invalid_request(method)
 
 
 def _invalid_request(method: str) -> ServiceError:
@@ -101,7 +120,21 @@ class CallGuard:
                                 stream_stream=_checked_requests(method, handler.stream_stream))
 
     def _unary(self, method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
-        async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        if inspect.iscoroutinefunction(behavior):
+            async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                if request is UNDECODABLE:
+                    await _refuse(context, _invalid_request(method))
+                if self.in_flight >= self.max_in_flight:
+                    await _refuse(context, _overloaded())
+                self.in_flight += 1
+                try:
+                    return await behavior(request, context)
+                finally:
+                    self.in_flight -= 1
+
+            return guarded
+
+        async def guarded_sync(request: Any, context: grpc.aio.ServicerContext) -> Any:
             if request is UNDECODABLE:
                 await _refuse(context, _invalid_request(method))
             if self.in_flight >= self.max_in_flight:
@@ -109,17 +142,17 @@ class CallGuard:
             self.in_flight += 1
             try:
                 result = behavior(request, context)
-                if inspect.isawaitable(result):
-                    result = await result
-                return result
+                return await result if inspect.isawaitable(result) else result
             finally:
                 self.in_flight -= 1
 
-        return guarded
+        return guarded_sync
 
 
 def _checked_stream(method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
     """A server-streaming behavior (an async generator, or a coroutine that writes)."""
+    if getattr(behavior, CHECKS_DECODING, False):
+        return behavior
     if inspect.isasyncgenfunction(behavior):
         async def generate(request: Any, context: grpc.aio.ServicerContext
                            ) -> AsyncIterator[Any]:

@@ -27,6 +27,16 @@ def bind(**values: Any) -> Token[dict[str, Any] | None]:
     return _CONTEXT.set({**current, **values} if current else values)
 
 
+def add(**values: Any) -> None:
+    """Add ``values`` to the context the current call bound (``bind`` made it for this call
+    alone), until that call's ``reset``: no second token to keep."""
+    current = _CONTEXT.get()
+    if current is None:
+        _CONTEXT.set(values)
+    else:
+        current.update(values)
+
+
 def reset(token: Token[dict[str, Any] | None]) -> None:
     _CONTEXT.reset(token)
 

@@ -15,6 +15,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_engine.errors import RuleError
 from tapis_service import compaction, convert, logcontext, metrics
+from tapis_service.callguard import UNDECODABLE, checks_decoding, invalid_request
 from tapis_service.errors import ServiceError, from_rule_error, invalid_argument, to_status
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
@@ -178,21 +179,20 @@ class GameServicer(pb_grpc.GameServiceServicer):
         request_id = convert.check_id(request.request_id, "request_id")
         move = convert.move_from_proto(session, seat, request.action)
         expected = request.expected_version if request.HasField("expected_version") else None
-        bound = logcontext.bind(seat=seat)
-        try:
-            applied = await self.host.submit(session, seat, move, request_id, expected,
-                                             received)
-        finally:
-            logcontext.reset(bound)
+        logcontext.add(seat=seat)  # until the wrapper's reset
+        applied = await self.host.submit(session, seat, move, request_id, expected, received)
         self.housekeeping.touched(session)
         return compaction.answer_wire(session, applied, seat)
 
+    @checks_decoding
     async def StreamEvents(  # type: ignore[override]
             self, request: pb.StreamEventsRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[bytes]:
         """Each message is a serialized ``StreamEventsResponse``, shared by every stream of
         the same view (see ``add_to_server``)."""
         try:
+            if request is UNDECODABLE:  # CallGuard's decoder: bytes that are no request
+                raise invalid_request("StreamEvents")
             check_sizes(request)
             check_game_id(request.game_id)
             session = self.host.get(request.game_id)
@@ -200,7 +200,8 @@ class GameServicer(pb_grpc.GameServiceServicer):
             stream = self.streams.open_stream(context.peer(), len(session.subscribers), context)
         except ServiceError as error:
             metrics.REFUSALS.labels(error.code.name, error.reason).inc()
-            bound = logcontext.bind(rpc="StreamEvents", game=clip(request.game_id))
+            bound = logcontext.bind(rpc="StreamEvents",
+                                    game=clip(getattr(request, "game_id", "")) or None)
             log.info("refused", code=error.code.name, reason=error.reason)
             logcontext.reset(bound)
             await context.abort_with_status(to_status(error))
