@@ -32,15 +32,28 @@ class Card(NamedTuple):
         return self.rank == JOKER
 
 
+_CANONICAL: dict[tuple[int, str], Card] = {
+    (rank, suit): Card(rank, suit) for suit in SUITS for rank in range(TWO, ACE + 1)}
+_CANONICAL[(JOKER, JOKER_SUIT)] = Card(JOKER, JOKER_SUIT)
+
+
+def card(rank: int, suit: str) -> Card:
+    """The card ``(rank, suit)``, as the one instance every deck shares (a game moves its cards
+    from tuple to tuple on every move: shared cards stay in the processor's cache, where 52
+    fresh ones per table would not). Equal to ``Card(rank, suit)`` in every way."""
+    found = _CANONICAL.get((rank, suit))
+    return found if found is not None else Card(rank, suit)
+
+
 def parse_card(text: str) -> Card:
     """Parse the compact form (``"10H"``, ``"AS"``, ``"JK"``); raise ValueError if malformed."""
     text = text.strip().upper()
     if text in ("JK", "JOKER"):
-        return Card(JOKER, JOKER_SUIT)
+        return card(JOKER, JOKER_SUIT)
     rank_name, suit = text[:-1], text[-1:]
     if suit not in SUITS or rank_name not in _NAME_TO_RANK or rank_name == "JK":
         raise ValueError(f"not a card: {text!r}")
-    return Card(_NAME_TO_RANK[rank_name], suit)
+    return card(_NAME_TO_RANK[rank_name], suit)
 
 
 def cards_to_text(cards: tuple[Card, ...] | list[Card]) -> list[str]:
@@ -55,17 +68,17 @@ def cards_from_text(texts: list[str]) -> tuple[Card, ...]:
 
 def standard_deck() -> tuple[Card, ...]:
     """The 52 cards, in a fixed order (by suit, then rank)."""
-    return tuple(Card(rank, suit) for suit in SUITS for rank in range(TWO, ACE + 1))
+    return tuple(card(rank, suit) for suit in SUITS for rank in range(TWO, ACE + 1))
 
 
 def deck_with_jokers() -> tuple[Card, ...]:
     """The 52 cards and two jokers."""
-    return (*standard_deck(), Card(JOKER, JOKER_SUIT), Card(JOKER, JOKER_SUIT))
+    return (*standard_deck(), card(JOKER, JOKER_SUIT), card(JOKER, JOKER_SUIT))
 
 
 def piquet_deck() -> tuple[Card, ...]:
     """The 32 cards from 7 to ace in each suit."""
-    return tuple(Card(rank, suit) for suit in SUITS for rank in range(SEVEN, ACE + 1))
+    return tuple(card(rank, suit) for suit in SUITS for rank in range(SEVEN, ACE + 1))
 
 
 def same_cards(a: tuple[Card, ...] | list[Card], b: tuple[Card, ...] | list[Card]) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from tapis.v1 import cards_pb2
-from tapis_engine.cards import JOKER, JOKER_SUIT, Card
+from tapis_engine.cards import JOKER, JOKER_SUIT, Card, card
 from tapis_engine.errors import Reason, invalid
 
 _SUIT_TO_PROTO = {"C": cards_pb2.SUIT_CLUBS, "D": cards_pb2.SUIT_DIAMONDS,
@@ -44,7 +44,7 @@ def card_from_proto(message: cards_pb2.Card) -> Card:
     if rank == JOKER:
         if message.suit != cards_pb2.SUIT_UNSPECIFIED:
             raise invalid(Reason.INVALID_ACTION, "a joker has no suit")
-        return Card(JOKER, JOKER_SUIT)
+        return card(JOKER, JOKER_SUIT)
     if not 2 <= rank <= 14 or message.suit not in _PROTO_TO_SUIT:
         raise invalid(Reason.INVALID_ACTION, "not a card: give a rank and a suit")
-    return Card(rank, _PROTO_TO_SUIT[message.suit])
+    return card(rank, _PROTO_TO_SUIT[message.suit])
