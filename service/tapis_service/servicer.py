@@ -293,13 +293,18 @@ def _passing_bytes(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
     return serializer
 
 
+BYTES_ANSWERS = frozenset({"SubmitAction", "StreamEvents"})
+"""Methods whose answers are always serialized bytes already: grpc sends them as they are."""
+
+
 def add_to_server(servicer: GameServicer, server: grpc.aio.Server) -> None:
     """Register the servicer as the generated code does, except that an answer may already be
     serialized bytes (the fan-out serializes each event once per view, not once per stream)."""
     registration = _Registration()
     pb_grpc.add_GameServiceServicer_to_server(servicer, registration)
     handlers = {name: handler._replace(
-                    response_serializer=_passing_bytes(handler.response_serializer))
+                    response_serializer=None if name in BYTES_ANSWERS
+                    else _passing_bytes(handler.response_serializer))
                 for name, handler in registration.handlers.items()}
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(SERVICE, handlers),))
