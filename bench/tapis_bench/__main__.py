@@ -49,7 +49,7 @@ class Plan:
 
 
 PLANS = {
-    "full": Plan(rounds=3, warmup_s=2, duration_s=8, games=64, channels=4, engine_s=3,
+    "full": Plan(rounds=5, warmup_s=2, duration_s=8, games=64, channels=4, engine_s=3,
                  scale_games=20_000, scale_rate=400, scale_s=60, kind_s=5,
                  curve=(1000, 5000), curve_s=20),
     "quick": Plan(rounds=1, warmup_s=0.7, duration_s=2.5, games=64, channels=4, engine_s=0.3,
