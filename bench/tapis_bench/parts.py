@@ -58,7 +58,7 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
     ("host/session logic", re.compile(r"tapis_service/(host|session|clock|ratelimit|store|"
                                       r"recovery|gctune)\.py")),
     ("servicer glue", re.compile(r"tapis_service/(servicer|errors|server)\.py")),
-    ("limits (interceptor, size checks, stream caps)",
+    ("limits (call guard, size checks, stream caps)",
      re.compile(r"tapis_service/(callguard|limits|streams|housekeeping)\.py")),
     ("asyncio wake-ups", re.compile(r"/asyncio/|_asyncio|uvloop|selectors\.py")),
     ("grpc (Cython), main thread", re.compile(r"grpc/")),
