@@ -9,8 +9,8 @@ retries it with backoff) instead of queueing until the client's deadline cancels
 are not counted here: they have their own caps (``tapis_service.streams``).
 
 The guard wraps each method handler once, as it is registered (``CallGuard.registering``), not
-as a server interceptor: grpc runs an interceptor's coroutine on every call, which cost about
-25 µs of server CPU per action (docs/performance.md).
+as a server interceptor, whose coroutine grpc runs on every call (a cost too small to measure
+against the machine's noise: docs/performance.md; it is simply less work).
 """
 
 from __future__ import annotations
