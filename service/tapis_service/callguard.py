@@ -70,10 +70,6 @@ def checks_decoding(behavior: F) -> F:
 
 def invalid_request(method: str) -> ServiceError:
     """The refusal of a request whose bytes are not a valid message of ``method``."""
-    return _invalid_request(method)
-
-
-def _invalid_request(method: str) -> ServiceError:
     return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST",
                         f"the request is not a valid {method.rsplit('/', 1)[-1]} message")
 
@@ -120,23 +116,9 @@ class CallGuard:
                                 stream_stream=_checked_requests(method, handler.stream_stream))
 
     def _unary(self, method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
-        if inspect.iscoroutinefunction(behavior):
-            async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                if request is UNDECODABLE:
-                    await _refuse(context, _invalid_request(method))
-                if self.in_flight >= self.max_in_flight:
-                    await _refuse(context, _overloaded())
-                self.in_flight += 1
-                try:
-                    return await behavior(request, context)
-                finally:
-                    self.in_flight -= 1
-
-            return guarded
-
-        async def guarded_sync(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             if request is UNDECODABLE:
-                await _refuse(context, _invalid_request(method))
+                await _refuse(context, invalid_request(method))
             if self.in_flight >= self.max_in_flight:
                 await _refuse(context, _overloaded())
             self.in_flight += 1
@@ -146,7 +128,7 @@ class CallGuard:
             finally:
                 self.in_flight -= 1
 
-        return guarded_sync
+        return guarded
 
 
 def _checked_stream(method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
@@ -157,7 +139,7 @@ def _checked_stream(method: str, behavior: Callable[..., Any]) -> Callable[..., 
         async def generate(request: Any, context: grpc.aio.ServicerContext
                            ) -> AsyncIterator[Any]:
             if request is UNDECODABLE:
-                await _refuse(context, _invalid_request(method))
+                await _refuse(context, invalid_request(method))
             async with contextlib.aclosing(behavior(request, context)) as responses:
                 async for response in responses:
                     yield response
@@ -166,7 +148,7 @@ def _checked_stream(method: str, behavior: Callable[..., Any]) -> Callable[..., 
 
     async def write(request: Any, context: grpc.aio.ServicerContext) -> Any:
         if request is UNDECODABLE:
-            await _refuse(context, _invalid_request(method))
+            await _refuse(context, invalid_request(method))
         result = behavior(request, context)
         return await result if inspect.isawaitable(result) else result
 
@@ -181,7 +163,7 @@ def _checked_requests(method: str, behavior: Callable[..., Any]) -> Callable[...
         async def read() -> AsyncIterator[Any]:
             async for request in requests:
                 if request is UNDECODABLE:
-                    await _refuse(context, _invalid_request(method))
+                    await _refuse(context, invalid_request(method))
                 yield request
 
         return read()
