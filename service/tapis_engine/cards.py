@@ -32,9 +32,9 @@ class Card(NamedTuple):
         return self.rank == JOKER
 
 
-_CANONICAL: dict[tuple[int, str], Card] = {
-    (rank, suit): Card(rank, suit) for suit in SUITS for rank in range(TWO, ACE + 1)}
-_CANONICAL[(JOKER, JOKER_SUIT)] = Card(JOKER, JOKER_SUIT)
+_STANDARD = tuple(Card(rank, suit) for suit in SUITS for rank in range(TWO, ACE + 1))
+_JOKER = Card(JOKER, JOKER_SUIT)
+_CANONICAL: dict[tuple[int, str], Card] = {c: c for c in (*_STANDARD, _JOKER)}
 
 
 def card(rank: int, suit: str) -> Card:
@@ -49,7 +49,7 @@ def parse_card(text: str) -> Card:
     """Parse the compact form (``"10H"``, ``"AS"``, ``"JK"``); raise ValueError if malformed."""
     text = text.strip().upper()
     if text in ("JK", "JOKER"):
-        return card(JOKER, JOKER_SUIT)
+        return _JOKER
     rank_name, suit = text[:-1], text[-1:]
     if suit not in SUITS or rank_name not in _NAME_TO_RANK or rank_name == "JK":
         raise ValueError(f"not a card: {text!r}")
@@ -68,17 +68,17 @@ def cards_from_text(texts: list[str]) -> tuple[Card, ...]:
 
 def standard_deck() -> tuple[Card, ...]:
     """The 52 cards, in a fixed order (by suit, then rank)."""
-    return tuple(card(rank, suit) for suit in SUITS for rank in range(TWO, ACE + 1))
+    return _STANDARD
 
 
 def deck_with_jokers() -> tuple[Card, ...]:
     """The 52 cards and two jokers."""
-    return (*standard_deck(), card(JOKER, JOKER_SUIT), card(JOKER, JOKER_SUIT))
+    return (*_STANDARD, _JOKER, _JOKER)
 
 
 def piquet_deck() -> tuple[Card, ...]:
     """The 32 cards from 7 to ace in each suit."""
-    return tuple(card(rank, suit) for suit in SUITS for rank in range(SEVEN, ACE + 1))
+    return tuple(c for c in _STANDARD if c.rank >= SEVEN)
 
 
 def same_cards(a: tuple[Card, ...] | list[Card], b: tuple[Card, ...] | list[Card]) -> bool:
