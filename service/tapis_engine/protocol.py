@@ -66,6 +66,9 @@ class Rules(Protocol[State, Action, Options]):
     """True when a timed-out seat stays with the bot until reclaimed (War); else one move only."""
     bot_strategies: tuple[str, ...]
     """Names of the server-side bots, the first being the default (e.g. ``("random", ...)``)."""
+    hides_events: bool
+    """False when ``redact`` gives every event back unchanged (no event ever carries a hidden
+    card): every recipient then sees every event alike."""
 
     def default_options(self) -> Options:
         """The options a game gets when the creator names none."""

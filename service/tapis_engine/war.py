@@ -142,6 +142,7 @@ class WarRules:
     """The rules of Bataille."""
 
     kind = "war"
+    hides_events = False
     min_seats = 2
     max_seats = 2
     bot_takes_over_on_timeout = True

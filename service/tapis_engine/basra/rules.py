@@ -112,6 +112,7 @@ class BasraRules:
     """The rules of Basra."""
 
     kind = "basra"
+    hides_events = True
     min_seats = 2
     max_seats = 4
     bot_takes_over_on_timeout = False

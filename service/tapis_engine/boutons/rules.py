@@ -70,6 +70,7 @@ class BoutonsRules:
     """The rules of La bataille des boutons."""
 
     kind = "boutons"
+    hides_events = False
     min_seats = 2
     max_seats = 4
     bot_takes_over_on_timeout = False

@@ -275,6 +275,7 @@ class CorseRules:
     """The rules of Bataille Corse."""
 
     kind = "bataille-corse"
+    hides_events = False
     min_seats = 2
     max_seats = 6
     bot_takes_over_on_timeout = False
