@@ -315,8 +315,9 @@ def event_wire(session: Session, logged: LoggedEvent, seat: int | None) -> bytes
     table_body = _table_body(session, body) if isinstance(body, _TABLE_EVENTS) else None
     if table_body is None:
         adapter = session.adapter
-        framed = wire.nested(_K_BODY[adapter.field],
-                             adapter.event_wire(session.rules.redact(body, seat)))
+        rules = session.rules
+        framed = wire.nested(_K_BODY[adapter.field], adapter.event_wire(
+            rules.redact(body, seat) if rules.hides_events else body))
     else:
         name, message = table_body
         framed = wire.nested(_K_BODY[name], message.SerializeToString())
@@ -345,7 +346,9 @@ ANSWER_EVENTS_TAG = b"\x12"
 def view_key(session: Session, logged: LoggedEvent, seat: int | None) -> int | None:
     """Whose view of the event ``seat`` gets: ``PUBLIC`` when everyone sees it alike."""
     body = logged.event.body
-    if isinstance(body, _TABLE_BODIES) or session.rules.redact(body, seat) is body:
+    rules = session.rules
+    if not rules.hides_events or isinstance(body, _TABLE_BODIES) \
+            or rules.redact(body, seat) is body:
         return PUBLIC
     return seat
 
@@ -367,7 +370,9 @@ def framed_event(session: Session, logged: LoggedEvent, seat: int | None) -> byt
     compaction (``Session.wire``, emptied as the events leave the live log)."""
     e = logged.event
     body = e.body
-    if isinstance(body, _TABLE_BODIES) or session.rules.redact(body, seat) is body:
+    rules = session.rules
+    if not rules.hides_events or isinstance(body, _TABLE_BODIES) \
+            or rules.redact(body, seat) is body:
         key = e.sequence << _VIEW_BITS  # view_key and wire_key, inlined: PUBLIC
     else:
         key = e.sequence << _VIEW_BITS | (1 if seat is None else seat + 2)
@@ -375,7 +380,8 @@ def framed_event(session: Session, logged: LoggedEvent, seat: int | None) -> byt
     if framed is None:
         raw = event_wire(session, logged, seat)
         framed = STREAM_EVENTS_TAG + varint(len(raw)) + raw
-        if session.events and logged.sequence >= session.events[0].sequence:  # live log only
+        events = session.events
+        if events and e.sequence >= events[0].event.sequence:  # live log only
             session.wire[key] = framed
     return framed
 
@@ -391,6 +397,9 @@ def answer_wire(session: Session, version: int, batch: Sequence[LoggedEvent],
                 seat: int | None, earlier: Sequence[bytes] = ()) -> bytes:
     """The serialized ``SubmitActionResponse``, built from the events the fan-out framed
     (after ``earlier``: frames of compacted events, for a retried answer)."""
+    if not earlier and len(batch) == 1 and version:  # most answers: one event
+        return b"".join((ANSWER_VERSION_TAG, varint(version), ANSWER_EVENTS_TAG,
+                         framed_event(session, batch[0], seat)[1:]))
     parts: list[bytes | memoryview] = [ANSWER_VERSION_TAG, varint(version)] if version else []
     for frame in earlier:
         parts.append(ANSWER_EVENTS_TAG)

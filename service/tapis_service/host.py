@@ -34,7 +34,7 @@ from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.registry import rules_for
-from tapis_service import compaction, logcontext, metrics
+from tapis_service import compaction, convert, logcontext, metrics
 from tapis_service.adapters import ADAPTERS
 from tapis_service.clock import Clock
 from tapis_service.errors import (
@@ -88,6 +88,9 @@ class GameHost:
         self.settings = settings
         self.clock = clock
         self.store: Store = store or MemoryStore()
+        self.keeps_journal = type(self.store) is not MemoryStore
+        """False for ``--store memory``, which keeps nothing: no journal entry nor snapshot
+        is built for it (a store derived from it may keep something: it gets them)."""
         self.sessions: OrderedDict[str, Session] = OrderedDict()
         self.tokens: dict[str, tuple[str, int]] = {}
         self.create_requests: dict[str, str] = {}
@@ -270,9 +273,33 @@ class GameHost:
             pending = session.pending.get((seat, request_id))
             if pending is not None:
                 await _answer(pending)
+        applied, done = self._play(session, seat, move, request_id, expected_version, received)
+        if done is not None:
+            await _answer(done)
+        return applied
+
+    def submit_now(self, session: Session, seat: int, move: tbl.Input, request_id: str,
+                   expected_version: int | None, received: float | None = None
+                   ) -> Applied | Awaitable[Applied]:
+        """``submit``, answered without a coroutine when nothing is to be waited for (the
+        store committed at once, no earlier call with the same request id in flight): the
+        ``Applied``, else an awaitable of it."""
+        if request_id and (seat, request_id) in session.pending:
+            return self.submit(session, seat, move, request_id, expected_version, received)
+        applied, done = self._play(session, seat, move, request_id, expected_version, received)
+        if done is None:
+            return applied
+        return _answered(done, applied)
+
+    def _play(self, session: Session, seat: int, move: tbl.Input, request_id: str,
+              expected_version: int | None, received: float | None
+              ) -> tuple[Applied, asyncio.Future[None] | None]:
+        """The answer to a person's input, applied and journaled (or remembered from an
+        earlier call with the same request id), and the commit to wait for, if any."""
+        if request_id:
             seen = session.remembered(seat, request_id)
             if seen is not None:
-                return seen
+                return seen, None
         if expected_version is not None and expected_version != session.table.version:
             raise ServiceError(
                 grpc.StatusCode.ABORTED, "STALE_VERSION",
@@ -296,9 +323,11 @@ class GameHost:
             for logged in applied.events:
                 if type(logged.event.body).__name__ == "PileWon":
                     session.probes[logged.sequence] = received
-        entry: dict[str, Any] = {"input": tbl.encode_input(session.rules, move), "now_ms": now}
-        if request_id:
-            entry["request_id"] = request_id
+        entry: dict[str, Any] = _NO_ENTRY
+        if self.keeps_journal:
+            entry = {"input": tbl.encode_input(session.rules, move), "now_ms": now}
+            if request_id:
+                entry["request_id"] = request_id
         if logcontext.per_action_lines:
             log.info("action_applied", game=session.game_id, seat=seat,
                      action=_action_name(move), version=applied.version,
@@ -309,11 +338,9 @@ class GameHost:
                 session.remember(seat, request_id, applied)
 
         done = self._journal(session, entry, committed)
-        if done is not None:
-            if request_id:
-                self._track(session, (seat, request_id), done)
-            await _answer(done)
-        return applied
+        if done is not None and request_id:
+            self._track(session, (seat, request_id), done)
+        return applied, done
 
     async def abandon(self, session: Session) -> None:
         """End a table nobody plays any more (housekeeping): the ``Abandon`` input, journaled
@@ -411,7 +438,8 @@ class GameHost:
         """Snapshot every N inputs and at game end; at game end, enforce the retention."""
         every = self.settings.snapshot_every
         finished = session.table.game_over(session.rules)
-        if finished or (every > 0 and session.journal_length % every == 0):
+        if self.keeps_journal and (finished or (every > 0
+                                                and session.journal_length % every == 0)):
             written = self.store.snapshot(session.game_id, session.journal_length,
                                           snapshot_data(session))
             if written is not None:  # a failed snapshot costs nothing: the journal has it all
@@ -525,12 +553,12 @@ class GameHost:
         if not fresh:
             return
         durable = session.durable_sequence
-        if fresh[-1].sequence > durable:  # the log is in sequence order: a durable prefix
+        if fresh[-1].event.sequence > durable:  # the log is in sequence order: a durable prefix
             fresh = [e for e in fresh if e.sequence <= durable]
             if not fresh:
                 return
-        session.published_sequence = fresh[-1].sequence
-        session.publish(tuple(fresh))
+        session.published_sequence = fresh[-1].event.sequence
+        _fan_out(session, tuple(fresh))
         compaction.compact_finished(session)
 
     def _schedule_deadlines(self, session: Session) -> None:
@@ -704,6 +732,36 @@ def store_refusal(error: StoreError) -> ServiceError:
         return ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
                             "another server took this table over; retry")
     return _store_unavailable()
+
+
+def _fan_out(session: Session, batch: tuple[LoggedEvent, ...]) -> None:
+    """Hand every stream of the table the change's events with their message as its seat
+    sees them: one message for everyone when the game hides nothing, else one per view."""
+    subscribers = list(session.subscribers)
+    if not subscribers:
+        return
+    if not session.rules.hides_events:
+        wire = convert.events_wire(session, batch, None)
+        for subscriber in subscribers:
+            subscriber.offer(batch, wire)
+        return
+    views: dict[int | None, bytes] = {}
+    for subscriber in subscribers:
+        seat = subscriber.seat
+        seen = views.get(seat)
+        if seen is None:
+            seen = views[seat] = convert.events_wire(session, batch, seat)
+        subscriber.offer(batch, seen)
+
+
+_NO_ENTRY: dict[str, Any] = {}
+"""The journal entry handed to a store that keeps nothing (``MemoryStore``): never filled."""
+
+
+async def _answered(done: asyncio.Future[None], applied: Applied) -> Applied:
+    """``applied``, once ``done`` (its commit) has settled as ``_answer`` answers it."""
+    await _answer(done)
+    return applied
 
 
 async def _answer(done: asyncio.Future[None]) -> None:

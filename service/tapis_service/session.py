@@ -64,6 +64,11 @@ class Applied:
     live log: its bytes come from ``Session.compacted``, before ``events``."""
 
 
+Queued = tuple[tuple[LoggedEvent, ...], bytes]
+"""What a stream's mailbox holds for one change: its events, and their serialized
+``StreamEventsResponse`` as the stream's seat sees them (built once, by the fan-out)."""
+
+
 class Subscriber:
     """One open event stream: a bounded mailbox fed by the session (lighter than an
     ``asyncio.Queue``: one deque and at most one waiting future)."""
@@ -76,12 +81,12 @@ class Subscriber:
         a ``getpid`` system call (a measurable share of a message's cost)."""
         self.seat = seat
         self.capacity = capacity
-        self.pending: deque[tuple[LoggedEvent, ...] | None] = deque()
+        self.pending: deque[Queued | None] = deque()
         self.waiter: asyncio.Future[None] | None = None
         self.overflowed = False
         self.closed = False
 
-    def _put(self, item: tuple[LoggedEvent, ...] | None) -> None:
+    def _put(self, item: Queued | None) -> None:
         self.pending.append(item)
         waiter = self.waiter
         if waiter is not None:
@@ -89,9 +94,10 @@ class Subscriber:
             if not waiter.done():
                 waiter.set_result(None)
 
-    def offer(self, logged: tuple[LoggedEvent, ...]) -> None:
-        """Queue the events of one change; past capacity the stream is cut off (it may
-        resume by sequence)."""
+    def offer(self, logged: tuple[LoggedEvent, ...], wire: bytes) -> None:
+        """Queue the events of one change, with their serialized ``StreamEventsResponse`` as
+        this stream's seat sees them; past capacity the stream is cut off (it may resume by
+        sequence)."""
         if self.overflowed or self.closed:
             return
         pending = self.pending
@@ -99,7 +105,7 @@ class Subscriber:
             self.overflowed = True
             self._put(None)
             return
-        pending.append(logged)  # _put, inlined (every event of every stream)
+        pending.append((logged, wire))  # _put, inlined (every event of every stream)
         waiter = self.waiter
         if waiter is not None:
             self.waiter = None
@@ -121,8 +127,9 @@ class Subscriber:
         waiter = self.waiter = loop.create_future()
         return waiter
 
-    async def next(self) -> tuple[LoggedEvent, ...] | None:
-        """The next change's events, waiting for one; None once the stream must end."""
+    async def next(self) -> Queued | None:
+        """The next change (its events and their bytes), waiting for one; None once the
+        stream must end."""
         while not self.pending:
             await self.arrival()
         return self.pending.popleft()
@@ -213,7 +220,7 @@ class Session:
         """The logged events with a sequence greater than ``sequence``."""
         if not self.events:
             return []
-        first = self.events[0].sequence
+        first = self.events[0].event.sequence
         start = max(0, sequence + 1 - first)
         return self.events[start:]
 
@@ -235,16 +242,12 @@ class Session:
     def remember(self, seat: int, request_id: str, applied: Applied) -> None:
         """Keep the answer to a committed input (three integers, for the table's life)."""
         events = applied.events
-        first = events[0].sequence if events else 1
-        last = events[-1].sequence if events else 0
+        first = events[0].event.sequence if events else 1
+        last = events[-1].event.sequence if events else 0
         seen = self.request_ids.get(seat)
         if seen is None:
             seen = self.request_ids[seat] = {}
         seen[request_id] = (applied.version, first, last)
-
-    def publish(self, logged: tuple[LoggedEvent, ...]) -> None:
-        for subscriber in list(self.subscribers):
-            subscriber.offer(logged)
 
     def cancel_timers(self) -> None:
         for handle in list(self.bot_timers.values()) + list(self.deadline_timers.values()):

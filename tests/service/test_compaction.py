@@ -94,9 +94,12 @@ async def test_private_views_are_kept_per_seat_byte_for_byte() -> None:
     for recipient, stream in streams.items():
         assert not stream.overflowed
         while stream.pending:
-            batch = stream.pending.popleft()
-            assert batch is not None
-            sent[recipient].extend(convert.framed_event(session, e, recipient) for e in batch)
+            queued = stream.pending.popleft()
+            assert queued is not None
+            batch, wire = queued
+            frames = [convert.framed_event(session, e, recipient) for e in batch]
+            assert wire == b"".join(frames)  # what the stream was handed, as it sees them
+            sent[recipient].extend(frames)
     compacted_upto = session.compacted[-1].last
     assert session.events[0].sequence == compacted_upto + 1
     assert len({session.compacted[-1].views[r] for r in recipients}) == 3  # private hands

@@ -77,6 +77,10 @@ def _laid(cards: tuple[war.Laid | None, ...]) -> list[war_pb2.WarLaidCard]:
     return out
 
 
+_REVEAL = war.Reveal()
+"""The one reveal (it has no fields): shared, not built for every action."""
+
+
 class WarAdapter:
     kind = war.RULES.kind
     proto_kind: int = pb.GAME_KIND_WAR
@@ -93,7 +97,7 @@ class WarAdapter:
     def action_from_proto(self, message: Any) -> war.Reveal:
         if message.WhichOneof("action") != "reveal":
             raise invalid(Reason.INVALID_ACTION, "a Bataille action must be `reveal`")
-        return war.Reveal()
+        return _REVEAL
 
     def action_to_proto(self, action: war.Reveal) -> war_pb2.WarAction:
         return war_pb2.WarAction(reveal=war_pb2.WarReveal())
