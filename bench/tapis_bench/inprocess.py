@@ -53,65 +53,81 @@ class _Context:
         raise RuntimeError(f"refused: {status.details}")
 
 
-async def _measure(seconds: float) -> dict[str, Any]:
-    host = GameHost(Settings(create_rate_per_s=0, allow_stacked_decks=True), SystemClock())
-    servicer = GameServicer(host)
-    tables: list[tuple[str, list[_Context]]] = []
-    for number in range(GAMES):
-        created = await servicer.CreateGame(pb.CreateGameRequest(
-            kind=pb.GAME_KIND_WAR, seats=2, seed=1000 + number), _Context(peer="ipv4:10.0.0.1:1"))
-        game_id = created.game.game_id
-        seats = []
-        for seat in range(2):
-            joined = await servicer.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=seat),
-                                             _Context())
-            peer = f"ipv4:127.0.0.1:{41000 + 2 * number + seat}"
-            seats.append(_Context(joined.seat_token, peer))
-        tables.append((game_id, seats))
-    received = [0]
+class Tables:
+    """``GAMES`` seeded War tables served in-process, both seats seated and streaming."""
 
-    async def consume(game_id: str, context: _Context) -> None:
-        async for _ in servicer.StreamEvents(pb.StreamEventsRequest(game_id=game_id), context):
-            received[0] += 1
+    def __init__(self) -> None:
+        self.host = GameHost(Settings(create_rate_per_s=0, allow_stacked_decks=True),
+                             SystemClock())
+        self.servicer = GameServicer(self.host)
+        self.tables: list[tuple[str, list[_Context]]] = []
+        self.received = 0
+        self.readers: list[asyncio.Future[None]] = []
+        self.request_id = 0
 
-    readers = [asyncio.ensure_future(consume(game_id, seat))
-               for game_id, seats in tables for seat in seats]
-    await asyncio.sleep(0.05)
-    actions = 0
-    cpu = 0.0
-    request_id = 0
+    async def open(self) -> None:
+        servicer = self.servicer
+        for number in range(GAMES):
+            created = await servicer.CreateGame(pb.CreateGameRequest(
+                kind=pb.GAME_KIND_WAR, seats=2, seed=1000 + number),
+                _Context(peer="ipv4:10.0.0.1:1"))
+            game_id = created.game.game_id
+            seats = []
+            for seat in range(2):
+                joined = await servicer.JoinGame(
+                    pb.JoinGameRequest(game_id=game_id, seat=seat), _Context())
+                peer = f"ipv4:127.0.0.1:{41000 + 2 * number + seat}"
+                seats.append(_Context(joined.seat_token, peer))
+            self.tables.append((game_id, seats))
+        self.readers = [asyncio.ensure_future(self._consume(game_id, seat))
+                        for game_id, seats in self.tables for seat in seats]
+        await asyncio.sleep(0.05)
 
-    async def one_round() -> bool:
-        """One action at each table still in play; False once every game is over."""
-        nonlocal actions, cpu, request_id
-        moved = False
-        for game_id, seats in tables:
-            session = host.sessions[game_id]
+    async def _consume(self, game_id: str, context: _Context) -> None:
+        request = pb.StreamEventsRequest(game_id=game_id)
+        async for _ in self.servicer.StreamEvents(request, context):
+            self.received += 1
+
+    async def one_round(self) -> tuple[int, float]:
+        """One action at each table still in play: (actions, this thread's CPU seconds over
+        them, each from its call until both streams took its message)."""
+        actions, cpu = 0, 0.0
+        for game_id, seats in self.tables:
+            session = self.host.sessions[game_id]
             awaited = session.awaiting()
             if not awaited:
                 continue
-            request_id += 1
+            self.request_id += 1
             request = pb.SubmitActionRequest(game_id=game_id, action=REVEAL,
-                                             request_id=f"r{request_id}",
+                                             request_id=f"r{self.request_id}",
                                              expected_version=session.table.version)
-            want = received[0] + 2
+            want = self.received + 2
             began = time.thread_time()
-            await servicer.SubmitAction(request, seats[awaited[0]])
-            while received[0] < want:
+            await self.servicer.SubmitAction(request, seats[awaited[0]])
+            while self.received < want:
                 await asyncio.sleep(0)
             cpu += time.thread_time() - began
             actions += 1
-            moved = True
-        return moved
+        return actions, cpu
 
+    def close(self) -> None:
+        for reader in self.readers:
+            reader.cancel()
+
+
+async def _measure(seconds: float) -> dict[str, Any]:
+    tables = Tables()
+    await tables.open()
     for _ in range(10):  # warm-up
-        await one_round()
+        await tables.one_round()
     actions, cpu = 0, 0.0
     ends = time.perf_counter() + seconds
-    while time.perf_counter() < ends and await one_round():
-        pass
-    for reader in readers:
-        reader.cancel()
+    while time.perf_counter() < ends:
+        done, spent = await tables.one_round()
+        if not done:
+            break
+        actions, cpu = actions + done, cpu + spent
+    tables.close()
     return {"service_us_per_action": round(cpu / max(actions, 1) * 1e6, 1), "actions": actions}
 
 
