@@ -381,7 +381,7 @@ class GameHost:
         its events are published and bots and timers re-armed. Returns the future of all that
         (None when the store committed at once), which fails with ``StoreError`` when the
         write is refused; it completes whether or not anyone still awaits it."""
-        upto = session.last_sequence
+        upto = session.table.next_sequence - 1  # session.last_sequence, inlined
         pending = self.store.appended(session.game_id, session.journal_length, entry)
         self._checkpoint(session)
         if pending is None:  # committed at once (the memory store): no future to settle
@@ -401,7 +401,8 @@ class GameHost:
         publication, bots and timers (unless the session was discarded meanwhile)."""
         if committed is not None:
             committed()
-        _committed(session, upto)
+        if upto > session.durable_sequence:  # _committed, inlined
+            session.durable_sequence = upto
         if self.sessions.get(session.game_id) is session:
             self._after_change(session)
 
