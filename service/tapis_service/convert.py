@@ -397,16 +397,13 @@ def answer_wire(session: Session, version: int, batch: Sequence[LoggedEvent],
                 seat: int | None, earlier: Sequence[bytes] = ()) -> bytes:
     """The serialized ``SubmitActionResponse``, built from the events the fan-out framed
     (after ``earlier``: frames of compacted events, for a retried answer)."""
-    if not earlier and len(batch) == 1 and version:  # most answers: one event
-        return b"".join((ANSWER_VERSION_TAG, varint(version), ANSWER_EVENTS_TAG,
-                         framed_event(session, batch[0], seat)[1:]))
-    parts: list[bytes | memoryview] = [ANSWER_VERSION_TAG, varint(version)] if version else []
+    parts = [ANSWER_VERSION_TAG, varint(version)] if version else []
     for frame in earlier:
         parts.append(ANSWER_EVENTS_TAG)
-        parts.append(memoryview(frame)[1:])
+        parts.append(frame[1:])
     for logged in batch:
         parts.append(ANSWER_EVENTS_TAG)
-        parts.append(memoryview(framed_event(session, logged, seat))[1:])
+        parts.append(framed_event(session, logged, seat)[1:])
     return b"".join(parts)
 
 

@@ -88,9 +88,9 @@ class GameHost:
         self.settings = settings
         self.clock = clock
         self.store: Store = store or MemoryStore()
-        self.keeps_journal = type(self.store) is not MemoryStore
-        """False for ``--store memory``, which keeps nothing: no journal entry nor snapshot
-        is built for it (a store derived from it may keep something: it gets them)."""
+        self.keeps_journal: bool = getattr(self.store, "keeps_journal", True)
+        """False for a store that keeps nothing (``--store memory``): no journal entry nor
+        snapshot is built for it."""
         self.sessions: OrderedDict[str, Session] = OrderedDict()
         self.tokens: dict[str, tuple[str, int]] = {}
         self.create_requests: dict[str, str] = {}
@@ -381,7 +381,7 @@ class GameHost:
         its events are published and bots and timers re-armed. Returns the future of all that
         (None when the store committed at once), which fails with ``StoreError`` when the
         write is refused; it completes whether or not anyone still awaits it."""
-        upto = session.table.next_sequence - 1  # session.last_sequence, inlined
+        upto = session.last_sequence
         pending = self.store.appended(session.game_id, session.journal_length, entry)
         self._checkpoint(session)
         if pending is None:  # committed at once (the memory store): no future to settle
@@ -401,8 +401,7 @@ class GameHost:
         publication, bots and timers (unless the session was discarded meanwhile)."""
         if committed is not None:
             committed()
-        if upto > session.durable_sequence:  # _committed, inlined
-            session.durable_sequence = upto
+        _committed(session, upto)
         if self.sessions.get(session.game_id) is session:
             self._after_change(session)
 
@@ -737,22 +736,15 @@ def store_refusal(error: StoreError) -> ServiceError:
 
 def _fan_out(session: Session, batch: tuple[LoggedEvent, ...]) -> None:
     """Hand every stream of the table the change's events with their message as its seat
-    sees them: one message for everyone when the game hides nothing, else one per view."""
-    subscribers = list(session.subscribers)
-    if not subscribers:
-        return
-    if not session.rules.hides_events:
-        wire = convert.events_wire(session, batch, None)
-        for subscriber in subscribers:
-            subscriber.offer(batch, wire)
-        return
-    views: dict[int | None, bytes] = {}
-    for subscriber in subscribers:
-        seat = subscriber.seat
-        seen = views.get(seat)
-        if seen is None:
-            seen = views[seat] = convert.events_wire(session, batch, seat)
-        subscriber.offer(batch, seen)
+    sees them, built once per view (once for everyone when the game hides nothing)."""
+    public = not session.rules.hides_events
+    messages: dict[int | None, bytes] = {}
+    for subscriber in list(session.subscribers):
+        view = None if public else subscriber.seat
+        message = messages.get(view)
+        if message is None:
+            message = messages[view] = convert.events_wire(session, batch, view)
+        subscriber.offer(batch, message)
 
 
 _NO_ENTRY: dict[str, Any] = {}

@@ -17,7 +17,7 @@ from tapis_engine.errors import RuleError
 from tapis_service import compaction, convert, logcontext, metrics
 from tapis_service.callguard import UNDECODABLE, checks_decoding, invalid_request
 from tapis_service.errors import ServiceError, from_rule_error, invalid_argument, to_status
-from tapis_service.host import GameHost, token_hash
+from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
 from tapis_service.ratelimit import PeerLimits
@@ -67,21 +67,16 @@ def unary(method: Callable[..., Awaitable[R]]) -> Callable[..., Awaitable[R]]:
                 check_game_id(game_id)
             return await method(self, request, context)
         except (RuleError, ServiceError) as error:
-            await _refuse(error, context)
+            refusal = _refusal(error)
+            metrics.REFUSALS.labels(refusal.code.name, refusal.reason).inc()
+            if not refusal.logged:  # else an action_refused line said it all
+                log.info("refused", code=refusal.code.name, reason=refusal.reason)
+            await context.abort_with_status(to_status(refusal))
             raise AssertionError("unreachable") from error
         finally:
             logcontext.reset(bound)
 
     return wrapper
-
-
-async def _refuse(error: RuleError | ServiceError, context: grpc.aio.ServicerContext) -> None:
-    """Answer the call with ``error``'s status (counted, and logged unless it was already)."""
-    refusal = _refusal(error)
-    metrics.REFUSALS.labels(refusal.code.name, refusal.reason).inc()
-    if not refusal.logged:  # else an action_refused line said it all
-        log.info("refused", code=refusal.code.name, reason=refusal.reason)
-    await context.abort_with_status(to_status(refusal))
 
 
 def page_bounds(request: pb.ListGamesRequest) -> tuple[int, int]:
@@ -164,48 +159,33 @@ class GameServicer(pb_grpc.GameServiceServicer):
         seat = self._seat(session, context)
         return pb.GetGameResponse(game=convert.view(session, seat))
 
+    @unary
     async def SubmitAction(  # type: ignore[override]
             self, request: pb.SubmitActionRequest, context: grpc.aio.ServicerContext) -> bytes:
-        """The answer is the serialized ``SubmitActionResponse`` (see ``add_to_server``).
-
-        The hot path: what ``unary`` does for the other RPCs is written out here, and a
-        store that commits at once is answered without a coroutine below this one."""
+        """The answer is the serialized ``SubmitActionResponse`` (see ``add_to_server``); a
+        store that commits at once answers without a coroutine below this one."""
         received = time.perf_counter()
-        game_id = request.game_id
-        bound = logcontext.bind(rpc="SubmitAction", game=clip(game_id))
-        try:
-            check_sizes(request)  # before any other work
-            check_game_id(game_id)
-            session = self.host.get(game_id)
-            token = _token(context)
-            if token is None:
-                raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, "TOKEN_REQUIRED",
-                                   "acting needs your seat token (authorization: Bearer <token>)")
-            owner = self.host.tokens.get(token_hash(token))  # host.seat_of, inlined
-            if owner is not None and owner[0] == game_id:
-                seat: int | None = owner[1]
-            else:  # refused, as seat_of refuses it (a wrong token counts against the peer)
-                seat = self._seat(session, context, token)
-            assert seat is not None
-            if request.HasField("seat") and request.seat != seat:
-                raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, "NOT_YOUR_SEAT",
-                                   f"your token is for seat {seat}, not seat {request.seat}")
-            if not request.HasField("action"):
-                raise invalid_argument("INVALID_ACTION", "the request has no action")
-            request_id = convert.check_id(request.request_id, "request_id")
-            move = convert.move_from_proto(session, seat, request.action)
-            expected = request.expected_version if request.HasField("expected_version") else None
-            logcontext.add(seat=seat)
-            applied = self.host.submit_now(session, seat, move, request_id, expected, received)
-            if not isinstance(applied, Applied):  # a store that commits later: wait for it
-                applied = await applied
-            self.housekeeping.touched(session)
-            return compaction.answer_wire(session, applied, seat)
-        except (RuleError, ServiceError) as error:
-            await _refuse(error, context)
-            raise AssertionError("unreachable") from error
-        finally:
-            logcontext.reset(bound)
+        session = self.host.get(request.game_id)
+        token = _token(context)
+        if token is None:
+            raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, "TOKEN_REQUIRED",
+                               "acting needs your seat token (authorization: Bearer <token>)")
+        seat = self._seat(session, context, token)
+        assert seat is not None
+        if request.HasField("seat") and request.seat != seat:
+            raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, "NOT_YOUR_SEAT",
+                               f"your token is for seat {seat}, not seat {request.seat}")
+        if not request.HasField("action"):
+            raise invalid_argument("INVALID_ACTION", "the request has no action")
+        request_id = convert.check_id(request.request_id, "request_id")
+        move = convert.move_from_proto(session, seat, request.action)
+        expected = request.expected_version if request.HasField("expected_version") else None
+        logcontext.add(seat=seat)  # until the wrapper's reset
+        applied = self.host.submit_now(session, seat, move, request_id, expected, received)
+        if not isinstance(applied, Applied):  # a store that commits later: wait for it
+            applied = await applied
+        self.housekeeping.touched(session)
+        return compaction.answer_wire(session, applied, seat)
 
     @checks_decoding
     async def StreamEvents(  # type: ignore[override]
@@ -248,7 +228,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
                 stream.writing_since = None
             pending = subscriber.pending
             while True:
-                while not pending:  # Subscriber.next, inlined (every message)
+                while not pending:  # wait for the next change (None: the stream must end)
                     await subscriber.arrival()
                 queued = pending.popleft()
                 if queued is None:

@@ -127,13 +127,6 @@ class Subscriber:
         waiter = self.waiter = loop.create_future()
         return waiter
 
-    async def next(self) -> Queued | None:
-        """The next change (its events and their bytes), waiting for one; None once the
-        stream must end."""
-        while not self.pending:
-            await self.arrival()
-        return self.pending.popleft()
-
 
 @dataclass
 class Session:

@@ -78,6 +78,9 @@ class Store(Protocol):
 class MemoryStore:
     """Keeps nothing: ``--store memory``."""
 
+    keeps_journal = False
+    """The host builds no journal entry nor snapshot for it (``GameHost.keeps_journal``)."""
+
     def created(self, game_id: str, record: JSON) -> None:
         return None
 
