@@ -45,7 +45,7 @@ test: setup
 	$(BIN)/python -m pytest $(ARGS)
 
 lint: setup
-	$(BIN)/ruff check service clients tests tools
+	$(BIN)/ruff check service clients tests tools bench
 	$(BIN)/mypy
 	cd protos && ../$(BIN)/buf lint
 	cd protos && ../$(BIN)/buf breaking --against baseline.binpb

@@ -32,10 +32,13 @@ class Plan:
     """How long and how big each benchmark runs."""
 
     rounds: int
-    """Bare, memory and SQLite runs alternate this many times (the machine is shared and
-    noisy: each figure is the median over the rounds)."""
+    """The cluster's servers take turns this many times (each figure is the median)."""
     warmup_s: float
     duration_s: float
+    turns: int
+    """The War load's servers (bare, memory, SQLite) take turns this many times, ``turn_s``
+    each, under one load generator (``load.run_interleaved``)."""
+    turn_s: float
     games: int
     channels: int
     engine_s: float
@@ -49,13 +52,16 @@ class Plan:
 
 
 PLANS = {
-    "full": Plan(rounds=5, warmup_s=2, duration_s=8, games=64, channels=4, engine_s=3,
+    "full": Plan(rounds=5, warmup_s=2, duration_s=8, turns=20, turn_s=2.0, games=64,
+                 channels=4, engine_s=3,
                  scale_games=20_000, scale_rate=400, scale_s=60, kind_s=5,
                  curve=(1000, 5000), curve_s=20),
-    "quick": Plan(rounds=1, warmup_s=0.7, duration_s=2.5, games=64, channels=4, engine_s=0.3,
+    "quick": Plan(rounds=1, warmup_s=0.7, duration_s=2.5, turns=3, turn_s=0.8, games=64,
+                  channels=4, engine_s=0.3,
                   scale_games=1000, scale_rate=200, scale_s=5, kind_s=1,
                   curve=(200,), curve_s=3),
-    "smoke": Plan(rounds=1, warmup_s=0.3, duration_s=0.5, games=4, channels=1, engine_s=0.05,
+    "smoke": Plan(rounds=1, warmup_s=0.3, duration_s=0.5, turns=1, turn_s=0.3, games=4,
+                  channels=1, engine_s=0.05,
                   scale_games=20, scale_rate=20, scale_s=0.5, kind_s=0.3, curve=(), curve_s=0.5),
 }
 CURVE_PNG = Path(__file__).resolve().parents[2] / "docs" / "scale_curve.png"
@@ -146,17 +152,6 @@ def action_load(port: int, plan: Plan, server_kind: str, kind: str = "war",
                  "server_pid": pid})
 
 
-def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each figure's median over the rounds (the rounds themselves kept under ``rounds``)."""
-    merged: dict[str, Any] = dict(runs[0])
-    for key, value in runs[0].items():
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            values = [r[key] for r in runs if r[key] is not None]
-            merged[key] = statistics.median(values) if values else None
-    merged["rounds"] = runs
-    return merged
-
-
 def run(plan: Plan, profile: bool) -> dict[str, Any]:
     from tapis_engine.registry import GAMES
 
@@ -172,30 +167,33 @@ def run(plan: Plan, profile: bool) -> dict[str, Any]:
     results: dict[str, Any] = {"notes": []}
     sides = ["bare", "memory"] + (["sqlite"] if durable_store else [])
     begin(f"War actions, {plan.games} games in flight, 2 streams each: "
-          f"{' / '.join(sides)} alternating, {plan.rounds} round(s)")
-    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+          f"{' / '.join(sides)} taking {plan.turns} turns of {plan.turn_s} s each")
     per_kind: dict[str, Any] = {}
     wanted = {side: ("bare", "") if side == "bare" else ("tapis", side) for side in sides}
     with servers(wanted) as running:
-        for number in range(plan.rounds):
-            for side in sides:
-                port, pid = running[side]
-                figures = action_load(port, plan, "bare" if side == "bare" else "tapis",
-                                      pid=pid)
-                runs[side].append(figures)
-                progress(f"    round {number + 1} {side:>6}: {figures['actions_per_s']} "
-                         f"actions/s, submit p50 {figures['submit_p50_ms']} ms, "
-                         f"event p99 {figures['event_p99_ms']} ms, server CPU "
-                         f"{figures['server_cpu_us_per_action']} µs/action")
+        together = load({
+            "mode": "interleaved", "kind": "war", "games": plan.games, "seats": 2,
+            "channels": plan.channels, "warmup_s": plan.warmup_s, "turns": plan.turns,
+            "turn_s": plan.turn_s,
+            "sides": [{"name": side, "server": wanted[side][0],
+                       "target": f"127.0.0.1:{running[side][0]}",
+                       "server_pid": running[side][1]} for side in sides]})
+        for side in sides:
+            figures = together[side]
+            turns = ", ".join(str(t["server_cpu_us_per_action"]) for t in figures["rounds"])
+            progress(f"    {side:>6}: {figures['actions_per_s']} actions/s, submit p50 "
+                     f"{figures['submit_p50_ms']} ms, event p99 {figures['event_p99_ms']} ms, "
+                     f"server CPU {figures['server_cpu_us_per_action']} µs/action "
+                     f"(turns: {turns})")
         for kind in sorted(GAMES):
             if kind == "war":
                 continue
             begin(f"{kind} actions (GetGame to pick, then SubmitAction), --store memory")
             per_kind[kind] = action_load(running["memory"][0], plan, "tapis", kind, plan.kind_s)
             progress(f"    {per_kind[kind]['actions_per_s']} actions/s")
-    bare, war = median_of(runs["bare"]), median_of(runs["memory"])
+    bare, war = together["bare"], together["memory"]
     per_kind = {"war": war, **per_kind}
-    durable = median_of(runs["sqlite"]) if durable_store else None
+    durable = together["sqlite"] if durable_store else None
     if not durable_store:
         results["notes"].append("durable_throughput_ratio: tapis_service.sqlite_store does not "
                                 "exist yet; measured automatically once it does")
@@ -229,11 +227,15 @@ def run(plan: Plan, profile: bool) -> dict[str, Any]:
              f"{service['service_us_per_action']} µs/War action (runs {service['runs_us']})")
 
     server_cpu = war["server_cpu_us_per_action"]
+    by_turn: list[float] = []  # memory ÷ bare, turn by turn (neighbouring turns)
+    for ours, theirs in zip(war["rounds"], bare["rounds"], strict=True):
+        value = ratio(ours["server_cpu_us_per_action"], theirs["server_cpu_us_per_action"])
+        if value is not None:
+            by_turn.append(value)
     results.update({
         "server_cpu_ratio": ratio(server_cpu, bare["server_cpu_us_per_action"]),
-        "server_cpu_ratio_by_round": [
-            ratio(ours["server_cpu_us_per_action"], theirs["server_cpu_us_per_action"])
-            for ours, theirs in zip(runs["memory"], runs["bare"], strict=True)],
+        "server_cpu_ratio_by_round": by_turn,
+        "server_cpu_ratio_median_of_rounds": statistics.median(by_turn) if by_turn else None,
         "engine_share": ratio(engine_figures["war"]["us_per_action"], server_cpu, 3),
         "action_throughput_ratio": ratio(war["actions_per_s"], bare["actions_per_s"]),
         "action_p50_ratio": ratio(war["submit_p50_ms"], bare["submit_p50_ms"]),

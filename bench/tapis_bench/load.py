@@ -6,6 +6,8 @@ Modes:
   stream open; each game submits its next action as soon as the previous one's answer is back
   and its events reached every seat's stream. Against ``bare`` the same loop calls the bare
   server's Submit, which pushes one message to each of the game's streams.
+* ``interleaved``: the ``actions`` load against several servers at once, taking turns of a
+  few seconds (``run_interleaved``): the side-by-side figures of ``make bench``.
 * ``scale``: create ``games`` two-seat games, open both streams of each, then submit a light
   open-loop action load and measure SubmitAction latency at that size.
 
@@ -98,6 +100,43 @@ class Arrivals:
                 self.done.set_result(None)
 
 
+class Gate:
+    """Lets a side's games act only while it is open (``interleaved`` mode): ``async with
+    gate`` around each action; ``close`` returns once the actions in flight are done."""
+
+    def __init__(self, is_open: bool = True) -> None:
+        self._open = asyncio.Event()
+        if is_open:
+            self._open.set()
+        self.in_flight = 0
+        self._drained: asyncio.Future[None] | None = None
+
+    async def __aenter__(self) -> None:
+        while not self._open.is_set():  # closed again before this waiter ran: wait on
+            await self._open.wait()
+        self.in_flight += 1
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.in_flight -= 1
+        drained = self._drained
+        if not self.in_flight and drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def open(self) -> None:
+        self._open.set()
+
+    async def close(self) -> None:
+        self._open.clear()
+        if self.in_flight:
+            self._drained = asyncio.get_running_loop().create_future()
+            await self._drained
+            self._drained = None
+
+
+OPEN = Gate()
+"""The gate of every mode but ``interleaved``: always open."""
+
+
 async def _consume(stream: AsyncIterator[Any], on_message: Callable[[Any], None]) -> None:
     try:
         async for message in stream:
@@ -117,7 +156,8 @@ def _bare_arrival(arrivals: Arrivals, seat: int) -> Callable[[bytes], None]:
 
 
 async def bare_game(channel: grpc.aio.Channel, index: int, seats: int, rec: Recorder,
-                    stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
+                    stop: asyncio.Event, tasks: list[asyncio.Task[None]],
+                    gate: Gate = OPEN) -> None:
     game_id = index.to_bytes(16, "big")
     submit = channel.unary_unary(SUBMIT)
     arrivals = Arrivals(seats)
@@ -128,16 +168,17 @@ async def bare_game(channel: grpc.aio.Channel, index: int, seats: int, rec: Reco
     await asyncio.sleep(0.2)  # the streams are registered before the first push
     version = 0
     while not stop.is_set():
-        version += 1
-        started = time.perf_counter()
-        waiting = arrivals.expect(version, started)
-        await submit(game_id + struct.pack(">Q", version))
-        answered = time.perf_counter()
-        await asyncio.wait_for(waiting, 30)
-        if rec.measuring:
-            rec.actions += 1
-            rec.submit_ms.append((answered - started) * 1000)
-            rec.event_ms.extend(arrivals.latencies)
+        async with gate:
+            version += 1
+            started = time.perf_counter()
+            waiting = arrivals.expect(version, started)
+            await submit(game_id + struct.pack(">Q", version))
+            answered = time.perf_counter()
+            await asyncio.wait_for(waiting, 30)
+            if rec.measuring:
+                rec.actions += 1
+                rec.submit_ms.append((answered - started) * 1000)
+                rec.event_ms.extend(arrivals.latencies)
 
 
 # --- the service ---------------------------------------------------------------------------
@@ -259,31 +300,37 @@ async def submit(game: Game, seat: int, action: pb.Action) -> pb.SubmitActionRes
 
 
 async def tapis_game(game: Game, kind: str, rec: Recorder, stop: asyncio.Event,
-                     rng: random.Random) -> None:
+                     rng: random.Random, gate: Gate = OPEN) -> None:
     while not stop.is_set():
-        picked = await next_action(game, kind, rng)
-        if picked is None:  # nobody to move (real-time kinds): look again shortly
-            await asyncio.sleep(0.001)
-            game.awaiting = tuple(range(len(game.tokens)))
-            continue
-        seat, action = picked
-        started = time.perf_counter()
-        # an accepted action gives version + 1 (the request carries expected_version)
-        waiting = game.arrivals.expect(game.version + 1, started)
-        try:
-            await submit(game, seat, action)
-        except grpc.aio.AioRpcError as error:
-            if error.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION,
-                                grpc.StatusCode.RESOURCE_EXHAUSTED):
-                rec.refused += 1
-                continue
-            raise
-        answered = time.perf_counter()
-        await asyncio.wait_for(waiting, 30)
-        if rec.measuring:
-            rec.actions += 1
-            rec.submit_ms.append((answered - started) * 1000)
-            rec.event_ms.extend(game.arrivals.latencies)
+        async with gate:
+            await _tapis_action(game, kind, rec, rng)
+
+
+async def _tapis_action(game: Game, kind: str, rec: Recorder, rng: random.Random) -> None:
+    """One action of a game, recorded when measuring."""
+    picked = await next_action(game, kind, rng)
+    if picked is None:  # nobody to move (real-time kinds): look again shortly
+        await asyncio.sleep(0.001)
+        game.awaiting = tuple(range(len(game.tokens)))
+        return
+    seat, action = picked
+    started = time.perf_counter()
+    # an accepted action gives version + 1 (the request carries expected_version)
+    waiting = game.arrivals.expect(game.version + 1, started)
+    try:
+        await submit(game, seat, action)
+    except grpc.aio.AioRpcError as error:
+        if error.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION,
+                            grpc.StatusCode.RESOURCE_EXHAUSTED):
+            rec.refused += 1
+            return
+        raise
+    answered = time.perf_counter()
+    await asyncio.wait_for(waiting, 30)
+    if rec.measuring:
+        rec.actions += 1
+        rec.submit_ms.append((answered - started) * 1000)
+        rec.event_ms.extend(game.arrivals.latencies)
 
 
 # --- modes ------------------------------------------------------------------------------------
@@ -330,17 +377,18 @@ async def measured(config: dict[str, Any], rec: Recorder, stop: asyncio.Event,
     return seconds, server_cpu_s
 
 
-async def run_actions(config: dict[str, Any]) -> dict[str, Any]:
-    channels = _channels(config["target"], config["channels"])
-    rec = Recorder()
-    stop = asyncio.Event()
-    tasks: list[asyncio.Task[None]] = []
+async def start_games(config: dict[str, Any], target: str, server: str, rec: Recorder,
+                      stop: asyncio.Event, tasks: list[asyncio.Task[None]],
+                      gate: Gate = OPEN) -> tuple[list[grpc.aio.Channel], list[asyncio.Task[None]]]:
+    """``games`` games against ``server`` (``bare`` or ``tapis``) at ``target``, their streams
+    open and their drivers acting whenever ``gate`` is open: (the channels, the drivers)."""
+    channels = _channels(target, config["channels"])
     drivers: list[asyncio.Task[None]] = []
     games, seats = config["games"], config["seats"]
-    if config["server"] == "bare":
+    if server == "bare":
         for i in range(games):
             drivers.append(asyncio.create_task(
-                bare_game(channels[i % len(channels)], i, seats, rec, stop, tasks)))
+                bare_game(channels[i % len(channels)], i, seats, rec, stop, tasks, gate)))
     else:
         stubs = [pb_grpc.GameServiceStub(c) for c in channels]
         opened = await asyncio.gather(*(
@@ -352,8 +400,18 @@ async def run_actions(config: dict[str, Any]) -> dict[str, Any]:
         await asyncio.sleep(0.2)
         for i, game in enumerate(opened):
             drivers.append(asyncio.create_task(
-                tapis_game(game, config["kind"], rec, stop, random.Random(i))))
+                tapis_game(game, config["kind"], rec, stop, random.Random(i), gate)))
+    return channels, drivers
+
+
+async def run_actions(config: dict[str, Any]) -> dict[str, Any]:
+    rec = Recorder()
+    stop = asyncio.Event()
+    tasks: list[asyncio.Task[None]] = []
+    channels, drivers = await start_games(config, config["target"], config["server"], rec,
+                                          stop, tasks)
     seconds, server_cpu_s = await measured(config, rec, stop, drivers, tasks, channels)
+    games, seats = config["games"], config["seats"]
     result = _summary(rec, seconds)
     result.update(games=games, seats=seats, streams=games * seats,
                   stream_retries=STREAM_RETRIES[0])
@@ -368,6 +426,92 @@ async def run_actions(config: dict[str, Any]) -> dict[str, Any]:
     result["client_cpu_us_per_action"] = (
         round(rec.client_cpu_s / rec.actions * 1e6, 1) if rec.actions else None)
     return result
+
+
+@dataclass
+class Side:
+    """One server of an ``interleaved`` run, with its games and what its turns measured."""
+
+    name: str
+    pid: int
+    rec: Recorder
+    gate: Gate
+    seconds: float = 0.0
+    server_cpu_s: float = 0.0
+    client_cpu_s: float = 0.0
+    turns: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def run_interleaved(config: dict[str, Any]) -> dict[str, Any]:
+    """The same action load against several servers (``sides``: name, server, target,
+    server_pid) taking turns of ``turn_s`` seconds, ``turns`` turns each, in a rotating order.
+
+    Only one side acts at a time (the others' games wait, streams open), and a turn ends once
+    its actions in flight are answered and their events delivered, so each turn's server CPU
+    (from /proc) and actions are that server's alone. Turns of a few seconds put every server
+    under the same drift of a shared machine: its figures over all turns are set side by side.
+    """
+    stop = asyncio.Event()
+    tasks: list[asyncio.Task[None]] = []
+    sides: list[Side] = []
+    channels: list[grpc.aio.Channel] = []
+    drivers: list[asyncio.Task[None]] = []
+    for spec in config["sides"]:
+        side = Side(spec["name"], spec["server_pid"], Recorder(), Gate(is_open=False))
+        opened, driving = await start_games(config, spec["target"], spec["server"], side.rec,
+                                            stop, tasks, side.gate)
+        channels += opened
+        drivers += driving
+        sides.append(side)
+    for side in sides:  # warm-up, not measured
+        side.gate.open()
+        await asyncio.sleep(config["warmup_s"])
+        await side.gate.close()
+    for turn in range(config["turns"]):
+        shift = turn % len(sides)
+        for side in sides[shift:] + sides[:shift]:
+            actions = side.rec.actions
+            cpu, client, began = cpu_seconds(side.pid), time.process_time(), time.perf_counter()
+            side.rec.measuring = True
+            side.gate.open()
+            await asyncio.sleep(config["turn_s"])
+            await side.gate.close()  # its actions in flight answered, their events delivered
+            side.rec.measuring = False
+            seconds = time.perf_counter() - began
+            server_cpu_s = cpu_seconds(side.pid) - cpu
+            side.seconds += seconds
+            side.server_cpu_s += server_cpu_s
+            side.client_cpu_s += time.process_time() - client
+            done = side.rec.actions - actions
+            side.turns.append({
+                "actions": done, "seconds": round(seconds, 3),
+                "actions_per_s": round(done / seconds, 1),
+                "server_cpu_us_per_action": round(server_cpu_s / done * 1e6, 1)
+                if done else None})
+    stop.set()
+    for driver in drivers:
+        if driver.done() and driver.exception() is not None:
+            raise driver.exception()  # type: ignore[misc]
+        driver.cancel()
+    for task in tasks:
+        task.cancel()
+    for channel in channels:
+        await channel.close()
+    figures: dict[str, Any] = {}
+    for side in sides:
+        rec = side.rec
+        result = _summary(rec, side.seconds)
+        result.update(games=config["games"], seats=config["seats"],
+                      streams=config["games"] * config["seats"],
+                      stream_retries=STREAM_RETRIES[0],
+                      server_cpu_s=round(side.server_cpu_s, 3),
+                      server_cpu_us_per_action=round(side.server_cpu_s / rec.actions * 1e6, 1)
+                      if rec.actions else None,
+                      client_cpu_us_per_action=round(side.client_cpu_s / rec.actions * 1e6, 1)
+                      if rec.actions else None,
+                      rounds=side.turns)
+        figures[side.name] = result
+    return figures
 
 
 async def run_scale(config: dict[str, Any]) -> dict[str, Any]:
@@ -504,7 +648,8 @@ def gc_pauses(metrics_port: int | None) -> dict[str, Any]:
 def main() -> None:
     raise_fd_limit()
     config = json.loads(sys.argv[1])
-    runner = run_scale if config["mode"] == "scale" else run_actions
+    runner = {"scale": run_scale, "interleaved": run_interleaved}.get(config["mode"],
+                                                                     run_actions)
     print(json.dumps(asyncio.run(runner(config))))
 
 

@@ -141,10 +141,11 @@ def measure(side: str, port: int, pid: int, seconds: float, rate: int,
     samples = sum(counts.values()) or 1
     for name, count in counts.items():
         parts[name] = round(main_us * count / samples, 1)
-    others: Counter[str] = Counter()
+    others: dict[str, float] = {}
     for thread, seconds_used in spent.items():
         if thread != main_name:
-            others[thread.split(" ", 1)[1]] += seconds_used
+            name = thread.split(" ", 1)[1]
+            others[name] = others.get(name, 0.0) + seconds_used
     for name, seconds_used in others.items():
         parts[f"thread {name}"] = round(per_action * seconds_used / total, 1)
     return {"server_cpu_us_per_action": per_action, "actions_per_s": figures["actions_per_s"],
