@@ -235,7 +235,8 @@ def run(plan: Plan, profile: bool) -> dict[str, Any]:
     results.update({
         "server_cpu_ratio": ratio(server_cpu, bare["server_cpu_us_per_action"]),
         "server_cpu_ratio_by_round": by_turn,
-        "server_cpu_ratio_median_of_rounds": statistics.median(by_turn) if by_turn else None,
+        "server_cpu_ratio_median_of_rounds": round(statistics.median(by_turn), 2)
+        if by_turn else None,
         "engine_share": ratio(engine_figures["war"]["us_per_action"], server_cpu, 3),
         "action_throughput_ratio": ratio(war["actions_per_s"], bare["actions_per_s"]),
         "action_p50_ratio": ratio(war["submit_p50_ms"], bare["submit_p50_ms"]),
@@ -283,6 +284,12 @@ def table(results: dict[str, Any]) -> str:
 
     row("server CPU µs per action (every thread, /proc)", bare["server_cpu_us_per_action"],
         war["server_cpu_us_per_action"], "server_cpu_ratio")
+    turns = results["server_cpu_ratio_by_round"]
+    if turns:
+        rows.append((f"the same, turn by turn ({len(turns)} turns): median (range)", "", "",
+                     f"`server_cpu_ratio_median_of_rounds` = "
+                     f"{results['server_cpu_ratio_median_of_rounds']} "
+                     f"({min(turns)}-{max(turns)})", "", ""))
     row(f"actions/s (War, {bare['games']} games × 2 streams)",
         bare["actions_per_s"], war["actions_per_s"],
         "action_throughput_ratio")
