@@ -32,7 +32,8 @@ class Plan:
     """How long and how big each benchmark runs."""
 
     rounds: int
-    """The cluster's servers take turns this many times (each figure is the median)."""
+    """The cluster benchmark's rounds: each of its servers measured alone this many times,
+    ``duration_s`` each (each figure is the median over the rounds)."""
     warmup_s: float
     duration_s: float
     turns: int

@@ -365,16 +365,45 @@ async def measured(config: dict[str, Any], rec: Recorder, stop: asyncio.Event,
     seconds = time.perf_counter() - started
     server_cpu_s = cpu_seconds(pid) - cpu_before if pid else None
     rec.client_cpu_s = time.process_time() - client_before
+    await shut_down(stop, drivers, tasks, channels, wait_s=5)
+    return seconds, server_cpu_s
+
+
+async def shut_down(stop: asyncio.Event, drivers: list[asyncio.Task[None]],
+                    tasks: list[asyncio.Task[None]], channels: list[grpc.aio.Channel],
+                    wait_s: float = 0) -> None:
+    """Stop the drivers (raising the first one's failure), their streams and channels; give
+    the drivers up to ``wait_s`` to end their action in flight first."""
     stop.set()
     for driver in drivers:
         if driver.done() and driver.exception() is not None:
             raise driver.exception()  # type: ignore[misc]
-    await asyncio.wait(drivers, timeout=5)
+    if wait_s:
+        await asyncio.wait(drivers, timeout=wait_s)
     for task in tasks + drivers:
         task.cancel()
     for channel in channels:
         await channel.close()
-    return seconds, server_cpu_s
+
+
+def per_action_us(seconds: float | None, actions: int) -> float | None:
+    """``seconds`` spread over ``actions``, in µs (None without either)."""
+    return round(seconds / actions * 1e6, 1) if seconds is not None and actions else None
+
+
+def figures_of(config: dict[str, Any], rec: Recorder, seconds: float,
+               server_cpu_s: float | None) -> dict[str, Any]:
+    """A measured load's figures: latencies and rate, the server's CPU per action (every
+    thread, the steadier figure on a shared machine: time it spends preempted is not counted)
+    and the generator's own (on 2 cores a costlier client slows the server's core too)."""
+    games, seats = config["games"], config["seats"]
+    result = _summary(rec, seconds)
+    result.update(games=games, seats=seats, streams=games * seats,
+                  stream_retries=STREAM_RETRIES[0],
+                  server_cpu_s=None if server_cpu_s is None else round(server_cpu_s, 3),
+                  server_cpu_us_per_action=per_action_us(server_cpu_s, rec.actions),
+                  client_cpu_us_per_action=per_action_us(rec.client_cpu_s, rec.actions))
+    return result
 
 
 async def start_games(config: dict[str, Any], target: str, server: str, rec: Recorder,
@@ -411,21 +440,7 @@ async def run_actions(config: dict[str, Any]) -> dict[str, Any]:
     channels, drivers = await start_games(config, config["target"], config["server"], rec,
                                           stop, tasks)
     seconds, server_cpu_s = await measured(config, rec, stop, drivers, tasks, channels)
-    games, seats = config["games"], config["seats"]
-    result = _summary(rec, seconds)
-    result.update(games=games, seats=seats, streams=games * seats,
-                  stream_retries=STREAM_RETRIES[0])
-    # the server's CPU (every thread) per action over the measured window: the steadier figure
-    # on a shared machine (time the server spends preempted is not counted)
-    result["server_cpu_s"] = None if server_cpu_s is None else round(server_cpu_s, 3)
-    result["server_cpu_us_per_action"] = (
-        round(server_cpu_s / rec.actions * 1e6, 1) if server_cpu_s is not None and rec.actions
-        else None)
-    # what the generator itself spent per action: on 2 cores it shares the machine with the
-    # server, so a costlier client slows the server's core too (docs/performance.md)
-    result["client_cpu_us_per_action"] = (
-        round(rec.client_cpu_s / rec.actions * 1e6, 1) if rec.actions else None)
-    return result
+    return figures_of(config, rec, seconds, server_cpu_s)
 
 
 @dataclass
@@ -438,7 +453,6 @@ class Side:
     gate: Gate
     seconds: float = 0.0
     server_cpu_s: float = 0.0
-    client_cpu_s: float = 0.0
     turns: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -481,37 +495,15 @@ async def run_interleaved(config: dict[str, Any]) -> dict[str, Any]:
             server_cpu_s = cpu_seconds(side.pid) - cpu
             side.seconds += seconds
             side.server_cpu_s += server_cpu_s
-            side.client_cpu_s += time.process_time() - client
+            side.rec.client_cpu_s += time.process_time() - client
             done = side.rec.actions - actions
             side.turns.append({
                 "actions": done, "seconds": round(seconds, 3),
                 "actions_per_s": round(done / seconds, 1),
-                "server_cpu_us_per_action": round(server_cpu_s / done * 1e6, 1)
-                if done else None})
-    stop.set()
-    for driver in drivers:
-        if driver.done() and driver.exception() is not None:
-            raise driver.exception()  # type: ignore[misc]
-        driver.cancel()
-    for task in tasks:
-        task.cancel()
-    for channel in channels:
-        await channel.close()
-    figures: dict[str, Any] = {}
-    for side in sides:
-        rec = side.rec
-        result = _summary(rec, side.seconds)
-        result.update(games=config["games"], seats=config["seats"],
-                      streams=config["games"] * config["seats"],
-                      stream_retries=STREAM_RETRIES[0],
-                      server_cpu_s=round(side.server_cpu_s, 3),
-                      server_cpu_us_per_action=round(side.server_cpu_s / rec.actions * 1e6, 1)
-                      if rec.actions else None,
-                      client_cpu_us_per_action=round(side.client_cpu_s / rec.actions * 1e6, 1)
-                      if rec.actions else None,
-                      rounds=side.turns)
-        figures[side.name] = result
-    return figures
+                "server_cpu_us_per_action": per_action_us(server_cpu_s, done)})
+    await shut_down(stop, drivers, tasks, channels)  # the drivers wait at closed gates
+    return {side.name: {**figures_of(config, side.rec, side.seconds, side.server_cpu_s),
+                        "rounds": side.turns} for side in sides}
 
 
 async def run_scale(config: dict[str, Any]) -> dict[str, Any]:

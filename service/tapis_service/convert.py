@@ -343,14 +343,15 @@ ANSWER_EVENTS_TAG = b"\x12"
 """``SubmitActionResponse.events`` (field 2, length-delimited)."""
 
 
+def _seen_alike(rules: Rules[Any, Any, Any], body: Any, seat: int | None) -> bool:
+    """Whether every recipient sees ``body`` as ``seat`` does (nothing of it is hidden)."""
+    return not rules.hides_events or isinstance(body, _TABLE_BODIES) \
+        or rules.redact(body, seat) is body
+
+
 def view_key(session: Session, logged: LoggedEvent, seat: int | None) -> int | None:
     """Whose view of the event ``seat`` gets: ``PUBLIC`` when everyone sees it alike."""
-    body = logged.event.body
-    rules = session.rules
-    if not rules.hides_events or isinstance(body, _TABLE_BODIES) \
-            or rules.redact(body, seat) is body:
-        return PUBLIC
-    return seat
+    return PUBLIC if _seen_alike(session.rules, logged.event.body, seat) else seat
 
 
 _VIEW_BITS = 4
@@ -369,11 +370,8 @@ def framed_event(session: Session, logged: LoggedEvent, seat: int | None) -> byt
     when public) and shared by every stream of that view, the SubmitAction answer and the
     compaction (``Session.wire``, emptied as the events leave the live log)."""
     e = logged.event
-    body = e.body
-    rules = session.rules
-    if not rules.hides_events or isinstance(body, _TABLE_BODIES) \
-            or rules.redact(body, seat) is body:
-        key = e.sequence << _VIEW_BITS  # view_key and wire_key, inlined: PUBLIC
+    if _seen_alike(session.rules, e.body, seat):
+        key = e.sequence << _VIEW_BITS  # wire_key, inlined: PUBLIC
     else:
         key = e.sequence << _VIEW_BITS | (1 if seat is None else seat + 2)
     framed = session.wire.get(key)

@@ -88,9 +88,8 @@ class GameHost:
         self.settings = settings
         self.clock = clock
         self.store: Store = store or MemoryStore()
-        self.keeps_journal: bool = getattr(self.store, "keeps_journal", True)
-        """False for a store that keeps nothing (``--store memory``): no journal entry nor
-        snapshot is built for it."""
+        self.keeps_journal = self.store.keeps_journal
+        """False for a store that keeps nothing (``--store memory``)."""
         self.sessions: OrderedDict[str, Session] = OrderedDict()
         self.tokens: dict[str, tuple[str, int]] = {}
         self.create_requests: dict[str, str] = {}

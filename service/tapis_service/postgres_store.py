@@ -191,6 +191,8 @@ class PostgresStore:
     one by one).
     """
 
+    keeps_journal = True
+
     def __init__(self, url: str, pool: asyncpg.Pool, node_id: str | None = None,
                  fenced: bool = False, max_batch: int = 0, lanes: int = LANES) -> None:
         self.url = url

@@ -111,6 +111,8 @@ def checksum(text: str) -> str:
 class SqliteStore:
     """Tables, their journals and snapshots in ``<data_dir>/tapis.sqlite3``."""
 
+    keeps_journal = True
+
     def __init__(self, data_dir: Path | str, synchronous: str = SYNCHRONOUS,
                  max_batch: int = 0, failpoint: Failpoint | None = None) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -49,6 +49,10 @@ class Store(Protocol):
     index. ``appended`` must never overwrite an existing (game_id, index).
     """
 
+    keeps_journal: bool
+    """False for a store that keeps nothing: the host then builds no journal entry nor
+    snapshot for it."""
+
     def created(self, game_id: str, record: JSON) -> Awaitable[None] | None: ...
 
     def appended(self, game_id: str, index: int, entry: JSON) -> Awaitable[None] | None: ...
@@ -79,7 +83,6 @@ class MemoryStore:
     """Keeps nothing: ``--store memory``."""
 
     keeps_journal = False
-    """The host builds no journal entry nor snapshot for it (``GameHost.keeps_journal``)."""
 
     def created(self, game_id: str, record: JSON) -> None:
         return None

@@ -435,6 +435,8 @@ async def test_a_retried_join_returns_the_same_seat_and_token(server: Harness) -
 class GatedStore:
     """A store whose writes complete only when the test says so."""
 
+    keeps_journal = True
+
     def __init__(self) -> None:
         self.pending: list[asyncio.Future[None]] = []
 
