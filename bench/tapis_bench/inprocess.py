@@ -9,7 +9,12 @@ this thread's CPU time (``time.thread_time``) over those steps, per action: the 
 host, the engine, the conversion and the fan-out — everything of ours that ``server_cpu_ratio``
 sets beside grpc's own work — with no profiler in the way. Choosing the seat is left out.
 
-    python -m tapis_bench.inprocess [--seconds 3]
+With ``--cold-kib N``, a buffer of N KiB is written (every 64th byte) before each action,
+outside the timed window: the action then finds its objects and our bytecode out of the
+caches, as it does in the server, where other tables' actions and grpc's work run in between
+(docs/performance.md, "Where the last fifth is").
+
+    python -m tapis_bench.inprocess [--seconds 3] [--cold-kib 1024]
 """
 
 from __future__ import annotations
@@ -56,7 +61,10 @@ class _Context:
 class Tables:
     """``GAMES`` seeded War tables served in-process, both seats seated and streaming."""
 
-    def __init__(self) -> None:
+    def __init__(self, cold_kib: int = 0) -> None:
+        self._cold = bytearray(cold_kib * 1024)
+        """Written before each action (outside the timed window) to evict the caches."""
+        self._cold_line = bytes(len(self._cold[::64]))
         self.host = GameHost(Settings(create_rate_per_s=0, allow_stacked_decks=True),
                              SystemClock())
         self.servicer = GameServicer(self.host)
@@ -102,6 +110,8 @@ class Tables:
                                              request_id=f"r{self.request_id}",
                                              expected_version=session.table.version)
             want = self.received + 2
+            if self._cold:
+                self._cold[::64] = self._cold_line  # one byte per cache line
             began = time.thread_time()
             await self.servicer.SubmitAction(request, seats[awaited[0]])
             while self.received < want:
@@ -115,8 +125,8 @@ class Tables:
             reader.cancel()
 
 
-async def _measure(seconds: float) -> dict[str, Any]:
-    tables = Tables()
+async def _measure(seconds: float, cold_kib: int = 0) -> dict[str, Any]:
+    tables = Tables(cold_kib)
     await tables.open()
     for _ in range(10):  # warm-up
         await tables.one_round()
@@ -131,16 +141,16 @@ async def _measure(seconds: float) -> dict[str, Any]:
     return {"service_us_per_action": round(cpu / max(actions, 1) * 1e6, 1), "actions": actions}
 
 
-def run(seconds: float, repeats: int = 3) -> dict[str, Any]:
+def run(seconds: float, repeats: int = 3, cold_kib: int = 0) -> dict[str, Any]:
     """The lowest of ``repeats`` runs (each in a fresh loop and host): the least disturbed.
     Logging and the collector as the bench's servers run them (``--log-level warning``,
-    ``gctune.tune()``)."""
+    ``gctune.tune()``); ``cold_kib`` as ``--cold-kib``."""
     from tapis_service import gctune
     from tapis_service.main import configure_logging
 
     configure_logging("warning")
     gctune.tune()
-    runs = [asyncio.run(_measure(seconds)) for _ in range(repeats)]
+    runs = [asyncio.run(_measure(seconds, cold_kib)) for _ in range(repeats)]
     best = min(runs, key=lambda r: r["service_us_per_action"])
     return {**best, "runs_us": [r["service_us_per_action"] for r in runs]}
 
@@ -149,8 +159,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="tapis_bench.inprocess", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--cold-kib", type=int, default=0,
+                        help="KiB written between two actions, to run each one cold")
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.seconds)))
+    print(json.dumps(run(args.seconds, cold_kib=args.cold_kib)))
 
 
 if __name__ == "__main__":
