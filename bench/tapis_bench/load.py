@@ -66,6 +66,14 @@ class Recorder:
     event_ms: list[float] = field(default_factory=list)
     slowest: list[tuple[float, float]] = field(default_factory=list)
 
+    def record(self, started: float, answered: float, latencies: list[float]) -> None:
+        """One action done (its answer at ``answered``, its events' ``latencies``), counted
+        when measuring."""
+        if self.measuring:
+            self.actions += 1
+            self.submit_ms.append((answered - started) * 1000)
+            self.event_ms.extend(latencies)
+
 
 class Arrivals:
     """Waits until an action's version reached every stream of a game."""
@@ -175,10 +183,7 @@ async def bare_game(channel: grpc.aio.Channel, index: int, seats: int, rec: Reco
             await submit(game_id + struct.pack(">Q", version))
             answered = time.perf_counter()
             await asyncio.wait_for(waiting, 30)
-            if rec.measuring:
-                rec.actions += 1
-                rec.submit_ms.append((answered - started) * 1000)
-                rec.event_ms.extend(arrivals.latencies)
+            rec.record(started, answered, arrivals.latencies)
 
 
 # --- the service ---------------------------------------------------------------------------
@@ -327,10 +332,7 @@ async def _tapis_action(game: Game, kind: str, rec: Recorder, rng: random.Random
         raise
     answered = time.perf_counter()
     await asyncio.wait_for(waiting, 30)
-    if rec.measuring:
-        rec.actions += 1
-        rec.submit_ms.append((answered - started) * 1000)
-        rec.event_ms.extend(game.arrivals.latencies)
+    rec.record(started, answered, game.arrivals.latencies)
 
 
 # --- modes ------------------------------------------------------------------------------------
