@@ -138,6 +138,11 @@ def _sizes(decks: tuple[tuple[Card, ...], tuple[Card, ...]]) -> tuple[int, int]:
     return (len(decks[0]), len(decks[1]))
 
 
+_NOBODY: frozenset[int] = frozenset()
+_ONE_SEAT = (frozenset((0,)), frozenset((1,)))
+"""``to_act``'s answers, built once (asked several times per action)."""
+
+
 class WarRules:
     """The rules of Bataille."""
 
@@ -178,7 +183,7 @@ class WarRules:
         return game, [Dealt(_sizes(decks), first)]
 
     def to_act(self, state: WarState) -> frozenset[int]:
-        return frozenset() if state.to_move is None else frozenset((state.to_move,))
+        return _NOBODY if state.to_move is None else _ONE_SEAT[state.to_move]
 
     def legal_actions(self, state: WarState, seat: int) -> Sequence[Reveal]:
         return [Reveal()] if state.to_move == seat else []
