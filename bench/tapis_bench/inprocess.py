@@ -141,15 +141,20 @@ async def _measure(seconds: float, cold_kib: int = 0) -> dict[str, Any]:
     return {"service_us_per_action": round(cpu / max(actions, 1) * 1e6, 1), "actions": actions}
 
 
-def run(seconds: float, repeats: int = 3, cold_kib: int = 0) -> dict[str, Any]:
-    """The lowest of ``repeats`` runs (each in a fresh loop and host): the least disturbed.
-    Logging and the collector as the bench's servers run them (``--log-level warning``,
-    ``gctune.tune()``); ``cold_kib`` as ``--cold-kib``."""
+def as_in_the_server() -> None:
+    """Logging and the collector as the bench's servers run them (``--log-level warning``,
+    ``gctune.tune()``)."""
     from tapis_service import gctune
     from tapis_service.main import configure_logging
 
     configure_logging("warning")
     gctune.tune()
+
+
+def run(seconds: float, repeats: int = 3, cold_kib: int = 0) -> dict[str, Any]:
+    """The lowest of ``repeats`` runs (each in a fresh loop and host): the least disturbed.
+    Logging and the collector ``as_in_the_server``; ``cold_kib`` as ``--cold-kib``."""
+    as_in_the_server()
     runs = [asyncio.run(_measure(seconds, cold_kib)) for _ in range(repeats)]
     best = min(runs, key=lambda r: r["service_us_per_action"])
     return {**best, "runs_us": [r["service_us_per_action"] for r in runs]}

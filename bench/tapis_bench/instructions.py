@@ -54,11 +54,9 @@ async def _child(rounds: int) -> None:
 def _run_child(rounds: int) -> None:
     import uvloop
 
-    from tapis_service import gctune
-    from tapis_service.main import configure_logging
+    from tapis_bench.inprocess import as_in_the_server
 
-    configure_logging("warning")
-    gctune.tune()
+    as_in_the_server()
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         runner.run(_child(rounds))
 

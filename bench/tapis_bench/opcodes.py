@@ -74,11 +74,9 @@ def run(rounds: int = 5, top: int = 40) -> dict[str, Any]:
     """Opcodes per action, in all and by function (the ``top`` ones)."""
     import uvloop
 
-    from tapis_service import gctune
-    from tapis_service.main import configure_logging
+    from tapis_bench.inprocess import as_in_the_server
 
-    configure_logging("warning")
-    gctune.tune()
+    as_in_the_server()
     counts, actions = uvloop.run(_count(rounds))
     per = max(actions, 1)
     return {

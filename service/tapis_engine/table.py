@@ -263,9 +263,6 @@ def step(
     events: list[TableEvent] = []
     if table.abandoned:
         raise precondition(Reason.GAME_ABANDONED, "this table was abandoned; it is over")
-    if type(move) is Act:  # a person's action, most inputs: straight to the game
-        _check_seat(table, move.seat)
-        return _play(rules, table, move, now_ms, events), events  # _play bumps the version
     if isinstance(move, Abandon):
         return _abandon(rules, table, events), events
     _check_seat(table, move.seat)
