@@ -31,11 +31,12 @@ from tapis_service.cluster import metrics, tunnel
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.wire import game_id_of
 from tapis_service.errors import ServiceError, to_status
+from tapis_service.game_api import MAX_PAGE, page_bounds
 from tapis_service.host import GameHost
 from tapis_service.postgres_store import PostgresStore
-from tapis_service.servicer import MAX_PAGE, GameServicer, page_bounds
+from tapis_service.servicer import GameServicer, stream_ender
 from tapis_service.settings import Settings
-from tapis_service.streams import end_too_slow
+from tapis_service.streams import too_slow
 
 log = structlog.get_logger("tapis.cluster")
 
@@ -592,9 +593,6 @@ class _Seen:
         return getattr(self._context, name)
 
 
-_ENDING: set[asyncio.Future[None]] = set()
-
-
 def _cut_slow(context: grpc.aio.ServicerContext, task: asyncio.Task[Any] | None, request: bytes,
               last: list[bytes]) -> None:
     """A relayed stream whose client reads too slowly (its messages overflowed this node's
@@ -604,9 +602,7 @@ def _cut_slow(context: grpc.aio.ServicerContext, task: asyncio.Task[Any] | None,
         resume = pb.StreamEventsResponse.FromString(last[0]).events[-1].sequence
     else:
         resume = pb.StreamEventsRequest.FromString(request).after_sequence
-    ending = asyncio.ensure_future(end_too_slow(context, resume))
-    _ENDING.add(ending)
-    ending.add_done_callback(_ENDING.discard)
+    stream_ender(context)(too_slow(resume))
     if task is not None:
         task.cancel()
 
