@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
-.PHONY: setup gen serve cluster test lint bench bench-quick selfplay clean proto-baseline api-docs
+.PHONY: setup gen serve cluster test lint bench bench-quick selfplay clean proto-baseline api-docs settings-docs
 
 setup: $(STAMP)
 
@@ -61,6 +61,10 @@ bench-quick: setup
 # docs/api.md and the README's error table, from the proto comments (a test keeps them in sync).
 api-docs: setup
 	$(BIN)/python tools/api_docs.py
+
+# The settings tables of docs/operations.md and docs/limits.md, from tapis_service/settings.py.
+settings-docs: setup
+	$(BIN)/python -m tapis_service.configuration
 
 # The contract as last released, which `make lint` checks every change against (`buf breaking`):
 # rebuild it only when releasing, so that a breaking change is a conscious one.
