@@ -28,7 +28,7 @@ from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
 from tapis_service.ratelimit import PeerLimits
-from tapis_service.session import Applied, Session
+from tapis_service.session import Session
 from tapis_service.streams import StreamGuard, stopping, too_slow
 
 log = structlog.get_logger("tapis.rpc")
@@ -197,9 +197,7 @@ class GameApi:
         move = convert.move_from_proto(session, seat, request.action)
         expected = request.expected_version if request.HasField("expected_version") else None
         logcontext.add(seat=seat)  # until the wrapper's reset
-        applied = self.host.submit_now(session, seat, move, request_id, expected, received)
-        if not isinstance(applied, Applied):  # a store that commits later: wait for it
-            applied = await applied
+        applied = await self.host.submit(session, seat, move, request_id, expected, received)
         self.housekeeping.touched(session)
         return compaction.answer_wire(session, applied, seat)
 

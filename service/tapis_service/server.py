@@ -170,7 +170,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     host = GameHost(settings, clock or SystemClock(), store or await open_store(settings))
     shared_key = getattr(host.store, "join_key", None)
     if shared_key:  # a shared store keeps the join key (every node derives the same tokens)
-        host.join_key = shared_key
+        host.tokens.key = shared_key
     await host.recover()
     guard = CallGuard(settings.max_in_flight)
     server = grpc.aio.server(options=server_options(settings))

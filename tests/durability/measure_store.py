@@ -29,14 +29,10 @@ async def run(store: Store, writers: int, appends: int) -> dict[str, float]:
 
     async def writer(number: int) -> None:
         game_id = f"game-{number}"
-        pending = store.created(game_id, {"kind": "war"})
-        if pending is not None:
-            await pending
+        await store.created(game_id, {"kind": "war"})
         for index in range(1, appends + 1):
             started = time.perf_counter()
-            pending = store.appended(game_id, index, ENTRY)
-            if pending is not None:
-                await pending
+            await store.appended(game_id, index, ENTRY, 1)
             latencies.append(time.perf_counter() - started)
 
     started = time.perf_counter()

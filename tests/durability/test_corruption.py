@@ -83,12 +83,12 @@ async def test_a_damaged_database_file_is_refused_at_start_with_exit_2(
     assert "refusing to start" in lines[0]
 
 
-def test_a_fresh_data_directory_starts_empty(tmp_path: Path) -> None:
+async def test_a_fresh_data_directory_starts_empty(tmp_path: Path) -> None:
     """Only a directory that has served before (its join key is there) is protected."""
     from tapis_service.sqlite_store import SqliteStore
 
     store = SqliteStore(tmp_path / "fresh")
-    assert store.load() == []
+    assert await store.load() == []
     store.close()
 
 

@@ -311,19 +311,19 @@ async def test_the_store_refuses_a_hole_and_an_overwrite_without_failing_its_nei
     from tapis_service.store import JournalConflict, StoreUnavailable
 
     store = SqliteStore(tmp_path, synchronous="OFF")
-    await store.created("g", {"kind": "war"})  # type: ignore[misc]
+    await store.created("g", {"kind": "war"})
     results = await asyncio.gather(
-        store.appended("g", 1, {"n": 1}),  # type: ignore[arg-type]
-        store.appended("g", 3, {"n": 3}),  # type: ignore[arg-type]  # a hole: refused
-        store.appended("g", 2, {"n": 2}),  # type: ignore[arg-type]
-        store.appended("g", 2, {"n": 22}),  # type: ignore[arg-type]  # an overwrite: refused
-        store.appended("h", 1, {"n": 1}),  # type: ignore[arg-type]  # no creation record
+        store.appended("g", 1, {"n": 1}),
+        store.appended("g", 3, {"n": 3}),  # a hole: refused
+        store.appended("g", 2, {"n": 2}),
+        store.appended("g", 2, {"n": 22}),  # an overwrite: refused
+        store.appended("h", 1, {"n": 1}),  # no creation record
         return_exceptions=True)
     assert results[0] is None and results[2] is None
     assert isinstance(results[1], StoreUnavailable)
     assert isinstance(results[3], JournalConflict)
     assert isinstance(results[4], StoreUnavailable)
-    stored = store.load_game("g")
+    stored = await store.load_game("g")
     assert stored is not None
     assert stored[2] == [{"n": 1}, {"n": 2}]
     store.close()

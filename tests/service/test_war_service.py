@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 
 import grpc
 import pytest
@@ -14,6 +15,7 @@ from grpc_status import rpc_status
 from tapis.v1 import cards_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import ManualClock
+from tapis_service.store import COMMITTED
 from tests.conftest import Harness, ServerFactory, auth, person_seats
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
@@ -440,21 +442,22 @@ class GatedStore:
     def __init__(self) -> None:
         self.pending: list[asyncio.Future[None]] = []
 
-    def created(self, game_id: str, record: object) -> None:
-        return None
+    def created(self, game_id: str, record: object) -> Awaitable[None]:
+        return COMMITTED
 
-    def appended(self, game_id: str, index: int, entry: object) -> asyncio.Future[None]:
+    def appended(self, game_id: str, index: int, entry: object,
+                 epoch: int) -> asyncio.Future[None]:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.pending.append(future)
         return future
 
-    def snapshot(self, game_id: str, index: int, data: object) -> None:
-        return None
+    def snapshot(self, game_id: str, index: int, data: object, epoch: int) -> Awaitable[None]:
+        return COMMITTED
 
-    def dropped(self, game_id: str) -> None:
-        return None
+    def dropped(self, game_id: str, epoch: int) -> Awaitable[None]:
+        return COMMITTED
 
-    def load(self) -> list[object]:
+    async def load(self) -> list[object]:
         return []
 
     def close(self) -> None:

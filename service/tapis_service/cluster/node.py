@@ -177,7 +177,8 @@ class ClusterNode:
         node took meanwhile."""
         owned = await self.directory.owned()
         for game_id in list(self.host.sessions):
-            if owned.get(game_id) != self.store.epochs.get(game_id):
+            session = self.host.sessions.get(game_id)
+            if session is not None and owned.get(game_id) != session.epoch:
                 self.host.discard(game_id)
                 self._lost(game_id)
         log.warning("membership_lapsed", kept=len(self.host.sessions))
@@ -197,7 +198,6 @@ class ClusterNode:
                     log.warning("adopt_failed", game=game_id, error=str(error)[:200])
 
     def _lost(self, game_id: str) -> None:
-        self.store.epochs.pop(game_id, None)
         self._routes.pop(game_id, None)
         metrics.TABLES_LOST.inc()
         log.info("table_lost_to_another_node", game=game_id)
@@ -205,14 +205,8 @@ class ClusterNode:
     # --- routing ---------------------------------------------------------------------------
 
     async def _adopt(self, game_id: str, epoch: int, trigger: str) -> None:
-        self.store.epochs[game_id] = epoch
-        try:
-            session = await self.host.adopt(game_id)
-        except BaseException:
-            self.store.epochs.pop(game_id, None)
-            raise
+        session = await self.host.adopt(game_id, epoch)
         if session is None:
-            self.store.epochs.pop(game_id, None)
             return
         if trigger:
             metrics.TAKEOVERS.labels(trigger).inc()
