@@ -33,7 +33,7 @@ import structlog
 from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
-from tapis_engine.registry import rules_for
+from tapis_engine.registry import descriptor_for, rules_for
 from tapis_service import compaction, convert, logcontext, metrics
 from tapis_service.adapters import ADAPTERS
 from tapis_service.clock import Clock
@@ -53,10 +53,6 @@ from tapis_service.store import CreateConflict, JournalConflict, MemoryStore, St
 T = TypeVar("T")
 
 log = structlog.get_logger("tapis.host")
-
-RATE_LIMITED_ACTIONS = frozenset({"Slap"})
-"""Engine action classes limited per seat (slaps: hammering the button is never a strategy)."""
-
 
 def join_key(settings: Settings) -> bytes:
     """The secret that retried joins derive their tokens from: kept in the data directory
@@ -304,8 +300,9 @@ class GameHost:
                 grpc.StatusCode.ABORTED, "STALE_VERSION",
                 f"the game is at version {session.table.version}, not {expected_version}")
         now = self.clock.now_ms()
-        if isinstance(move, tbl.Act) and type(move.action).__name__ in RATE_LIMITED_ACTIONS \
-                and not self.slaps.allow((session.game_id, seat), now):
+        game = descriptor_for(session.rules.kind)
+        limited = isinstance(move, tbl.Act) and type(move.action) in game.rate_limited_actions
+        if limited and not self.slaps.allow((session.game_id, seat), now):
             raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED",
                                "too many slaps: slow down")
         try:
@@ -317,10 +314,9 @@ class GameHost:
             refusal.logged = True  # one log line per refusal: the servicer does not repeat it
             raise refusal from error
         metrics.ACTIONS.inc(session.rules.kind, "person")
-        if received is not None and isinstance(move, tbl.Act) \
-                and type(move.action).__name__ == "Slap":
+        if received is not None and limited:
             for logged in applied.events:
-                if type(logged.event.body).__name__ == "PileWon":
+                if type(logged.event.body) in game.probed_events:
                     session.probes[logged.sequence] = received
         entry: dict[str, Any] = _NO_ENTRY
         if self.keeps_journal:

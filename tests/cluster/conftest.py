@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from tests.cluster.harness import Node
-
-StartNodes = Callable[[int], Awaitable[list[Node]]]
+from tests.cluster.harness import Node, StartNodes
 
 
 @pytest.fixture

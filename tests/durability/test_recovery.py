@@ -21,8 +21,9 @@ from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_service.clock import ManualClock
 from tapis_service.sqlite_store import FILE_NAME
-from tests.conftest import Restartable
-from tests.durability.driver import all_events, auth, play, start_game
+from tests.support.calls import auth
+from tests.support.driver import all_events, play, start_game
+from tests.support.server import Restartable
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 

@@ -1,6 +1,6 @@
 """Measure the limits against a real `tapis-server` process (not a test: figures, not asserts).
 
-    .venv/bin/python -m tests.limits.measure_limits [--requests 20] [--concurrent 2000]
+    .venv/bin/python -m tapis_bench.limits [--requests 20] [--concurrent 2000]
 
 1. ``huge_deck``: a CreateGame with a 3.9 MB ``stacked_deck`` on a server without
    --allow-stacked-decks: the server's CPU time per request (from /proc), and the answer.
