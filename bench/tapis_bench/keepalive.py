@@ -24,7 +24,7 @@ import h2.connection
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_bench.limits import free_port
+from tapis_bench.procs import free_port
 
 
 def open_streams(metrics_port: int) -> float:

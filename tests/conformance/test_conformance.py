@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
-from dataclasses import fields, is_dataclass
 from typing import Any
 
 import pytest
@@ -27,23 +25,9 @@ from tapis_engine.cards import Card
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup, Rules
 from tapis_engine.registry import BY_KIND, GAMES
+from tests.support.cards import cards_in
 
 MAX_STEPS = 60_000
-
-
-def cards_in(value: Any) -> Iterator[Card]:
-    """Every card inside a view or event (dataclasses, tuples, lists, dicts)."""
-    if isinstance(value, Card):
-        yield value
-    elif is_dataclass(value) and not isinstance(value, type):
-        for f in fields(value):
-            yield from cards_in(getattr(value, f.name))
-    elif isinstance(value, (tuple, list, set, frozenset)):
-        for item in value:
-            yield from cards_in(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from cards_in(item)
 
 
 def cases() -> list[tuple[str, int]]:
