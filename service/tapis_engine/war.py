@@ -352,5 +352,5 @@ class WarRules:
 
 RULES = WarRules()
 GAME = GameDescriptor(
-    rules=RULES, title="Bataille", max_stacked_cards=52,
+    rules=RULES, title="Bataille", max_stacked_cards=len(standard_deck()),
     short_options=WarOptions(target_points=40), routine_action=Reveal())

@@ -54,6 +54,7 @@ T = TypeVar("T")
 
 log = structlog.get_logger("tapis.host")
 
+
 def join_key(settings: Settings) -> bytes:
     """The secret that retried joins derive their tokens from: kept in the data directory
     (created once, readable by the server's user only), or per process without one."""
