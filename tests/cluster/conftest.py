@@ -12,7 +12,7 @@ from tests.cluster.harness import Node, StartNodes
 
 @pytest.fixture
 def cluster_url(database_url: str) -> str:
-    """The cluster's database: a fresh, empty one per test (``tests.postgres``)."""
+    """The cluster's database: a fresh, empty one per test (``tests.support.postgres``)."""
     return database_url
 
 
