@@ -22,7 +22,8 @@ CASES = [(kind, seats) for kind in KINDS for seats in seat_counts(kind)]
 async def create(h: Harness, kind: str, seats: int, seed: int = 9, **fields: object
                  ) -> tuple[str, list[str]]:
     """A table of ``kind`` for ``seats`` people, all seated (short options unless given)."""
-    options = {} if any(name in fields for name in short_options(kind)) else short_options(kind)
+    short = short_options(kind)
+    options = {} if short.keys() & fields.keys() else short
     request = pb.CreateGameRequest(kind=proto_kind(kind), seats=seats, seed=seed,
                                    seat_configs=person_seats(seats), **options, **fields)
     created = await h.stub.CreateGame(request)
