@@ -35,6 +35,8 @@ class Ack:
 
 @dataclass
 class Game:
+    """A table the test plays: its seat tokens, the actions answered OK, whether it is over."""
+
     game_id: str
     kind: str
     tokens: list[str]
