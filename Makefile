@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
-.PHONY: setup gen serve cluster test lint bench bench-quick selfplay clean proto-baseline api-docs settings-docs
+.PHONY: setup gen serve cluster test test-fast lint bench bench-quick selfplay clean proto-baseline api-docs settings-docs
 
 setup: $(STAMP)
 
@@ -43,6 +43,10 @@ cluster: setup
 
 test: setup
 	$(BIN)/python -m pytest $(ARGS)
+
+# The quick tier: every test but the slow ones (PostgreSQL, clusters, server processes).
+test-fast: setup
+	$(BIN)/python -m pytest -m "not slow" $(ARGS)
 
 lint: setup
 	$(BIN)/ruff check service clients tests tools bench

@@ -12,7 +12,7 @@ sets beside grpc's own work — with no profiler in the way. Choosing the seat i
 With ``--cold-kib N``, a buffer of N KiB is written (every 64th byte) before each action,
 outside the timed window: the action then finds its objects and our bytecode out of the
 caches, as it does in the server, where other tables' actions and grpc's work run in between
-(docs/performance.md, "Where the last fifth is").
+(the section "Where the last fifth is" in docs/performance.md's git history).
 
     python -m tapis_bench.inprocess [--seconds 3] [--cold-kib 1024]
 """

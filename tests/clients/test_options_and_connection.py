@@ -20,7 +20,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import bot, cli, connection, seats_file
 from tapis_clients.connection import Connection, resolve_target
-from tests.conftest import ServerFactory
+from tests.support.server import ServerFactory
 
 
 @pytest.mark.parametrize("argv", [

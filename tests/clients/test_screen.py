@@ -17,7 +17,8 @@ from tapis_clients import games
 from tapis_clients.cli import prompt_for, resolve_keys
 from tapis_clients.games import boutons
 from tapis_clients.screen import Screen, fairness_line
-from tests.conftest import Harness, ServerFactory, auth, person_seats
+from tests.support.calls import auth, person_seats
+from tests.support.server import Harness, ServerFactory
 
 
 def drawn(view: pb.GameView, actions: list[pb.Action], seat: int | None) -> list[str]:

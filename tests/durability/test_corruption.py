@@ -12,8 +12,10 @@ import pytest
 
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.sqlite_store import FILE_NAME
-from tests.durability.driver import play, start_game
-from tests.durability.process import ServerProcess, channel
+from tests.support.driver import play, start_game
+from tests.support.process import ServerProcess, channel
+
+pytestmark = pytest.mark.slow  # server processes started, killed, restarted
 
 PAGE = 4096
 

@@ -29,8 +29,8 @@ from tapis_service.clock import ManualClock
 from tapis_service.errors import ServiceError
 from tapis_service.host import GameHost
 from tapis_service.sqlite_store import FILE_NAME, SqliteStore
-from tests.conftest import TEST_SETTINGS, Harness, ServerFactory, auth, person_seats
-from tests.service.test_war_service import reason_of
+from tests.support.calls import auth, person_seats, reason_of
+from tests.support.server import TEST_SETTINGS, Harness, ServerFactory
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 WAIT_S = 20.0

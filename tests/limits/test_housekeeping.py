@@ -12,8 +12,8 @@ from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.war import RULES as WAR
 from tapis_service.clock import ManualClock
-from tests.conftest import Restartable, ServerFactory, auth, person_seats
-from tests.limits.common import REVEAL, refusal, view_of, war_for_two
+from tests.support.calls import REVEAL, auth, person_seats, refusal, view_of, war_for_two
+from tests.support.server import Restartable, ServerFactory
 
 MINUTE = 60_000
 

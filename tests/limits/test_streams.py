@@ -11,8 +11,8 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_service.clock import ManualClock
-from tests.conftest import ServerFactory
-from tests.limits.common import reason_of, refusal, war_for_two
+from tests.support.calls import reason_of, refusal, war_for_two
+from tests.support.server import ServerFactory
 
 # a client that buffers little and does not grow its window: flow control fills up fast
 SMALL_WINDOW = [("grpc.http2.bdp_probe", 0), ("grpc.http2.lookahead_bytes", 16_384),

@@ -34,7 +34,7 @@ async def _close_postgres(store: PostgresStore) -> None:
     await store.aclose()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
 async def kit(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Kit]:
     opened: list[Any] = []
     database = None

@@ -1,6 +1,6 @@
 """Measure the cost of the durable store: appends per second and their latency.
 
-    .venv/bin/python -m tests.durability.measure_store [--writers 32] [--appends 200]
+    .venv/bin/python -m tapis_bench.store_commits [--writers 32] [--appends 200]
 
 ``writers`` concurrent tasks (like concurrent players) each await ``appends`` journal writes
 in turn, as the host does before answering. Compared: the memory store, and SQLite in WAL mode
