@@ -57,6 +57,9 @@ ACTIONS = LoopCounter("tapis_actions", "Inputs applied to tables", ["kind", "sou
 REFUSALS = CachedCounter("tapis_refusals_total", "Requests refused, by gRPC code and reason",
                          ["code", "reason"])
 GAMES = Gauge("tapis_games", "Tables held in memory")
+READY = Gauge("tapis_ready", "1 while readiness is SERVING (the store takes writes), else 0")
+STORE_PROBE_FAILURES = Counter("tapis_store_probe_failures_total",
+                               "Readiness probes of the store that failed or timed out")
 STREAMS = Gauge("tapis_streams", "Open event streams")
 SLAP_TO_PILE_WON = Histogram(
     "tapis_slap_to_pile_won_seconds",
@@ -113,3 +116,16 @@ async def watch_loop_lag(every_s: float = 0.05) -> None:
         if late > longest:
             longest = late
             LOOP_LAG_MAX.set(late)
+
+
+def serve_metrics(port: int, host: str) -> None:
+    """Prometheus' exposition on ``host:port`` (a thread); ``CannotListen`` if taken."""
+    from prometheus_client import start_http_server
+
+    from tapis_service.server import CannotListen
+
+    try:
+        start_http_server(port, addr=host)
+    except OSError as error:
+        raise CannotListen(f"cannot serve metrics on {host}:{port} ({error.strerror})") \
+            from error
