@@ -18,13 +18,11 @@ import functools
 import hashlib
 import hmac
 import inspect
-import os
 import random
 import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
@@ -43,6 +41,7 @@ from tapis_service.errors import (
     from_rule_error,
     not_found,
 )
+from tapis_service.joinkey import join_key
 from tapis_service.limits import quote
 from tapis_service.ratelimit import TokenBuckets
 from tapis_service.recovery import RecoveryError, Restored, restore, snapshot_data
@@ -56,22 +55,6 @@ log = structlog.get_logger("tapis.host")
 
 RATE_LIMITED_ACTIONS = frozenset({"Slap"})
 """Engine action classes limited per seat (slaps: hammering the button is never a strategy)."""
-
-
-def join_key(settings: Settings) -> bytes:
-    """The secret that retried joins derive their tokens from: kept in the data directory
-    (created once, readable by the server's user only), or per process without one."""
-    if settings.data_dir is None or settings.store == "memory":
-        return secrets.token_bytes(32)
-    path = Path(settings.data_dir) / "join.key"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "wb") as key_file:
-            key_file.write(secrets.token_bytes(32))
-            key_file.flush()
-            os.fsync(key_file.fileno())
-    return path.read_bytes()
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -17,6 +17,7 @@ import structlog
 from tapis_service import configuration, gctune, logcontext, metrics, startup
 from tapis_service.configuration import BadSetting
 from tapis_service.entry import StopDuringStartup, stop_at_once_on_signals
+from tapis_service.joinkey import JoinKeyMissing
 from tapis_service.recovery import RecoveryError
 from tapis_service.server import CannotListen, RunningServer, create_server
 from tapis_service.settings import Settings
@@ -104,7 +105,7 @@ async def start(settings: Settings) -> RunningServer:
             await room.close()
 
 
-KNOWN_REFUSALS = (StoreCorrupt, StoreInUse, RecoveryError, CannotListen)
+KNOWN_REFUSALS = (StoreCorrupt, StoreInUse, RecoveryError, CannotListen, JoinKeyMissing)
 """Start-up failures whose message says it all."""
 
 

@@ -14,6 +14,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from tapis.v1 import errors_pb2
+from tapis_service import joinkey
 from tapis_service.callguard import CallGuard
 from tapis_service.clock import Clock, SystemClock
 from tapis_service.health import PROBE_EVERY_S, SERVICE_NAME, Readiness, new_health
@@ -139,6 +140,7 @@ async def open_store(settings: Settings) -> Store:
     from tapis_service.sqlite_store import SqliteStore  # durable store (issue 6)
 
     assert settings.data_dir is not None
+    joinkey.prepare(settings.data_dir)
     return SqliteStore(settings.data_dir)
 
 
