@@ -214,7 +214,7 @@ def health(target: str | None, service: str, timeout_s: float) -> str:
             answer = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=service), timeout=timeout_s)
         except grpc.RpcError as error:
-            return f"UNREACHABLE ({error.code().name})"  # type: ignore[attr-defined]
+            return f"UNREACHABLE ({error.code().name})"
     return str(health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status))
 
 
