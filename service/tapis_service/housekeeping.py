@@ -106,6 +106,16 @@ class Housekeeping:
         finally:
             self._abandoning.discard(session.game_id)
 
+    def statuses(self) -> list[str]:
+        """Each table's status for the metrics (``waiting``, ``live``, ``finished``); read from
+        the exporter's thread, over a copy of the tables."""
+        found = []
+        for session in list(self.host.sessions.values()):
+            table = session.table
+            found.append("finished" if table.game_over(session.rules)
+                         else "live" if table.started else "waiting")
+        return found
+
     async def drain(self) -> None:
         """Wait for the abandonments in progress (tests, shutdown)."""
         while self._tasks:

@@ -32,6 +32,7 @@ def configure_logging(level: str) -> None:
     rendered to bytes by orjson and written by a bytes logger (no str round trip)."""
     number = logging.getLevelNamesMapping()[level.upper()]
     logcontext.per_action_lines = number <= logging.INFO
+    logcontext.debug_lines = number <= logging.DEBUG
     structlog.configure(
         processors=[
             logcontext.merge,

@@ -14,7 +14,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from tapis.v1 import errors_pb2
-from tapis_service import joinkey
+from tapis_service import joinkey, metrics
 from tapis_service.callguard import CallGuard
 from tapis_service.clock import Clock, SystemClock
 from tapis_service.health import PROBE_EVERY_S, SERVICE_NAME, Readiness, new_health
@@ -23,7 +23,7 @@ from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import MAX_METADATA_BYTES, MAX_RECEIVE_MESSAGE_BYTES
 from tapis_service.servicer import GameServicer, add_to_server
 from tapis_service.settings import Settings
-from tapis_service.startup import WaitingRoom, version
+from tapis_service.startup import WaitingRoom, revision, version
 from tapis_service.store import MemoryStore, Store
 
 log = structlog.get_logger("tapis.server")
@@ -194,7 +194,9 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     readiness = Readiness(health_servicer, host.store, probe_every_s)
     host.health_listeners.append(readiness.writes)
     readiness.start()
+    metrics.set_build_info(version(), revision())
+    metrics.TABLES.source = servicer.housekeeping.statuses
     log.info("serving", address=f"{settings.host}:{port}", store=settings.store,
-             games=len(host.sessions), version=version())
+             games=len(host.sessions), version=version(), revision=revision())
     return RunningServer(server, port, host, health_servicer, servicer, guard, cluster,
                          readiness)
