@@ -15,15 +15,17 @@ against the machine's noise: docs/performance.md; it is simply less work).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, TypeVar, cast
 
 import grpc
 import structlog
 
-from tapis_service import metrics
+from tapis_service import logcontext, metrics
 from tapis_service.errors import ServiceError, to_status
 
 log = structlog.get_logger("tapis.rpc")
@@ -116,19 +118,57 @@ class CallGuard:
                                 stream_stream=_checked_requests(method, handler.stream_stream))
 
     def _unary(self, method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
+        labels = ("unary", *method.lstrip("/").split("/", 1))
+        timing = metrics.RPC_SECONDS.child(*labels)
+
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            if request is UNDECODABLE:
-                await _refuse(context, invalid_request(method))
-            if self.in_flight >= self.max_in_flight:
-                await _refuse(context, _overloaded())
-            self.in_flight += 1
+            started = time.perf_counter()
+            bound = logcontext.bind(call=logcontext.CallInfo(context, request, started))
+            code = "OK"
             try:
-                result = behavior(request, context)
-                return await result if inspect.isawaitable(result) else result
+                if request is UNDECODABLE:
+                    await _refuse(context, invalid_request(method))
+                if self.in_flight >= self.max_in_flight:
+                    await _refuse(context, _overloaded())
+                self.in_flight += 1
+                try:
+                    result = behavior(request, context)
+                    return await result if inspect.isawaitable(result) else result
+                finally:
+                    self.in_flight -= 1
+            except asyncio.CancelledError:
+                code = "CANCELLED"
+                raise
+            except BaseException:
+                code = _code_of(context)
+                raise
             finally:
-                self.in_flight -= 1
+                _handled(labels, timing, code, time.perf_counter() - started)
+                logcontext.reset(bound)
 
         return guarded
+
+
+SLOW_CALL_S = 1.0
+"""A unary call that takes longer is logged at info (every call at debug)."""
+
+
+def _code_of(context: grpc.aio.ServicerContext) -> str:
+    """The status a call that raised ends with (its abort's, else UNKNOWN as grpc answers)."""
+    code = context.code()
+    if isinstance(code, grpc.StatusCode):
+        return code.name
+    return "UNKNOWN" if code is None else str(code)
+
+
+def _handled(labels: tuple[str, ...], timing: list[float], code: str, seconds: float) -> None:
+    """grpc-prometheus' two metrics, and the call's own log line (debug, or info when slow)."""
+    metrics.RPC_HANDLED.inc(*labels, code)
+    metrics.RPC_SECONDS.observe_child(timing, seconds)
+    if seconds >= SLOW_CALL_S:
+        log.info("slow_call", code=code)
+    elif logcontext.debug_lines:
+        log.debug("call", code=code)
 
 
 def _checked_stream(method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:

@@ -1,4 +1,12 @@
-"""Time for the service: wall-clock milliseconds and timers, injectable for tests."""
+"""Time for the service: milliseconds and timers, injectable for tests.
+
+Every duration the service measures (idle expiry, abandonment, turn timers, rate limits,
+stream stalls) is a difference of ``now_ms`` values or a timer at one. ``SystemClock`` reads the
+wall clock once, at start, and from then on advances by the monotonic clock: a step of the wall
+clock (NTP, a resumed virtual machine, an operator) changes no duration and fires no timer. Its
+values are still close to wall time (they are journaled, and shown to people as timestamps).
+After a restart the clock is anchored again, to the wall clock of then.
+"""
 
 from __future__ import annotations
 
@@ -23,10 +31,16 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    """The real clock, with timers on the running asyncio loop."""
+    """Wall time at start advanced by monotonic time, with timers on the running asyncio loop
+    (whose clock is monotonic too)."""
+
+    def __init__(self, wall_ns: Callable[[], int] = time.time_ns,
+                 monotonic_ns: Callable[[], int] = time.monotonic_ns) -> None:
+        self._monotonic_ns = monotonic_ns
+        self._anchor_ns = wall_ns() - monotonic_ns()
 
     def now_ms(self) -> int:
-        return time.time_ns() // 1_000_000
+        return (self._anchor_ns + self._monotonic_ns()) // 1_000_000
 
     _loop: asyncio.AbstractEventLoop | None = None
 

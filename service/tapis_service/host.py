@@ -33,13 +33,14 @@ from tapis_service.healing import (
     store_unavailable,
     stored_kind,
 )
+from tapis_service.joinkey import join_key
 from tapis_service.limits import quote
 from tapis_service.recovery import RecoveryError, Restored, restore
 from tapis_service.session import Applied, CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
 from tapis_service.store import MemoryStore, Store
 from tapis_service.table_actor import TableActor
-from tapis_service.tokens import SeatTokens, join_key
+from tapis_service.tokens import SeatTokens
 
 log = structlog.get_logger("tapis.host")
 

@@ -6,8 +6,10 @@ over where no person acted (joined, played, reclaimed a seat, started the next g
 ``abandon_after_s`` is ended with the ``Abandon`` input: journaled like any other input, so
 the abandonment survives a restart and replays identically (the engine gets the time as an
 input; it never reads a clock). The time of a person's last action is kept in memory: after a
-restart every table's period starts again from the start-up time, so a table is never ended
-sooner than the option says.
+restart every table's periods (both) start again from the start-up time, so a table is never
+dropped or ended sooner than the option says, whatever the wall clock did while the server was
+down. Within a process the clock is monotonic (``clock.SystemClock``): a step of the wall clock
+changes nothing.
 """
 
 from __future__ import annotations
@@ -80,9 +82,9 @@ class Housekeeping:
             table = session.table
             if table.game_over(session.rules):
                 continue
-            if self.unjoined_ms and not table.started and now - session.created_ms \
-                    >= self.unjoined_ms and not any(s.claimed and s.bot is None
-                                                    for s in table.seats):
+            waited = now - max(session.created_ms, self.started_ms)
+            if self.unjoined_ms and not table.started and waited >= self.unjoined_ms \
+                    and not any(s.claimed and s.bot is None for s in table.seats):
                 log.info("game_expired", game=game_id, reason="nobody joined")
                 self.host.drop(game_id)
                 self.expired += 1
@@ -103,6 +105,16 @@ class Housekeeping:
             await self.host.abandon(session)
         finally:
             self._abandoning.discard(session.game_id)
+
+    def statuses(self) -> list[str]:
+        """Each table's status for the metrics (``waiting``, ``live``, ``finished``); read from
+        the exporter's thread, over a copy of the tables."""
+        found = []
+        for session in list(self.host.sessions.values()):
+            table = session.table
+            found.append("finished" if table.game_over(session.rules)
+                         else "live" if table.started else "waiting")
+        return found
 
     async def drain(self) -> None:
         """Wait for the abandonments in progress (tests, shutdown)."""

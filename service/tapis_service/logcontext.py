@@ -3,6 +3,7 @@ merged into a log line only when one is written."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import MutableMapping
 from contextvars import ContextVar, Token
 from typing import Any
@@ -14,6 +15,11 @@ per_action_lines = True
 """Whether the info lines written for every action (``action_applied``, ``server_move``) can
 be written at all: ``configure_logging`` turns it off for a level above info, where structlog
 would drop them anyway, so the hot path does not even build them."""
+
+
+debug_lines = False
+"""Whether debug lines are written at all (``configure_logging``): the per-call line is not
+even built otherwise."""
 
 
 def bind_process(**values: Any) -> None:
@@ -41,12 +47,43 @@ def reset(token: Token[dict[str, Any] | None]) -> None:
     _CONTEXT.reset(token)
 
 
+class CallInfo:
+    """The call a line is written during, bound once per call (by the call guard) and read
+    only when a line is written: the peer, the request id, the trace id (W3C
+    ``traceparent``) and the milliseconds since the call started."""
+
+    __slots__ = ("context", "request", "started")
+
+    def __init__(self, context: Any, request: Any, started: float) -> None:
+        self.context = context
+        self.request = request
+        self.started = started
+
+    def fields(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"peer": self.context.peer(),
+                                 "ms": round((time.perf_counter() - self.started) * 1000, 3)}
+        request_id = getattr(self.request, "request_id", "")
+        if request_id:
+            found["request_id"] = request_id[:40]
+        for key, value in self.context.invocation_metadata() or ():
+            if key == "traceparent":
+                parts = str(value).split("-")
+                if len(parts) >= 2 and len(parts[1]) == 32 and all(
+                        c in "0123456789abcdef" for c in parts[1]):
+                    found["trace_id"] = parts[1]
+        return found
+
+
 def merge(logger: Any, method_name: str,
           event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-    """A structlog processor: the bound context under the line's own keys."""
+    """A structlog processor: the bound context under the line's own keys (a call's
+    ``CallInfo`` becomes its fields)."""
     context = _CONTEXT.get()
     if context:
         event_dict = {**context, **event_dict}
+        call = event_dict.pop("call", None)
+        if isinstance(call, CallInfo):
+            event_dict = {**call.fields(), **event_dict}
     if _PROCESS:
         return {**_PROCESS, **event_dict}
     return event_dict

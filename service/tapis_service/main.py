@@ -7,17 +7,21 @@ import logging
 import os
 import signal
 import sys
+import traceback
 from collections.abc import Callable
 from typing import NoReturn
 
 import orjson
 import structlog
 
-from tapis_service import configuration, gctune, logcontext, metrics
+from tapis_service import configuration, gctune, logcontext, metrics, startup
 from tapis_service.configuration import BadSetting
+from tapis_service.entry import StopDuringStartup, stop_at_once_on_signals
+from tapis_service.joinkey import JoinKeyMissing
 from tapis_service.recovery import RecoveryError
-from tapis_service.server import CannotListen, create_server
+from tapis_service.server import CannotListen, RunningServer, create_server
 from tapis_service.settings import Settings
+from tapis_service.startup import StartupFailed, WaitingRoom
 from tapis_service.store import StoreCorrupt, StoreInUse
 
 
@@ -28,6 +32,7 @@ def configure_logging(level: str) -> None:
     rendered to bytes by orjson and written by a bytes logger (no str round trip)."""
     number = logging.getLevelNamesMapping()[level.upper()]
     logcontext.per_action_lines = number <= logging.INFO
+    logcontext.debug_lines = number <= logging.DEBUG
     structlog.configure(
         processors=[
             logcontext.merge,
@@ -60,18 +65,16 @@ def parse_args(argv: list[str] | None = None) -> Settings:
 
 
 async def serve(settings: Settings) -> None:
-    if settings.metrics_port:
-        from prometheus_client import start_http_server
-
-        start_http_server(settings.metrics_port, addr=settings.host)
-    running = await create_server(settings)
+    """Start (the waiting room holds the port while the store opens and recovery runs), serve
+    until SIGTERM or SIGINT, then stop gracefully."""
+    running = await start(settings)
     # after start-up and recovery: what they built is frozen out of collections
     gctune.tune(settings.gc_thresholds)
     watchers = [asyncio.create_task(gctune.freeze_periodically()),
                 asyncio.create_task(metrics.watch_loop_lag())]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM):  # from here, a signal is a graceful stop
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log = structlog.get_logger("tapis.server")
@@ -80,6 +83,31 @@ async def serve(settings: Settings) -> None:
         watcher.cancel()
     await running.stop(settings.grace_s)
     log.info("stopped")
+
+
+async def start(settings: Settings) -> RunningServer:
+    """The server, serving; any failure on the way is a ``StartupFailed`` (or one of the
+    known refusals) with a one-line reason."""
+    if settings.metrics_port:
+        metrics.serve_metrics(settings.metrics_port, settings.host)
+    room = await WaitingRoom.open(settings)
+    try:
+        store = await startup.open_store(settings)
+        return await create_server(settings, store=store, room=room)
+    except KNOWN_REFUSALS:
+        raise
+    except OSError as error:  # a directory or file the server cannot use, a port
+        raise StartupFailed(f"{error.strerror or error}: "
+                            f"{error.filename or settings.data_dir}") from error
+    except Exception as error:
+        raise StartupFailed(f"{type(error).__name__}: {error}") from error
+    finally:
+        if room is not None:
+            await room.close()
+
+
+KNOWN_REFUSALS = (StoreCorrupt, StoreInUse, RecoveryError, CannotListen, JoinKeyMissing)
+"""Start-up failures whose message says it all."""
 
 
 def refuse(why: object) -> NoReturn:
@@ -94,12 +122,25 @@ def main(argv: list[str] | None = None) -> None:
     except BadSetting as error:
         refuse(error)
     configure_logging(settings.log_level)
+    stop_at_once_on_signals()
+    runner = asyncio.Runner(loop_factory=loop_factory(settings))
     try:
-        with asyncio.Runner(loop_factory=loop_factory(settings)) as runner:
-            runner.run(serve(settings))
-    except (StoreCorrupt, StoreInUse, RecoveryError, CannotListen) as error:
+        runner.run(serve(settings))
+    except StopDuringStartup as stopped:
+        # at once: nothing was acknowledged yet, and what the store committed is durable (no
+        # loop clean-up, which would cancel the health calls in flight noisily)
+        structlog.get_logger("tapis.server").info("stopped during start-up",
+                                                  signal=signal.Signals(stopped.signum).name)
+        sys.stderr.flush()
+        os._exit(0)
+    except (*KNOWN_REFUSALS, StartupFailed) as error:
         # the store cannot be read or is another server's, or the port is taken: one line
+        if settings.log_level == "debug":
+            traceback.print_exception(error)
+        runner.close()
         refuse(error)
+    finally:
+        runner.close()
 
 
 if __name__ == "__main__":

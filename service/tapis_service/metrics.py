@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
 import gc
 import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, Info
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
 
 class CachedCounter(Counter):
@@ -53,10 +55,84 @@ class LoopCounter:
         return [family]
 
 
+class LoopHistogram:
+    """A labelled histogram observed only from the event loop's thread: per label values, a
+    list of bucket counts and a sum (no lock: once per call), exported like a ``Histogram``
+    (``_bucket`` cumulative with ``le``, ``_sum``, ``_count``) by the registry's collection,
+    which reads copies. ``tests/service/test_observability.py`` checks its exposition equals
+    prometheus_client's own Histogram fed the same values."""
+
+    def __init__(self, name: str, documentation: str, labelnames: list[str],
+                 buckets: Sequence[float], registry: CollectorRegistry = REGISTRY) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = labelnames
+        self.bounds = sorted(buckets)
+        self.children: dict[tuple[str, ...], list[float]] = {}
+        """label values -> [count per bucket..., count above the last bound, sum]."""
+        registry.register(self)
+
+    def observe(self, value: float, *values: str) -> None:
+        self.observe_child(self.child(*values), value)
+
+    def child(self, *values: str) -> list[float]:
+        """The counts of these label values (looked up once by a caller on a hot path)."""
+        child = self.children.get(values)
+        if child is None:
+            child = self.children[values] = [0.0] * (len(self.bounds) + 2)
+        return child
+
+    def observe_child(self, child: list[float], value: float) -> None:
+        child[bisect.bisect_left(self.bounds, value)] += 1
+        child[-1] += value
+
+    def collect(self) -> list[HistogramMetricFamily]:
+        family = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        bounds = [*(_float_text(b) for b in self.bounds), "+Inf"]
+        for values, child in sorted(self.children.copy().items()):
+            counts = child.copy()
+            cumulative, buckets = 0.0, []
+            for bound, count in zip(bounds, counts[:-1], strict=True):
+                cumulative += count
+                buckets.append((bound, cumulative))
+            family.add_metric(list(values), buckets, counts[-1])
+        return [family]
+
+
+def _float_text(bound: float) -> str:
+    """A bucket bound as prometheus_client writes it (``le="0.005"``)."""
+    from prometheus_client.utils import floatToGoString
+
+    return str(floatToGoString(bound))
+
+
 ACTIONS = LoopCounter("tapis_actions", "Inputs applied to tables", ["kind", "source"])
 REFUSALS = CachedCounter("tapis_refusals_total", "Requests refused, by gRPC code and reason",
                          ["code", "reason"])
 GAMES = Gauge("tapis_games", "Tables held in memory")
+RPC_HANDLED = LoopCounter("grpc_server_handled",
+                          "RPCs completed on the server, by method and gRPC status code",
+                          ["grpc_type", "grpc_service", "grpc_method", "grpc_code"])
+RPC_SECONDS = LoopHistogram(
+    "grpc_server_handling_seconds",
+    "Response latency of RPCs handled by the server (until the answer or the refusal)",
+    ["grpc_type", "grpc_service", "grpc_method"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+             10.0))
+STORE_COMMIT_SECONDS = Histogram(
+    "tapis_store_commit_seconds", "Store transactions (each a group of writes), begin to commit",
+    ["store"], buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0,
+                        2.5, 5.0))
+STORE_WRITE_FAILURES = Counter("tapis_store_write_failures_total",
+                               "Store transactions that did not commit", ["store"])
+BUILD_INFO = Info("tapis_build", "The server's version and source revision")
+LOOP_LAG = Histogram(
+    "tapis_loop_lag_seconds", "How late the event loop woke a 50 ms timer (a stall of the "
+    "whole server: collector, a long callback, or the machine)",
+    buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5))
+READY = Gauge("tapis_ready", "1 while readiness is SERVING (the store takes writes), else 0")
+STORE_PROBE_FAILURES = Counter("tapis_store_probe_failures_total",
+                               "Readiness probes of the store that failed or timed out")
 STREAMS = Gauge("tapis_streams", "Open event streams")
 SLAP_TO_PILE_WON = Histogram(
     "tapis_slap_to_pile_won_seconds",
@@ -109,7 +185,55 @@ async def watch_loop_lag(every_s: float = 0.05) -> None:
     while True:
         ticked = time.perf_counter()
         await asyncio.sleep(every_s)
-        late = time.perf_counter() - ticked - every_s
+        late = max(time.perf_counter() - ticked - every_s, 0.0)
+        LOOP_LAG.observe(late)
         if late > longest:
             longest = late
             LOOP_LAG_MAX.set(late)
+
+
+def serve_metrics(port: int, host: str) -> None:
+    """Prometheus' exposition on ``host:port`` (a thread); ``CannotListen`` if taken."""
+    from prometheus_client import start_http_server
+
+    from tapis_service.server import CannotListen
+
+    try:
+        start_http_server(port, addr=host)
+    except OSError as error:
+        raise CannotListen(f"cannot serve metrics on {host}:{port} ({error.strerror})") \
+            from error
+
+
+def observe_commit(store: str, seconds: float, committed: bool) -> None:
+    """One store transaction (from the store's writer, any thread)."""
+    STORE_COMMIT_SECONDS.labels(store).observe(seconds)
+    if not committed:
+        STORE_WRITE_FAILURES.labels(store).inc()
+
+
+class TablesByStatus:
+    """``tapis_tables{status}``: waiting (not started), live, finished, from a source the
+    server sets (read at each scrape, from the exporter's thread: a copy of the statuses)."""
+
+    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+        self.source: Callable[[], Iterable[str]] | None = None
+        registry.register(self)
+
+    def collect(self) -> list[GaugeMetricFamily]:
+        family = GaugeMetricFamily("tapis_tables", "Tables held in memory, by status",
+                                   labels=["status"])
+        found = {"waiting": 0, "live": 0, "finished": 0}
+        if self.source is not None:
+            for status in self.source():
+                found[status] = found.get(status, 0) + 1
+        for status, count in found.items():
+            family.add_metric([status], count)
+        return [family]
+
+
+TABLES = TablesByStatus()
+
+
+def set_build_info(version: str, revision: str) -> None:
+    BUILD_INFO.info({"version": version, "revision": revision})

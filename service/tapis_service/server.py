@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,19 +14,20 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from tapis.v1 import errors_pb2
-from tapis.v1 import game_service_pb2 as pb
+from tapis_service import joinkey, metrics
 from tapis_service.callguard import CallGuard
 from tapis_service.clock import Clock, SystemClock
 from tapis_service.game_api import GameApi
+from tapis_service.health import PROBE_EVERY_S, SERVICE_NAME, Readiness, new_health
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import MAX_METADATA_BYTES, MAX_RECEIVE_MESSAGE_BYTES
 from tapis_service.servicer import GameServicer, add_to_server
 from tapis_service.settings import Settings
+from tapis_service.startup import WaitingRoom, revision, version
 from tapis_service.store import MemoryStore, Store
 
 log = structlog.get_logger("tapis.server")
-SERVICE_NAME = pb.DESCRIPTOR.services_by_name["GameService"].full_name
 # Files reflection serves beyond those of the services: what a refusal carries (google.rpc.Status
 # in the `grpc-status-details-bin` trailer, google.rpc.ErrorInfo in its details) and the closed
 # list of reasons (tapis.v1.ErrorReason). Every message a response holds is in the services'
@@ -46,7 +45,7 @@ def reflection_pool() -> descriptor_pool.DescriptorPool:
     return pool
 
 
-def _can_bind(host: str, port: int) -> bool:
+def can_bind(host: str, port: int) -> bool:
     """Whether the address is free (checked before grpc, whose core logs its own failure)."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -78,12 +77,15 @@ class RunningServer:
     guard: CallGuard | None = None
     cluster: Any = None
     """The ClusterNode of a cluster node (``--advertise``), else None."""
+    readiness: Readiness | None = None
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, (a cluster node: hand its tables off),
         end the open event streams (SERVER_STOPPING), drain in-flight calls, then close the
         host."""
         await self.health.enter_graceful_shutdown()
+        if self.readiness is not None:
+            self.readiness.stop()
         if self.api is not None:
             self.api.housekeeping.stop()
         if self.cluster is not None:
@@ -127,24 +129,6 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
     ]
 
 
-def _reporter(health_servicer: health.aio.HealthServicer) -> Callable[[bool], None]:
-    """Health follows the store: NOT_SERVING while writes fail, SERVING once they commit."""
-    tasks: set[asyncio.Task[None]] = set()
-
-    async def report(serving: bool) -> None:
-        status = (health_pb2.HealthCheckResponse.SERVING if serving
-                  else health_pb2.HealthCheckResponse.NOT_SERVING)
-        for name in ("", SERVICE_NAME):
-            await health_servicer.set(name, status)
-
-    def listener(serving: bool) -> None:
-        task = asyncio.ensure_future(report(serving))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-
-    return listener
-
-
 async def open_store(settings: Settings) -> Store:
     """The store named by the settings."""
     if settings.store == "postgres":
@@ -157,12 +141,15 @@ async def open_store(settings: Settings) -> Store:
     from tapis_service.sqlite_store import SqliteStore  # durable store (issue 6)
 
     assert settings.data_dir is not None
+    joinkey.prepare(settings.data_dir)
     return SqliteStore(settings.data_dir)
 
 
 async def create_server(settings: Settings, clock: Clock | None = None,
-                        store: Store | None = None) -> RunningServer:
-    """Build and start the server; returns it with the port it listens on."""
+                        store: Store | None = None, room: WaitingRoom | None = None,
+                        probe_every_s: float = PROBE_EVERY_S) -> RunningServer:
+    """Build and start the server; returns it with the port it listens on. ``room``: the
+    health-only server that held the port while the store opened (closed before listening)."""
     if store is None and settings.advertise:
         from tapis_service.cluster.node import open_store as open_node_store
 
@@ -186,7 +173,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         registry.add_generic_rpc_handlers(cluster.handlers(servicer))
     else:
         add_to_server(servicer, registry)
-    health_servicer = health.aio.HealthServicer()
+    health_servicer = await new_health(ready=False)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, registry)
     # what reflection.enable_server_reflection does for a grpc.aio.Server (it tells one apart
     # by its class, which the guarded registry does not have)
@@ -194,7 +181,9 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
          reflection.SERVICE_NAME), pool=reflection_pool()), registry)
     address = f"{settings.host}:{settings.port}"
-    if settings.port and not _can_bind(settings.host, settings.port):
+    if room is not None:
+        await room.close()
+    if settings.port and not can_bind(settings.host, settings.port):
         raise CannotListen(f"cannot listen on {address} (is another server there?)")
     try:
         port = server.add_insecure_port(address)
@@ -204,9 +193,12 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         raise CannotListen(f"cannot listen on {address} (is another server there?)")
     await server.start()
     api.housekeeping.start()
-    for name in ("", SERVICE_NAME):
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    host.health_listeners.append(_reporter(health_servicer))
+    readiness = Readiness(health_servicer, host.store, probe_every_s)
+    host.health_listeners.append(readiness.writes)
+    readiness.start()
+    metrics.set_build_info(version(), revision())
+    metrics.TABLES.source = api.housekeeping.statuses
     log.info("serving", address=f"{settings.host}:{port}", store=settings.store,
-             games=len(host.sessions))
-    return RunningServer(server, port, host, health_servicer, api, guard, cluster)
+             games=len(host.sessions), version=version(), revision=revision())
+    return RunningServer(server, port, host, health_servicer, api, guard, cluster,
+                         readiness)

@@ -24,12 +24,14 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import structlog
 
+from tapis_service import metrics
 from tapis_service.store import (
     JournalConflict,
     StoreCorrupt,
@@ -288,7 +290,10 @@ class SqliteStore:
                     stopping = True
                     break
                 batch.append(job)
+            started, commits = time.perf_counter(), self.commits
             outcomes = self._commit(batch)
+            metrics.observe_commit("sqlite", time.perf_counter() - started,
+                                   self.commits > commits)
             for job, outcome in zip(batch, outcomes, strict=True):
                 if job.future is not None and job.loop is not None:
                     _settle_soon(job.loop, job.future, outcome)

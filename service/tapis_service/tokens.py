@@ -12,31 +12,12 @@ import base64
 import functools
 import hashlib
 import hmac
-import os
 import secrets
-from pathlib import Path
 
 import grpc
 
 from tapis_service.errors import ServiceError
 from tapis_service.session import Session
-from tapis_service.settings import Settings
-
-
-def join_key(settings: Settings) -> bytes:
-    """The secret that retried joins derive their tokens from: kept in the data directory
-    (created once, readable by the server's user only), or per process without one."""
-    if settings.data_dir is None or settings.store == "memory":
-        return secrets.token_bytes(32)
-    path = Path(settings.data_dir) / "join.key"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "wb") as key_file:
-            key_file.write(secrets.token_bytes(32))
-            key_file.flush()
-            os.fsync(key_file.fileno())
-    return path.read_bytes()
 
 
 @functools.lru_cache(maxsize=1 << 16)

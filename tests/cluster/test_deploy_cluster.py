@@ -41,6 +41,8 @@ def test_the_deployment_runs_three_nodes_that_advertise_their_pod_address() -> N
     assert secret["key"] in example["stringData"]
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert container[probe]["grpc"]["port"] == port
+    assert container["livenessProbe"]["grpc"]["service"] == "liveness"
+    assert container["readinessProbe"]["grpc"]["service"] == ""
 
 
 def test_the_service_is_headless_and_the_budget_covers_the_pods() -> None:

@@ -88,6 +88,10 @@ def test_the_manifests_parse_as_yaml() -> None:
     assert pod["securityContext"]["runAsNonRoot"] is True
     container = pod["containers"][0]
     assert container["livenessProbe"]["grpc"]["port"] == int(image_env()["TAPIS_PORT"])
+    # liveness apart from readiness: a database outage or a long recovery restarts nothing
+    assert container["livenessProbe"]["grpc"]["service"] == "liveness"
+    assert container["startupProbe"]["grpc"]["service"] == "liveness"
+    assert container["readinessProbe"]["grpc"]["service"] == ""
 
 
 def test_hadolint_passes() -> None:

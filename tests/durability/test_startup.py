@@ -1,0 +1,130 @@
+"""Start-up, with real processes: every failure is one line and exit 2; a signal during start-up
+stops the server at once with exit 0; while the store is not there yet, liveness is SERVING and
+readiness is not."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tapis_service.entry import StopDuringStartup, stop_at_once_on_signals
+from tests.durability.process import free_port, health_status
+
+SERVER = [sys.executable, "-m", "tapis_service.main", "--log-level", "warning"]
+UNREACHABLE = "postgresql://tapis:s3cret@127.0.0.1:1/tapis"
+
+
+def refusal(*args: str, env: dict[str, str] | None = None, as_nobody: bool = False) -> str:
+    """Run the server, which must refuse to start: its one line."""
+    command = [*SERVER, *args]
+    if as_nobody:  # setpriv (util-linux): subprocess's user= cannot exec a python under /root
+        command = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+                   *command]
+    result = subprocess.run(command, env={**os.environ, **(env or {})}, cwd="/",
+                            capture_output=True, timeout=60, check=False)
+    stderr = result.stderr.decode()
+    assert result.returncode == 2, stderr
+    assert "Traceback" not in stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("tapis-server:")]
+    assert len(lines) == 1 and lines[0] == stderr.splitlines()[-1], stderr
+    assert lines[0].startswith("tapis-server: refusing to start: ")
+    return lines[0]
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield taken.getsockname()[1]
+
+
+def test_a_port_in_use_is_one_line(taken_port: int) -> None:
+    line = refusal("--port", str(taken_port))
+    assert f"cannot listen on 127.0.0.1:{taken_port}" in line
+
+
+def test_a_metrics_port_in_use_is_one_line(taken_port: int) -> None:
+    line = refusal("--port", str(free_port()), "--metrics-port", str(taken_port))
+    assert f"cannot serve metrics on 127.0.0.1:{taken_port}" in line
+
+
+def test_a_data_directory_the_server_cannot_write_is_one_line(tmp_path: Path) -> None:
+    """The first thing a `docker run -v $PWD/data:/data` user meets: a root-owned mount."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    if os.geteuid() == 0:  # root writes anywhere: run the server as nobody
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv: no way to be a user who cannot write")
+        for parent in (data_dir, *data_dir.parents):
+            if parent == Path(tempfile.gettempdir()):
+                break
+            parent.chmod(0o755)
+        line = refusal("--port", "0", "--data-dir", str(data_dir), as_nobody=True)
+    else:
+        data_dir.chmod(0o555)
+        line = refusal("--port", "0", "--data-dir", str(data_dir))
+    assert line.endswith(f"Permission denied: {data_dir / 'tapis.lock'}")
+
+
+def test_a_bad_value_in_a_variable_is_one_line() -> None:
+    line = refusal(env={"TAPIS_MAX_GAMES": "lots"})
+    assert "TAPIS_MAX_GAMES='lots' is not a valid --max-games" in line
+
+
+def test_a_database_unreachable_past_db_wait_is_one_line() -> None:
+    line = refusal("--port", "0", "--database-url", UNREACHABLE, "--db-wait", "1")
+    assert "cannot reach the database at postgresql://tapis:***@127.0.0.1:1/tapis" in line
+    assert "s3cret" not in line
+
+
+async def test_waiting_for_the_database_liveness_serves_and_sigterm_stops_at_once() -> None:
+    port = free_port()
+    target = f"127.0.0.1:{port}"
+    process = subprocess.Popen([*SERVER, "--port", str(port), "--database-url", UNREACHABLE],
+                               stderr=subprocess.PIPE)
+    try:
+        give_up = time.monotonic() + 20
+        while await health_status(target, "liveness") != "SERVING":
+            assert process.poll() is None and time.monotonic() < give_up
+            await asyncio.sleep(0.05)
+        assert await health_status(target, "") == "NOT_SERVING"
+        assert await health_status(target, "tapis.v1.GameService") == "NOT_SERVING"
+        signalled = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(10) == 0
+        assert time.monotonic() - signalled < 2.0
+        stderr = process.stderr.read().decode() if process.stderr else ""
+        assert "Traceback" not in stderr
+        assert "waiting_for_database" in stderr  # its first attempt, at once
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_a_signal_during_start_up_interrupts_even_code_that_never_yields() -> None:
+    """Recovery replays inputs without yielding to the event loop: the handler still runs
+    between two bytecodes, so SIGTERM stops it at once (the real process exits 0)."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        stop_at_once_on_signals()
+        with pytest.raises(StopDuringStartup) as stopped:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(100_000_000):  # busy, like a long replay
+                pass
+        assert stopped.value.code == 0 and stopped.value.signum == signal.SIGTERM
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

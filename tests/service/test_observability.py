@@ -1,0 +1,156 @@
+"""What an operator watches: grpc-prometheus' per-method metrics, the store's commit latency,
+the build, tables by status, loop lag; request lines carry the peer, request id, trace id and
+duration; a warning that repeats is written once per period."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import random
+from pathlib import Path
+
+import grpc
+import structlog
+from prometheus_client import REGISTRY, CollectorRegistry, Histogram, generate_latest
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis_service import logcontext, metrics
+from tapis_service.clock import ManualClock
+from tapis_service.logrepeat import RepeatLimiter
+from tapis_service.sqlite_store import SqliteStore
+from tests.conftest import ServerFactory, person_seats
+
+
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_a_loop_histogram_is_exported_as_prometheus_own_histogram() -> None:
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    buckets = (0.001, 0.01, 0.1, 1.0)
+    loop_histogram = metrics.LoopHistogram("t_seconds", "T", ["m"], buckets, registry=ours)
+    plain = Histogram("t_seconds", "T", ["m"], buckets=buckets, registry=theirs)
+    rng = random.Random(6)
+    for _ in range(1000):
+        value, method = rng.choice([0.0005, 0.001, 0.05, 0.1, 3.0, rng.random()]), \
+            rng.choice("ab")
+        loop_histogram.observe(value, method)
+        plain.labels(method).observe(value)
+    assert samples(ours) == samples(theirs)
+    assert "# TYPE t_seconds histogram" in generate_latest(ours).decode()
+
+
+def samples(registry: CollectorRegistry) -> set[tuple[str, tuple[tuple[str, str], ...], float]]:
+    """Every sample but the creation times (which ours has not), in no particular order."""
+    return {(s.name, tuple(sorted(s.labels.items())), round(s.value, 9))
+            for family in registry.collect() for s in family.samples
+            if not s.name.endswith("_created")}
+
+
+async def test_every_call_is_counted_and_timed_by_method_and_code(
+        make_server: ServerFactory, tmp_path: Path) -> None:
+    h = await make_server(clock=ManualClock(), store=SqliteStore(tmp_path))
+    labels = {"grpc_type": "unary", "grpc_service": "tapis.v1.GameService"}
+    before_ok = sample("grpc_server_handled_total", **labels, grpc_method="CreateGame",
+                       grpc_code="OK")
+    before_missing = sample("grpc_server_handled_total", **labels, grpc_method="GetGame",
+                            grpc_code="NOT_FOUND")
+    before_timed = sample("grpc_server_handling_seconds_count", **labels,
+                          grpc_method="CreateGame")
+    commits = sample("tapis_store_commit_seconds_count", store="sqlite")
+    await h.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR,
+                                                 seat_configs=person_seats(2)))
+    with contextlib.suppress(grpc.aio.AioRpcError):  # NOT_FOUND: what is counted
+        await h.stub.GetGame(pb.GetGameRequest(game_id="nope"))
+    assert sample("grpc_server_handled_total", **labels, grpc_method="CreateGame",
+                  grpc_code="OK") == before_ok + 1
+    assert sample("grpc_server_handled_total", **labels, grpc_method="GetGame",
+                  grpc_code="NOT_FOUND") == before_missing + 1
+    assert sample("grpc_server_handling_seconds_count", **labels,
+                  grpc_method="CreateGame") == before_timed + 1
+    assert sample("tapis_store_commit_seconds_count", store="sqlite") > commits
+    assert sample("tapis_tables", status="waiting") >= 1
+    assert sample("tapis_build_info", version=metrics_version(), revision=metrics_revision()) \
+        == 1
+    assert sample("tapis_ready") == 1
+    text = generate_latest(REGISTRY).decode()
+    for name in ("grpc_server_handling_seconds_bucket", "tapis_store_commit_seconds_bucket",
+                 "tapis_loop_lag_seconds_bucket", "tapis_gc_pause_seconds_bucket"):
+        assert f"# TYPE {name.removesuffix('_bucket')} histogram" in text
+
+
+def metrics_version() -> str:
+    from tapis_service.startup import version
+
+    return version()
+
+
+def metrics_revision() -> str:
+    from tapis_service.startup import revision
+
+    return revision()
+
+
+async def test_request_lines_carry_peer_request_id_trace_id_and_duration(
+        make_server: ServerFactory) -> None:
+    out = io.BytesIO()
+    structlog.configure(processors=[logcontext.merge, structlog.processors.JSONRenderer(
+                        serializer=lambda value, **_: json.dumps(value).encode())],
+                        logger_factory=structlog.BytesLoggerFactory(file=out),
+                        cache_logger_on_first_use=False)
+    try:
+        h = await make_server(clock=ManualClock())
+        trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+        created = await h.stub.CreateGame(
+            pb.CreateGameRequest(kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2),
+                                 request_id="create-for-the-log"),
+            metadata=(("traceparent", f"00-{trace}-00f067aa0ba902b7-01"),))
+        assert created.game.game_id
+    finally:
+        structlog.reset_defaults()
+    lines = [json.loads(line) for line in out.getvalue().decode().splitlines()]
+    line = next(line for line in lines if line.get("event") == "game_created")
+    assert line["peer"].startswith("ipv") and line["request_id"] == "create-for-the-log"
+    assert line["trace_id"] == trace and line["ms"] >= 0
+
+
+def test_a_repeated_warning_is_written_once_per_period() -> None:
+    now = [0.0]
+    written: list[dict[str, object]] = []
+    limiter = RepeatLimiter(10.0, lambda: now[0])
+
+    def write(event: str, **fields: object) -> None:
+        written.append({"event": event, **fields})
+
+    for second in range(25):
+        now[0] = float(second)
+        limiter.log("db", write, "store_probe_failed", error="down")
+    assert [w.get("repeated") for w in written] == [None, 9, 9]
+
+
+def exported_names() -> set[str]:
+    """Every series name the server's registry can export."""
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"),
+                "info": ("_info",), "gauge": ("",), "summary": ("_sum", "_count")}
+    return {family.name + suffix for family in REGISTRY.collect()
+            for suffix in suffixes.get(family.type, ("",))}
+
+
+def test_the_alert_rules_and_the_dashboard_use_metrics_the_server_exports() -> None:
+    import re
+
+    import yaml
+
+    deploy = Path(__file__).resolve().parents[2] / "deploy" / "observability"
+    rules = yaml.safe_load((deploy / "alerts.yaml").read_text())["groups"][0]["rules"]
+    dashboard = json.loads((deploy / "grafana-dashboard.json").read_text())
+    expressions = [rule["expr"] for rule in rules] + [
+        target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    assert all(rule["alert"].startswith("Tapis") and rule["annotations"]["summary"]
+               for rule in rules)
+    used = {name for expr in expressions
+            for name in re.findall(r"\b((?:tapis|grpc_server)_[a-z_]+)", expr)}
+    assert {"grpc_server_handled_total", "grpc_server_handling_seconds_bucket",
+            "tapis_store_commit_seconds_bucket", "tapis_ready"} <= used
+    assert used <= exported_names(), used - exported_names()
