@@ -19,8 +19,8 @@ from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service import admin
 from tapis_service.joinkey import DATABASE_NAME, KEY_NAME
 from tapis_service.server import RunningServer, create_server, open_store
-from tests.conftest import TEST_SETTINGS
-from tests.durability.driver import Ack, Game, auth, play
+from tests.support.driver import Ack, Game, auth, play
+from tests.support.server import TEST_SETTINGS
 
 GAMES = 4
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tapis_service.entry import StopDuringStartup, stop_at_once_on_signals
-from tests.durability.process import free_port, health_status
+from tests.support.process import free_port, health_status
 
 SERVER = [sys.executable, "-m", "tapis_service.main", "--log-level", "warning"]
 UNREACHABLE = "postgresql://tapis:s3cret@127.0.0.1:1/tapis"

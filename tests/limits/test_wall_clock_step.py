@@ -10,8 +10,8 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import SystemClock
-from tests.conftest import ServerFactory, person_seats
-from tests.limits.common import reason_of
+from tests.support.calls import person_seats, reason_of
+from tests.support.server import ServerFactory
 
 TWO_HOURS_NS = 2 * 3600 * 1_000_000_000
 

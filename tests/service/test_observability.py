@@ -19,7 +19,8 @@ from tapis_service import logcontext, metrics
 from tapis_service.clock import ManualClock
 from tapis_service.logrepeat import RepeatLimiter
 from tapis_service.sqlite_store import SqliteStore
-from tests.conftest import ServerFactory, person_seats
+from tests.support.calls import person_seats
+from tests.support.server import ServerFactory
 
 
 def sample(name: str, **labels: str) -> float:

@@ -12,8 +12,8 @@ import sys
 import time
 from typing import Any
 
-from tests.durability.process import free_port, health_status
-from tests.postgres import own_postgres, restart_postgres, stop_postgres  # noqa: F401
+from tests.support.postgres import own_postgres, restart_postgres, stop_postgres  # noqa: F401
+from tests.support.process import free_port, health_status
 
 BACK_WITHIN_S = 10.0
 
