@@ -59,7 +59,7 @@ async def test_two_hours_count_only_on_the_monotonic_clock(make_server: ServerFa
         clocks.wall_ns += TWO_HOURS_NS
     else:
         clocks.monotonic_ns += TWO_HOURS_NS
-    housekeeping = harness.running.servicer.housekeeping  # type: ignore[union-attr]
+    housekeeping = harness.running.api.housekeeping  # type: ignore[union-attr]
     housekeeping.sweep()  # what its timer would run
     await housekeeping.drain()
 
