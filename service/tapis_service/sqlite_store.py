@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import queue
@@ -30,6 +29,7 @@ from typing import Any
 
 import structlog
 
+from tapis_service.checksums import canonical_json, checksum
 from tapis_service.store import (
     JournalConflict,
     StoreCorrupt,
@@ -100,14 +100,6 @@ class _Job:
         self.future = future
 
 
-def _dumps(data: JSON) -> str:
-    return json.dumps(data, separators=(",", ":"), sort_keys=True)
-
-
-def checksum(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 class SqliteStore:
     """Tables, their journals and snapshots in ``<data_dir>/tapis.sqlite3``."""
 
@@ -172,14 +164,14 @@ class SqliteStore:
     def created(self, game_id: str, record: JSON) -> asyncio.Future[None] | None:
         self._order += 1
         return self._submit([("INSERT INTO games VALUES (?, ?, ?, 0)",
-                              (game_id, self._order, _dumps(record)), "")])
+                              (game_id, self._order, canonical_json(record)), "")])
 
     def appended(self, game_id: str, index: int, entry: JSON) -> asyncio.Future[None] | None:
-        return self._submit([(_APPEND, (game_id, index, _dumps(entry)),
+        return self._submit([(_APPEND, (game_id, index, canonical_json(entry)),
                               f"game {game_id}: input {index - 1} is not committed")])
 
     def snapshot(self, game_id: str, index: int, data: JSON) -> asyncio.Future[None] | None:
-        text = _dumps(data)
+        text = canonical_json(data)
         finished = 1 if data.get("finished") else 0
         return self._submit([
             ("INSERT OR REPLACE INTO snapshots SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS "
