@@ -48,7 +48,14 @@ from tapis_service.ratelimit import TokenBuckets
 from tapis_service.recovery import RecoveryError, Restored, restore, snapshot_data
 from tapis_service.session import Applied, CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
-from tapis_service.store import CreateConflict, JournalConflict, MemoryStore, Store, StoreError
+from tapis_service.store import (
+    CommitUnknown,
+    CreateConflict,
+    JournalConflict,
+    MemoryStore,
+    Store,
+    StoreError,
+)
 
 T = TypeVar("T")
 
@@ -201,8 +208,12 @@ class GameHost:
                      bots=sum(b is not None for b in bots))
             self._after_change(session)
 
-        done = self._after_write(self.store.created(game_id, record), committed,
-                                 lambda error: self._store_failed(None, error))
+        def failed(error: BaseException) -> None:
+            if isinstance(error, CommitUnknown):  # it may be stored: healing reads it back
+                self.unavailable[game_id] = session
+            self._store_failed(None, error)
+
+        done = self._after_write(self.store.created(game_id, record), committed, failed)
         if done is not None:
             key = request_id or f"\0{game_id}"
             self._creating[key] = done
@@ -730,6 +741,10 @@ def store_refusal(error: StoreError) -> ServiceError:
     if isinstance(error, JournalConflict):
         return ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
                             "another server took this table over; retry")
+    if isinstance(error, CommitUnknown):
+        return ServiceError(grpc.StatusCode.UNAVAILABLE, "COMMIT_UNKNOWN",
+                            "the store lost its connection while committing this request: it "
+                            "may have been applied; retry with the same request_id")
     return _store_unavailable()
 
 

@@ -482,8 +482,13 @@ class PostgresStore:
         return written
 
     async def _at_commit(self, connection: asyncpg.Connection) -> None:
+        """Just before the statement that commits: a connection already lost has sent
+        nothing of it, so the database kept nothing (its transaction is rolled back)."""
         if self.failpoint is not None:
             await self.failpoint("commit", connection)
+        if not _usable(connection):
+            raise _WriteFailed(ConnectionError("the connection to the database was lost "
+                                               "before the commit was sent"), in_doubt=False)
 
     def _record(self, writes: list[_Queued], written: list[bool]) -> None:
         """A transaction committed: each write is done, or was refused by the fence."""
