@@ -11,6 +11,9 @@ for the first, the game's creation record) is already there, and never over an e
 Each write runs in a savepoint of its own, so one refused write never takes the others of its
 transaction with it; a transaction that cannot commit (disk full, I/O error) fails every write
 it carried with ``StoreUnavailable``. A file that cannot be read is ``StoreCorrupt``.
+
+The schema is versioned (``tapis_schema``, as on PostgreSQL): missing migrations are applied at
+open, and a file whose schema is newer than this server knows is refused (``SchemaTooNew``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import structlog
 from tapis_service.checksums import canonical_json, checksum
 from tapis_service.store import (
     JournalConflict,
+    SchemaTooNew,
     StoreCorrupt,
     StoredGame,
     StoreError,
@@ -49,31 +53,37 @@ SYNCHRONOUS = "FULL"
 
 log = structlog.get_logger("tapis.store")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS games (
-    game_id TEXT PRIMARY KEY,
-    created_order INTEGER NOT NULL,
-    record TEXT NOT NULL,
-    finished INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS journal (
-    game_id TEXT NOT NULL,
-    idx INTEGER NOT NULL,
-    entry TEXT NOT NULL,
-    PRIMARY KEY (game_id, idx)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS snapshots (
-    game_id TEXT PRIMARY KEY,
-    idx INTEGER NOT NULL,
-    format INTEGER NOT NULL,
-    checksum TEXT NOT NULL,
-    data TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-"""
+MIGRATIONS: tuple[str, ...] = (
+    # 1: tables, their journals and snapshots (IF NOT EXISTS: a file written before the schema
+    # was versioned has them already, and is adopted as version 1 unchanged).
+    """
+    CREATE TABLE IF NOT EXISTS games (
+        game_id TEXT PRIMARY KEY,
+        created_order INTEGER NOT NULL,
+        record TEXT NOT NULL,
+        finished INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE IF NOT EXISTS journal (
+        game_id TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        entry TEXT NOT NULL,
+        PRIMARY KEY (game_id, idx)
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS snapshots (
+        game_id TEXT PRIMARY KEY,
+        idx INTEGER NOT NULL,
+        format INTEGER NOT NULL,
+        checksum TEXT NOT NULL,
+        data TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The schema version this server writes and reads."""
 
 _APPEND = """INSERT INTO journal SELECT ?1, ?2, ?3
 WHERE (?2 = 1 AND EXISTS (SELECT 1 FROM games WHERE game_id = ?1))
@@ -118,14 +128,14 @@ class SqliteStore:
         try:
             self._refuse_lost_file()
             self._connection = self._connect()
-            self._connection.executescript(_SCHEMA)
+            migrate(self._connection, self.path)
             row = self._connection.execute("SELECT COALESCE(MAX(created_order), 0) FROM games")
             self._order = int(row.fetchone()[0])
         except sqlite3.Error as error:
             os.close(self._lock)
             raise StoreCorrupt(f"{self.path}: cannot be read as a Tapis store ({error})") \
                 from error
-        except StoreCorrupt:
+        except StoreCorrupt:  # SchemaTooNew included
             os.close(self._lock)
             raise
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
@@ -318,6 +328,31 @@ class SqliteStore:
             unavailable = StoreUnavailable(f"{self.path}: {failure}")
             return [unavailable for _ in batch]
         return outcomes
+
+
+def migrate(connection: sqlite3.Connection, path: Path) -> int:
+    """Apply the migrations the file lacks, each in a transaction of its own with its version
+    recorded in ``tapis_schema``; the file's version after. ``SchemaTooNew`` for a file that a
+    newer server wrote (nothing is changed in it)."""
+    connection.execute("CREATE TABLE IF NOT EXISTS tapis_schema (version INTEGER PRIMARY KEY, "
+                       "applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)")
+    current = int(connection.execute(
+        "SELECT COALESCE(MAX(version), 0) FROM tapis_schema").fetchone()[0])
+    if current > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"{path}: its schema is at version {current}, newer than this server's "
+            f"({SCHEMA_VERSION}): run the server version that wrote it (or a newer one)")
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        try:
+            connection.executescript(
+                f"BEGIN IMMEDIATE; {MIGRATIONS[version - 1]}; "
+                f"INSERT INTO tapis_schema (version) VALUES ({version}); COMMIT;")
+        except sqlite3.Error:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+        log.info("schema_migrated", version=version, file=str(path))
+    return SCHEMA_VERSION
 
 
 def _lock_directory(data_dir: Path) -> int:
