@@ -225,3 +225,25 @@ async def test_a_server_answers_an_in_doubt_submit_commit_unknown_and_the_retry_
     after = (await stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
     assert answer.version == again.version == after.version == before.version + 1
     assert len(await journal(admin, game_id)) == inputs + 1  # applied once
+
+
+async def test_an_in_doubt_create_is_read_back_and_its_retry_gets_that_table(
+        make_server: ServerFactory, database_url: str, admin: asyncpg.Connection,
+        breaker: Breaker) -> None:
+    store = await PostgresStore.open(database_url, failpoint=breaker)
+    server = await make_server(clock=ManualClock(), store=store, store_retry_ms=1)
+    breaker.action = "lose_answer"
+    breaker.committed = lambda: admin.fetchval("SELECT count(*) FROM games")
+    breaker.at = {breaker.calls + 1}
+    request = pb.CreateGameRequest(kind=pb.GAME_KIND_WAR, seats=2, seed=7,
+                                   seat_configs=person_seats(2), request_id="create-in-doubt")
+    with pytest.raises(grpc.aio.AioRpcError) as in_doubt:
+        await server.stub.CreateGame(request)
+    assert reason_of(in_doubt.value) == "COMMIT_UNKNOWN"
+    await breaker.settle()
+    stored = await admin.fetch("SELECT game_id FROM games")
+    assert len(stored) == 1  # it was applied
+    await until(lambda: stored[0]["game_id"] in server.host.sessions)  # read back
+    retried = await server.stub.CreateGame(request)
+    assert retried.game.game_id == stored[0]["game_id"]
+    assert await admin.fetchval("SELECT count(*) FROM games") == 1
