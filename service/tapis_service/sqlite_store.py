@@ -10,7 +10,8 @@ The journal has no holes by construction: input N of a game is inserted only if 
 for the first, the game's creation record) is already there, and never over an existing one.
 Each write runs in a savepoint of its own, so one refused write never takes the others of its
 transaction with it; a transaction that cannot commit (disk full, I/O error) fails every write
-it carried with ``StoreUnavailable``. A file that cannot be read is ``StoreCorrupt``.
+it carried with ``StoreUnavailable``, or with ``CommitUnknown`` when the COMMIT itself failed with
+an I/O error (it may have reached the disk). A file that cannot be read is ``StoreCorrupt``.
 
 The schema is versioned (``tapis_schema``, as on PostgreSQL): missing migrations are applied at
 open, and a file whose schema is newer than this server knows is refused (``SchemaTooNew``).
@@ -34,6 +35,7 @@ import structlog
 
 from tapis_service.checksums import canonical_json, checksum
 from tapis_service.store import (
+    CommitUnknown,
     JournalConflict,
     SchemaTooNew,
     StoreCorrupt,
@@ -95,7 +97,7 @@ Write = tuple[str, tuple[Any, ...], str]
 
 Failpoint = Callable[[str], None]
 """Called by the writer at ``"commit"`` just before each COMMIT: raising ``sqlite3.Error`` there
-makes that transaction fail as a full disk would (tests inject faults this way)."""
+acts as the COMMIT failing with it (a full disk; an I/O error, whose outcome is in doubt)."""
 
 
 class _Job:
@@ -300,6 +302,7 @@ class SqliteStore:
         """One transaction for the batch, one savepoint per job: each job's outcome."""
         outcomes: list[StoreError | None] = [None] * len(batch)
         connection = self._connection
+        committing = False
         try:
             connection.execute("BEGIN")
             for position, job in enumerate(batch):
@@ -316,6 +319,7 @@ class SqliteStore:
                     outcomes[position] = refused
                     connection.execute("ROLLBACK TO job")
                 connection.execute("RELEASE job")
+            committing = True
             if self.failpoint is not None:
                 self.failpoint("commit")
             connection.execute("COMMIT")
@@ -325,9 +329,22 @@ class SqliteStore:
             with contextlib.suppress(sqlite3.Error):
                 if connection.in_transaction:
                     connection.execute("ROLLBACK")
-            unavailable = StoreUnavailable(f"{self.path}: {failure}")
-            return [unavailable for _ in batch]
+            failed: StoreError
+            if committing and _in_doubt(failure):
+                failed = CommitUnknown(f"{self.path}: the commit failed with an I/O error and "
+                                       f"may have reached the disk ({failure})")
+            else:
+                failed = StoreUnavailable(f"{self.path}: {failure}")
+            return [failed for _ in batch]
         return outcomes
+
+
+def _in_doubt(failure: sqlite3.Error) -> bool:
+    """A COMMIT that failed with an I/O error (a failed fsync, a short write): its frames may
+    be in the WAL, and a later recovery may find it committed. A full disk is not in doubt:
+    SQLite could not write the transaction at all."""
+    code = getattr(failure, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF == sqlite3.SQLITE_IOERR
 
 
 def migrate(connection: sqlite3.Connection, path: Path) -> int:

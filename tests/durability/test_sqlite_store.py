@@ -6,13 +6,20 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tapis_service import sqlite_store
 from tapis_service.sqlite_store import FILE_NAME, MIGRATIONS, SCHEMA_VERSION, SqliteStore
-from tapis_service.store import SchemaTooNew, StoreCorrupt, StoreInUse
+from tapis_service.store import (
+    CommitUnknown,
+    SchemaTooNew,
+    StoreCorrupt,
+    StoreInUse,
+    StoreUnavailable,
+)
 from tests.durability.process import ServerProcess
 
 
@@ -146,3 +153,35 @@ def test_a_newer_schema_is_refused_and_the_server_says_so_in_one_line(tmp_path: 
     assert len(lines) == 1 and "Traceback" not in stderr, stderr
     assert "refusing to start" in lines[0] and "newer than this server's" in lines[0]
     assert versions(tmp_path)[-1] == SCHEMA_VERSION + 1  # the file is left as it was
+
+
+# --- a failed commit --------------------------------------------------------------------------
+
+
+def failing_commit(code: int) -> Callable[[str], None]:
+    """A failpoint that makes the next COMMIT fail with SQLite's error ``code``."""
+    armed = [True]
+
+    def failpoint(stage: str) -> None:
+        if stage == "commit" and armed:
+            armed.clear()
+            error = sqlite3.OperationalError("injected")
+            error.sqlite_errorcode = code  # type: ignore[attr-defined]
+            raise error
+    return failpoint
+
+
+@pytest.mark.parametrize(("code", "outcome"), [
+    (sqlite3.SQLITE_FULL, StoreUnavailable),  # nothing of it could be written
+    (sqlite3.SQLITE_IOERR_FSYNC, CommitUnknown),  # it may be on the disk, or not
+    (sqlite3.SQLITE_IOERR_WRITE, CommitUnknown)])
+async def test_a_commit_that_fails_says_whether_it_may_have_been_applied(
+        tmp_path: Path, code: int, outcome: type[Exception]) -> None:
+    store = SqliteStore(tmp_path, failpoint=failing_commit(code))
+    outcomes = await asyncio.gather(must(store.created("g", {"kind": "war"})),
+                                    must(store.appended("g", 1, {"i": 1})),
+                                    return_exceptions=True)
+    assert [type(o) for o in outcomes] == [outcome, outcome], outcomes
+    assert store.load_game("g") is None  # read again: what the file holds decides
+    await must(store.created("g", {"kind": "war"}))  # the writer goes on
+    store.close()
