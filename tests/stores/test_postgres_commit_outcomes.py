@@ -247,3 +247,42 @@ async def test_an_in_doubt_create_is_read_back_and_its_retry_gets_that_table(
     retried = await server.stub.CreateGame(request)
     assert retried.game.game_id == stored[0]["game_id"]
     assert await admin.fetchval("SELECT count(*) FROM games") == 1
+
+
+async def test_a_statement_that_times_out_is_in_doubt_and_its_connection_is_not_reused(
+        database_url: str, admin: asyncpg.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A timed-out statement is still running in the database when the client gives up (here
+    it waits on a lock): it may be applied after the answer, so the answer is COMMIT_UNKNOWN.
+    Its connection is closed: reused, asyncpg would fail "cannot switch to state 12; another
+    operation is in progress" (seen when PostgreSQL stops)."""
+    from tapis_service import postgres_store
+
+    monkeypatch.setattr(postgres_store, "COMMAND_TIMEOUT_S", 0.2)  # an injected short timer
+    store = await PostgresStore.open(database_url)
+    await store.created("g", {"kind": "war"})
+    await store.appended("g", 1, {"i": 1})
+    locker = await asyncpg.connect(database_url)
+    lock = locker.transaction()
+    await lock.start()
+    await locker.execute("LOCK TABLE journal IN ACCESS EXCLUSIVE MODE")  # the INSERT waits
+
+    def running() -> Any:
+        return admin.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND state = 'active' AND query LIKE 'INSERT INTO journal%'")
+
+    with pytest.raises(CommitUnknown):
+        await store.appended("g", 2, {"i": 2})
+    await lock.rollback()  # the INSERT, if asyncpg's cancel did not reach it, goes on now
+    await locker.close()
+    await until(lambda: _none(running()))
+    stored = await store.load_game("g")  # what was applied: either is a right outcome
+    assert stored is not None and stored[2] in ([{"i": 1}], [{"i": 1}, {"i": 2}])
+    following = len(stored[2]) + 1
+    await store.appended("g", following, {"i": following})  # on a new connection
+    assert await journal(admin, "g") == list(range(1, following + 1))
+    await store.aclose()
+
+
+async def _none(count: Any) -> bool:
+    return await count == 0
