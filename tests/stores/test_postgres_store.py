@@ -159,7 +159,7 @@ async def test_a_lost_connection_fails_the_write_unavailable_then_the_store_reco
         while await admin.fetchval(
                 "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1::int[])", killed):
             await asyncio.sleep(0.01)
-        writer = store._lanes[0].connection
+        writer = store.writer._lanes[0].connection
         while writer is not None and _open(writer):  # and until the writer has seen it
             await asyncio.sleep(0.01)
     with pytest.raises(StoreUnavailable):
