@@ -19,7 +19,7 @@ import structlog
 from tapis_service.errors import ServiceError, failed_precondition
 from tapis_service.recovery import RecoveryError, restore
 from tapis_service.session import Session
-from tapis_service.store import CreateConflict, JournalConflict, StoreError
+from tapis_service.store import CommitUnknown, CreateConflict, JournalConflict, StoreError
 
 if TYPE_CHECKING:
     from tapis_service.host import GameHost
@@ -48,6 +48,10 @@ def store_refusal(error: StoreError) -> ServiceError:
     if isinstance(error, JournalConflict):
         return ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
                             "another server took this table over; retry")
+    if isinstance(error, CommitUnknown):
+        return ServiceError(grpc.StatusCode.UNAVAILABLE, "COMMIT_UNKNOWN",
+                            "the store lost its connection while committing this request: it "
+                            "may have been applied; retry with the same request_id")
     return store_unavailable()
 
 

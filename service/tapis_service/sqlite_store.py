@@ -10,7 +10,11 @@ The journal has no holes by construction: input N of a game is inserted only if 
 for the first, the game's creation record) is already there, and never over an existing one.
 Each write runs in a savepoint of its own, so one refused write never takes the others of its
 transaction with it; a transaction that cannot commit (disk full, I/O error) fails every write
-it carried with ``StoreUnavailable``. A file that cannot be read is ``StoreCorrupt``.
+it carried with ``StoreUnavailable``, or with ``CommitUnknown`` when the COMMIT itself failed with
+an I/O error (it may have reached the disk). A file that cannot be read is ``StoreCorrupt``.
+
+The schema is versioned (``tapis_schema``, as on PostgreSQL): missing migrations are applied at
+open, and a file whose schema is newer than this server knows is refused (``SchemaTooNew``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import queue
@@ -32,8 +35,11 @@ from typing import Any
 import structlog
 
 from tapis_service import metrics
+from tapis_service.checksums import canonical_json, checksum
 from tapis_service.store import (
+    CommitUnknown,
     JournalConflict,
+    SchemaTooNew,
     StoreCorrupt,
     StoredGame,
     StoreError,
@@ -51,31 +57,37 @@ SYNCHRONOUS = "FULL"
 
 log = structlog.get_logger("tapis.store")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS games (
-    game_id TEXT PRIMARY KEY,
-    created_order INTEGER NOT NULL,
-    record TEXT NOT NULL,
-    finished INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS journal (
-    game_id TEXT NOT NULL,
-    idx INTEGER NOT NULL,
-    entry TEXT NOT NULL,
-    PRIMARY KEY (game_id, idx)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS snapshots (
-    game_id TEXT PRIMARY KEY,
-    idx INTEGER NOT NULL,
-    format INTEGER NOT NULL,
-    checksum TEXT NOT NULL,
-    data TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-"""
+MIGRATIONS: tuple[str, ...] = (
+    # 1: tables, their journals and snapshots (IF NOT EXISTS: a file written before the schema
+    # was versioned has them already, and is adopted as version 1 unchanged).
+    """
+    CREATE TABLE IF NOT EXISTS games (
+        game_id TEXT PRIMARY KEY,
+        created_order INTEGER NOT NULL,
+        record TEXT NOT NULL,
+        finished INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE IF NOT EXISTS journal (
+        game_id TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        entry TEXT NOT NULL,
+        PRIMARY KEY (game_id, idx)
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS snapshots (
+        game_id TEXT PRIMARY KEY,
+        idx INTEGER NOT NULL,
+        format INTEGER NOT NULL,
+        checksum TEXT NOT NULL,
+        data TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The schema version this server writes and reads."""
 
 _APPEND = """INSERT INTO journal SELECT ?1, ?2, ?3
 WHERE (?2 = 1 AND EXISTS (SELECT 1 FROM games WHERE game_id = ?1))
@@ -87,7 +99,7 @@ Write = tuple[str, tuple[Any, ...], str]
 
 Failpoint = Callable[[str], None]
 """Called by the writer at ``"commit"`` just before each COMMIT: raising ``sqlite3.Error`` there
-makes that transaction fail as a full disk would (tests inject faults this way)."""
+acts as the COMMIT failing with it (a full disk; an I/O error, whose outcome is in doubt)."""
 
 
 class _Job:
@@ -100,14 +112,6 @@ class _Job:
         self.writes = writes
         self.loop = loop
         self.future = future
-
-
-def _dumps(data: JSON) -> str:
-    return json.dumps(data, separators=(",", ":"), sort_keys=True)
-
-
-def checksum(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class SqliteStore:
@@ -128,14 +132,14 @@ class SqliteStore:
         try:
             self._refuse_lost_file()
             self._connection = self._connect()
-            self._connection.executescript(_SCHEMA)
+            migrate(self._connection, self.path)
             row = self._connection.execute("SELECT COALESCE(MAX(created_order), 0) FROM games")
             self._order = int(row.fetchone()[0])
         except sqlite3.Error as error:
             os.close(self._lock)
             raise StoreCorrupt(f"{self.path}: cannot be read as a Tapis store ({error})") \
                 from error
-        except StoreCorrupt:
+        except StoreCorrupt:  # SchemaTooNew included
             os.close(self._lock)
             raise
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
@@ -174,16 +178,16 @@ class SqliteStore:
     def created(self, game_id: str, record: JSON) -> asyncio.Future[None]:
         self._order += 1
         return self._submit([("INSERT INTO games VALUES (?, ?, ?, 0)",
-                              (game_id, self._order, _dumps(record)), "")])
+                              (game_id, self._order, canonical_json(record)), "")])
 
     def appended(self, game_id: str, index: int, entry: JSON,
                  epoch: int = 1) -> asyncio.Future[None]:
-        return self._submit([(_APPEND, (game_id, index, _dumps(entry)),
+        return self._submit([(_APPEND, (game_id, index, canonical_json(entry)),
                               f"game {game_id}: input {index - 1} is not committed")])
 
     def snapshot(self, game_id: str, index: int, data: JSON,
                  epoch: int = 1) -> asyncio.Future[None]:
-        text = _dumps(data)
+        text = canonical_json(data)
         finished = 1 if data.get("finished") else 0
         return self._submit([
             ("INSERT OR REPLACE INTO snapshots SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS "
@@ -302,6 +306,7 @@ class SqliteStore:
         """One transaction for the batch, one savepoint per job: each job's outcome."""
         outcomes: list[StoreError | None] = [None] * len(batch)
         connection = self._connection
+        committing = False
         try:
             connection.execute("BEGIN")
             for position, job in enumerate(batch):
@@ -318,6 +323,7 @@ class SqliteStore:
                     outcomes[position] = refused
                     connection.execute("ROLLBACK TO job")
                 connection.execute("RELEASE job")
+            committing = True
             if self.failpoint is not None:
                 self.failpoint("commit")
             connection.execute("COMMIT")
@@ -327,9 +333,47 @@ class SqliteStore:
             with contextlib.suppress(sqlite3.Error):
                 if connection.in_transaction:
                     connection.execute("ROLLBACK")
-            unavailable = StoreUnavailable(f"{self.path}: {failure}")
-            return [unavailable for _ in batch]
+            failed: StoreError
+            if committing and _in_doubt(failure):
+                failed = CommitUnknown(f"{self.path}: the commit failed with an I/O error and "
+                                       f"may have reached the disk ({failure})")
+            else:
+                failed = StoreUnavailable(f"{self.path}: {failure}")
+            return [failed for _ in batch]
         return outcomes
+
+
+def _in_doubt(failure: sqlite3.Error) -> bool:
+    """A COMMIT that failed with an I/O error (a failed fsync, a short write): its frames may
+    be in the WAL, and a later recovery may find it committed. A full disk is not in doubt:
+    SQLite could not write the transaction at all."""
+    code = getattr(failure, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF == sqlite3.SQLITE_IOERR
+
+
+def migrate(connection: sqlite3.Connection, path: Path) -> int:
+    """Apply the migrations the file lacks, each in a transaction of its own with its version
+    recorded in ``tapis_schema``; the file's version after. ``SchemaTooNew`` for a file that a
+    newer server wrote (nothing is changed in it)."""
+    connection.execute("CREATE TABLE IF NOT EXISTS tapis_schema (version INTEGER PRIMARY KEY, "
+                       "applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)")
+    current = int(connection.execute(
+        "SELECT COALESCE(MAX(version), 0) FROM tapis_schema").fetchone()[0])
+    if current > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"{path}: its schema is at version {current}, newer than this server's "
+            f"({SCHEMA_VERSION}): run the server version that wrote it (or a newer one)")
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        try:
+            connection.executescript(
+                f"BEGIN IMMEDIATE; {MIGRATIONS[version - 1]}; "
+                f"INSERT INTO tapis_schema (version) VALUES ({version}); COMMIT;")
+        except sqlite3.Error:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+        log.info("schema_migrated", version=version, file=str(path))
+    return SCHEMA_VERSION
 
 
 def _lock_directory(data_dir: Path) -> int:

@@ -11,8 +11,8 @@ StoredGame = tuple[JSON, JSON | None, list[JSON]]
 
 
 class StoreError(Exception):
-    """A write the store did not commit. Nothing of it is durable; the host discards the
-    game's in-memory session and rebuilds it from what is."""
+    """A write the store did not commit, or (``CommitUnknown``) cannot say it did: the host
+    discards the game's in-memory session and rebuilds it from what is durable."""
 
 
 class StoreUnavailable(StoreError):
@@ -20,9 +20,20 @@ class StoreUnavailable(StoreError):
     may succeed once it accepts writes again."""
 
 
+class CommitUnknown(StoreError):
+    """The store cannot know whether the write was committed (the connection to the database
+    was lost while it ran or committed): it may have been applied, or not. Reading the store
+    again says which; a client retries with the same request id."""
+
+
 class StoreCorrupt(Exception):
     """The store's file (or database) cannot be read as a Tapis store at all: the server
     refuses to start (exit 2) rather than serve without it."""
+
+
+class SchemaTooNew(StoreCorrupt):
+    """The store's schema is newer than this server knows (a newer server wrote it): the
+    server refuses to start (exit 2) rather than misread it; upgrade the server."""
 
 
 class StoreInUse(Exception):
@@ -38,7 +49,6 @@ class CreateConflict(JournalConflict):
     """Another server already created the table of this CreateGame request id (a cluster)."""
 
 
-
 class Store(Protocol):
     """Persistence, called in the order things happen.
 
@@ -47,8 +57,9 @@ class Store(Protocol):
     committed (durable); a write that is not committed completes with a ``StoreError``:
     ``StoreUnavailable`` when the store refuses writes for now, ``JournalConflict`` when the
     journal already holds that index or the table's fencing ``epoch`` moved on (a store that
-    is not fenced ignores epochs). ``appended`` never overwrites an existing (game_id, index).
-    A snapshot or a drop that fails costs nothing: nobody waits for it.
+    is not fenced ignores epochs), ``CommitUnknown`` when the store cannot know whether it
+    committed. ``appended`` never overwrites an existing (game_id, index). A snapshot or a
+    drop that fails costs nothing: nobody waits for it.
     """
 
     keeps_journal: bool

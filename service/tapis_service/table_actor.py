@@ -32,7 +32,7 @@ from tapis_service.healing import store_refusal
 from tapis_service.ratelimit import TokenBuckets
 from tapis_service.recovery import snapshot_data
 from tapis_service.session import Applied, Session
-from tapis_service.store import COMMITTED, StoreError
+from tapis_service.store import COMMITTED, CommitUnknown, StoreError
 from tapis_service.tokens import token_hash
 
 if TYPE_CHECKING:
@@ -188,6 +188,8 @@ class TableActor:
         try:
             await self.store.created(session.game_id, record)
         except StoreError as error:
+            if isinstance(error, CommitUnknown):  # it may be stored: healing reads it back
+                self.host.unavailable[session.game_id] = session
             self.host.healing.store_failed(None, error)
             raise store_refusal(error) from error
         self.host.serve(session, request_id)

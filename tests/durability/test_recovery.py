@@ -212,7 +212,7 @@ async def test_a_snapshot_the_replay_does_not_reproduce_is_quarantined(
     text = stored.execute("SELECT data FROM snapshots WHERE game_id = ?",
                           (game_id,)).fetchone()[0]
     forged = text.replace('"next_sequence":', '"next_sequence":1', 1)
-    from tapis_service.sqlite_store import checksum
+    from tapis_service.checksums import checksum
 
     with stored:
         stored.execute("UPDATE snapshots SET data = ?, checksum = ? WHERE game_id = ?",

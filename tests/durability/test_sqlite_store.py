@@ -1,15 +1,26 @@
-"""The SQLite store: committed before the awaitable completes, in order, group-committed."""
+"""The SQLite store: committed before the awaitable completes, in order, group-committed;
+its schema versioned, migrated at open, a newer one refused."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tapis_service.sqlite_store import FILE_NAME, SqliteStore
-from tapis_service.store import StoreInUse
+from tapis_service import sqlite_store
+from tapis_service.sqlite_store import FILE_NAME, MIGRATIONS, SCHEMA_VERSION, SqliteStore
+from tapis_service.store import (
+    CommitUnknown,
+    SchemaTooNew,
+    StoreCorrupt,
+    StoreInUse,
+    StoreUnavailable,
+)
+from tests.support.process import ServerProcess
 
 
 def must(pending: asyncio.Future[None] | None) -> asyncio.Future[None]:
@@ -72,3 +83,106 @@ def test_a_second_store_on_the_same_directory_is_refused(tmp_path: Path) -> None
         SqliteStore(tmp_path)
     store.close()
     SqliteStore(tmp_path).close()  # free again once closed
+
+
+# --- the schema version -----------------------------------------------------------------------
+
+
+def versions(data_dir: Path) -> list[int]:
+    return [row[0] for row in committed(data_dir, "SELECT version FROM tapis_schema "
+                                                  "ORDER BY version")]
+
+
+def test_a_new_file_is_at_this_servers_schema_version(tmp_path: Path) -> None:
+    SqliteStore(tmp_path).close()
+    SqliteStore(tmp_path).close()  # opening again applies nothing twice
+    assert versions(tmp_path) == list(range(1, SCHEMA_VERSION + 1))
+
+
+async def test_a_file_from_before_the_schema_version_is_adopted_with_its_games(
+        tmp_path: Path) -> None:
+    old = sqlite3.connect(tmp_path / FILE_NAME)  # as servers before the version wrote it
+    old.executescript(MIGRATIONS[0])
+    old.execute("INSERT INTO games VALUES ('g', 1, '{\"kind\":\"war\"}', 0)")
+    old.execute("INSERT INTO journal VALUES ('g', 1, '{\"i\":1}')")
+    old.commit()
+    old.close()
+    store = SqliteStore(tmp_path)
+    assert versions(tmp_path) == list(range(1, SCHEMA_VERSION + 1))
+    assert [(game_id, journal) for game_id, _, _, journal in store.load()] == [("g", [{"i": 1}])]
+    await must(store.appended("g", 2, {"i": 2}))
+    store.close()
+
+
+def test_a_missing_migration_is_applied_once_in_order(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    SqliteStore(tmp_path).close()
+    newer = (*MIGRATIONS, "ALTER TABLE games ADD COLUMN note TEXT")
+    monkeypatch.setattr(sqlite_store, "MIGRATIONS", newer)
+    monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", len(newer))
+    SqliteStore(tmp_path).close()
+    SqliteStore(tmp_path).close()  # a second ALTER would fail: it is not run again
+    assert versions(tmp_path) == list(range(1, len(newer) + 1))
+    assert "note" in [row[1] for row in committed(tmp_path, "PRAGMA table_info(games)")]
+
+
+def test_a_failed_migration_changes_nothing(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    SqliteStore(tmp_path).close()
+    broken = (*MIGRATIONS, "ALTER TABLE games ADD COLUMN note TEXT; NOT SQL")
+    monkeypatch.setattr(sqlite_store, "MIGRATIONS", broken)
+    monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", len(broken))
+    with pytest.raises(StoreCorrupt):
+        SqliteStore(tmp_path)
+    assert versions(tmp_path) == list(range(1, len(MIGRATIONS) + 1))
+    assert "note" not in [row[1] for row in committed(tmp_path, "PRAGMA table_info(games)")]
+
+
+def test_a_newer_schema_is_refused_and_the_server_says_so_in_one_line(tmp_path: Path) -> None:
+    SqliteStore(tmp_path).close()
+    newer = sqlite3.connect(tmp_path / FILE_NAME)
+    newer.execute("INSERT INTO tapis_schema (version) VALUES (?)", (SCHEMA_VERSION + 1,))
+    newer.commit()
+    newer.close()
+    with pytest.raises(SchemaTooNew, match=f"version {SCHEMA_VERSION + 1}, newer than"):
+        SqliteStore(tmp_path)
+    refused = subprocess.run(ServerProcess(tmp_path).command(), capture_output=True,
+                             timeout=60, check=False)
+    stderr = refused.stderr.decode()
+    assert refused.returncode == 2, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("tapis-server:")]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    assert "refusing to start" in lines[0] and "newer than this server's" in lines[0]
+    assert versions(tmp_path)[-1] == SCHEMA_VERSION + 1  # the file is left as it was
+
+
+# --- a failed commit --------------------------------------------------------------------------
+
+
+def failing_commit(code: int) -> Callable[[str], None]:
+    """A failpoint that makes the next COMMIT fail with SQLite's error ``code``."""
+    armed = [True]
+
+    def failpoint(stage: str) -> None:
+        if stage == "commit" and armed:
+            armed.clear()
+            error = sqlite3.OperationalError("injected")
+            error.sqlite_errorcode = code  # type: ignore[attr-defined]
+            raise error
+    return failpoint
+
+
+@pytest.mark.parametrize(("code", "outcome"), [
+    (sqlite3.SQLITE_FULL, StoreUnavailable),  # nothing of it could be written
+    (sqlite3.SQLITE_IOERR_FSYNC, CommitUnknown),  # it may be on the disk, or not
+    (sqlite3.SQLITE_IOERR_WRITE, CommitUnknown)])
+async def test_a_commit_that_fails_says_whether_it_may_have_been_applied(
+        tmp_path: Path, code: int, outcome: type[Exception]) -> None:
+    store = SqliteStore(tmp_path, failpoint=failing_commit(code))
+    outcomes = await asyncio.gather(must(store.created("g", {"kind": "war"})),
+                                    must(store.appended("g", 1, {"i": 1})),
+                                    return_exceptions=True)
+    assert [type(o) for o in outcomes] == [outcome, outcome], outcomes
+    assert store.load_game("g") is None  # read again: what the file holds decides
+    await must(store.created("g", {"kind": "war"}))  # the writer goes on
+    store.close()

@@ -159,6 +159,9 @@ async def test_a_lost_connection_fails_the_write_unavailable_then_the_store_reco
         while await admin.fetchval(
                 "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1::int[])", killed):
             await asyncio.sleep(0.01)
+        writer = store.writer._lanes[0].connection
+        while writer is not None and _open(writer):  # and until the writer has seen it
+            await asyncio.sleep(0.01)
     with pytest.raises(StoreUnavailable):
         await store.appended("g", 2, {"i": 2})
     await admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')
@@ -169,3 +172,10 @@ async def test_a_lost_connection_fails_the_write_unavailable_then_the_store_reco
     await store.appended("g", 2, {"i": 2, "again": True})
     assert (await store.load_game("g"))[2] == [{"i": 1}, {"i": 2, "again": True}]
     await store.aclose()
+
+
+def _open(connection: asyncpg.Connection) -> bool:
+    try:
+        return not connection.is_closed()
+    except asyncpg.InterfaceError:  # released back to the pool
+        return False
