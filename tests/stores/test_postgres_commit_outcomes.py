@@ -26,7 +26,8 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import ManualClock
 from tapis_service.postgres_store import PostgresStore
 from tapis_service.store import CommitUnknown, JournalConflict, StoreUnavailable
-from tests.support.server import ServerFactory, auth, person_seats
+from tests.support.calls import auth, person_seats
+from tests.support.server import ServerFactory
 
 WAIT_S = 30.0
 
