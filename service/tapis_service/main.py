@@ -85,9 +85,6 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                         help="seconds a cluster node's membership lasts unless renewed")
     parser.add_argument("--node-id", default=os.environ.get("TAPIS_NODE_ID"),
                         help="this cluster node's id (default: a fresh random one)")
-    parser.add_argument("--relay", choices=("tunnel", "call"), default=DEFAULT.relay,
-                        help="how a cluster node relays a unary call to a table's owner: as a "
-                        "message of one stream per pair of nodes, or as a call of its own")
     parser.add_argument("--allow-stacked-decks", action="store_true",
                         help="accept explicit deck orders and chosen seeds (tests, tutorials, "
                              "bug reports); every view then says the deal was chosen")
@@ -153,7 +150,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         parser.error("--advertise (a cluster node) needs --database-url")
     return Settings(host=args.host, port=args.port, store=store, data_dir=args.data_dir,
                     database_url=args.database_url, advertise=args.advertise,
-                    node_ttl_s=args.node_ttl, node_id=args.node_id, relay=args.relay,
+                    node_ttl_s=args.node_ttl, node_id=args.node_id,
                     allow_stacked_decks=args.allow_stacked_decks, bot_delay_ms=args.bot_delay_ms,
                     slap_rate_per_s=args.slap_rate, slap_burst=args.slap_burst,
                     snapshot_every=args.snapshot_every, finished_retention=args.retention,

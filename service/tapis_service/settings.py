@@ -24,9 +24,6 @@ class Settings:
     """A cluster node's membership lasts this long unless renewed (every second)."""
     node_id: str | None = None
     """A cluster node's id (default: a fresh random one per process)."""
-    relay: str = "tunnel"
-    """How a cluster node relays a unary call to a table's owner: ``"tunnel"`` (a message on
-    one stream per pair of nodes) or ``"call"`` (a gRPC call of its own each)."""
     allow_stacked_decks: bool = False
     bot_delay_ms: int = 600
     """How long a server bot waits before it moves (people like to see the cards)."""
