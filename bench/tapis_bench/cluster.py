@@ -2,11 +2,9 @@
 
 * ``postgres_throughput_ratio``: War actions/s on a 1-node cluster ÷ ``--store memory``;
 * ``forward_throughput_ratio``: the same load sent to a node that does not own the tables
-  (every call relayed, unary calls through the node-to-node tunnel) ÷ sent to their owner;
-  beside it ``forward_per_call_ratio``, the same through a node started with ``--relay call``
-  (a gRPC call of its own per relayed call), and ``forward_bound_ratio``, through
-  ``tapis_bench.relay``, a bytes relay with none of our logic that makes a call per call (the
-  floor of a per-call relay on this machine);
+  (every call relayed through the node-to-node tunnel) ÷ sent to their owner; beside it
+  ``forward_bound_ratio``, through ``tapis_bench.relay``, a bytes relay with none of our logic
+  that makes a gRPC call per call (the floor of a per-call relay on this machine);
 * ``cluster_2_node_ratio``: the load spread over 2 nodes ÷ 1 node, with the core count beside
   it (on 2 shared cores it is recorded, not judged);
 * ``failover_seconds``: SIGKILL of a table's owner → first accepted action for it on another
@@ -196,7 +194,7 @@ def run(plan: Any, progress: Callable[[str], None]) -> dict[str, Any]:
     config = {"games": plan.games, "channels": plan.channels, "warmup_s": plan.warmup_s,
               "duration_s": plan.duration_s}
     runs: dict[str, list[dict[str, Any]]] = {
-        "memory": [], "postgres_1": [], "owner": [], "forwarded": [], "per_call": [],
+        "memory": [], "postgres_1": [], "owner": [], "forwarded": [],
         "bare_relay": [], "cluster_2": []}
     trials = max(1, min(plan.rounds, 3)) * 2
     failovers: list[float] = []
@@ -207,14 +205,13 @@ def run(plan: Any, progress: Callable[[str], None]) -> dict[str, Any]:
             single = nodes.start(database_url=database("bench_one"))
             two_url = database("bench_two")
             first, second = nodes.start(database_url=two_url), nodes.start(database_url=two_url)
-            per_call = nodes.start("--relay", "call", database_url=two_url)
             relay = nodes.relay(first)
-            at = {p: f"127.0.0.1:{p}" for p in (memory, single, first, second, per_call, relay)}
+            at = {p: f"127.0.0.1:{p}" for p in (memory, single, first, second, relay)}
             for number in range(plan.rounds):
                 for side, create, play in (
                         ("memory", [memory], [memory]), ("postgres_1", [single], [single]),
                         ("owner", [first], [first]), ("forwarded", [first], [second]),
-                        ("per_call", [first], [per_call]), ("bare_relay", [first], [relay]),
+                        ("bare_relay", [first], [relay]),
                         ("cluster_2", [first, second], [first, second])):
                     figures = run_load({**config, "create": [at[p] for p in create],
                                         "play": [at[p] for p in play]})
@@ -236,7 +233,6 @@ def run(plan: Any, progress: Callable[[str], None]) -> dict[str, Any]:
     return {
         "postgres_throughput_ratio": ratio(median["postgres_1"], median["memory"]),
         "forward_throughput_ratio": ratio(median["forwarded"], median["owner"]),
-        "forward_per_call_ratio": ratio(median["per_call"], median["owner"]),
         "forward_bound_ratio": ratio(median["bare_relay"], median["owner"]),
         "cluster_2_node_ratio": ratio(median["cluster_2"], median["owner"]),
         "cluster_cpus": os.cpu_count(),
@@ -260,9 +256,6 @@ def table(results: dict[str, Any]) -> str:
          f"{per_s['owner']} / {per_s['forwarded']}",
          f"`forward_throughput_ratio` = {results['forward_throughput_ratio']}", ">= 0.7",
          _verdict(results["forward_throughput_ratio"], TARGETS["forward_throughput_ratio"])),
-        ("War actions/s: relayed by a node with --relay call (a call per call)",
-         str(per_s["per_call"]),
-         f"`forward_per_call_ratio` = {results['forward_per_call_ratio']}", "recorded", ""),
         ("War actions/s: through a bytes relay with none of our logic, a call per call",
          str(per_s["bare_relay"]),
          f"`forward_bound_ratio` = {results['forward_bound_ratio']}", "recorded", ""),

@@ -40,12 +40,25 @@ def from_rule_error(error: RuleError) -> ServiceError:
     return ServiceError(_KIND_TO_CODE[error.kind], error.reason.value, error.message)
 
 
-def to_status(error: ServiceError) -> grpc.Status:
-    """A rich ``grpc.Status`` carrying ErrorInfo(reason, domain="tapis.v1", metadata)."""
-    info = error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN,
+def error_info(error: ServiceError) -> error_details_pb2.ErrorInfo:
+    """The refusal's ErrorInfo(reason, domain="tapis.v1", metadata)."""
+    return error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN,
                                        metadata=error.metadata)
+
+
+def from_error_info(code: grpc.StatusCode, message: str,
+                    info: error_details_pb2.ErrorInfo) -> ServiceError:
+    """A refusal decided elsewhere (by another node), as it was given (already counted and
+    logged there)."""
+    refusal = ServiceError(code, info.reason, message, dict(info.metadata))
+    refusal.logged = True
+    return refusal
+
+
+def to_status(error: ServiceError) -> grpc.Status:
+    """A rich ``grpc.Status`` carrying the refusal's ErrorInfo."""
     detail = any_pb2.Any()
-    detail.Pack(info)
+    detail.Pack(error_info(error))
     status = status_pb2.Status(code=_CODE_VALUES[error.code], message=error.message,
                                details=[detail])
     return rpc_status.to_status(status)

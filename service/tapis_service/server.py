@@ -168,9 +168,9 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     if settings.advertise:  # a cluster node routes every call (tapis_service/cluster/)
         from tapis_service.cluster.node import ClusterNode
 
-        cluster = ClusterNode(settings, host, host.store)  # type: ignore[arg-type]
+        cluster = ClusterNode(settings, host, api, host.store)  # type: ignore[arg-type]
         await cluster.start()
-        registry.add_generic_rpc_handlers(cluster.handlers(servicer))
+        registry.add_generic_rpc_handlers(cluster.handlers())
     else:
         add_to_server(servicer, registry)
     health_servicer = await new_health(ready=False)

@@ -96,9 +96,6 @@ class Settings:
                                 metavar="SECONDS")
     node_id: str | None = setting(None, "this node's id", "cluster",
                                   default_text="a fresh random one per process")
-    relay: str = setting("tunnel", "how a node relays a unary call to a table's owner: a "
-                         "message on one stream per pair of nodes, or a call of its own",
-                         "cluster", choices=("tunnel", "call"))
     # --- games -------------------------------------------------------------------------------
     allow_stacked_decks: bool = setting(False, "accept explicit deck orders and chosen seeds "
                                         "(tests, tutorials, bug reports); every view then says "

@@ -9,10 +9,8 @@ TAKEOVERS = Counter("tapis_cluster_takeovers_total",
                     "Tables this node took over from a dead or departed owner",
                     ["trigger"])
 FORWARDS = Counter("tapis_cluster_forwards_total",
-                   "Calls relayed to the node that owns their table", ["method"])
-TUNNELED = Counter("tapis_cluster_tunneled_total",
-                   "Relayed unary calls that went through the tunnel to their owner (the rest "
-                   "of tapis_cluster_forwards_total went as calls of their own)", ["method"])
+                   "Calls relayed to the node that owns their table (through the tunnel)",
+                   ["method"])
 FORWARD_SECONDS = Histogram(
     "tapis_cluster_forward_seconds", "Unary calls relayed to another node: round trip",
     ["method"],

@@ -1,0 +1,56 @@
+"""The gRPC face of a cluster node: every GameService method on raw request bytes (only the
+table id is read to route a call: the node that serves it parses it), and the tunnel other
+nodes relay calls through. Like the single node's servicer, it builds the ``Caller`` once and
+maps a refusal to its status once."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import grpc
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis_service.caller import Caller
+from tapis_service.cluster.listing import Listing
+from tapis_service.cluster.relay import Relay, parsed
+from tapis_service.errors import ServiceError
+from tapis_service.servicer import SERVICE, caller_of, refuse, stream_ender
+
+Serve = Callable[[bytes, Caller], Awaitable[bytes]]
+
+
+def _unary(serve: Serve) -> grpc.RpcMethodHandler:
+    async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        try:
+            return await serve(raw, caller_of(context))
+        except ServiceError as error:
+            await refuse(context, error)
+
+    return grpc.unary_unary_rpc_method_handler(handle)
+
+
+def game_service(relay: Relay, listing: Listing) -> grpc.GenericRpcHandler:
+    """Every GameService method, served here or relayed to its table's owner."""
+
+    async def list_games(raw: bytes, caller: Caller) -> bytes:
+        answer = await listing.list_games(parsed(pb.ListGamesRequest, raw), caller)
+        return bytes(answer.SerializeToString())
+
+    async def stream_events(raw: bytes, context: grpc.aio.ServicerContext
+                            ) -> AsyncIterator[bytes]:
+        try:
+            async for message in relay.stream(raw, caller_of(context), stream_ender(context)):
+                yield message
+        except ServiceError as error:
+            await refuse(context, error)
+
+    methods = {
+        "CreateGame": _unary(relay.create_game),
+        "JoinGame": _unary(functools.partial(relay.call, "JoinGame")),
+        "GetGame": _unary(functools.partial(relay.call, "GetGame")),
+        "SubmitAction": _unary(functools.partial(relay.call, "SubmitAction")),
+        "StreamEvents": grpc.unary_stream_rpc_method_handler(stream_events),
+        "ListGames": _unary(list_games),
+    }
+    return grpc.method_handlers_generic_handler(SERVICE, methods)

@@ -1,0 +1,218 @@
+"""A call for a table, served where the table is: here through ``GameApi``, or relayed to its
+owner through the tunnel with the same ``Caller``.
+
+Only the table id is read from the request bytes to route it (``cluster.wire``); the request is
+parsed once, by the node that serves it. An owner that cannot be reached (dead, stopping) is
+looked past once: the table is looked up again (and taken over if its owner is gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+from google.protobuf.message import DecodeError, Message
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis_service.caller import Caller
+from tapis_service.cluster import frames, metrics, tunnel
+from tapis_service.cluster.locator import DATABASE_ERRORS, Locator, database_away, table_moved
+from tapis_service.cluster.wire import game_id_of
+from tapis_service.errors import ServiceError
+from tapis_service.game_api import EndStream, GameApi
+from tapis_service.host import GameHost
+from tapis_service.limits import check_sizes
+from tapis_service.streams import too_slow
+
+CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
+                   ("grpc.min_reconnect_backoff_ms", 100),
+                   ("grpc.max_reconnect_backoff_ms", 1000),
+                   # a node gone without a reset (a machine lost): its tunnel ends within 30 s
+                   ("grpc.keepalive_time_ms", 20_000), ("grpc.keepalive_timeout_ms", 10_000)]
+
+Unary = Callable[[GameApi, Any, Caller], Awaitable[Any]]
+REQUESTS: dict[str, tuple[type[Message], Unary]] = {
+    "CreateGame": (pb.CreateGameRequest, GameApi.create_game),
+    "JoinGame": (pb.JoinGameRequest, GameApi.join_game),
+    "GetGame": (pb.GetGameRequest, GameApi.get_game),
+    "SubmitAction": (pb.SubmitActionRequest, GameApi.submit_action),
+    "ListGames": (pb.ListGamesRequest, GameApi.list_games),
+}
+"""Each unary method: its request message and its ``GameApi`` method."""
+
+
+def parsed(message: type[Message], raw: bytes) -> Any:
+    """``raw`` decoded as ``message``; bytes that are not one are INVALID_REQUEST."""
+    try:
+        return message.FromString(raw)
+    except DecodeError as error:
+        raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST",
+                           f"the request is not a valid "
+                           f"{message.DESCRIPTOR.name.removesuffix('Request')} message"
+                           ) from error
+
+
+def _compacted(message: type[Message], raw: bytes) -> bytes:
+    """A request too big for a tunnel frame, as the owner would read it: parsed, its sizes
+    checked (a too long field is refused here), its unknown fields dropped."""
+    request = parsed(message, raw)
+    check_sizes(request)
+    request.DiscardUnknownFields()
+    return bytes(request.SerializeToString())
+
+
+def _serialized(answer: Any) -> bytes:
+    return answer if isinstance(answer, bytes) else bytes(answer.SerializeToString())
+
+
+class Tunnels:
+    """The open tunnel to each other node, by address."""
+
+    def __init__(self, relay_key: str) -> None:
+        self.relay_key = relay_key
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._tunnels: dict[str, tunnel.TunnelClient] = {}
+
+    def to(self, address: str) -> tunnel.TunnelClient:
+        client = self._tunnels.get(address)
+        if client is None or client.broken:
+            channel = self._channels.get(address)
+            if channel is None:
+                channel = self._channels[address] = grpc.aio.insecure_channel(
+                    address, options=CHANNEL_OPTIONS)
+            client = self._tunnels[address] = tunnel.TunnelClient(channel, self.relay_key)
+        return client
+
+    async def close(self) -> None:
+        for client in self._tunnels.values():
+            client.close()
+        for channel in self._channels.values():
+            await channel.close()
+
+
+class Relay:
+    """Serves each call here or at its table's owner."""
+
+    def __init__(self, api: GameApi, host: GameHost, locator: Locator, tunnels: Tunnels,
+                 stream_queue_size: int) -> None:
+        self.api = api
+        self.host = host
+        self.locator = locator
+        self.tunnels = tunnels
+        self.stream_queue_size = stream_queue_size
+        self.relayed_streams: dict[tunnel.RelayedStream, str] = {}
+        """Streams relayed to another node -> their table."""
+
+    async def local(self, method: str, raw: bytes, caller: Caller) -> bytes:
+        """Serve a unary call here."""
+        message, serve = REQUESTS[method]
+        return _serialized(await serve(self.api, parsed(message, raw), caller))
+
+    async def create_game(self, raw: bytes, caller: Caller) -> bytes:
+        """CreateGame places a new table here; a retry (the same ``request_id``) whose table
+        was created on any node is answered with that table's public view, as GetGame gives
+        it to anyone from wherever the table is now (the two answers are the same bytes:
+        field 1, the GameView)."""
+        request = parsed(pb.CreateGameRequest, raw)
+        request_id = request.request_id
+        if request_id and self.host.create_requests.get(request_id) not in self.host.sessions:
+            try:
+                game_id = await self.locator.directory.created_by(request_id)
+            except DATABASE_ERRORS as error:
+                raise database_away() from error
+            if game_id is not None:
+                return await self.call("GetGame", pb.GetGameRequest(
+                    game_id=game_id).SerializeToString(), caller.anonymous())
+        return _serialized(await self.api.create_game(request, caller))
+
+    async def call(self, method: str, raw: bytes, caller: Caller) -> bytes:
+        """A unary call for the table named in ``raw``, answered wherever it is served."""
+        game_id = game_id_of(raw)
+        try:
+            return await self._once(method, raw, caller, game_id)
+        except tunnel.OwnerUnreachable:
+            self.locator.forget(game_id)  # it died, or is stopping: look again, once
+        try:
+            return await self._once(method, raw, caller, game_id)
+        except tunnel.OwnerUnreachable as error:
+            raise table_moved(game_id) from error
+
+    async def _once(self, method: str, raw: bytes, caller: Caller, game_id: str) -> bytes:
+        address = await self.locator.route(game_id, caller.forwarded)
+        if address is None:
+            return await self.local(method, raw, caller)
+        index = frames.METHODS.index(method)
+        if not frames.fits(index, caller, raw):
+            raw = _compacted(REQUESTS[method][0], raw)
+        started = time.perf_counter()
+        try:
+            answer = await self.tunnels.to(address).call(index, caller, raw)
+        except ServiceError as refused:
+            if refused.code == grpc.StatusCode.UNAVAILABLE:  # moved, or its owner stopping
+                self.locator.forget(game_id)
+            raise
+        metrics.FORWARDS.labels(method).inc()
+        metrics.FORWARD_SECONDS.labels(method).observe(time.perf_counter() - started)
+        return answer
+
+    async def stream(self, raw: bytes, caller: Caller, end: EndStream) -> AsyncIterator[bytes]:
+        """A StreamEvents call, served here or relayed to its table's owner; ``end`` ends it
+        from outside (a slow client: its relayed messages overflowed this node's queue)."""
+        game_id = game_id_of(raw)
+        address = await self.locator.route(game_id, caller.forwarded)
+        if address is None:
+            session = self.host.sessions.get(game_id)
+            async for message in self.api.stream_events(parsed(pb.StreamEventsRequest, raw),
+                                                        caller, end):
+                yield message
+            if session is not None and self.host.sessions.get(game_id) is not session:
+                raise table_moved(game_id)  # the table left: the client resumes where it is
+            return
+        if not frames.fits(frames.STREAM, caller, raw):
+            raw = _compacted(pb.StreamEventsRequest, raw)
+        metrics.FORWARDS.labels("StreamEvents").inc()
+        last = b""  # the last message relayed (where a cut one resumes)
+        task = asyncio.current_task()
+
+        def overflowed() -> None:
+            end(too_slow(_last_sequence(last, raw)))
+            if task is not None:
+                task.cancel()
+
+        relayed = self.tunnels.to(address).stream(caller, raw, self.stream_queue_size,
+                                                  overflowed)
+        self.relayed_streams[relayed] = game_id
+        try:
+            while True:
+                answer = await relayed.read()
+                if answer is None:
+                    break
+                last = answer
+                yield answer
+        except ServiceError as refused:
+            if refused.code == grpc.StatusCode.UNAVAILABLE:
+                self.locator.forget(game_id)
+            raise
+        except tunnel.OwnerUnreachable as error:
+            self.locator.forget(game_id)
+            raise table_moved(game_id) from error
+        finally:
+            self.relayed_streams.pop(relayed, None)
+            relayed.stop()
+
+    def cut_relayed_streams(self) -> None:
+        """This node is leaving: every stream it relays ends TABLE_MOVED (the client resumes
+        on another node)."""
+        for relayed, game_id in list(self.relayed_streams.items()):
+            relayed.stop(table_moved(game_id))
+
+
+def _last_sequence(last: bytes, request: bytes) -> int:
+    """Where a stream cut off resumes: after its last message's last event (or where it
+    started)."""
+    if last:
+        return int(pb.StreamEventsResponse.FromString(last).events[-1].sequence)
+    return int(pb.StreamEventsRequest.FromString(request).after_sequence)
