@@ -50,7 +50,7 @@ def store_refusal(error: StoreError) -> ServiceError:
                             "another server took this table over; retry")
     if isinstance(error, CommitUnknown):
         return ServiceError(grpc.StatusCode.UNAVAILABLE, "COMMIT_UNKNOWN",
-                            "the store lost its connection while committing this request: it "
+                            "the store cannot tell whether this request was committed: it "
                             "may have been applied; retry with the same request_id")
     return store_unavailable()
 

@@ -383,8 +383,9 @@ class Writer:
             await self._close_connection(lane)
         error: StoreError
         if failed.in_doubt:
-            error = CommitUnknown(f"the connection to the database was lost while the write "
-                                  f"committed; it may have been applied ({failed.cause})")
+            error = CommitUnknown(f"the write's commit was cut short (the connection lost, "
+                                  f"or no answer in time): it may have been applied "
+                                  f"({failed.cause})")
         else:
             error = StoreUnavailable(f"the database refused the write: {failed.cause}")
         for queued in writes:

@@ -351,14 +351,24 @@ def _in_doubt(failure: sqlite3.Error) -> bool:
     return code is not None and code & 0xFF == sqlite3.SQLITE_IOERR
 
 
+def schema_version(connection: sqlite3.Connection) -> int:
+    """The schema version of the file open on ``connection`` (0: written before versions, or
+    empty). Reads only: ``tapis-admin`` may ask a file it must not change."""
+    found = connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tapis_schema'").fetchone()
+    if found is None:
+        return 0
+    return int(connection.execute(
+        "SELECT COALESCE(MAX(version), 0) FROM tapis_schema").fetchone()[0])
+
+
 def migrate(connection: sqlite3.Connection, path: Path) -> int:
     """Apply the migrations the file lacks, each in a transaction of its own with its version
     recorded in ``tapis_schema``; the file's version after. ``SchemaTooNew`` for a file that a
     newer server wrote (nothing is changed in it)."""
     connection.execute("CREATE TABLE IF NOT EXISTS tapis_schema (version INTEGER PRIMARY KEY, "
                        "applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)")
-    current = int(connection.execute(
-        "SELECT COALESCE(MAX(version), 0) FROM tapis_schema").fetchone()[0])
+    current = schema_version(connection)
     if current > SCHEMA_VERSION:
         raise SchemaTooNew(
             f"{path}: its schema is at version {current}, newer than this server's "

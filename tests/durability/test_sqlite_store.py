@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from tapis_service import sqlite_store
-from tapis_service.sqlite_store import FILE_NAME, MIGRATIONS, SCHEMA_VERSION, SqliteStore
+from tapis_service.sqlite_store import (
+    FILE_NAME,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    SqliteStore,
+    schema_version,
+)
 from tapis_service.store import (
     CommitUnknown,
     SchemaTooNew,
@@ -106,9 +112,13 @@ async def test_a_file_from_before_the_schema_version_is_adopted_with_its_games(
     old.execute("INSERT INTO games VALUES ('g', 1, '{\"kind\":\"war\"}', 0)")
     old.execute("INSERT INTO journal VALUES ('g', 1, '{\"i\":1}')")
     old.commit()
+    assert schema_version(old) == 0
     old.close()
     store = SqliteStore(tmp_path)
     assert versions(tmp_path) == list(range(1, SCHEMA_VERSION + 1))
+    reader = sqlite3.connect(tmp_path / FILE_NAME)
+    assert schema_version(reader) == SCHEMA_VERSION
+    reader.close()
     assert [(game_id, journal) for game_id, _, _, journal in store.load()] == [("g", [{"i": 1}])]
     await must(store.appended("g", 2, {"i": 2}))
     store.close()
