@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
-.PHONY: setup gen serve cluster test test-fast lint bench bench-quick selfplay clean proto-baseline api-docs settings-docs
+.PHONY: setup gen serve cluster test test-fast lint bench bench-quick selfplay clean proto-baseline api-docs settings-docs lock
 
 setup: $(STAMP)
 
@@ -69,6 +69,15 @@ api-docs: setup
 # The settings tables of docs/operations.md and docs/limits.md, from tapis_service/settings.py.
 settings-docs: setup
 	$(BIN)/python -m tapis_service.configuration
+
+# The image's locked dependencies, with hashes (deploy/*.lock from deploy/*.in; pip-tools).
+lock: setup
+	PIP_CONFIG_FILE=/dev/null $(BIN)/pip-compile -q --generate-hashes --allow-unsafe \
+		--no-emit-index-url --no-emit-find-links --strip-extras --pip-args=--isolated \
+		-o deploy/requirements.lock deploy/requirements.in
+	PIP_CONFIG_FILE=/dev/null $(BIN)/pip-compile -q --generate-hashes --allow-unsafe \
+		--no-emit-index-url --no-emit-find-links --strip-extras --pip-args=--isolated \
+		-o deploy/build-requirements.lock deploy/build-requirements.in
 
 # The contract as last released, which `make lint` checks every change against (`buf breaking`):
 # rebuild it only when releasing, so that a breaking change is a conscious one.

@@ -200,15 +200,16 @@ def check(directory: Path) -> dict[str, Any]:
             "integrity": "ok" if integrity == ["ok"] else "failed", "problems": problems}
 
 
-def health(target: str | None, service: str, timeout_s: float) -> str:
+def health(target: str | None, service: str, timeout_s: float, pid: int | None = None) -> str:
     """The health status a running server reports for ``service``: at ``target``, else at the
-    port of the tapis-server that is PID 1 (its own flags and TAPIS_* variables, as it parsed
-    them: the check follows ``--port 6000`` as well as ``TAPIS_PORT``)."""
+    port of the tapis-server process ``pid`` (default: PID 1, the container's), read from its
+    own flags and TAPIS_* variables as it parsed them: the check follows ``--port 6000`` as
+    well as ``TAPIS_PORT``."""
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     if target is None:
-        target = _server_target(Path("/proc/1"))
+        target = _server_target(Path(f"/proc/{pid or 1}"))
     with grpc.insecure_channel(target) as channel:
         try:
             answer = health_pb2_grpc.HealthStub(channel).Check(
@@ -265,6 +266,8 @@ def parser() -> argparse.ArgumentParser:
     probed.add_argument("--service", default="",
                         help='"" (readiness, the default) or liveness')
     probed.add_argument("--target", default=None, help="HOST:PORT (default: PID 1's port)")
+    probed.add_argument("--pid", type=int, default=None,
+                        help="the server's process id (default: 1, a container's server)")
     probed.add_argument("--timeout", type=float, default=3.0)
     return result
 
@@ -284,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(report, indent=2))
             raise SystemExit(1 if report["problems"] else 0)
         else:
-            status = health(args.target, args.service, args.timeout)
+            status = health(args.target, args.service, args.timeout, args.pid)
             print(status)
             raise SystemExit(0 if status == "SERVING" else 1)
     except Refused as error:

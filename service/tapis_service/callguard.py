@@ -123,7 +123,9 @@ class CallGuard:
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started = time.perf_counter()
-            bound = logcontext.bind(call=logcontext.CallInfo(context, request, started))
+            call = logcontext.CallInfo(context.peer(), context.invocation_metadata(), request,
+                                       started)
+            bound = logcontext.bind(call=call)
             code = "OK"
             try:
                 if request is UNDECODABLE:
@@ -144,6 +146,7 @@ class CallGuard:
                 raise
             finally:
                 _handled(labels, timing, code, time.perf_counter() - started)
+                call.ended = True
                 logcontext.reset(bound)
 
         return guarded

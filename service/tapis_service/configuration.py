@@ -114,6 +114,8 @@ def parse(argv: list[str] | None = None,
         raise BadSetting("--store postgres needs --database-url")
     if values["advertise"] and values["store"] != "postgres":
         raise BadSetting("--advertise (a cluster node) needs --database-url")
+    if values["advertise"]:
+        values["advertise"] = bracketed(values["advertise"])
     if values["gc_thresholds"]:
         try:
             gctune.thresholds(values["gc_thresholds"])
@@ -121,6 +123,15 @@ def parse(argv: list[str] | None = None,
             raise BadSetting(f"--gc-thresholds {values['gc_thresholds']!r} is not "
                              "GEN0,GEN1 (two integers)") from None
     return Settings(**values)
+
+
+def bracketed(address: str) -> str:
+    """HOST:PORT with an IPv6 host in brackets (``fd00::7:50051`` -> ``[fd00::7]:50051``): a
+    manifest's ``$(POD_IP):50051`` works on an IPv6 cluster too."""
+    if address.startswith("[") or address.count(":") < 2:
+        return address
+    host, _, port = address.rpartition(":")
+    return f"[{host}]:{port}"
 
 
 # --- the docs tables ----------------------------------------------------------------------------

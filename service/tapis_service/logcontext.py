@@ -48,24 +48,30 @@ def reset(token: Token[dict[str, Any] | None]) -> None:
 
 
 class CallInfo:
-    """The call a line is written during, bound once per call (by the call guard) and read
-    only when a line is written: the peer, the request id, the trace id (W3C
-    ``traceparent``) and the milliseconds since the call started."""
+    """The call a line is written during, bound once per call (by the call guard): the peer,
+    the request id, the trace id (W3C ``traceparent``) and the milliseconds since the call
+    started, worked out only when a line is written. It holds plain values, never the call's
+    grpc context (a task the call started may log after the call is gone); once the call has
+    ended (``ended``) it adds nothing, so such a task's lines are not taken for the call's."""
 
-    __slots__ = ("context", "request", "started")
+    __slots__ = ("ended", "metadata", "peer", "request", "started")
 
-    def __init__(self, context: Any, request: Any, started: float) -> None:
-        self.context = context
+    def __init__(self, peer: str, metadata: Any, request: Any, started: float) -> None:
+        self.peer = peer
+        self.metadata = metadata
         self.request = request
         self.started = started
+        self.ended = False
 
     def fields(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"peer": self.context.peer(),
+        if self.ended:
+            return {}
+        found: dict[str, Any] = {"peer": self.peer,
                                  "ms": round((time.perf_counter() - self.started) * 1000, 3)}
         request_id = getattr(self.request, "request_id", "")
         if request_id:
             found["request_id"] = request_id[:40]
-        for key, value in self.context.invocation_metadata() or ():
+        for key, value in self.metadata or ():
             if key == "traceparent":
                 parts = str(value).split("-")
                 if len(parts) >= 2 and len(parts[1]) == 32 and all(

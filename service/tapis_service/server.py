@@ -24,7 +24,7 @@ from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import MAX_METADATA_BYTES, MAX_RECEIVE_MESSAGE_BYTES
 from tapis_service.servicer import GameServicer, add_to_server
 from tapis_service.settings import Settings
-from tapis_service.startup import WaitingRoom, revision, version
+from tapis_service.startup import WaitingRoom, listen_address, revision, version
 from tapis_service.store import MemoryStore, Store
 
 log = structlog.get_logger("tapis.server")
@@ -180,7 +180,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     reflection_pb2_grpc.add_ServerReflectionServicer_to_server(reflection.aio.ReflectionServicer(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
          reflection.SERVICE_NAME), pool=reflection_pool()), registry)
-    address = f"{settings.host}:{settings.port}"
+    address = listen_address(settings.host, settings.port)
     if room is not None:
         await room.close()
     if settings.port and not can_bind(settings.host, settings.port):
@@ -198,7 +198,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     readiness.start()
     metrics.set_build_info(version(), revision())
     metrics.TABLES.source = api.housekeeping.statuses
-    log.info("serving", address=f"{settings.host}:{port}", store=settings.store,
+    log.info("serving", address=listen_address(settings.host, port), store=settings.store,
              games=len(host.sessions), version=version(), revision=revision())
     return RunningServer(server, port, host, health_servicer, api, guard, cluster,
                          readiness)

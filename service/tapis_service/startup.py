@@ -66,6 +66,11 @@ def revision() -> str:
     return found.stdout.strip() if found.returncode == 0 and found.stdout.strip() else "unknown"
 
 
+def listen_address(host: str, port: int) -> str:
+    """host:port for grpc, an IPv6 host in brackets (``--host ::`` -> ``[::]:50051``)."""
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
 class WaitingRoom:
     """A gRPC server with the health service alone (liveness SERVING, readiness NOT_SERVING),
     on the server's port until the real one takes it."""
@@ -81,7 +86,7 @@ class WaitingRoom:
 
         if not settings.port:
             return None
-        address = f"{settings.host}:{settings.port}"
+        address = listen_address(settings.host, settings.port)
         if not can_bind(settings.host, settings.port):
             raise CannotListen(f"cannot listen on {address} (is another server there?)")
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])

@@ -42,6 +42,12 @@ def test_the_deployment_runs_three_nodes_that_advertise_their_pod_address() -> N
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert container[probe]["grpc"]["port"] == port
     assert container["livenessProbe"]["grpc"]["service"] == "liveness"
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert pod["enableServiceLinks"] is False
+    metrics_port = int(env["TAPIS_METRICS_PORT"]["value"])
+    assert {"name": "metrics", "containerPort": metrics_port} in container["ports"]
+    annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/port"] == str(metrics_port)
     assert container["readinessProbe"]["grpc"]["service"] == ""
 
 

@@ -35,6 +35,59 @@ def test_the_final_image_runs_as_a_non_root_user_with_a_data_volume() -> None:
     assert "HEALTHCHECK" in words
 
 
+def test_the_final_image_is_labelled_and_owned_by_10001_with_entries() -> None:
+    final = instructions()
+    runs = " ".join(rest for word, rest in final if word == "RUN")
+    assert dict(final)["USER"] == "10001:10001"
+    assert "groupadd --system --gid 10001 tapis" in runs
+    assert re.search(r"useradd --system --uid 10001 --gid 10001 ", runs)
+    assert "chown 10001:10001 /data" in runs
+    labels = " ".join(rest for word, rest in final if word == "LABEL")
+    for label in ("title", "description", "version", "revision", "created"):
+        assert f"org.opencontainers.image.{label}=" in labels
+    # nothing is installed at run time: no pip in the final stage, the base image's removed
+    assert "pip install" not in runs and "pip uninstall --yes --quiet pip setuptools" in runs
+
+
+def locked(path: Path) -> dict[str, list[str]]:
+    """name -> its hashes, from a pip-compile --generate-hashes file."""
+    text = re.sub(r"\\\n\s*", " ", path.read_text())
+    found = {}
+    for line in text.splitlines():
+        match = re.match(r"([A-Za-z0-9_.-]+)==(\S+)\s*(.*)", line)
+        if match:
+            found[match.group(1).lower()] = re.findall(r"--hash=sha256:([0-9a-f]{64})",
+                                                       match.group(3))
+    return found
+
+
+def test_the_image_installs_locked_dependencies_with_hashes() -> None:
+    text = DOCKERFILE.read_text()
+    for lock in ("requirements.lock", "build-requirements.lock"):
+        assert f"-r /tmp/{lock}" in text
+        pins = locked(DEPLOY / lock)
+        assert pins and all(hashes for hashes in pins.values()), lock
+        assert f"!deploy/{lock}" in (DEPLOY / "Dockerfile.dockerignore").read_text()
+    assert text.count("--require-hashes") == 2
+    runtime = locked(DEPLOY / "requirements.lock")
+    wanted = [re.split(r"[<>=;\s]", line)[0].lower()
+              for line in (DEPLOY / "requirements.in").read_text().splitlines()
+              if line and not line.startswith("#")]
+    assert set(wanted) <= set(runtime)
+    # what the server runs is what pyproject.toml asks for, less the clients' own packages
+    import tomllib
+
+    project = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text())["project"]
+    declared = {re.split(r"[<>=;\s\[]", d)[0].lower() for d in project["dependencies"]}
+    assert declared - set(wanted) == CLIENT_ONLY
+    assert "rich" not in runtime and "textual" not in runtime
+    assert "grpcio-tools" in locked(DEPLOY / "build-requirements.lock")
+
+
+CLIENT_ONLY = {"rich"}
+"""Runtime dependencies of the clients alone: not in the server's image."""
+
+
 @pytest.mark.slow  # a server process
 async def test_the_image_command_serves_health_and_its_healthcheck_passes(
         tmp_path: Path) -> None:
@@ -49,10 +102,12 @@ async def test_the_image_command_serves_health_and_its_healthcheck_passes(
                               stderr=subprocess.PIPE)
     try:
         await wait_serving(f"127.0.0.1:{port}", process=server)
-        assert healthcheck[0] == "python"
-        probe = subprocess.run([sys.executable, *healthcheck[1:]], env=env, timeout=30,
-                               check=False, capture_output=True)
+        assert healthcheck == ["tapis-admin", "health"]
+        # in the image the server is PID 1; here it is told which process it is
+        probe = subprocess.run([str(BIN / "tapis-admin"), "health", "--pid", str(server.pid)],
+                               env=env, timeout=30, check=False, capture_output=True)
         assert probe.returncode == 0, probe.stderr.decode()
+        assert probe.stdout.decode().strip() == "SERVING"
         server.terminate()  # the STOPSIGNAL: a graceful stop
         assert server.wait(30) == 0
     finally:
@@ -86,12 +141,36 @@ def test_the_manifests_parse_as_yaml() -> None:
     statefulset = yaml.safe_load((DEPLOY / "k8s" / "statefulset.yaml").read_text())
     pod = statefulset["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert pod["enableServiceLinks"] is False  # no TAPIS_* variables made by Services
     container = pod["containers"][0]
     assert container["livenessProbe"]["grpc"]["port"] == int(image_env()["TAPIS_PORT"])
     # liveness apart from readiness: a database outage or a long recovery restarts nothing
     assert container["livenessProbe"]["grpc"]["service"] == "liveness"
     assert container["startupProbe"]["grpc"]["service"] == "liveness"
     assert container["readinessProbe"]["grpc"]["service"] == ""
+
+
+def test_the_statefulset_has_a_headless_service_and_a_scraped_metrics_port() -> None:
+    import yaml
+
+    statefulset = yaml.safe_load((DEPLOY / "k8s" / "statefulset.yaml").read_text())
+    services = {s["metadata"]["name"]: s for s in
+                yaml.safe_load_all((DEPLOY / "k8s" / "service.yaml").read_text())}
+    governing = services[statefulset["spec"]["serviceName"]]
+    assert governing["spec"]["clusterIP"] == "None"
+    template = statefulset["spec"]["template"]
+    container = template["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    metrics_port = int(env["TAPIS_METRICS_PORT"])
+    assert {"name": "metrics", "containerPort": metrics_port} in container["ports"]
+    annotations = template["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert annotations["prometheus.io/port"] == str(metrics_port)
+    assert any(p["name"] == "metrics" for p in services["tapis"]["spec"]["ports"])
+    monitor = yaml.safe_load((DEPLOY / "k8s" / "servicemonitor.example.yaml").read_text())
+    assert monitor["kind"] == "ServiceMonitor"
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
 
 
 def test_hadolint_passes() -> None:

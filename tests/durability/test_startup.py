@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from tapis.v1 import game_service_pb2 as pb
+from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.entry import StopDuringStartup, stop_at_once_on_signals
-from tests.support.process import free_port, health_status
+from tests.support.process import ServerProcess, channel, free_port, health_status
 
 SERVER = [sys.executable, "-m", "tapis_service.main", "--log-level", "warning"]
 UNREACHABLE = "postgresql://tapis:s3cret@127.0.0.1:1/tapis"
@@ -128,3 +130,31 @@ def test_a_signal_during_start_up_interrupts_even_code_that_never_yields() -> No
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+async def test_sigterm_half_a_second_into_a_start_up_with_a_large_store_exits_0_within_2_s(
+        tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "data", "--create-rate", "0")
+    (tmp_path / "data").mkdir()
+    await server.start()
+    try:
+        async with channel(server.target) as grpc_channel:
+            stub = pb_grpc.GameServiceStub(grpc_channel)
+            for _ in range(10):
+                await asyncio.gather(*(stub.CreateGame(pb.CreateGameRequest(
+                    kind=pb.GAME_KIND_WAR, seat_configs=[
+                        pb.SeatConfig(type=pb.SEAT_TYPE_PERSON) for _ in range(2)]))
+                    for _ in range(300)))
+        assert server.terminate() == 0
+        # the command the image runs: its signal handlers come before any heavy import
+        command = [str(Path(sys.executable).parent / "tapis-server"), *server.command()[3:]]
+        restarted = subprocess.Popen(command, stderr=subprocess.PIPE)
+        await asyncio.sleep(0.5)
+        signalled = time.monotonic()
+        restarted.send_signal(signal.SIGTERM)
+        assert restarted.wait(10) == 0
+        assert time.monotonic() - signalled < 2.0
+        stderr = restarted.stderr.read().decode() if restarted.stderr else ""
+        assert "Traceback" not in stderr
+    finally:
+        server.stop()

@@ -118,3 +118,11 @@ def test_a_bad_variable_stops_the_real_server_with_one_line() -> None:
     assert stderr.splitlines() == [
         "tapis-server: refusing to start: TAPIS_PORT='5o051' is not a valid --port "
         "(invalid literal for int() with base 10: '5o051')"]
+
+
+@pytest.mark.parametrize(("given", "meant"), [
+    ("10.0.0.7:50051", "10.0.0.7:50051"), ("tapis-0.tapis:50051", "tapis-0.tapis:50051"),
+    ("fd00:10:244::7:50051", "[fd00:10:244::7]:50051"), ("[::1]:50051", "[::1]:50051")])
+def test_an_ipv6_advertise_address_gets_its_brackets(given: str, meant: str) -> None:
+    """The manifests advertise $(POD_IP):50051, which is a bare IPv6 address on IPv6 clusters."""
+    assert parse([], {**BASE, "TAPIS_ADVERTISE": given}).advertise == meant
