@@ -119,7 +119,8 @@ async def test_a_file_from_before_the_schema_version_is_adopted_with_its_games(
     reader = sqlite3.connect(tmp_path / FILE_NAME)
     assert schema_version(reader) == SCHEMA_VERSION
     reader.close()
-    assert [(game_id, journal) for game_id, _, _, journal in store.load()] == [("g", [{"i": 1}])]
+    loaded = await store.load()
+    assert [(game_id, journal) for game_id, _, _, journal in loaded] == [("g", [{"i": 1}])]
     await must(store.appended("g", 2, {"i": 2}))
     store.close()
 
@@ -193,6 +194,6 @@ async def test_a_commit_that_fails_says_whether_it_may_have_been_applied(
                                     must(store.appended("g", 1, {"i": 1})),
                                     return_exceptions=True)
     assert [type(o) for o in outcomes] == [outcome, outcome], outcomes
-    assert store.load_game("g") is None  # read again: what the file holds decides
+    assert await store.load_game("g") is None  # read again: what the file holds decides
     await must(store.created("g", {"kind": "war"}))  # the writer goes on
     store.close()

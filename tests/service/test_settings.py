@@ -86,7 +86,7 @@ def test_the_store_follows_the_data_dir_or_the_url_unless_named() -> None:
 
 
 @pytest.mark.parametrize(("name", "text"), [
-    ("TAPIS_PORT", "5o051"), ("TAPIS_GRACE", "soon"), ("TAPIS_RELAY", "pigeon"),
+    ("TAPIS_PORT", "5o051"), ("TAPIS_GRACE", "soon"), ("TAPIS_EVENT_LOOP", "pigeon"),
     ("TAPIS_ALLOW_STACKED_DECKS", "maybe"), ("TAPIS_GC_THRESHOLDS", "many")])
 def test_a_bad_variable_is_refused_with_its_name(name: str, text: str) -> None:
     with pytest.raises(BadSetting, match=name if name != "TAPIS_GC_THRESHOLDS"

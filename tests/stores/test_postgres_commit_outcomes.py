@@ -197,7 +197,9 @@ async def test_a_server_answers_an_in_doubt_submit_commit_unknown_and_the_retry_
         make_server: ServerFactory, database_url: str, admin: asyncpg.Connection,
         breaker: Breaker) -> None:
     store = await PostgresStore.open(database_url, failpoint=breaker)
-    server = await make_server(clock=ManualClock(), store=store, store_retry_ms=1)
+    server = await make_server(clock=ManualClock(), store=store, store_retry_ms=1,
+                               probe_every_s=3600)
+    await until(lambda: breaker.calls >= 1)  # readiness's first probe: no other until the end
     stub = server.stub
     game_id = (await stub.CreateGame(pb.CreateGameRequest(
         kind=pb.GAME_KIND_WAR, seats=2, seed=7, seat_configs=person_seats(2)))).game.game_id
@@ -232,7 +234,9 @@ async def test_an_in_doubt_create_is_read_back_and_its_retry_gets_that_table(
         make_server: ServerFactory, database_url: str, admin: asyncpg.Connection,
         breaker: Breaker) -> None:
     store = await PostgresStore.open(database_url, failpoint=breaker)
-    server = await make_server(clock=ManualClock(), store=store, store_retry_ms=1)
+    server = await make_server(clock=ManualClock(), store=store, store_retry_ms=1,
+                               probe_every_s=3600)
+    await until(lambda: breaker.calls >= 1)  # readiness's first probe: no other until the end
     breaker.action = "lose_answer"
     breaker.committed = lambda: admin.fetchval("SELECT count(*) FROM games")
     breaker.at = {breaker.calls + 1}

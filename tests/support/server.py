@@ -10,6 +10,7 @@ import grpc
 
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.clock import Clock, ManualClock
+from tapis_service.health import PROBE_EVERY_S
 from tapis_service.server import RunningServer, create_server
 from tapis_service.settings import Settings
 from tapis_service.sqlite_store import SqliteStore
@@ -35,10 +36,12 @@ ServerFactory = Callable[..., Awaitable[Harness]]
 
 
 async def start_harness(clock: Clock | None = None, store=None,  # type: ignore[no-untyped-def]
-                        **overrides) -> Harness:
-    """A server with ``TEST_SETTINGS`` and ``overrides``, and a channel to it."""
+                        probe_every_s: float = PROBE_EVERY_S, **overrides) -> Harness:
+    """A server with ``TEST_SETTINGS`` and ``overrides``, and a channel to it
+    (``probe_every_s``: how often readiness probes the store after its first probe)."""
     settings = replace(TEST_SETTINGS, **overrides)
-    running = await create_server(settings, clock=clock, store=store)
+    running = await create_server(settings, clock=clock, store=store,
+                                  probe_every_s=probe_every_s)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{running.port}")
     return Harness(running, channel, pb_grpc.GameServiceStub(channel),
                    clock or running.host.clock)
