@@ -40,15 +40,20 @@ def from_rule_error(error: RuleError) -> ServiceError:
     return ServiceError(_KIND_TO_CODE[error.kind], error.reason.value, error.message)
 
 
-def to_status(error: ServiceError) -> grpc.Status:
-    """A rich ``grpc.Status`` carrying ErrorInfo(reason, domain="tapis.v1", metadata)."""
+def status_message(error: ServiceError) -> status_pb2.Status:
+    """The ``google.rpc.Status`` of a refusal, carrying ErrorInfo(reason, domain="tapis.v1",
+    metadata): what gRPC sends in its trailers, and the WebSocket in a refusal frame."""
     info = error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN,
                                        metadata=error.metadata)
     detail = any_pb2.Any()
     detail.Pack(info)
-    status = status_pb2.Status(code=_CODE_VALUES[error.code], message=error.message,
-                               details=[detail])
-    return rpc_status.to_status(status)
+    return status_pb2.Status(code=_CODE_VALUES[error.code], message=error.message,
+                             details=[detail])
+
+
+def to_status(error: ServiceError) -> grpc.Status:
+    """A rich ``grpc.Status`` carrying ErrorInfo(reason, domain="tapis.v1", metadata)."""
+    return rpc_status.to_status(status_message(error))
 
 
 _CODE_VALUES = {code: getattr(code_pb2, code.name) for code in grpc.StatusCode

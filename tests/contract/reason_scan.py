@@ -25,7 +25,8 @@ KIND_CODES = {ErrorKind.INVALID: "INVALID_ARGUMENT", ErrorKind.PRECONDITION: "FA
               ErrorKind.PERMISSION: "PERMISSION_DENIED",
               ErrorKind.RATE_LIMITED: "RESOURCE_EXHAUSTED"}
 # Functions that turn one error into another, so their reason is not a literal by design.
-BRIDGES = frozenset({("errors.py", "from_rule_error"), ("errors.py", "to_status")})
+BRIDGES = frozenset({("errors.py", "from_rule_error"), ("errors.py", "to_status"),
+                     ("errors.py", "status_message")})
 
 
 @dataclass(frozen=True)
