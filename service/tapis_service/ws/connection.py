@@ -97,13 +97,13 @@ class Connection:
     """The state of one socket: requests in flight, streams open, whether it can write."""
 
     def __init__(self, api: GameApi, caller_for: Callable[[Credentials], Any], peer: str,
-                 sink: Sink, limits: SocketLimits = SocketLimits(), secure: bool = False) -> None:
+                 sink: Sink, limits: SocketLimits | None = None, secure: bool = False) -> None:
         self.api = api
         self.caller_for = caller_for
         self.peer = peer
         self.secure = secure
         self.sink = sink
-        self.limits = limits
+        self.limits = limits or SocketLimits()
         self.in_flight: dict[int, asyncio.Task[None]] = {}
         self.streams: dict[int, asyncio.Task[None]] = {}
         self.writable = asyncio.Event()
