@@ -34,8 +34,8 @@ class TinyApi:
     def __getattr__(self, name: str) -> Any:
         raise AttributeError(name)
 
-    async def stream_events(self, request: pb.StreamEventsRequest,
-                            caller: Any) -> AsyncIterator[pb.StreamEventsResponse]:
+    async def stream_events(self, request: pb.StreamEventsRequest, caller: Any,
+                            end: Any) -> AsyncIterator[pb.StreamEventsResponse]:
         await asyncio.Event().wait()
         yield pb.StreamEventsResponse()
 

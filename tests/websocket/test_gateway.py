@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ class FakeApi:
     queues: dict[str, asyncio.Queue[pb.StreamEventsResponse | ServiceError | None]] = \
         field(default_factory=dict)
     closed_streams: list[str] = field(default_factory=list)
+    ends: dict[str, Callable[[ServiceError], None]] = field(default_factory=dict)
 
     async def create_game(self, request: pb.CreateGameRequest,
                           caller: Any) -> pb.CreateGameResponse:
@@ -52,8 +53,10 @@ class FakeApi:
             raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, "NOT_YOUR_SEAT", "not yours")
         return pb.SubmitActionResponse(version=8).SerializeToString()  # pre-serialized answer
 
-    async def stream_events(self, request: pb.StreamEventsRequest,
-                            caller: Any) -> AsyncIterator[pb.StreamEventsResponse | bytes]:
+    async def stream_events(self, request: pb.StreamEventsRequest, caller: Any,
+                            end: Callable[[ServiceError], None]
+                            ) -> AsyncIterator[pb.StreamEventsResponse | bytes]:
+        self.ends[request.game_id] = end
         queue = self.queues.setdefault(request.game_id, asyncio.Queue())
         try:
             while True:
@@ -292,3 +295,22 @@ async def test_a_closed_socket_cancels_its_requests_and_streams() -> None:
         await asyncio.sleep(0)
     assert api.closed_streams == ["a"]
     assert socket.sent == []
+
+
+async def test_the_api_may_end_a_stream_from_outside() -> None:
+    api = FakeApi()
+    connection, socket = connect(api)
+    connection.pause_writing()  # a client that stopped reading
+    connection.received(client(3, stream_events=pb.StreamEventsRequest(game_id="a")),
+                        Format.BINARY)
+    await asyncio.sleep(0)
+    api.queues["a"].put_nowait(pb.StreamEventsResponse(events=[pb.Event(sequence=1)]))
+    while not api.queues["a"].empty():
+        await asyncio.sleep(0)
+    cut = ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "STREAM_TOO_SLOW", "resume")
+    api.ends["a"](cut)
+    [frame] = socket.frames()
+    assert frame.id == 3 and reason(frame) == "STREAM_TOO_SLOW"
+    while "a" not in api.closed_streams:
+        await asyncio.sleep(0)
+    assert not connection.streams

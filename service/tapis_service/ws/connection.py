@@ -46,8 +46,12 @@ class GameApi(Protocol):
     async def submit_action(self, request: pb.SubmitActionRequest,
                             caller: Any) -> pb.SubmitActionResponse | bytes: ...
 
-    def stream_events(self, request: pb.StreamEventsRequest,
-                      caller: Any) -> AsyncIterator[pb.StreamEventsResponse | bytes]: ...
+    def stream_events(self, request: pb.StreamEventsRequest, caller: Any,
+                      end: Callable[[ServiceError], None]
+                      ) -> AsyncIterator[pb.StreamEventsResponse | bytes]:
+        """The stream's batches; ``end`` is how the API ends it from outside (its slow-stream
+        watchdog), with a refusal sent behind what the socket holds."""
+        ...
 
     async def list_games(self, request: pb.ListGamesRequest,
                          caller: Any) -> pb.ListGamesResponse: ...
@@ -178,7 +182,9 @@ class Connection:
         """Copy one stream's event batches to the socket until it ends or is stopped."""
         answered = frames.RESPONSE_FIELD[frames.STREAM]
         try:
-            batches = self.api.stream_events(frame.stream_events, self._caller(frame))
+            batches = self.api.stream_events(
+                frame.stream_events, self._caller(frame),
+                lambda error: self._end_stream(frame.id, error, fmt))
             try:
                 async for batch in batches:
                     if not self.writable.is_set():
@@ -199,6 +205,13 @@ class Connection:
             self._send(frames.internal(frame.id), fmt)
         finally:
             self.streams.pop(frame.id, None)
+
+    def _end_stream(self, stream_id: int, error: ServiceError, fmt: Format) -> None:
+        """The API ends a stream from outside: its refusal, then nothing more."""
+        task = self.streams.pop(stream_id, None)
+        if task is not None:
+            task.cancel()
+            self._send(frames.refusal(stream_id, error), fmt)
 
     def _stop(self, frame: ws_pb.ClientFrame, fmt: Format) -> None:
         stream_id = frame.stop_events.stream_id
