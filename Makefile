@@ -9,6 +9,7 @@ GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
 .PHONY: setup gen serve cluster test test-fast lint bench bench-quick selfplay clean proto-baseline api-docs settings-docs
+.PHONY: web web-check
 
 setup: $(STAMP)
 
@@ -74,6 +75,19 @@ settings-docs: setup
 # rebuild it only when releasing, so that a breaking change is a conscious one.
 proto-baseline: setup
 	cd protos && ../$(BIN)/buf build -o baseline.binpb
+
+# The web client (web/, TypeScript + protobuf-es, bundled by esbuild) is served from its built
+# files in service/tapis_service/webclient/, committed so that `make serve` needs no Node.js.
+# `make web` rebuilds them; `make web-check` rebuilds into a scratch folder and fails if the
+# committed files differ. Both install the npm packages of web/package-lock.json first.
+WEB_CHECK_DIR ?= build/webclient-check
+web: setup
+	cd web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
+
+web-check: setup
+	rm -rf $(WEB_CHECK_DIR)
+	cd web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs ../$(WEB_CHECK_DIR)
+	diff -r $(WEB_CHECK_DIR) service/tapis_service/webclient
 
 clean:
 	rm -rf $(VENV) gen
