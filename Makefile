@@ -35,8 +35,10 @@ $(STAMP): pyproject.toml $(GEN_STAMP)
 
 gen: $(GEN_STAMP)
 
+# The web client at http://127.0.0.1:$(WS_PORT)/ (the player WebSocket's plain HTTP side).
+WS_PORT ?= 8080
 serve: setup
-	$(BIN)/tapis-server --data-dir ./var $(ARGS)
+	$(BIN)/tapis-server --data-dir ./var --ws-port $(WS_PORT) $(ARGS)
 
 # A local cluster: an embedded PostgreSQL (data under ./var/cluster) and 3 nodes on 50051-50053.
 cluster: setup

@@ -7,8 +7,10 @@ import asyncio
 import ssl
 from typing import Any
 
+import grpc
 from google.protobuf import json_format
 from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 from picows import WSCloseCode, WSFrame, WSListener, WSMsgType, WSTransport, ws_connect
 
 from tapis.v1 import websocket_pb2 as ws_pb
@@ -42,6 +44,7 @@ class Client:
         self.transport = transport
         self.collector = collector
         self.next_id = 0
+        self.set_aside: list[ws_pb.ServerFrame] = []
 
     @classmethod
     async def open(cls, url: str, ssl_context: ssl.SSLContext | None = None) -> Client:
@@ -62,15 +65,20 @@ class Client:
         self.transport.send(WSMsgType.BINARY, payload)
 
     async def receive(self) -> ws_pb.ServerFrame:
+        """The next frame (those ``call`` set aside first)."""
+        if self.set_aside:
+            return self.set_aside.pop(0)
         return await asyncio.wait_for(self.collector.frames.get(), 10)
 
     async def call(self, seat_token: str = "", **request: Any) -> ws_pb.ServerFrame:
-        """Send one request and wait for its answer (other frames meanwhile are dropped)."""
+        """Send one request and wait for its answer (other frames meanwhile are kept for
+        ``receive``)."""
         frame_id = self.send(ws_pb.ClientFrame(seat_token=seat_token, **request))
         while True:
-            answer = await self.receive()
+            answer = await asyncio.wait_for(self.collector.frames.get(), 10)
             if answer.id == frame_id:
                 return answer
+            self.set_aside.append(answer)
 
     async def closed(self) -> int:
         return await asyncio.wait_for(asyncio.shield(self.collector.closed), 10)
@@ -85,4 +93,12 @@ def reason(frame: ws_pb.ServerFrame) -> str:
     info = error_details_pb2.ErrorInfo()
     assert frame.refusal.details[0].Unpack(info)
     assert info.domain == "tapis.v1"
+    return info.reason
+
+
+def grpc_reason_of(error: grpc.aio.AioRpcError) -> str:
+    """The ErrorInfo reason of a gRPC refusal."""
+    status = rpc_status.from_call(error)
+    info = error_details_pb2.ErrorInfo()
+    assert status is not None and status.details[0].Unpack(info)
     return info.reason

@@ -12,9 +12,9 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import websocket_pb2 as ws_pb
+from tapis_service.caller import Caller
 from tapis_service.errors import ServiceError
 from tapis_service.ws import frames
-from tapis_service.ws.connection import Credentials
 from tapis_service.ws.endpoint import EndpointLimits, WebClient, WebSocketEndpoint
 from tests.websocket.client import Client, reason
 
@@ -23,9 +23,9 @@ class TinyApi:
     """GetGame and nothing else, recording who asked."""
 
     def __init__(self) -> None:
-        self.callers: list[Credentials] = []
+        self.callers: list[Caller] = []
 
-    async def get_game(self, request: pb.GetGameRequest, caller: Credentials) -> pb.GetGameResponse:
+    async def get_game(self, request: pb.GetGameRequest, caller: Caller) -> pb.GetGameResponse:
         self.callers.append(caller)
         if caller.seat_token != "good":
             raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN", "bad token")
@@ -44,11 +44,11 @@ class TinyApi:
 async def endpoint(tmp_path: Path) -> AsyncIterator[tuple[WebSocketEndpoint, int]]:
     (tmp_path / "index.html").write_text("<html><body>Tapis</body></html>")
     (tmp_path / "app.js").write_text("console.log('tapis')")
-    served = WebSocketEndpoint(TinyApi(), lambda credentials: credentials,  # type: ignore[arg-type]
-                               EndpointLimits(max_sockets_per_peer=3), WebClient(tmp_path))
+    served = WebSocketEndpoint(TinyApi(), EndpointLimits(max_sockets_per_peer=3),  # type: ignore[arg-type]
+                               WebClient(tmp_path))
     port = await served.start("127.0.0.1", 0)
     yield served, port
-    await served.stop()
+    await served.stop(0)
 
 
 async def http_get(port: int, path: str) -> tuple[int, dict[str, str], bytes]:
@@ -87,7 +87,7 @@ async def test_a_socket_carries_requests_with_the_frames_credentials(
     assert (await client.receive()).get_game.game.game_id == "j"
     assert client.collector.texts and '"getGame"' in client.collector.texts[0]
     caller = served.api.callers[0]  # type: ignore[attr-defined]
-    assert caller.peer.startswith("ipv4:127.0.0.1:") and caller.secure is False
+    assert caller.peer.startswith("ipv4:127.0.0.1:")
     client.close()
 
 
@@ -126,5 +126,5 @@ async def test_stopping_the_endpoint_closes_its_sockets(
     client.send(ws_pb.ClientFrame(stream_events=pb.StreamEventsRequest(game_id="a")))
     while not served.transports:
         await asyncio.sleep(0.01)
-    await served.stop()
+    await served.stop(0)
     assert await client.closed() == 1001

@@ -14,9 +14,10 @@ from google.rpc import error_details_pb2
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import websocket_pb2 as ws_pb
+from tapis_service.caller import Caller
 from tapis_service.errors import ServiceError
 from tapis_service.ws import frames
-from tapis_service.ws.connection import CLOSE_TOO_BIG, Connection, Credentials, SocketLimits
+from tapis_service.ws.connection import CLOSE_TOO_BIG, Connection, SocketLimits
 from tapis_service.ws.frames import Format
 
 
@@ -106,7 +107,7 @@ class FakeSocket:
 
 def connect(api: FakeApi, limits: SocketLimits | None = None) -> tuple[Connection, FakeSocket]:
     socket = FakeSocket()
-    return Connection(api, lambda credentials: credentials, "ipv4:10.0.0.9:4242", socket,
+    return Connection(api, "ipv4:10.0.0.9:4242", socket,  # type: ignore[arg-type]
                       limits or SocketLimits()), socket
 
 
@@ -139,8 +140,7 @@ async def test_a_binary_request_gets_its_binary_answer_with_its_id() -> None:
     assert isinstance(socket.sent[0], bytes)
     assert frame.id == 5 and frame.create_game.game.game_id == "t1"
     assert frame.create_game.game.kind == pb.GAME_KIND_WAR
-    assert api.callers == [Credentials(peer="ipv4:10.0.0.9:4242", seat_token="tok",
-                                       api_key="key", secure=False)]
+    assert api.callers == [Caller(peer="ipv4:10.0.0.9:4242", seat_token="tok", api_key="key")]
 
 
 async def test_a_json_request_gets_a_json_answer() -> None:

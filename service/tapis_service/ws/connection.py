@@ -1,5 +1,9 @@
 """One player socket: its frames dispatched to the GameApi, its limits, its open streams.
 
+Each frame becomes a ``Caller`` (its seat token and API key, the socket's address) and the
+request message, handed to the same ``GameApi`` the gRPC adapter calls: the game is reached
+through that seam only, so credentials, limits and refusals are those of gRPC.
+
 Transport-free: the endpoint hands it each message received and a ``Sink`` to send on, so the
 same code is what the unit tests drive. Each request runs in a task of its own (answers may
 overtake one another); each open stream is a task that copies the GameApi's event batches into
@@ -9,52 +13,27 @@ overtake one another); each open stream is a task that copies the GameApi's even
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import grpc
 import structlog
 from google.protobuf.message import Message
 
-from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_engine.errors import RuleError
+from tapis_service.caller import Caller
 from tapis_service.errors import ServiceError
 from tapis_service.ws import frames
 from tapis_service.ws.frames import Format
+
+if TYPE_CHECKING:
+    from tapis_service.game_api import GameApi
 
 log = structlog.get_logger("tapis.ws")
 
 CLOSE_TOO_BIG = 1009
 """The WebSocket close code for a message over the size limit (RFC 6455)."""
-
-
-class GameApi(Protocol):
-    """The transport-free game service the socket reaches the game through: one method per
-    GameService RPC, named as its ClientFrame field, refusing with ServiceError (or
-    RuleError)."""
-
-    async def create_game(self, request: pb.CreateGameRequest,
-                          caller: Any) -> pb.CreateGameResponse: ...
-
-    async def join_game(self, request: pb.JoinGameRequest, caller: Any) -> pb.JoinGameResponse:
-        ...
-
-    async def get_game(self, request: pb.GetGameRequest, caller: Any) -> pb.GetGameResponse: ...
-
-    async def submit_action(self, request: pb.SubmitActionRequest,
-                            caller: Any) -> pb.SubmitActionResponse | bytes: ...
-
-    def stream_events(self, request: pb.StreamEventsRequest, caller: Any,
-                      end: Callable[[ServiceError], None]
-                      ) -> AsyncIterator[pb.StreamEventsResponse | bytes]:
-        """The stream's batches; ``end`` is how the API ends it from outside (its slow-stream
-        watchdog), with a refusal sent behind what the socket holds."""
-        ...
-
-    async def list_games(self, request: pb.ListGamesRequest,
-                         caller: Any) -> pb.ListGamesResponse: ...
 
 
 class Sink(Protocol):
@@ -63,18 +42,6 @@ class Sink(Protocol):
     def send(self, message: bytes | str) -> None: ...
 
     def close(self, code: int, reason: str) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Credentials:
-    """What one request says about its caller: the socket's address and the frame's keys."""
-
-    peer: str
-    """The client's address, as gRPC names a peer (``ipv4:1.2.3.4:5678``)."""
-    seat_token: str | None
-    api_key: str | None
-    secure: bool
-    """The socket is TLS (wss)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +67,10 @@ def _too_many_streams(limit: int) -> ServiceError:
 class Connection:
     """The state of one socket: requests in flight, streams open, whether it can write."""
 
-    def __init__(self, api: GameApi, caller_for: Callable[[Credentials], Any], peer: str,
-                 sink: Sink, limits: SocketLimits | None = None, secure: bool = False) -> None:
+    def __init__(self, api: GameApi, peer: str, sink: Sink,
+                 limits: SocketLimits | None = None) -> None:
         self.api = api
-        self.caller_for = caller_for
         self.peer = peer
-        self.secure = secure
         self.sink = sink
         self.limits = limits or SocketLimits()
         self.in_flight: dict[int, asyncio.Task[None]] = {}
@@ -160,15 +125,15 @@ class Connection:
 
     # --- serving ----------------------------------------------------------------------------
 
-    def _caller(self, frame: ws_pb.ClientFrame) -> Any:
-        return self.caller_for(Credentials(
-            peer=self.peer, seat_token=frame.seat_token or None, api_key=frame.api_key or None,
-            secure=self.secure))
+    def _caller(self, frame: ws_pb.ClientFrame) -> Caller:
+        """The frame's caller, as the gRPC adapter builds one from a call's headers."""
+        return Caller(seat_token=frame.seat_token or None, api_key=frame.api_key or None,
+                      peer=self.peer)
 
     async def _serve(self, frame: ws_pb.ClientFrame, field: str, fmt: Format) -> None:
         try:
-            method = getattr(self.api, field)
-            response: Message | bytes = await method(getattr(frame, field), self._caller(frame))
+            serve = getattr(self.api, field)  # the GameApi method named as the request's field
+            response: Message | bytes = await serve(getattr(frame, field), self._caller(frame))
             self._send(frames.answer(frame.id, frames.RESPONSE_FIELD[field], response), fmt)
         except (ServiceError, RuleError) as error:
             self._send(frames.refusal(frame.id, frames.as_refusal(error)), fmt)

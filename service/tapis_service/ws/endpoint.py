@@ -13,10 +13,9 @@ import asyncio
 import mimetypes
 import ssl
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import grpc
 from picows import (
@@ -33,9 +32,13 @@ from picows import (
 
 from tapis_service.errors import ServiceError
 from tapis_service.limits import peer_host
+from tapis_service.settings import Settings
 from tapis_service.ws import frames
-from tapis_service.ws.connection import Connection, Credentials, GameApi, SocketLimits
+from tapis_service.ws.connection import Connection, SocketLimits
 from tapis_service.ws.frames import Format
+
+if TYPE_CHECKING:
+    from tapis_service.game_api import GameApi
 
 SOCKET_PATH = b"/ws"
 WEBCLIENT = Path(__file__).resolve().parent.parent / "webclient"
@@ -58,6 +61,13 @@ class EndpointLimits:
     """Ping a socket silent this long..."""
     ping_timeout_s: float = 20.0
     """...and drop it when the pong does not come within this."""
+
+    @classmethod
+    def of(cls, settings: Settings) -> EndpointLimits:
+        """The limits the server's settings give (the keepalive is gRPC's)."""
+        return cls(SocketLimits(settings.ws_max_in_flight, settings.ws_max_streams),
+                   settings.ws_max_sockets, settings.ws_max_sockets_per_peer,
+                   settings.keepalive_time_ms / 1000, settings.keepalive_timeout_ms / 1000)
 
 
 def _too_many_sockets(message: str) -> ServiceError:
@@ -133,8 +143,9 @@ class _Socket(WSListener):
             sink.close(WSCloseCode.TRY_AGAIN_LATER.value, "too many sockets")
             return
         self.endpoint.transports.add(transport)
-        self.connection = Connection(self.endpoint.api, self.endpoint.caller_for, self.peer,
-                                     sink, self.endpoint.limits.socket, transport.is_secure)
+        self.connection = Connection(self.endpoint.api, self.peer, sink,
+                                     self.endpoint.limits.socket)
+        self.endpoint.connections.add(self.connection)
 
     def on_ws_frame(self, transport: WSTransport, frame: WSFrame) -> None:
         connection = self.connection
@@ -159,6 +170,7 @@ class _Socket(WSListener):
         self.endpoint.transports.discard(transport)
         if self.connection is not None:
             self.connection.disconnected()
+            self.endpoint.connections.discard(self.connection)
             self.endpoint.release(self.peer)
             self.connection = None
 
@@ -174,16 +186,15 @@ class _Socket(WSListener):
 class WebSocketEndpoint:
     """The player WebSocket port: sockets to the GameApi, and the web client."""
 
-    def __init__(self, api: GameApi, caller_for: Callable[[Credentials], Any],
-                 limits: EndpointLimits | None = None, webclient: WebClient | None = None
-                 ) -> None:
+    def __init__(self, api: GameApi, limits: EndpointLimits | None = None,
+                 webclient: WebClient | None = None) -> None:
         self.api = api
-        self.caller_for = caller_for
         self.limits = limits or EndpointLimits()
         self.webclient = webclient or WebClient()
         self.sockets: Counter[str] = Counter()
         """Open sockets by client address."""
         self.transports: set[WSTransport] = set()
+        self.connections: set[Connection] = set()
         self.server: asyncio.Server | None = None
 
     def admit(self, peer: str) -> ServiceError | None:
@@ -219,11 +230,18 @@ class WebSocketEndpoint:
             auto_ping_reply_timeout=self.limits.ping_timeout_s, reuse_address=True)
         return int(self.server.sockets[0].getsockname()[1])
 
-    async def stop(self) -> None:
-        """Stop listening and close every socket (their streams end)."""
-        if self.server is not None:
-            self.server.close()
-            for transport in list(self.transports):
-                transport.send_close(WSCloseCode.GOING_AWAY)
-                transport.disconnect()
-            await self.server.wait_closed()
+    async def stop(self, grace_s: float | None = None) -> None:
+        """Stop listening, let the requests in flight and the streams the server is ending
+        finish (for up to ``grace_s``; None: no limit), then close every socket (going away,
+        1001)."""
+        if self.server is None:
+            return
+        self.server.close()
+        running = [task for connection in self.connections
+                   for task in (*connection.in_flight.values(), *connection.streams.values())]
+        if running:
+            await asyncio.wait(running, timeout=grace_s)
+        for transport in list(self.transports):
+            transport.send_close(WSCloseCode.GOING_AWAY)
+            transport.disconnect()
+        await self.server.wait_closed()
