@@ -9,7 +9,7 @@ GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
 .PHONY: setup gen serve cluster test test-fast lint bench bench-quick selfplay clean proto-baseline api-docs settings-docs
-.PHONY: web web-check
+.PHONY: web web-check test-browser web-screens
 
 setup: $(STAMP)
 
@@ -90,6 +90,21 @@ web-check: setup
 	rm -rf $(WEB_CHECK_DIR)
 	cd web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs ../$(WEB_CHECK_DIR)
 	diff -r $(WEB_CHECK_DIR) service/tapis_service/webclient
+
+# The browser tests (tests/browser/): Debian's Chromium, installed with apt-get when missing,
+# driven by Playwright for Python; the web client's built files are checked against web/ first.
+BROWSER_STAMP := $(VENV)/.browser
+$(BROWSER_STAMP): $(STAMP)
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	$(BIN)/python -m pip install -q -e '.[dev,browser]'
+	touch $(BROWSER_STAMP)
+
+test-browser: web-check $(BROWSER_STAMP)
+	TAPIS_BROWSER_TESTS=1 $(BIN)/python -m pytest tests/browser $(ARGS)
+
+# The README's screenshots of the web client (docs/screens/web-*.png), taken by the browser tests.
+web-screens: $(BROWSER_STAMP)
+	TAPIS_BROWSER_TESTS=1 TAPIS_WEB_SCREENS=docs/screens $(BIN)/python -m pytest tests/browser -q
 
 clean:
 	rm -rf $(VENV) gen

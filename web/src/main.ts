@@ -206,7 +206,9 @@ class Table {
         if (seat === view?.yourSeat) return t.you;
         const shown = view?.seats[seat];
         if (shown?.displayName) return shown.displayName;
-        return shown?.type === SeatType.BOT ? `${t.computer} ${seat + 1}` : t.seat(seat);
+        if (shown?.type !== SeatType.BOT) return t.seat(seat);
+        const bots = view!.seats.filter((s) => s.type === SeatType.BOT).length;
+        return bots > 1 ? `${t.computer} ${seat + 1}` : t.computer;
       },
       act: (action) => this.act(action),
     };

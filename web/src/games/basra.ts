@@ -89,7 +89,8 @@ export const basra: GameScreen = {
     if (event.body.case !== "basra") return null;
     const body = event.body.value.event;
     if (body.case === "captured") {
-      return `${context.t.captureBy(context.name(body.value.seat))} ${body.value.taken.map(cardText).join(" ")}`;
+      const cards = [body.value.card, ...body.value.taken].filter((c) => c !== undefined);
+      return context.t.took(context.name(body.value.seat), body.value.seat === context.me, cards.map(cardText).join(" "));
     }
     if (body.case === "basra") return `Basra ! (${context.name(body.value.seat)})`;
     return null;

@@ -53,8 +53,8 @@ export const corse: GameScreen = {
   describe(event, context) {
     if (event.body.case !== "batailleCorse") return null;
     const body = event.body.value.event;
-    if (body.case === "pileWon") return context.t.pileWon(context.name(body.value.seat), body.value.cards);
-    if (body.case === "falseSlap") return context.t.falseSlap(context.name(body.value.seat));
+    if (body.case === "pileWon") return context.t.pileWon(context.name(body.value.seat), body.value.seat === context.me, body.value.cards);
+    if (body.case === "falseSlap") return context.t.falseSlap(context.name(body.value.seat), body.value.seat === context.me);
     return null;
   },
   keyPressed(key, view, context) {

@@ -48,9 +48,11 @@ export const war: GameScreen = {
         h("h3", {}, t.lastTrick),
         war.lastTrick.length
           ? h("div", { class: "last-trick-cards" },
-              war.lastTrick.map((c) => cardElement(c.faceUp ? c.card : undefined)),
+              seats.map((seat) => h("span", { class: "laid-by", "data-seat": String(seat) },
+                h("span", { class: "who" }, context.name(seat)),
+                trick(war.lastTrick, seat))),
               war.lastTrickWinner !== undefined
-                ? h("span", { class: "winner" }, t.tookTrick(context.name(war.lastTrickWinner)))
+                ? h("span", { class: "winner" }, t.tookTrick(context.name(war.lastTrickWinner), war.lastTrickWinner === context.me))
                 : null)
           : h("div", { class: "none" }, "—")),
     );
@@ -59,7 +61,7 @@ export const war: GameScreen = {
     if (event.body.case !== "war") return null;
     const body = event.body.value.event;
     if (body.case === "bataille") return context.t.bataille;
-    if (body.case === "trickWon") return context.t.tookTrick(context.name(body.value.seat));
+    if (body.case === "trickWon") return context.t.tookTrick(context.name(body.value.seat), body.value.seat === context.me);
     return null;
   },
   keyPressed(key, view, context) {

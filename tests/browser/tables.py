@@ -1,0 +1,100 @@
+"""Tables for the browser tests, set up over the player WebSocket: stacked decks that make each
+game short and its moves known."""
+
+from __future__ import annotations
+
+from tapis.v1 import cards_pb2, war_pb2
+from tapis.v1 import game_service_pb2 as pb
+from tests.websocket.client import Client
+
+RANKS = {"2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9, "10": 10, "J": 11,
+         "Q": 12, "K": 13, "A": 14}
+SUITS = {"♣": 1, "♦": 2, "♥": 3, "♠": 4}
+
+
+def card(text: str) -> cards_pb2.Card:
+    """``"10♥"`` as a Card."""
+    return cards_pb2.Card(rank=RANKS[text[:-1]], suit=SUITS[text[-1]])  # type: ignore[arg-type]
+
+
+def every_card() -> list[str]:
+    return [rank + suit for suit in SUITS for rank in RANKS]
+
+
+def war_deck() -> list[cards_pb2.Card]:
+    """Seat 0's and seat 1's decks dealt one card at a time: a bataille on the first trick
+    (K against K, then A against 2 face up), then no tie."""
+    first = ["K♠", "3♠", "A♠"]
+    second = ["K♥", "4♥", "2♥"]
+    rest = [c for c in every_card() if c not in first + second]
+    rest.sort(key=lambda c: RANKS[c[:-1]])
+    first += rest[1::2]
+    second += rest[0::2]
+    for i in range(3, 26):  # no two equal ranks face to face
+        if first[i][:-1] == second[i][:-1]:
+            first[i], first[i + 1 if i < 25 else i - 1] = first[i + 1 if i < 25 else i - 1], \
+                first[i]
+    assert all(first[i][:-1] != second[i][:-1] for i in range(3, 26))
+    return [card(c) for pair in zip(first, second, strict=True) for c in pair]
+
+
+async def war_against_the_computer(client: Client) -> str:
+    """A War table (3 points wins) with seat 1 a bot and seat 0 free for the browser."""
+    created = await client.call(create_game=pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, stacked_deck=war_deck(), stacked_first_seat=0,
+        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON),
+                      pb.SeatConfig(type=pb.SEAT_TYPE_BOT)],
+        war=war_pb2.WarOptions(target_points=3)))
+    return created.create_game.game.game_id
+
+
+def basra_deck() -> list[cards_pb2.Card]:
+    """Seat 1 deals: seat 0 holds 8♠ 2♣ 3♣ 4♣, seat 1 5♣ 6♣ 9♣ 10♣, and the floor is
+    7♣ A♣ A♦ K♥: 8♠ takes 7♣ with either ace."""
+    hand0, hand1 = ["8♠", "2♣", "3♣", "4♣"], ["5♣", "6♣", "9♣", "10♣"]
+    floor = ["7♣", "A♣", "A♦", "K♥"]
+    dealt = [c for pair in zip(hand0, hand1, strict=True) for c in pair] + floor
+    rest = [c for c in every_card() if c not in dealt]
+    return [card(c) for c in dealt + rest]
+
+
+async def basra_against_the_computer(client: Client) -> str:
+    created = await client.call(create_game=pb.CreateGameRequest(
+        kind=pb.GAME_KIND_BASRA, seats=2, stacked_deck=basra_deck(), stacked_first_seat=1,
+        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON),
+                      pb.SeatConfig(type=pb.SEAT_TYPE_BOT)]))
+    return created.create_game.game.game_id
+
+
+def corse_deck() -> list[cards_pb2.Card]:
+    """Seat 0 flips 5♠ first, seat 1 answers 5♥: a double, no challenge before it."""
+    first = ["5♠", "2♠", "3♠"]
+    second = ["5♥", "2♥", "3♥"]
+    used = first + second
+    rest = [c for c in every_card() if c not in used] + ["Joker1", "Joker2"]
+    deck = [card(c) for pair in zip(first, second, strict=True) for c in pair]
+    for name in rest:
+        deck.append(cards_pb2.Card(rank=cards_pb2.RANK_JOKER) if name.startswith("Joker")
+                    else card(name))
+    return deck
+
+
+async def corse_for_two(client: Client) -> tuple[str, str]:
+    """A Bataille corse table for two persons: its id, and seat 1's token (the test plays
+    seat 1, the browser seat 0)."""
+    created = await client.call(create_game=pb.CreateGameRequest(
+        kind=pb.GAME_KIND_BATAILLE_CORSE, seats=2, stacked_deck=corse_deck(),
+        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON),
+                      pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)]))
+    game_id = created.create_game.game.game_id
+    joined = await client.call(join_game=pb.JoinGameRequest(game_id=game_id, seat=1,
+                                                            display_name="Zoé"))
+    return game_id, joined.join_game.seat_token
+
+
+async def boutons_against_the_computer(client: Client) -> str:
+    created = await client.call(create_game=pb.CreateGameRequest(
+        kind=pb.GAME_KIND_BOUTONS, seats=2, seed=3,
+        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON),
+                      pb.SeatConfig(type=pb.SEAT_TYPE_BOT)]))
+    return created.create_game.game.game_id
