@@ -134,7 +134,7 @@ class Connection:
         try:
             serve = getattr(self.api, field)  # the GameApi method named as the request's field
             response: Message | bytes = await serve(getattr(frame, field), self._caller(frame))
-            self._send(frames.answer(frame.id, frames.RESPONSE_FIELD[field], response), fmt)
+            self._answer(frame.id, frames.RESPONSE_FIELD[field], response, fmt)
         except (ServiceError, RuleError) as error:
             self._send(frames.refusal(frame.id, frames.as_refusal(error)), fmt)
         except Exception:
@@ -154,7 +154,7 @@ class Connection:
                 async for batch in batches:
                     if not self.writable.is_set():
                         await self.writable.wait()
-                    self._send(frames.answer(frame.id, answered, batch), fmt)
+                    self._answer(frame.id, answered, batch, fmt)
             finally:  # the stream's subscription ends now, not when the generator is collected
                 aclose = getattr(batches, "aclose", None)
                 if aclose is not None:
@@ -186,6 +186,15 @@ class Connection:
         task.cancel()
         self._send(frames.answer(frame.id, frames.RESPONSE_FIELD[frames.STOP],
                                  ws_pb.EventsStopped()), fmt)
+
+    def _answer(self, frame_id: int, field: str, response: Message | bytes,
+                fmt: Format) -> None:
+        if self.closed:
+            return
+        if fmt is Format.BINARY and isinstance(response, bytes):  # as the GameApi made them
+            self.sink.send(frames.answer_wire(frame_id, field, response))
+        else:
+            self.sink.send(frames.encode(frames.answer(frame_id, field, response), fmt))
 
     def _send(self, frame: ws_pb.ServerFrame, fmt: Format) -> None:
         if not self.closed:

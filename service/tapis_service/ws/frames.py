@@ -96,6 +96,30 @@ def answer(frame_id: int, field: str, response: Message | bytes) -> ws_pb.Server
     return frame
 
 
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_ID_TAG = _varint(_SERVER.fields_by_name["id"].number << 3 | 0)
+_RESPONSE_TAGS = {field.name: _varint(field.number << 3 | 2)
+                  for field in _SERVER.oneofs_by_name["response"].fields}
+
+
+def answer_wire(frame_id: int, field: str, payload: bytes) -> bytes:
+    """The binary message of ``answer(frame_id, field, payload)`` without parsing ``payload``
+    again: the GameApi serializes each event once per view and every socket of that view sends
+    those bytes. A protobuf field of a message type is its tag, its length and the message's
+    bytes; protobuf writes ``id`` (field 1) first, as here (``test_frames`` checks the bytes
+    equal ``answer(...).SerializeToString()``)."""
+    head = _ID_TAG + _varint(frame_id) if frame_id else b""
+    return head + _RESPONSE_TAGS[field] + _varint(len(payload)) + payload
+
+
 def as_refusal(error: Exception) -> ServiceError:
     """The service refusal of a domain or service error."""
     if isinstance(error, RuleError):
