@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -128,3 +130,33 @@ async def test_stopping_the_endpoint_closes_its_sockets(
         await asyncio.sleep(0.01)
     await served.stop(0)
     assert await client.closed() == 1001
+
+
+@pytest.fixture
+def certificate(tmp_path: Path) -> tuple[Path, Path]:
+    """A throwaway self-signed certificate for 127.0.0.1."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+async def test_with_a_certificate_the_port_is_wss_and_https(
+        tmp_path: Path, certificate: tuple[Path, Path]) -> None:
+    cert, key = certificate
+    (tmp_path / "index.html").write_text("<html>Tapis</html>")
+    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_side.load_cert_chain(cert, key)
+    client_side = ssl.create_default_context(cafile=str(cert))
+    served = WebSocketEndpoint(TinyApi(), webclient=WebClient(tmp_path))  # type: ignore[arg-type]
+    port = await served.start("127.0.0.1", 0, ssl_context=server_side)
+    client = await Client.open(f"wss://127.0.0.1:{port}/ws", ssl_context=client_side)
+    answer = await client.call(seat_token="good", get_game=pb.GetGameRequest(game_id="s"))
+    assert answer.get_game.game.game_id == "s"
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_side)
+    writer.write(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    assert (await reader.read()).endswith(b"<html>Tapis</html>")
+    writer.close()
+    client.close()
+    await served.stop(0)
