@@ -9,7 +9,7 @@ GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
 .PHONY: setup gen serve cluster test test-fast lint bench bench-quick selfplay clean proto-baseline api-docs settings-docs
-.PHONY: web web-check test-browser web-screens
+.PHONY: web web-check test-browser web-screens bench-ws
 
 setup: $(STAMP)
 
@@ -64,6 +64,10 @@ bench: setup
 
 bench-quick: setup
 	$(BIN)/python -m tapis_bench --quick $(ARGS)
+
+# The War load over the player WebSocket (server CPU per action, actions/s, p50/p99).
+bench-ws: setup
+	$(BIN)/python -m tapis_bench.websocket $(ARGS)
 
 # docs/api.md and the README's error table, from the proto comments (a test keeps them in sync).
 api-docs: setup
