@@ -47,8 +47,10 @@ class Client:
         self.set_aside: list[ws_pb.ServerFrame] = []
 
     @classmethod
-    async def open(cls, url: str, ssl_context: ssl.SSLContext | None = None) -> Client:
-        transport, collector = await ws_connect(_Collector, url, ssl_context=ssl_context)
+    async def open(cls, url: str, ssl_context: ssl.SSLContext | None = None,
+                   auto_pong: bool = True) -> Client:
+        transport, collector = await ws_connect(_Collector, url, ssl_context=ssl_context,
+                                                enable_auto_pong=auto_pong)
         return cls(transport, collector)
 
     def send(self, frame: ws_pb.ClientFrame, *, text: bool = False) -> int:

@@ -160,3 +160,30 @@ async def test_with_a_certificate_the_port_is_wss_and_https(
     writer.close()
     client.close()
     await served.stop(0)
+
+
+async def test_sockets_are_capped_in_all(tmp_path: Path) -> None:
+    served = WebSocketEndpoint(TinyApi(), EndpointLimits(max_sockets=2))  # type: ignore[arg-type]
+    port = await served.start("127.0.0.1", 0)
+    clients = [await Client.open(f"ws://127.0.0.1:{port}/ws") for _ in range(2)]
+    extra = await Client.open(f"ws://127.0.0.1:{port}/ws")
+    assert reason(await extra.receive()) == "TOO_MANY_STREAMS"
+    assert await extra.closed() == 1013
+    for client in clients:
+        client.close()
+    await served.stop(0)
+
+
+async def test_a_socket_that_does_not_answer_pings_is_dropped() -> None:
+    served = WebSocketEndpoint(TinyApi(), EndpointLimits(  # type: ignore[arg-type]
+        ping_idle_s=0.05, ping_timeout_s=0.05))
+    port = await served.start("127.0.0.1", 0)
+    answering = await Client.open(f"ws://127.0.0.1:{port}/ws")
+    silent = await Client.open(f"ws://127.0.0.1:{port}/ws", auto_pong=False)
+    await silent.closed()  # the server gave up on it
+    while served.sockets.total() > 1:  # and counts it gone
+        await asyncio.sleep(0.01)
+    answer = await answering.call(seat_token="good", get_game=pb.GetGameRequest(game_id="p"))
+    assert answer.HasField("get_game")  # pinged too, and answered: still open
+    answering.close()
+    await served.stop(0)
