@@ -134,9 +134,14 @@ async def test_boutons_shows_the_bets(browser: Any, served: Harness) -> None:
     game_id = await boutons_against_the_computer(client)
     page = await open_page(browser, served, f"#/join/{game_id}")
     await expect(page.locator(".boutons-player")).to_have_count(2)
-    await expect(page.locator("button.bet").first).to_be_visible()
-    await page.locator("button.bet").first.click()
-    await expect(page.locator(".laid .button-pile").first).to_be_visible()
+    mine = page.locator('.boutons-player[data-seat="0"] .laid')
+    await expect(mine.locator(".button-pile")).to_have_count(0)
+    await page.locator(".colour-choice").nth(1).click()  # a colour, then a card to bet it on
+    await expect(page.locator(".colour-choice.chosen")).to_have_attribute(
+        "data-colour", await page.locator(".colour-choice").nth(1).get_attribute("data-colour")
+        or "")
+    await mine.locator(".card.playable").first.click()
+    await expect(mine.locator(".button-pile")).to_have_count(1)
     if path := screenshot_path("boutons"):
         await page.screenshot(path=path)
     assert page.errors == []

@@ -244,6 +244,11 @@ class Table {
     if (reclaim) {
       lines.push(h("button", { id: "reclaim", onclick: () => this.act(reclaim) }, t0.reclaim));
     }
+    const next = view.legalActions.find((a) => a.action.case === "startNextGame");
+    if (next && !this.seriesOpen) {
+      lines.push(h("button", { class: "primary", id: "start-next", onclick: () => this.act(next) },
+        t0.nextGame));
+    }
     return h("div", { class: "status" }, lines);
   }
 
