@@ -9,7 +9,7 @@ GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
 .PHONY: setup gen serve cluster test test-fast lint bench bench-quick selfplay clean proto-baseline api-docs settings-docs
-.PHONY: web web-check test-browser web-screens bench-ws
+.PHONY: web web-check test-browser web-screens bench-ws bench-peers
 
 setup: $(STAMP)
 
@@ -68,6 +68,20 @@ bench-quick: setup
 # The War load over the player WebSocket (server CPU per action, actions/s, p50/p99).
 bench-ws: setup
 	$(BIN)/python -m tapis_bench.websocket $(ARGS)
+
+# The same War load against Tapis over WebSocket and against Colyseus, installed with npm into
+# a scratch folder (bench/peers/: the Colyseus room and the Node load generator for both);
+# writes colyseus_cpu_ratio into bench/peers.json.
+PEERS_DIR ?= build/peers
+bench-peers: setup
+	cd web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs gen
+	mkdir -p $(PEERS_DIR)
+	cp bench/peers/package.json bench/peers/colyseus_war.mjs $(PEERS_DIR)/
+	cd $(PEERS_DIR) && npm install --no-audit --no-fund --loglevel=error
+	NODE_PATH=web/node_modules web/node_modules/.bin/esbuild bench/peers/load.ts --bundle \
+		--platform=node --format=esm --log-level=warning --outfile=$(PEERS_DIR)/load.mjs \
+		--external:ws --external:@colyseus/sdk
+	$(BIN)/python -m tapis_bench.peers --dir $(PEERS_DIR) $(ARGS)
 
 # docs/api.md and the README's error table, from the proto comments (a test keeps them in sync).
 api-docs: setup
