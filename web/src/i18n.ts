@@ -91,6 +91,7 @@ const en = {
     GAME_NOT_FOUND: "No such table.",
     NO_FREE_SEAT: "No free seat at this table.",
     RATE_LIMITED: "Slow down.",
+    DISCONNECTED: "The connection was lost: try again.",
   } as Record<string, string>,
 };
 
@@ -187,6 +188,7 @@ const fr: Texts = {
     GAME_NOT_FOUND: "Cette table n’existe pas.",
     NO_FREE_SEAT: "Plus de place libre à cette table.",
     RATE_LIMITED: "Moins vite !",
+    DISCONNECTED: "La connexion a été perdue : réessayez.",
   },
 };
 
