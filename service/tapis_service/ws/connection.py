@@ -24,6 +24,7 @@ from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_engine.errors import RuleError
 from tapis_service.caller import Caller
 from tapis_service.errors import ServiceError
+from tapis_service.game_api import account
 from tapis_service.ws import frames
 from tapis_service.ws.frames import Format
 
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("tapis.ws")
 
+WEBSOCKET = "WebSocket"
+"""The ``rpc`` of the logs and metrics for a refusal the socket decides (a frame it cannot
+read, a limit of the socket); the GameApi names the RPC of the others."""
 CLOSE_TOO_BIG = 1009
 """The WebSocket close code for a message over the size limit (RFC 6455)."""
 
@@ -86,7 +90,7 @@ class Connection:
         try:
             frame = frames.decode(payload, fmt)
         except ServiceError as error:
-            self._send(frames.refusal(0, error), fmt)
+            self._send(frames.refusal(0, account(WEBSOCKET, None, error)), fmt)
             if error.reason == "VALUE_TOO_LONG":
                 self.sink.close(CLOSE_TOO_BIG, "message too big")
             return
@@ -107,7 +111,7 @@ class Connection:
                 task = asyncio.ensure_future(self._serve(frame, field, fmt))
                 self.in_flight[frame.id] = task
         except ServiceError as error:
-            self._send(frames.refusal(frame.id, error), fmt)
+            self._send(frames.refusal(frame.id, account(WEBSOCKET, None, error)), fmt)
 
     def pause_writing(self) -> None:
         """The socket's buffer is full: streams wait (the GameApi cuts one that falls too far
