@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import grpc
 import structlog
@@ -24,12 +24,9 @@ from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_engine.errors import RuleError
 from tapis_service.caller import Caller
 from tapis_service.errors import ServiceError
-from tapis_service.game_api import account
+from tapis_service.game_api import GameApi, account
 from tapis_service.ws import frames
 from tapis_service.ws.frames import Format
-
-if TYPE_CHECKING:
-    from tapis_service.game_api import GameApi
 
 log = structlog.get_logger("tapis.ws")
 
