@@ -38,13 +38,14 @@ def war_deck() -> list[cards_pb2.Card]:
     return [card(c) for pair in zip(first, second, strict=True) for c in pair]
 
 
-async def war_against_the_computer(client: Client) -> str:
-    """A War table (3 points wins) with seat 1 a bot and seat 0 free for the browser."""
+async def war_against_the_computer(client: Client, turn_ms: int = 0, target: int = 3) -> str:
+    """A War table (3 points win) with seat 1 a bot and seat 0 free for the browser."""
     created = await client.call(create_game=pb.CreateGameRequest(
         kind=pb.GAME_KIND_WAR, seats=2, stacked_deck=war_deck(), stacked_first_seat=0,
+        turn_time_limit_ms=turn_ms,
         seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON),
                       pb.SeatConfig(type=pb.SEAT_TYPE_BOT)],
-        war=war_pb2.WarOptions(target_points=3)))
+        war=war_pb2.WarOptions(target_points=target)))
     return created.create_game.game.game_id
 
 

@@ -19,7 +19,7 @@ from tests.browser.tables import (
     corse_for_two,
     war_against_the_computer,
 )
-from tests.conftest import Harness, Restartable
+from tests.conftest import Harness, Restartable, ServerFactory
 from tests.websocket.client import Client
 
 
@@ -189,4 +189,21 @@ async def test_the_texts_are_in_french(browser: Any, served: Harness) -> None:
         "26 cartes dans le paquet")
     await page.locator("#language").click()
     await expect(page.locator("#reveal")).to_have_text("Reveal a card")
+    client.close()
+
+
+async def test_the_turn_countdown_then_the_computer_then_the_seat_taken_back(
+        browser: Any, make_server: ServerFactory) -> None:
+    served = await make_server(ws_port=0, bot_delay_ms=400)  # bots at a person's pace
+    client = await socket_to(served)
+    game_id = await war_against_the_computer(client, turn_ms=2500, target=50)
+    page = await open_page(browser, served, f"#/join/{game_id}")
+    countdown = page.locator('.countdown[data-seat="0"]')
+    await expect(countdown).to_contain_text("s left")  # then nobody reveals: the timer runs out
+    await expect(page.locator("#reclaim")).to_be_visible(timeout=10_000)
+    await expect(page.locator(".status")).to_contain_text("The computer plays for you")
+    await page.locator("#reclaim").click()
+    await expect(page.locator("#reclaim")).to_have_count(0)
+    await expect(page.locator(".status")).not_to_contain_text("The computer plays for you")
+    assert page.errors == []
     client.close()

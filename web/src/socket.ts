@@ -117,13 +117,14 @@ export class GameSocket {
   }
 
   private send(request: Request, token: string): bigint {
+    if (!this.socket) throw new Refusal(14, "DISCONNECTED", "the connection was lost", {});
     this.nextId += 1n;
     const frame: ClientFrame = create(ClientFrameSchema, {
       id: this.nextId,
       seatToken: token,
       request,
     });
-    this.socket!.send(toBinary(ClientFrameSchema, frame));
+    this.socket.send(toBinary(ClientFrameSchema, frame));
     return this.nextId;
   }
 
@@ -131,8 +132,11 @@ export class GameSocket {
   async call(request: Request, token = ""): Promise<Answer> {
     await this.connect();
     return new Promise((resolve, reject) => {
-      const id = this.send(request, token);
-      this.pending.set(id, { resolve, reject });
+      try {
+        this.pending.set(this.send(request, token), { resolve, reject });
+      } catch (error) {
+        reject(error);
+      }
     });
   }
 
@@ -154,7 +158,7 @@ export class GameSocket {
     const followed: Followed = { gameId, token, after, id: 0n, onEvents };
     this.followed.set(gameId, followed);
     await this.connect();
-    if (followed.id === 0n) this.openStream(followed);
+    if (followed.id === 0n && this.socket) this.openStream(followed);
   }
 
   unfollow(gameId: string): void {
