@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tapis.v1 import cards_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
-from tests.websocket.client import Client
+from tests.support.websocket import Client
 
 RANKS = {"2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9, "10": 10, "J": 11,
          "Q": 12, "K": 13, "A": 14}

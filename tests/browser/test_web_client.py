@@ -7,21 +7,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from playwright.async_api import expect
+import pytest
 
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import SystemClock
-from tests.browser.conftest import screenshot_path
 from tests.browser.tables import (
     basra_against_the_computer,
     boutons_against_the_computer,
     corse_for_two,
     war_against_the_computer,
 )
-from tests.conftest import Harness, Restartable, ServerFactory
-from tests.websocket.client import Client
+from tests.support.browser import screenshot_path
+from tests.support.server import Harness, Restartable, ServerFactory
+from tests.support.websocket import Client
 
+expect = pytest.importorskip(  # installed by `make test-browser`
+    "playwright.async_api", reason="needs Playwright for Python (make test-browser)").expect
 
 def address(served: Harness | int | None) -> str:
     port = served if isinstance(served, int) else served.running.ws_port  # type: ignore[union-attr]

@@ -18,7 +18,7 @@ from tapis_service.caller import Caller
 from tapis_service.errors import ServiceError
 from tapis_service.ws import frames
 from tapis_service.ws.endpoint import EndpointLimits, WebClient, WebSocketEndpoint
-from tests.websocket.client import Client, reason
+from tests.support.websocket import Client, reason
 
 
 class TinyApi:

@@ -10,8 +10,9 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_service.ws import frames
-from tests.conftest import Harness, ServerFactory, auth, person_seats
-from tests.websocket.client import Client, grpc_reason_of, reason
+from tests.support.calls import auth, person_seats, reason_of
+from tests.support.server import Harness, ServerFactory
+from tests.support.websocket import Client, reason
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 
@@ -44,7 +45,7 @@ async def grpc_reason(harness: Harness, call: object, request: object,
     """The status code and reason gRPC refuses the same request with."""
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await call(request, metadata=auth(token))  # type: ignore[operator]
-    return refused.value.code(), grpc_reason_of(refused.value)
+    return refused.value.code(), reason_of(refused.value)
 
 
 async def test_a_war_game_is_played_over_the_socket(served: Harness) -> None:

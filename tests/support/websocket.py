@@ -1,5 +1,5 @@
-"""A real WebSocket client for the tests (picows's own): sends ClientFrames, collects
-ServerFrames and the close code."""
+"""A real WebSocket client for the tests of the player WebSocket (picows's own): sends
+ClientFrames, collects ServerFrames and the close code."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ import asyncio
 import ssl
 from typing import Any
 
-import grpc
 from google.protobuf import json_format
 from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 from picows import WSCloseCode, WSFrame, WSListener, WSMsgType, WSTransport, ws_connect
 
 from tapis.v1 import websocket_pb2 as ws_pb
@@ -97,10 +95,3 @@ def reason(frame: ws_pb.ServerFrame) -> str:
     assert info.domain == "tapis.v1"
     return info.reason
 
-
-def grpc_reason_of(error: grpc.aio.AioRpcError) -> str:
-    """The ErrorInfo reason of a gRPC refusal."""
-    status = rpc_status.from_call(error)
-    info = error_details_pb2.ErrorInfo()
-    assert status is not None and status.details[0].Unpack(info)
-    return info.reason
