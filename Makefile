@@ -9,7 +9,6 @@ GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
 .PHONY: setup gen serve cluster test test-fast lint bench bench-quick selfplay clean proto-baseline api-docs settings-docs
-.PHONY: web web-check test-browser web-screens bench-ws bench-peers
 
 setup: $(STAMP)
 
@@ -95,6 +94,8 @@ settings-docs: setup
 # rebuild it only when releasing, so that a breaking change is a conscious one.
 proto-baseline: setup
 	cd protos && ../$(BIN)/buf build -o baseline.binpb
+
+.PHONY: web web-check test-browser web-screens bench-ws bench-peers
 
 # The web client (web/, TypeScript + protobuf-es, bundled by esbuild) is served from its built
 # files in service/tapis_service/webclient/, committed so that `make serve` needs no Node.js.

@@ -5,37 +5,26 @@ from __future__ import annotations
 
 from tapis.v1 import cards_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
+from tapis_engine.cards import deck_with_jokers, standard_deck
+from tapis_service.adapters.cards import cards_to_proto
+from tests.support.cards import cards
 from tests.support.websocket import Client
-
-RANKS = {"2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9, "10": 10, "J": 11,
-         "Q": 12, "K": 13, "A": 14}
-SUITS = {"♣": 1, "♦": 2, "♥": 3, "♠": 4}
-
-
-def card(text: str) -> cards_pb2.Card:
-    """``"10♥"`` as a Card."""
-    return cards_pb2.Card(rank=RANKS[text[:-1]], suit=SUITS[text[-1]])  # type: ignore[arg-type]
-
-
-def every_card() -> list[str]:
-    return [rank + suit for suit in SUITS for rank in RANKS]
 
 
 def war_deck() -> list[cards_pb2.Card]:
     """Seat 0's and seat 1's decks dealt one card at a time: a bataille on the first trick
     (K against K, then A against 2 face up), then no tie."""
-    first = ["K♠", "3♠", "A♠"]
-    second = ["K♥", "4♥", "2♥"]
-    rest = [c for c in every_card() if c not in first + second]
-    rest.sort(key=lambda c: RANKS[c[:-1]])
+    first, second = list(cards("KS 3S AS")), list(cards("KH 4H 2H"))
+    rest = sorted((c for c in standard_deck() if c not in first + second),
+                  key=lambda c: c.rank)
     first += rest[1::2]
     second += rest[0::2]
     for i in range(3, 26):  # no two equal ranks face to face
-        if first[i][:-1] == second[i][:-1]:
-            first[i], first[i + 1 if i < 25 else i - 1] = first[i + 1 if i < 25 else i - 1], \
-                first[i]
-    assert all(first[i][:-1] != second[i][:-1] for i in range(3, 26))
-    return [card(c) for pair in zip(first, second, strict=True) for c in pair]
+        j = i + 1 if i < 25 else i - 1
+        if first[i].rank == second[i].rank:
+            first[i], first[j] = first[j], first[i]
+    assert all(first[i].rank != second[i].rank for i in range(3, 26))
+    return cards_to_proto(c for pair in zip(first, second, strict=True) for c in pair)
 
 
 async def war_against_the_computer(client: Client, turn_ms: int = 0, target: int = 3) -> str:
@@ -52,11 +41,9 @@ async def war_against_the_computer(client: Client, turn_ms: int = 0, target: int
 def basra_deck() -> list[cards_pb2.Card]:
     """Seat 1 deals: seat 0 holds 8♠ 2♣ 3♣ 4♣, seat 1 5♣ 6♣ 9♣ 10♣, and the floor is
     7♣ A♣ A♦ K♥: 8♠ takes 7♣ with either ace."""
-    hand0, hand1 = ["8♠", "2♣", "3♣", "4♣"], ["5♣", "6♣", "9♣", "10♣"]
-    floor = ["7♣", "A♣", "A♦", "K♥"]
-    dealt = [c for pair in zip(hand0, hand1, strict=True) for c in pair] + floor
-    rest = [c for c in every_card() if c not in dealt]
-    return [card(c) for c in dealt + rest]
+    hand0, hand1, floor = cards("8S 2C 3C 4C"), cards("5C 6C 9C 10C"), cards("7C AC AD KH")
+    dealt = [c for pair in zip(hand0, hand1, strict=True) for c in pair] + list(floor)
+    return cards_to_proto([*dealt, *(c for c in standard_deck() if c not in dealt)])
 
 
 async def basra_against_the_computer(client: Client) -> str:
@@ -69,15 +56,12 @@ async def basra_against_the_computer(client: Client) -> str:
 
 def corse_deck() -> list[cards_pb2.Card]:
     """Seat 0 flips 5♠ first, seat 1 answers 5♥: a double, no challenge before it."""
-    first = ["5♠", "2♠", "3♠"]
-    second = ["5♥", "2♥", "3♥"]
-    used = first + second
-    rest = [c for c in every_card() if c not in used] + ["Joker1", "Joker2"]
-    deck = [card(c) for pair in zip(first, second, strict=True) for c in pair]
-    for name in rest:
-        deck.append(cards_pb2.Card(rank=cards_pb2.RANK_JOKER) if name.startswith("Joker")
-                    else card(name))
-    return deck
+    first, second = cards("5S 2S 3S"), cards("5H 2H 3H")
+    dealt = [c for pair in zip(first, second, strict=True) for c in pair]
+    rest = list(deck_with_jokers())
+    for used in dealt:
+        rest.remove(used)
+    return cards_to_proto(dealt + rest)
 
 
 async def corse_for_two(client: Client) -> tuple[str, str]:
