@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import grpc
 import pytest
+from google.rpc import error_details_pb2
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
@@ -140,3 +141,25 @@ async def test_sockets_from_one_address_are_capped(make_server: ServerFactory) -
     assert await extra.closed() == 1013
     for client in clients:
         client.close()
+
+
+async def test_a_stopping_server_ends_streams_with_where_to_resume(
+        make_server: ServerFactory) -> None:
+    harness = await make_server(ws_port=0)
+    client = await socket_to(harness)
+    game_id, tokens = await war_table(client)
+    stream = client.send(ws_pb.ClientFrame(seat_token=tokens[0],
+                                           stream_events=pb.StreamEventsRequest(game_id=game_id)))
+    last = (await client.call(get_game=pb.GetGameRequest(game_id=game_id))).get_game.game
+    seen = 0
+    while seen < last.last_sequence:
+        frame = await client.receive()
+        if frame.id == stream and frame.HasField("events"):
+            seen = frame.events.events[-1].sequence
+    await harness.running.stop(5)
+    ended = await client.receive()
+    assert (ended.id, reason(ended)) == (stream, "SERVER_STOPPING")
+    info = error_details_pb2.ErrorInfo()
+    ended.refusal.details[0].Unpack(info)
+    assert info.metadata["resume_after_sequence"] == str(seen)
+    assert await client.closed() == 1001
