@@ -34,8 +34,10 @@ $(STAMP): pyproject.toml $(GEN_STAMP)
 
 gen: $(GEN_STAMP)
 
+# The web client at http://127.0.0.1:$(WS_PORT)/ (the player WebSocket's plain HTTP side).
+WS_PORT ?= 8080
 serve: setup
-	$(BIN)/tapis-server --data-dir ./var $(ARGS)
+	$(BIN)/tapis-server --data-dir ./var --ws-port $(WS_PORT) $(ARGS)
 
 # A local cluster: an embedded PostgreSQL (data under ./var/cluster) and 3 nodes on 50051-50053.
 cluster: setup
@@ -62,6 +64,24 @@ bench: setup
 bench-quick: setup
 	$(BIN)/python -m tapis_bench --quick $(ARGS)
 
+# The War load over the player WebSocket (server CPU per action, actions/s, p50/p99).
+bench-ws: setup
+	$(BIN)/python -m tapis_bench.websocket $(ARGS)
+
+# The same War load against Tapis over WebSocket and against Colyseus, installed with npm into
+# a scratch folder (bench/peers/: the Colyseus room and the Node load generator for both);
+# writes colyseus_cpu_ratio into bench/peers.json.
+PEERS_DIR ?= build/peers
+bench-peers: setup
+	cd web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs gen
+	mkdir -p $(PEERS_DIR)
+	cp bench/peers/package.json bench/peers/colyseus_war.mjs $(PEERS_DIR)/
+	cd $(PEERS_DIR) && npm install --no-audit --no-fund --loglevel=error
+	NODE_PATH=web/node_modules web/node_modules/.bin/esbuild bench/peers/load.ts --bundle \
+		--platform=node --format=esm --log-level=warning --outfile=$(PEERS_DIR)/load.mjs \
+		--external:ws --external:@colyseus/sdk
+	$(BIN)/python -m tapis_bench.peers --dir $(PEERS_DIR) $(ARGS)
+
 # docs/api.md and the README's error table, from the proto comments (a test keeps them in sync).
 api-docs: setup
 	$(BIN)/python tools/api_docs.py
@@ -83,6 +103,36 @@ lock: setup
 # rebuild it only when releasing, so that a breaking change is a conscious one.
 proto-baseline: setup
 	cd protos && ../$(BIN)/buf build -o baseline.binpb
+
+.PHONY: web web-check test-browser web-screens bench-ws bench-peers
+
+# The web client (web/, TypeScript + protobuf-es, bundled by esbuild) is served from its built
+# files in service/tapis_service/webclient/, committed so that `make serve` needs no Node.js.
+# `make web` rebuilds them; `make web-check` rebuilds into a scratch folder and fails if the
+# committed files differ. Both install the npm packages of web/package-lock.json first.
+WEB_CHECK_DIR ?= build/webclient-check
+web: setup
+	cd web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
+
+web-check: setup
+	rm -rf $(WEB_CHECK_DIR)
+	cd web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs ../$(WEB_CHECK_DIR)
+	diff -r $(WEB_CHECK_DIR) service/tapis_service/webclient
+
+# The browser tests (tests/browser/): Debian's Chromium, installed with apt-get when missing,
+# driven by Playwright for Python; the web client's built files are checked against web/ first.
+BROWSER_STAMP := $(VENV)/.browser
+$(BROWSER_STAMP): $(STAMP)
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	$(BIN)/python -m pip install -q -e '.[dev,browser]'
+	touch $(BROWSER_STAMP)
+
+test-browser: web-check $(BROWSER_STAMP)
+	TAPIS_BROWSER_TESTS=1 $(BIN)/python -m pytest tests/browser $(ARGS)
+
+# The README's screenshots of the web client (docs/screens/web-*.png), taken by the browser tests.
+web-screens: $(BROWSER_STAMP)
+	TAPIS_BROWSER_TESTS=1 TAPIS_WEB_SCREENS=docs/screens $(BIN)/python -m pytest tests/browser -q
 
 clean:
 	rm -rf $(VENV) gen

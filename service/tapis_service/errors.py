@@ -55,13 +55,18 @@ def from_error_info(code: grpc.StatusCode, message: str,
     return refusal
 
 
-def to_status(error: ServiceError) -> grpc.Status:
-    """A rich ``grpc.Status`` carrying the refusal's ErrorInfo."""
+def status_message(error: ServiceError) -> status_pb2.Status:
+    """The ``google.rpc.Status`` of a refusal, carrying its ErrorInfo: what gRPC sends in its
+    trailers, and the WebSocket in a refusal frame."""
     detail = any_pb2.Any()
     detail.Pack(error_info(error))
-    status = status_pb2.Status(code=_CODE_VALUES[error.code], message=error.message,
-                               details=[detail])
-    return rpc_status.to_status(status)
+    return status_pb2.Status(code=_CODE_VALUES[error.code], message=error.message,
+                             details=[detail])
+
+
+def to_status(error: ServiceError) -> grpc.Status:
+    """A rich ``grpc.Status`` carrying the refusal's ErrorInfo."""
+    return rpc_status.to_status(status_message(error))
 
 
 _CODE_VALUES = {code: getattr(code_pb2, code.name) for code in grpc.StatusCode

@@ -26,6 +26,7 @@ from tapis_service.servicer import GameServicer, add_to_server
 from tapis_service.settings import Settings
 from tapis_service.startup import WaitingRoom, listen_address, revision, version
 from tapis_service.store import MemoryStore, Store
+from tapis_service.ws.endpoint import EndpointLimits, WebSocketEndpoint
 
 log = structlog.get_logger("tapis.server")
 # Files reflection serves beyond those of the services: what a refusal carries (google.rpc.Status
@@ -78,6 +79,9 @@ class RunningServer:
     cluster: Any = None
     """The ClusterNode of a cluster node (``--advertise``), else None."""
     readiness: Readiness | None = None
+    ws: WebSocketEndpoint | None = None
+    """The player WebSocket and the web client (``--ws-port``), else None."""
+    ws_port: int | None = None
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, (a cluster node: hand its tables off),
@@ -91,7 +95,10 @@ class RunningServer:
         if self.cluster is not None:
             await self.cluster.leave()
         self.host.end_streams()  # unary calls in flight drain within the grace; streams end now
-        await self.server.stop(grace_s)
+        if self.ws is not None:
+            await asyncio.gather(self.server.stop(grace_s), self.ws.stop(grace_s))
+        else:
+            await self.server.stop(grace_s)
         if self.api is not None:
             await self.api.housekeeping.drain()
         await self.host.close()
@@ -191,6 +198,15 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         raise CannotListen(f"cannot listen on {address} (is another server there?)") from error
     if port == 0:
         raise CannotListen(f"cannot listen on {address} (is another server there?)")
+    ws, ws_port = None, None
+    if settings.ws_port is not None:  # players over WebSocket, and the web client
+        ws = WebSocketEndpoint(api, EndpointLimits.of(settings))
+        try:
+            # TLS: the gRPC port's certificate as an ssl.SSLContext here serves wss and https
+            ws_port = await ws.start(settings.host, settings.ws_port, ssl_context=None)
+        except OSError as error:
+            raise CannotListen(f"cannot listen on {settings.host}:{settings.ws_port} for "
+                               f"WebSocket ({error.strerror or error})") from error
     await server.start()
     api.housekeeping.start()
     readiness = Readiness(health_servicer, host.store, probe_every_s)
@@ -200,5 +216,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     metrics.TABLES.source = api.housekeeping.statuses
     log.info("serving", address=listen_address(settings.host, port), store=settings.store,
              games=len(host.sessions), version=version(), revision=revision())
+    if ws_port is not None:
+        log.info("serving_web", address=f"http://{listen_address(settings.host, ws_port)}/")
     return RunningServer(server, port, host, health_servicer, api, guard, cluster,
-                         readiness)
+                         readiness, ws, ws_port)

@@ -59,6 +59,9 @@ class Settings:
                         "interface)", "server")
     port: int = setting(50051, "the port to listen on", "server")
     metrics_port: int = setting(0, "serve Prometheus metrics on this port (0: off)", "server")
+    ws_port: int | None = setting(None, "serve players over WebSocket (docs/websocket.md) and "
+                                  "the web client at http://HOST:WS_PORT/ on this port (0: a "
+                                  "free one; unset: off)", "server")
     log_level: str = setting("info", "JSON log lines on stderr from this level up", "server",
                              choices=("debug", "info", "warning", "error"))
     grace_s: float = setting(5.0, "on SIGTERM: how long calls in flight may take to finish "
@@ -138,6 +141,14 @@ class Settings:
     max_pending_calls: int = setting(20_000, "calls grpc's core queues before the server takes "
                                      "them (beyond: some are cancelled, all of them beyond "
                                      "twice as many)", "limits")
+    ws_max_sockets: int = setting(20_000, "open WebSocket connections in all (beyond: "
+                                  "TOO_MANY_STREAMS, closed)", "limits")
+    ws_max_sockets_per_peer: int = setting(1000, "open WebSocket connections from one client "
+                                           "address", "limits")
+    ws_max_in_flight: int = setting(64, "requests in flight on one WebSocket (beyond: "
+                                    "OVERLOADED)", "limits")
+    ws_max_streams: int = setting(64, "event streams (tables followed) on one WebSocket "
+                                  "(beyond: TOO_MANY_STREAMS)", "limits")
     keepalive_time_ms: int = setting(60_000, "ping a connection idle this long (dead peers are "
                                      "noticed and their calls ended)", "limits")
     keepalive_timeout_ms: int = setting(20_000, "drop a connection whose ping is not answered "

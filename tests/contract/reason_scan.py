@@ -26,7 +26,8 @@ KIND_CODES = {ErrorKind.INVALID: "INVALID_ARGUMENT", ErrorKind.PRECONDITION: "FA
               ErrorKind.RATE_LIMITED: "RESOURCE_EXHAUSTED"}
 # Functions that turn one error into another, so their reason is not a literal by design.
 BRIDGES = frozenset({("errors.py", "from_rule_error"), ("errors.py", "to_status"),
-                     ("errors.py", "error_info"), ("errors.py", "from_error_info")})
+                     ("errors.py", "error_info"), ("errors.py", "from_error_info"),
+                     ("errors.py", "status_message")})
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ def other_value(item: Declared) -> tuple[str, Any]:
         return choice, choice
     if item.name == "gc_thresholds":
         return "700,10", "700,10"
-    if item.kind is int:
-        return str(item.default + 7), item.default + 7
+    if item.kind is int:  # an optional one (None: off) takes a number too
+        return str((item.default or 0) + 7), (item.default or 0) + 7
     if item.kind is float:
         return str(item.default + 2.5), item.default + 2.5
     if item.kind is Path:

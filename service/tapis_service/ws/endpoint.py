@@ -1,0 +1,247 @@
+"""The WebSocket port: picows on the server's event loop, the web client on its plain HTTP side.
+
+``GET /ws`` with an upgrade opens a player socket (a ``Connection``); any other ``GET`` is
+answered from the built web client (``tapis_service/webclient/``: ``/`` is its index.html).
+Sockets are capped in all and per client address (beyond: a ``TOO_MANY_STREAMS`` refusal and
+close 1013, as gRPC refuses event streams beyond its caps); idle sockets are pinged and dropped
+when the pong does not come.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import mimetypes
+import ssl
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import grpc
+from picows import (
+    WSCloseCode,
+    WSFrame,
+    WSListener,
+    WSMsgType,
+    WSTransport,
+    WSUpgradeRequest,
+    WSUpgradeResponse,
+    WSUpgradeResponseWithListener,
+    ws_create_server,
+)
+
+from tapis_service.errors import ServiceError
+from tapis_service.limits import peer_host
+from tapis_service.settings import Settings
+from tapis_service.ws import frames
+from tapis_service.ws.connection import Connection, SocketLimits
+from tapis_service.ws.frames import Format
+
+if TYPE_CHECKING:
+    from tapis_service.game_api import GameApi
+
+SOCKET_PATH = b"/ws"
+WEBCLIENT = Path(__file__).resolve().parent.parent / "webclient"
+"""The built web client (``make web``), served at ``/``."""
+_HARD_FRAME_LIMIT = 4 * frames.MAX_FRAME_BYTES
+"""picows drops a socket sending a frame over this; up to it, a frame over the limit gets a
+VALUE_TOO_LONG refusal first."""
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointLimits:
+    """The WebSocket port's limits (docs/websocket.md)."""
+
+    socket: SocketLimits = field(default_factory=SocketLimits)
+    max_sockets: int = 20_000
+    """Sockets open at once, in all."""
+    max_sockets_per_peer: int = 1000
+    """Sockets open at once from one client address."""
+    ping_idle_s: float = 60.0
+    """Ping a socket silent this long..."""
+    ping_timeout_s: float = 20.0
+    """...and drop it when the pong does not come within this."""
+
+    @classmethod
+    def of(cls, settings: Settings) -> EndpointLimits:
+        """The limits the server's settings give (the keepalive is gRPC's)."""
+        return cls(SocketLimits(settings.ws_max_in_flight, settings.ws_max_streams),
+                   settings.ws_max_sockets, settings.ws_max_sockets_per_peer,
+                   settings.keepalive_time_ms / 1000, settings.keepalive_timeout_ms / 1000)
+
+
+def _too_many_sockets(message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_STREAMS", message)
+
+
+def grpc_peer(transport: WSTransport) -> str:
+    """The client's address named as gRPC names a peer (``ipv4:1.2.3.4:5678``), so that
+    per-address limits count both transports alike."""
+    address = transport.underlying_transport.get_extra_info("peername")
+    if not address:
+        return "unknown"
+    host, port = address[0], address[1]
+    return f"ipv6:[{host}]:{port}" if ":" in host else f"ipv4:{host}:{port}"
+
+
+class WebClient:
+    """The built web client's files, read once, by URL path."""
+
+    def __init__(self, folder: Path = WEBCLIENT) -> None:
+        self.files: dict[bytes, tuple[bytes, str]] = {}
+        if folder.is_dir():
+            for path in sorted(folder.iterdir()):
+                if path.is_file():
+                    kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+                    if kind.startswith("text/") or kind.endswith("javascript"):
+                        kind += "; charset=utf-8"
+                    self.files[b"/" + path.name.encode()] = (path.read_bytes(), kind)
+        if b"/index.html" in self.files:
+            self.files[b"/"] = self.files[b"/index.html"]
+
+    def response(self, path: bytes) -> WSUpgradeResponse | None:
+        found = self.files.get(path.split(b"?", 1)[0])
+        if found is None:
+            return None
+        body, kind = found
+        return WSUpgradeResponse.create_ok_response(body, {
+            "Content-Type": kind, "X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache",
+            "Content-Security-Policy": "default-src 'self'; connect-src 'self' ws: wss:"})
+
+
+class _Sink:
+    """A connection's frames onto its picows transport."""
+
+    def __init__(self, transport: WSTransport) -> None:
+        self.transport = transport
+
+    def send(self, message: bytes | str) -> None:
+        if isinstance(message, bytes):
+            self.transport.send(WSMsgType.BINARY, message)
+        else:
+            self.transport.send(WSMsgType.TEXT, message.encode())
+
+    def close(self, code: int, reason: str) -> None:
+        self.transport.send_close(WSCloseCode(code), reason.encode())
+        self.transport.disconnect()
+
+
+class _Socket(WSListener):
+    """picows's callbacks for one socket, handed to its Connection."""
+
+    def __init__(self, endpoint: WebSocketEndpoint) -> None:
+        self.endpoint = endpoint
+        self.connection: Connection | None = None
+        self.peer = ""
+
+    def on_ws_connected(self, transport: WSTransport) -> None:
+        self.peer = grpc_peer(transport)
+        sink = _Sink(transport)
+        refusal = self.endpoint.admit(self.peer)
+        if refusal is not None:
+            sink.send(frames.encode(frames.refusal(0, refusal), Format.BINARY))
+            sink.close(WSCloseCode.TRY_AGAIN_LATER.value, "too many sockets")
+            return
+        self.endpoint.transports.add(transport)
+        self.connection = Connection(self.endpoint.api, self.peer, sink,
+                                     self.endpoint.limits.socket)
+        self.endpoint.connections.add(self.connection)
+
+    def on_ws_frame(self, transport: WSTransport, frame: WSFrame) -> None:
+        connection = self.connection
+        if connection is None:
+            return
+        kind = frame.msg_type
+        if kind is WSMsgType.BINARY or kind is WSMsgType.TEXT:
+            if not frame.fin:
+                connection.sink.close(WSCloseCode.UNSUPPORTED_DATA.value,
+                                      "fragmented messages are not accepted")
+                return
+            connection.received(frame.get_payload_as_bytes(),
+                                Format.BINARY if kind is WSMsgType.BINARY else Format.JSON)
+        elif kind is WSMsgType.CLOSE:
+            transport.send_close(frame.get_close_code())
+            transport.disconnect()
+        elif kind is WSMsgType.CONTINUATION:
+            connection.sink.close(WSCloseCode.UNSUPPORTED_DATA.value,
+                                  "fragmented messages are not accepted")
+
+    def on_ws_disconnected(self, transport: WSTransport) -> None:
+        self.endpoint.transports.discard(transport)
+        if self.connection is not None:
+            self.connection.disconnected()
+            self.endpoint.connections.discard(self.connection)
+            self.endpoint.release(self.peer)
+            self.connection = None
+
+    def pause_writing(self) -> None:
+        if self.connection is not None:
+            self.connection.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self.connection is not None:
+            self.connection.resume_writing()
+
+
+class WebSocketEndpoint:
+    """The player WebSocket port: sockets to the GameApi, and the web client."""
+
+    def __init__(self, api: GameApi, limits: EndpointLimits | None = None,
+                 webclient: WebClient | None = None) -> None:
+        self.api = api
+        self.limits = limits or EndpointLimits()
+        self.webclient = webclient or WebClient()
+        self.sockets: Counter[str] = Counter()
+        """Open sockets by client address."""
+        self.transports: set[WSTransport] = set()
+        self.connections: set[Connection] = set()
+        self.server: asyncio.Server | None = None
+
+    def admit(self, peer: str) -> ServiceError | None:
+        """Count a new socket from ``peer``, or the refusal if that is one too many."""
+        host = peer_host(peer)
+        if self.sockets.total() >= self.limits.max_sockets:
+            return _too_many_sockets("the server holds as many sockets as it may")
+        if self.sockets[host] >= self.limits.max_sockets_per_peer:
+            return _too_many_sockets("too many sockets from your address: close one first")
+        self.sockets[host] += 1
+        return None
+
+    def release(self, peer: str) -> None:
+        host = peer_host(peer)
+        self.sockets[host] -= 1
+        if self.sockets[host] <= 0:
+            del self.sockets[host]
+
+    def _route(self, request: WSUpgradeRequest
+               ) -> WSListener | WSUpgradeResponseWithListener | None:
+        if request.headers.get("upgrade", "").lower() == "websocket":
+            return _Socket(self) if request.path.split(b"?", 1)[0] == SOCKET_PATH else None
+        response = self.webclient.response(request.path)
+        return None if response is None else WSUpgradeResponseWithListener(response, None)
+
+    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None
+                    ) -> int:
+        """Listen on ``host:port`` (0: a free port), over TLS when ``ssl_context`` is given
+        (wss and https with the gRPC port's certificate); returns the port."""
+        self.server = await ws_create_server(
+            self._route, host, port, ssl=ssl_context, max_frame_size=_HARD_FRAME_LIMIT,
+            enable_auto_ping=True, auto_ping_idle_timeout=self.limits.ping_idle_s,
+            auto_ping_reply_timeout=self.limits.ping_timeout_s, reuse_address=True)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        """Stop listening, let the requests in flight and the streams the server is ending
+        finish (for up to ``grace_s``; None: no limit), then close every socket (going away,
+        1001)."""
+        if self.server is None:
+            return
+        self.server.close()
+        running = [task for connection in self.connections
+                   for task in (*connection.in_flight.values(), *connection.streams.values())]
+        if running:
+            await asyncio.wait(running, timeout=grace_s)
+        for transport in list(self.transports):
+            transport.send_close(WSCloseCode.GOING_AWAY)
+            transport.disconnect()
+        await self.server.wait_closed()

@@ -1,0 +1,144 @@
+"""The envelope's encoding: ClientFrame in, ServerFrame out, binary (protobuf) or text (proto3
+JSON), and which GameService request each frame carries.
+
+Each request of ``ClientFrame.request`` is answered by the field of ``ServerFrame.response``
+with the same field number (``create_game`` 10 by ``create_game`` 10, ``stream_events`` 14 by
+``events`` 14, ``stop_events`` 16 by ``events_stopped`` 16); the GameApi method that serves a
+request is named as its field.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import grpc
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError, Message
+
+from tapis.v1 import websocket_pb2 as ws_pb
+from tapis_engine.errors import RuleError
+from tapis_service.errors import ServiceError, from_rule_error, invalid_argument, status_message
+from tapis_service.limits import MAX_RECEIVE_MESSAGE_BYTES
+
+MAX_FRAME_BYTES = MAX_RECEIVE_MESSAGE_BYTES
+"""The largest message a client may send: the largest request gRPC accepts."""
+
+_CLIENT = ws_pb.ClientFrame.DESCRIPTOR
+_SERVER = ws_pb.ServerFrame.DESCRIPTOR
+RESPONSE_FIELD: dict[str, str] = {
+    field.name: _SERVER.fields_by_number[field.number].name
+    for field in _CLIENT.oneofs_by_name["request"].fields}
+"""The ServerFrame field answering each ClientFrame request field."""
+STREAM = "stream_events"
+STOP = "stop_events"
+
+
+class Format(enum.Enum):
+    """How a client's messages are encoded; the server answers each in its own format."""
+
+    BINARY = "binary"
+    """Binary WebSocket messages: the protobuf encoding."""
+    JSON = "json"
+    """Text WebSocket messages: the proto3 JSON encoding (debugging)."""
+
+
+def invalid_request(message: str) -> ServiceError:
+    return invalid_argument("INVALID_REQUEST", message)
+
+
+def too_long(size: int) -> ServiceError:
+    return invalid_argument(
+        "VALUE_TOO_LONG", f"a message is at most {MAX_FRAME_BYTES} bytes, not {size}")
+
+
+def decode(payload: bytes, fmt: Format) -> ws_pb.ClientFrame:
+    """The ClientFrame in ``payload``, its size checked first (VALUE_TOO_LONG); INVALID_REQUEST
+    if it is none."""
+    if len(payload) > MAX_FRAME_BYTES:
+        raise too_long(len(payload))
+    frame = ws_pb.ClientFrame()
+    try:
+        if fmt is Format.BINARY:
+            frame.ParseFromString(payload)
+        else:
+            json_format.Parse(payload.decode("utf-8"), frame)
+    except (DecodeError, json_format.ParseError, UnicodeDecodeError, RecursionError) as error:
+        raise invalid_request(f"the message is not a {fmt.value} ClientFrame") from error
+    return frame
+
+
+def request_field(frame: ws_pb.ClientFrame) -> str:
+    """The name of the request ``frame`` carries; INVALID_REQUEST if it has id 0 or none."""
+    if frame.id == 0:
+        raise invalid_request("a ClientFrame needs an id other than 0")
+    field = frame.WhichOneof("request")
+    if field is None:
+        raise invalid_request("the ClientFrame holds no request")
+    return field
+
+
+def encode(frame: ws_pb.ServerFrame, fmt: Format) -> bytes | str:
+    """``frame`` as a binary (bytes) or text (str) WebSocket message."""
+    if fmt is Format.BINARY:
+        return frame.SerializeToString()
+    return json_format.MessageToJson(frame, indent=None)
+
+
+def answer(frame_id: int, field: str, response: Message | bytes) -> ws_pb.ServerFrame:
+    """The ServerFrame carrying ``response`` (a message, or one serialized already) in
+    ``field``."""
+    frame = ws_pb.ServerFrame(id=frame_id)
+    body = getattr(frame, field)
+    if isinstance(response, bytes):
+        body.ParseFromString(response)
+    else:
+        body.CopyFrom(response)
+    return frame
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_ID_TAG = _varint(_SERVER.fields_by_name["id"].number << 3 | 0)
+_RESPONSE_TAGS = {field.name: _varint(field.number << 3 | 2)
+                  for field in _SERVER.oneofs_by_name["response"].fields}
+
+
+def answer_wire(frame_id: int, field: str, payload: bytes) -> bytes:
+    """The binary message of ``answer(frame_id, field, payload)`` without parsing ``payload``
+    again: the GameApi serializes each event once per view and every socket of that view sends
+    those bytes. A protobuf field of a message type is its tag, its length and the message's
+    bytes; protobuf writes ``id`` (field 1) first, as here (``test_frames`` checks the bytes
+    equal ``answer(...).SerializeToString()``)."""
+    head = _ID_TAG + _varint(frame_id) if frame_id else b""
+    return head + _RESPONSE_TAGS[field] + _varint(len(payload)) + payload
+
+
+def as_refusal(error: Exception) -> ServiceError:
+    """The service refusal of a domain or service error."""
+    if isinstance(error, RuleError):
+        return from_rule_error(error)
+    assert isinstance(error, ServiceError)
+    return error
+
+
+def refusal(frame_id: int, error: ServiceError) -> ws_pb.ServerFrame:
+    """The ServerFrame refusing request ``frame_id`` (or ending its stream): the status gRPC
+    would have sent."""
+    frame = ws_pb.ServerFrame(id=frame_id)
+    frame.refusal.CopyFrom(status_message(error))
+    return frame
+
+
+def internal(frame_id: int) -> ws_pb.ServerFrame:
+    """The answer to a request the server failed on through a fault of its own (logged)."""
+    frame = ws_pb.ServerFrame(id=frame_id)
+    frame.refusal.code = grpc.StatusCode.INTERNAL.value[0]
+    frame.refusal.message = "the server failed on this request"
+    return frame

@@ -1,0 +1,211 @@
+"""The web client in headless Chromium against a real server: a whole War game against the
+computer, a Basra capture chosen, a Corse slap, a reconnect after a restart, the French texts.
+Every wait is on a DOM condition, never a fixed time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tapis.v1 import bataille_corse_pb2 as corse_pb2
+from tapis.v1 import game_service_pb2 as pb
+from tapis_service.clock import SystemClock
+from tests.browser.tables import (
+    basra_against_the_computer,
+    boutons_against_the_computer,
+    corse_for_two,
+    war_against_the_computer,
+)
+from tests.support.browser import screenshot_path
+from tests.support.server import Harness, Restartable, ServerFactory
+from tests.support.websocket import Client
+
+expect = pytest.importorskip(  # installed by `make test-browser`
+    "playwright.async_api", reason="needs Playwright for Python (make test-browser)").expect
+
+def address(served: Harness | int | None) -> str:
+    port = served if isinstance(served, int) else served.running.ws_port  # type: ignore[union-attr]
+    return f"http://127.0.0.1:{port}/"
+
+
+async def socket_to(harness: Harness) -> Client:
+    return await Client.open(f"ws://127.0.0.1:{harness.running.ws_port}/ws")
+
+
+async def open_page(browser: Any, harness: Harness | int | None, path: str = "",
+                    locale: str = "en-GB") -> Any:
+    context = await browser.new_context(locale=locale, viewport={"width": 1100, "height": 820})
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.errors = errors
+    await page.goto(address(harness) + path)
+    return page
+
+
+async def test_the_page_names_the_four_games(browser: Any, served: Harness) -> None:
+    page = await open_page(browser, served)
+    for name in ("Bataille (War)", "Bataille corse", "La bataille des boutons", "Basra"):
+        await expect(page.get_by_role("heading", name=name)).to_be_visible()
+    await page.locator("section.war button.play").click()  # the lobby starts a real table
+    await expect(page.locator(".war-player")).to_have_count(2)
+    await expect(page.locator(".countdown")).to_contain_text("s left")
+    assert page.errors == []
+
+
+async def test_a_whole_war_game_against_the_computer(browser: Any, served: Harness) -> None:
+    client = await socket_to(served)
+    game_id = await war_against_the_computer(client)
+    page = await open_page(browser, served, f"#/join/{game_id}")
+    await expect(page.locator(".war-player")).to_have_count(2)
+    await expect(page.locator('.war-player[data-seat="0"] .deck-size')).to_have_attribute(
+        "data-deck", "26")
+    await page.locator("#reveal").click()  # K against K: "Bataille !" beside each player
+    await expect(page.locator(".bataille-bubble")).to_have_count(2)
+    await expect(page.locator(".bataille-bubble").first).to_have_text("Bataille !")
+    if path := screenshot_path("war"):
+        await page.screenshot(path=path)
+    clicks = 1
+    while not await page.locator("#series").count():
+        version = await page.locator("body").get_attribute("data-version")
+        await page.locator("#reveal, #series").first.wait_for()
+        if await page.locator("#series").count():
+            break
+        await page.locator("#reveal").click()
+        clicks += 1
+        await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
+        assert clicks < 60
+    series = page.locator("#series")
+    await expect(series).to_contain_text("Game over")
+    await expect(series).to_contain_text("Game 1")
+    await expect(page.locator(".last-trick-cards .card")).not_to_have_count(0)
+    if path := screenshot_path("war-series"):
+        await page.screenshot(path=path)
+    await page.locator("#next-game").click()  # the series goes on
+    await expect(page.locator("#series")).to_have_count(0)
+    await expect(page.locator('.war-player[data-seat="0"] .points')).to_have_text("0 points")
+    assert page.errors == []
+    client.close()
+
+
+async def test_a_basra_capture_is_chosen(browser: Any, served: Harness) -> None:
+    client = await socket_to(served)
+    game_id = await basra_against_the_computer(client)
+    page = await open_page(browser, served, f"#/join/{game_id}")
+    await expect(page.locator("#hand .card")).to_have_count(4)
+    await expect(page.locator("#floor .card")).to_have_count(4)
+    await page.locator('#hand .card[data-card="8♠"]').click()
+    options = page.locator("#capture-picker button.capture")
+    await expect(options).to_have_count(2)  # 7♣ with A♣, or 7♣ with A♦
+    if path := screenshot_path("basra"):
+        await page.screenshot(path=path)
+    await page.locator('#capture-picker button[data-capture="7♣ A♦"]').click()
+    await expect(page.locator(".log")).to_contain_text("You took 8♠ 7♣ A♦")
+    events = await client.call(get_game=pb.GetGameRequest(game_id=game_id))
+    assert events.get_game.game.basra.sides[0].captured_cards == 3
+    assert page.errors == []
+    client.close()
+
+
+async def test_a_corse_slap_with_the_space_bar(browser: Any, served: Harness) -> None:
+    client = await socket_to(served)
+    game_id, other = await corse_for_two(client)
+    page = await open_page(browser, served, f"#/join/{game_id}")
+    await page.locator("#flip").click()  # 5♠
+    await expect(page.locator("#pile .card")).to_have_count(1)
+    flip = pb.Action(bataille_corse=corse_pb2.BatailleCorseAction(
+        flip=corse_pb2.BatailleCorseFlip()))
+    answer = await client.call(seat_token=other, submit_action=pb.SubmitActionRequest(
+        game_id=game_id, action=flip))  # 5♥: a double
+    assert answer.HasField("submit_action")
+    await expect(page.locator("#pile .card")).to_have_count(2)
+    if path := screenshot_path("corse"):
+        await page.screenshot(path=path)
+    await page.keyboard.press(" ")
+    await expect(page.locator(".log")).to_contain_text("You take the pile (2 cards)")
+    await expect(page.locator('.corse-player[data-seat="0"] .deck-size')).to_have_attribute(
+        "data-deck", "28")
+    assert page.errors == []
+    client.close()
+
+
+async def test_boutons_shows_the_bets(browser: Any, served: Harness) -> None:
+    client = await socket_to(served)
+    game_id = await boutons_against_the_computer(client)
+    page = await open_page(browser, served, f"#/join/{game_id}")
+    await expect(page.locator(".boutons-player")).to_have_count(2)
+    mine = page.locator('.boutons-player[data-seat="0"] .laid')
+    await expect(mine.locator(".button-pile")).to_have_count(0)
+    await page.locator(".colour-choice").nth(1).click()  # a colour, then a card to bet it on
+    await expect(page.locator(".colour-choice.chosen")).to_have_attribute(
+        "data-colour", await page.locator(".colour-choice").nth(1).get_attribute("data-colour")
+        or "")
+    await mine.locator(".card.playable").first.click()
+    await expect(mine.locator(".button-pile")).to_have_count(1)
+    if path := screenshot_path("boutons"):
+        await page.screenshot(path=path)
+    assert page.errors == []
+    client.close()
+
+
+async def test_the_page_reconnects_after_the_server_restarts(
+        browser: Any, tmp_path: Path) -> None:
+    durable = Restartable(tmp_path)
+    await durable.start(SystemClock(), ws_port=0)  # type: ignore[arg-type]
+    assert durable.running is not None
+    first = durable.running
+    port = first.ws_port
+    client = await Client.open(f"ws://127.0.0.1:{port}/ws")
+    game_id = await war_against_the_computer(client)
+    client.close()
+    page = await open_page(browser, port, f"#/join/{game_id}")
+    await page.locator("#reveal").click()
+    await expect(page.locator(".bataille-bubble")).to_have_count(2)
+    await durable.stop()
+    await expect(page.locator("#banner")).to_contain_text("reconnecting")
+    await durable.start(SystemClock(), ws_port=port)  # type: ignore[arg-type]
+    try:
+        await expect(page.locator("body")).to_have_attribute("data-socket", "open",
+                                                             timeout=15_000)
+        await expect(page.locator("#banner")).to_be_hidden()
+        version = await page.locator("body").get_attribute("data-version")
+        await page.locator("#reveal").click()  # the seat's token still holds after it
+        await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
+        assert page.errors == []
+    finally:
+        await durable.stop()
+
+
+async def test_the_texts_are_in_french(browser: Any, served: Harness) -> None:
+    page = await open_page(browser, served, locale="fr-FR")
+    await expect(page.locator("h2").first).to_have_text("Choisissez un jeu")
+    await expect(page.locator("section.war button.play")).to_have_text(
+        "Jouer contre l’ordinateur")
+    client = await socket_to(served)
+    game_id = await war_against_the_computer(client)
+    await page.goto(address(served) + f"#/join/{game_id}")
+    await expect(page.locator("#reveal")).to_have_text("Retourner une carte")
+    await expect(page.locator('.war-player[data-seat="0"] .deck-size')).to_contain_text(
+        "26 cartes dans le paquet")
+    await page.locator("#language").click()
+    await expect(page.locator("#reveal")).to_have_text("Reveal a card")
+    client.close()
+
+
+async def test_the_turn_countdown_then_the_computer_then_the_seat_taken_back(
+        browser: Any, make_server: ServerFactory) -> None:
+    served = await make_server(ws_port=0, bot_delay_ms=400)  # bots at a person's pace
+    client = await socket_to(served)
+    game_id = await war_against_the_computer(client, turn_ms=2500, target=50)
+    page = await open_page(browser, served, f"#/join/{game_id}")
+    countdown = page.locator('.countdown[data-seat="0"]')
+    await expect(countdown).to_contain_text("s left")  # then nobody reveals: the timer runs out
+    await expect(page.locator("#reclaim")).to_be_visible(timeout=10_000)
+    await expect(page.locator(".status")).to_contain_text("The computer plays for you")
+    await page.locator("#reclaim").click()
+    await expect(page.locator("#reclaim")).to_have_count(0)
+    await expect(page.locator(".status")).not_to_contain_text("The computer plays for you")
+    assert page.errors == []
+    client.close()

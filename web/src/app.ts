@@ -1,0 +1,69 @@
+// What every screen of the web client shares: the socket, the language, the banner, the seat
+// keys kept in the browser, and the request ids.
+import { h } from "./dom";
+import { chosenLanguage, texts, type Language, type Texts } from "./i18n";
+import { GameSocket, Refusal } from "./socket";
+
+export const socket = new GameSocket(
+  `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}/ws`);
+
+/** The language shown, and its texts. */
+export const ui: { language: Language; t: Texts } = {
+  language: chosenLanguage(),
+  t: texts(chosenLanguage()),
+};
+
+export function switchLanguage(): void {
+  ui.language = ui.language === "fr" ? "en" : "fr";
+  ui.t = texts(ui.language);
+  localStorage.setItem("tapis.lang", ui.language);
+  document.documentElement.lang = ui.language;
+}
+
+/** A seat taken from this browser: its number and secret token. */
+export interface SeatKey {
+  seat: number;
+  token: string;
+}
+
+export function seatKey(gameId: string): SeatKey | undefined {
+  const stored = localStorage.getItem(`tapis.seat.${gameId}`);
+  return stored ? (JSON.parse(stored) as SeatKey) : undefined;
+}
+
+export function keepSeatKey(gameId: string, key: SeatKey): void {
+  localStorage.setItem(`tapis.seat.${gameId}`, JSON.stringify(key));
+}
+
+/** A fresh request id: makes a retried request safe. */
+export function requestId(): string {
+  return crypto.randomUUID ? crypto.randomUUID()
+    : Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** A refusal as the player reads it. */
+export function message(error: unknown): string {
+  if (error instanceof Refusal) return ui.t.refusals[error.reason] ?? error.message;
+  return String(error);
+}
+
+/** The line at the top: the connection's state and refusals. */
+export const banner = h("div", { id: "banner", class: "banner", hidden: "" });
+
+export function say(text: string | null, kind = "info"): void {
+  if (text === null) {
+    banner.setAttribute("hidden", "");
+    return;
+  }
+  banner.removeAttribute("hidden");
+  banner.className = `banner ${kind}`;
+  banner.textContent = text;
+}
+
+/** The button that switches between French and English, then redraws with `redraw`. */
+export function languageToggle(redraw: () => void): HTMLElement {
+  return h("button", { class: "language", id: "language", onclick: () => {
+    switchLanguage();
+    redraw();
+  } }, ui.t.language);
+}

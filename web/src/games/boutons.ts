@@ -1,0 +1,72 @@
+// La bataille des boutons at the table: each seat's laid-out cards with the buttons on them,
+// the centre and the reserve. To bet, pick one of your colours, then one of your cards.
+import { GameKind, type Action, type GameView } from "../gen/tapis/v1/game_service_pb";
+import { BoutonsPhase, type BoutonsButtonPile } from "../gen/tapis/v1/boutons_pb";
+import { cardElement, sameCard } from "../cards";
+import type { Card } from "../gen/tapis/v1/cards_pb";
+import { h } from "../dom";
+import type { GameScreen, TableContext } from "./screen";
+
+let colour: number | undefined;
+/** The colour picked for the next bet (kept while it can still be bet). */
+
+function piles(buttons: BoutonsButtonPile[], context: TableContext): HTMLElement {
+  return h("span", { class: "buttons" }, buttons.filter((b) => b.count > 0).map((b) =>
+    h("span", { class: `button-pile colour-${b.colour}`, title: context.t.colours[b.colour] },
+      `●×${b.count}`)));
+}
+
+function bets(view: GameView): Action[] {
+  return view.legalActions.filter((a) => a.action.case === "boutons" && a.action.value.action.case === "bet");
+}
+
+function betOf(action: Action): { colour: number; card: Card | undefined } {
+  const inner = action.action.case === "boutons" ? action.action.value.action : undefined;
+  return inner?.case === "bet" ? { colour: inner.value.colour, card: inner.value.card } : { colour: 0, card: undefined };
+}
+
+export const boutons: GameScreen = {
+  kind: GameKind.BOUTONS,
+  key: "boutons",
+  seatCounts: [2, 3, 4],
+  render(view, context) {
+    const boutons = view.game.case === "boutons" ? view.game.value : undefined;
+    if (!boutons) return h("div");
+    const t = context.t;
+    const legal = bets(view);
+    const colours = [...new Set(legal.map((a) => betOf(a).colour))];
+    if (colour === undefined || !colours.includes(colour)) colour = colours[0];
+    const root = h("div", { class: "boutons" });
+    const draw = (): void => {
+      const players = boutons.players.map((player) =>
+        h("div", { class: `boutons-player${boutons.toMove === player.seat ? " to-move" : ""}`,
+                   "data-seat": String(player.seat) },
+          h("div", { class: "name" }, context.name(player.seat)),
+          piles(player.buttons, context),
+          h("div", { class: "laid-out" }, player.cards.map((laid) => {
+            const bet = legal.find((a) => betOf(a).colour === colour && sameCard(betOf(a).card, laid.card));
+            const card = cardElement(laid.card, bet ? { class: "card playable", role: "button" } : {});
+            if (bet) card.addEventListener("click", () => context.act(bet));
+            return h("div", { class: "laid" }, card, piles(laid.buttons, context));
+          }))));
+      const flip = view.legalActions.find((a) => a.action.case === "boutons" && a.action.value.action.case === "flip");
+      root.replaceChildren(
+        h("div", { class: "round" }, t.round(boutons.round, boutons.rounds), " · ",
+          boutons.phase === BoutonsPhase.BETTING ? t.betting : t.drawing),
+        h("div", { class: "centre" }, t.centre(boutons.centre), " · ", t.reserve(boutons.reserve)),
+        boutons.lastFlip ? h("div", { class: "last-flip" }, t.lastFlip, " ", cardElement(boutons.lastFlip)) : "",
+        h("div", { class: "boutons-table" }, players),
+        h("div", { class: "actions" },
+          colours.length ? h("span", { class: "bet-hint" }, t.bet, ":") : null,
+          colours.map((c) => h("button", {
+            class: `colour-choice colour-${c}${c === colour ? " chosen" : ""}`, "data-colour": String(c),
+            onclick: () => { colour = c; draw(); } }, `● ${t.colours[c]}`)),
+          flip ? h("button", { class: "primary", id: "flip", onclick: () => context.act(flip) }, t.flip) : null));
+    };
+    draw();
+    return root;
+  },
+  describe() {
+    return null;
+  },
+};

@@ -1,0 +1,30 @@
+// What a game's screen gives the table, and what the table gives it.
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { ActionSchema, Event, GameKind, GameView } from "../gen/tapis/v1/game_service_pb";
+import type { Texts } from "../i18n";
+
+export type ActionInit = MessageInitShape<typeof ActionSchema>;
+
+export interface TableContext {
+  t: Texts;
+  /** The caller's seat (undefined for a spectator). */
+  me: number | undefined;
+  /** A seat's name as shown ("you" for the caller). */
+  name: (seat: number) => string;
+  /** Submit an action for the caller's seat. */
+  act: (action: ActionInit) => void;
+}
+
+export interface GameScreen {
+  kind: GameKind;
+  /** Key of the game's name in Texts.games, and of its CSS class. */
+  key: "war" | "corse" | "boutons" | "basra";
+  /** The seat counts the lobby offers. */
+  seatCounts: number[];
+  /** The game's part of the table (under the seats' common header). */
+  render(view: GameView, context: TableContext): HTMLElement;
+  /** A line for the table's log, or null. */
+  describe(event: Event, context: TableContext): string | null;
+  /** A key pressed at the table; true if the game used it. */
+  keyPressed?(key: string, view: GameView, context: TableContext): boolean;
+}

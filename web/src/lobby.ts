@@ -1,0 +1,58 @@
+// The lobby: a game against the computer in one click, or a table joined by its id.
+import { SeatType } from "./gen/tapis/v1/game_service_pb";
+import { h } from "./dom";
+import { GAMES } from "./games/index";
+import { keepSeatKey, languageToggle, message, requestId, say, socket, ui } from "./app";
+
+export function lobby(redraw: () => void): HTMLElement {
+  const t = ui.t;
+  const name = h("input", { id: "name", value: localStorage.getItem("tapis.name") ?? t.defaultName,
+                            maxlength: "40" }) as HTMLInputElement;
+  const games = GAMES.map((game) => {
+    const seats = h("select", { class: "seats" },
+      game.seatCounts.map((n) => h("option", { value: String(n) }, String(n)))) as HTMLSelectElement;
+    const timer = h("select", { class: "timer" },
+      [0, 15, 30, 60].map((s) => h("option", { value: String(s) }, s ? t.seconds(s) : t.noLimit))) as HTMLSelectElement;
+    timer.value = "30";
+    const start = async (): Promise<void> => {
+      localStorage.setItem("tapis.name", name.value);
+      const count = Number(seats.value);
+      try {
+        const created = await socket.call({ case: "createGame", value: {
+          kind: game.kind, seats: count, turnTimeLimitMs: Number(timer.value) * 1000,
+          requestId: requestId(),
+          seatConfigs: Array.from({ length: count }, (_, seat) =>
+            ({ type: seat === 0 ? SeatType.PERSON : SeatType.BOT })),
+        } });
+        if (created.case !== "createGame") return;
+        await join(created.value.game!.gameId, name.value, 0);
+      } catch (error) {
+        say(message(error), "error");
+      }
+    };
+    return h("section", { class: `game-choice ${game.key}`, "data-game": game.key },
+      h("h2", {}, t.games[game.key]),
+      h("label", {}, t.players, " ", seats),
+      h("label", {}, t.turnTime, " ", timer),
+      h("button", { class: "primary play", onclick: start }, t.playComputer));
+  });
+  const tableId = h("input", { id: "table-id", placeholder: t.tableId }) as HTMLInputElement;
+  return h("main", { class: "lobby" },
+    h("header", {}, h("h1", {}, t.title), languageToggle(redraw)),
+    h("label", { class: "name" }, t.yourName, " ", name),
+    h("h2", {}, t.chooseGame),
+    h("div", { class: "games" }, games),
+    h("form", { class: "join", onsubmit: (event) => {
+      event.preventDefault();
+      if (tableId.value.trim()) location.hash = `#/join/${tableId.value.trim()}`;
+    } }, h("h2", {}, t.joinTable), tableId, h("button", { type: "submit" }, t.join)));
+}
+
+/** Take a seat at `gameId` (the first free one, or `seat`), keep its key, go to the table. */
+export async function join(gameId: string, displayName: string, seat?: number): Promise<void> {
+  const joined = await socket.call({ case: "joinGame", value: {
+    gameId, displayName, seat, requestId: requestId() } });
+  if (joined.case !== "joinGame") return;
+  keepSeatKey(gameId, { seat: joined.value.seat, token: joined.value.seatToken });
+  location.hash = `#/table/${gameId}`;
+}

@@ -1,0 +1,192 @@
+// A table: drawn from the server's view of it (the caller's seat's), redrawn as its events
+// arrive; the series window at each game's end, the turn countdowns, the log.
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { GameStatus, SeatType, type Event, type GameView } from "./gen/tapis/v1/game_service_pb";
+import { h } from "./dom";
+import { screenFor } from "./games/index";
+import type { ActionInit, TableContext } from "./games/screen";
+import { languageToggle, message, requestId, say, socket, ui, type SeatKey } from "./app";
+import { Refusal } from "./socket";
+
+export class Table {
+  view: GameView | undefined;
+  lastSequence = 0n;
+  log: string[] = [];
+  seriesOpen = false;
+  refreshing = false;
+  stale = false;
+  root = h("main", { class: "table" });
+  ticker = window.setInterval(() => this.tick(), 250);
+
+  constructor(readonly gameId: string, readonly key: SeatKey | undefined) {}
+
+  get token(): string {
+    return this.key?.token ?? "";
+  }
+
+  async start(): Promise<void> {
+    await this.refresh();
+    if (this.view) {
+      await socket.follow(this.gameId, this.token, this.view.lastSequence, (batch) =>
+        this.received(batch.events));
+    }
+  }
+
+  stop(): void {
+    window.clearInterval(this.ticker);
+    socket.unfollow(this.gameId);
+  }
+
+  received(events: Event[]): void {
+    for (const event of events) {
+      if (event.sequence <= this.lastSequence) continue;
+      this.lastSequence = event.sequence;
+      const line = this.view ? screenFor(this.view.kind)?.describe(event, this.context()) : null;
+      if (line) this.log = [line, ...this.log].slice(0, 6);
+      if (event.body.case === "gameEnded") this.seriesOpen = true;
+    }
+    void this.refresh();
+  }
+
+  /** Read the view again (one read at a time; a change meanwhile reads once more). */
+  async refresh(): Promise<void> {
+    if (this.refreshing) {
+      this.stale = true;
+      return;
+    }
+    this.refreshing = true;
+    try {
+      do {
+        this.stale = false;
+        const answer = await socket.call({ case: "getGame", value: { gameId: this.gameId } }, this.token);
+        if (answer.case === "getGame" && answer.value.game) {
+          const view = answer.value.game;
+          if (!this.view || view.version >= this.view.version) this.view = view;
+          if (view.lastSequence > this.lastSequence) this.lastSequence = view.lastSequence;
+        }
+      } while (this.stale);
+      this.draw();
+    } catch (error) {
+      if (!(error instanceof Refusal && error.reason === "DISCONNECTED")) say(message(error), "error");
+    } finally {
+      this.refreshing = false;
+    }
+  }
+
+  act(action: ActionInit): void {
+    socket.call({ case: "submitAction", value: {
+      gameId: this.gameId, action, requestId: requestId() } }, this.token)
+      .then(() => this.refresh())
+      .catch((error) => say(message(error), "error"));
+  }
+
+  context(): TableContext {
+    const view = this.view;
+    return {
+      t: ui.t,
+      me: view?.yourSeat,
+      name: (seat) => {
+        if (seat === view?.yourSeat) return ui.t.you;
+        const shown = view?.seats[seat];
+        if (shown?.displayName) return shown.displayName;
+        if (shown?.type !== SeatType.BOT) return ui.t.seat(seat);
+        const bots = view!.seats.filter((s) => s.type === SeatType.BOT).length;
+        return bots > 1 ? `${ui.t.computer} ${seat + 1}` : ui.t.computer;
+      },
+      act: (action) => this.act(action),
+    };
+  }
+
+  tick(): void {
+    for (const element of this.root.querySelectorAll<HTMLElement>("[data-expires]")) {
+      const left = Math.max(0, Math.ceil((Number(element.dataset.expires) - Date.now()) / 1000));
+      element.textContent = ui.t.countdown(left);
+    }
+  }
+
+  status(view: GameView, context: TableContext): HTMLElement {
+    const t0 = context.t;
+    if (view.status === GameStatus.WAITING_FOR_PLAYERS) {
+      const link = `${location.origin}/#/join/${view.gameId}`;
+      return h("div", { class: "status" }, t0.waiting, " — ", t0.invite, ": ",
+        h("a", { href: link }, link));
+    }
+    const lines: (HTMLElement | string)[] = [];
+    for (const seat of view.awaitingSeats) {
+      lines.push(h("span", { class: "awaiting" },
+        seat === view.yourSeat ? t0.yourTurn : t0.theirTurn(context.name(seat))));
+    }
+    for (const deadline of view.deadlines) {
+      if (!deadline.expireTime) continue;
+      lines.push(h("span", { class: "countdown", "data-seat": String(deadline.seat),
+                             "data-expires": String(timestampDate(deadline.expireTime).getTime()) }, ""));
+    }
+    const mine = view.yourSeat !== undefined ? view.seats[view.yourSeat] : undefined;
+    if (mine?.botControlled && mine.type === SeatType.PERSON) lines.push(h("span", {}, t0.botPlaysYou));
+    const reclaim = view.legalActions.find((a) => a.action.case === "reclaimSeat");
+    if (reclaim) {
+      lines.push(h("button", { id: "reclaim", onclick: () => this.act(reclaim) }, t0.reclaim));
+    }
+    const next = view.legalActions.find((a) => a.action.case === "startNextGame");
+    if (next && !this.seriesOpen) {
+      lines.push(h("button", { class: "primary", id: "start-next", onclick: () => this.act(next) },
+        t0.nextGame));
+    }
+    return h("div", { class: "status" }, lines);
+  }
+
+  seriesWindow(view: GameView, context: TableContext): HTMLElement | null {
+    if (!this.seriesOpen || !view.series.length) return null;
+    const t0 = context.t;
+    const last = view.series[view.series.length - 1];
+    const verdict = !last.winners.length ? t0.draw
+      : last.winners.includes(view.yourSeat ?? -1) ? t0.youWon
+        : t0.won(last.winners.map((s) => context.name(s)).join(", "));
+    const seats = view.seats.map((s) => s.seat);
+    const next = view.legalActions.find((a) => a.action.case === "startNextGame");
+    return h("div", { class: "modal", id: "series" },
+      h("div", { class: "window" },
+        h("h2", {}, t0.gameOver),
+        h("p", { class: "verdict" }, verdict),
+        h("h3", {}, t0.series),
+        h("table", {},
+          h("tr", {}, h("th", {}, ""), seats.map((s) => h("th", {}, context.name(s)))),
+          view.series.map((game) => h("tr", {},
+            h("td", {}, t0.game(game.gameNumber)),
+            seats.map((s) => h("td", { class: game.winners.includes(s) ? "won" : "" },
+              String(game.scores[s] ?? ""))))),
+          h("tr", { class: "wins" }, h("td", {}, t0.wins),
+            seats.map((s) => h("td", {}, String(view.scoreboard?.wins[s] ?? 0))))),
+        view.scoreboard?.draws ? h("p", {}, `${t0.draws}: ${view.scoreboard.draws}`) : null,
+        h("div", { class: "actions" },
+          next ? h("button", { class: "primary", id: "next-game", onclick: () => {
+            this.seriesOpen = false;
+            this.act(next);
+          } }, t0.nextGame) : null,
+          h("button", { id: "close-series", onclick: () => {
+            this.seriesOpen = false;
+            this.draw();
+          } }, t0.close))));
+  }
+
+  draw(): void {
+    const view = this.view;
+    if (!view) return;
+    const screen = screenFor(view.kind);
+    if (!screen) return;
+    const context = this.context();
+    document.body.dataset.version = String(view.version);
+    document.body.dataset.status = GameStatus[view.status];
+    this.root.replaceChildren(
+      h("header", {},
+        h("h1", {}, ui.t.games[screen.key]),
+        h("a", { href: "#/", class: "back" }, ui.t.back),
+        languageToggle(() => this.draw())),
+      this.status(view, context),
+      h("div", { class: `game ${screen.key}` }, screen.render(view, context)),
+      h("ul", { class: "log" }, this.log.map((line) => h("li", {}, line))),
+      this.seriesWindow(view, context) ?? "",
+    );
+    this.tick();
+  }
+}
