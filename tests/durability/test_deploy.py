@@ -116,6 +116,26 @@ async def test_the_image_command_serves_health_and_its_healthcheck_passes(
     assert (tmp_path / FILE_NAME).exists()
 
 
+async def test_the_healthcheck_follows_a_port_given_as_a_flag(tmp_path: Path) -> None:
+    """`docker run tapis tapis-server --port 6000`: the image's TAPIS_PORT says 50051, the
+    server listens on 6000, and the health check asks 6000 (it reads the server's own
+    command line and variables)."""
+    port = free_port()
+    env = {**os.environ, **image_env(), "TAPIS_HOST": "127.0.0.1", "TAPIS_PORT": "1",
+           "TAPIS_DATA_DIR": str(tmp_path)}
+    server = subprocess.Popen([str(BIN / "tapis-server"), "--port", str(port)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await wait_serving(f"127.0.0.1:{port}", process=server)
+        probe = subprocess.run([str(BIN / "tapis-admin"), "health", "--pid", str(server.pid)],
+                               env=env, timeout=30, check=False, capture_output=True)
+        assert probe.stdout.decode().strip() == "SERVING", probe.stderr.decode()
+        assert probe.returncode == 0
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
 def test_the_manifests_agree_with_the_image() -> None:
     """A structural check that needs no YAML library."""
     statefulset = (DEPLOY / "k8s" / "statefulset.yaml").read_text()
