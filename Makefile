@@ -8,7 +8,8 @@ STAMP  := $(VENV)/.installed
 GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
-.PHONY: setup gen serve cluster test lint bench bench-quick selfplay clean proto-baseline api-docs
+.PHONY: setup gen serve cluster test lint bench bench-quick selfplay clean proto-baseline api-docs \
+	messages screens
 
 setup: $(STAMP)
 
@@ -61,6 +62,19 @@ bench-quick: setup
 # docs/api.md and the README's error table, from the proto comments (a test keeps them in sync).
 api-docs: setup
 	$(BIN)/python tools/api_docs.py
+
+# The CLI's texts: extract the marked ones into the template and merge it into each language's
+# catalog (then translate the new entries; a test fails on any left empty).
+LOCALE := clients/tapis_clients/locale
+messages: setup
+	$(BIN)/pybabel extract -k N_ -k _ -k ngettext:1,2 --no-location --sort-output --omit-header \
+		-o $(LOCALE)/tapis.pot clients/tapis_clients
+	$(BIN)/pybabel update -i $(LOCALE)/tapis.pot -d $(LOCALE) -D tapis --no-fuzzy-matching \
+		--ignore-obsolete
+
+# The README's pictures of the client: each game's screen at 80x24, as SVG, in docs/screens/.
+screens: setup
+	$(BIN)/python tools/screens.py
 
 # The contract as last released, which `make lint` checks every change against (`buf breaking`):
 # rebuild it only when releasing, so that a breaking change is a conscious one.

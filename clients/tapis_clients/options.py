@@ -24,3 +24,17 @@ def global_parent(add: AddOptions) -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     add(parent, True)
     return parent
+
+
+LANG_HELP = "the language of the screens: fr or en (default: from LC_ALL, LC_MESSAGES, LANG)"
+
+
+def add_language(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    parser.add_argument("--lang", choices=("en", "fr"),
+                        default=argparse.SUPPRESS if suppress else None, help=LANG_HELP)
+
+
+def add_cli_globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    """`tapis`'s global options: where the server is, which language."""
+    add_target(parser, suppress)
+    add_language(parser, suppress)

@@ -179,7 +179,7 @@ async def test_create_prints_the_id_once_and_list_shows_every_table(
     assert all(g["open_seats"] for g in listed)
     assert await cli.run(cli.parse_args(["list", *where])) == 0
     lines = client_lines(capsys.readouterr().out)
-    assert lines[0].split("\t")[0] == "game"
+    assert lines[0].split("\t")[0] == "table"
     assert sorted(line.split("\t")[0] for line in lines[1:]) == sorted(ids)  # ids whole
     assert any("zoé" in line for line in lines)
 
