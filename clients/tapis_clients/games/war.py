@@ -13,14 +13,16 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis_clients.cards import card_markup
 from tapis_clients.game import ClientGame, Memory
-from tapis_clients.i18n import N_, _
+from tapis_clients.i18n import N_, _, ngettext
 from tapis_clients.people import Table, as_table
 from tapis_clients.strategies import Strategy, random_legal
 
-_END = {war_pb2.WAR_END_REASON_TARGET: N_("reached {points} points"),
-        war_pb2.WAR_END_REASON_ALL_CARDS: N_("holds all 52 cards"),
+_END = {war_pb2.WAR_END_REASON_ALL_CARDS: N_("holds all 52 cards"),
         war_pb2.WAR_END_REASON_SHORT_BATAILLE: N_("the other could not lay a bataille"),
         war_pb2.WAR_END_REASON_DRAW: N_("neither could lay a bataille")}
+
+
+GAME_OVER = N_("game over")
 
 
 def bubble() -> str:
@@ -61,7 +63,8 @@ def board(view: pb.GameView, reader: Table | int | None = None) -> RenderableTyp
             "  → " + table.who(war.last_trick_winner)
             if war.HasField("last_trick_winner") else "")),
         Text(""),
-        Text.from_markup("[dim]" + _("first to {points} points").format(
+        Text.from_markup("[dim]" + ngettext(
+            "first to {points} point", "first to {points} points", war.target_points).format(
             points=war.target_points) + " · " + table.said(
             war.first_seat, N_("you reveal first"), N_("{name} reveals first")) + "[/]"),
     ]
@@ -78,7 +81,10 @@ def render(view: pb.GameView, reader: Table | int | None = None) -> RenderableTy
 
 
 def end_text(reason: war_pb2.WarEndReason.ValueType, target: int) -> str:
-    return _(_END.get(reason, N_("game over"))).format(points=target)
+    if reason == war_pb2.WAR_END_REASON_TARGET:
+        return ngettext("reached {points} point", "reached {points} points", target).format(
+            points=target)
+    return _(_END.get(reason, GAME_OVER))
 
 
 def describe_action(action: pb.Action, reader: Table | int | None = None) -> str:
