@@ -39,6 +39,20 @@ from tapis_clients.options import add_cli_globals, global_parent
 console = Console()
 ENTER = ("\r", "\n")
 
+USAGE = N_("""\
+    tapis play war                      play Bataille against the computer
+    tapis play KIND --players 4         you and three computer players
+    tapis create war --people 2         a table for two people (prints its id)
+    tapis join GAME_ID                  take a free seat (or the one you left) and play
+    tapis watch GAME_ID                 follow a table as a spectator, game after game
+    tapis list [--json]                 the tables on the server
+
+--target HOST:PORT (before or after the subcommand; or TAPIS_TARGET, or TAPIS_PORT) names the
+server; --lang fr|en the language (else LC_ALL, LC_MESSAGES, LANG). While playing: the keys or
+numbers of the menu act at once (Enter = the first move); q or Ctrl-C leave at any moment, and
+`tapis join GAME_ID` takes your seat back later.""")
+"""What `tapis --help` says first (the module's docstring, in the reader's language)."""
+
 STATUS_WORDS = {pb.GAME_STATUS_WAITING_FOR_PLAYERS: N_("waiting for players"),
                 pb.GAME_STATUS_IN_PROGRESS: N_("playing"),
                 pb.GAME_STATUS_GAME_OVER: N_("between games"),
@@ -302,58 +316,73 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _language_asked(argv: list[str]) -> str | None:
+    """``--lang`` from the command line, read before the parser exists (its help is said in
+    that language)."""
+    for i, arg in enumerate(argv):
+        if arg == "--lang" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--lang="):
+            return arg.partition("=")[2]
+    return None
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="tapis", description=__doc__,
+    """The command line, its help in the language chosen (``--lang``, else the environment)."""
+    argv = sys.argv[1:] if argv is None else argv
+    i18n.use(i18n.language_from(_language_asked(argv)))
+    parser = argparse.ArgumentParser(prog="tapis", description=_(USAGE),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_cli_globals(parser, False)
     common = global_parent(add_cli_globals)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, text in (("play", "play against the computer"),
-                       ("create", "create a table for people")):
-        p = sub.add_parser(name, help=text, parents=[common])
+    for name, text in (("play", _("play against the computer")),
+                       ("create", _("create a table for people"))):
+        p = sub.add_parser(name, help=text, description=text, parents=[common])
         p.add_argument("kind", choices=sorted(games.KINDS), nargs="?", default="war")
-        p.add_argument("--players", type=int, default=0, help="seats at the table")
-        p.add_argument("--bot", default="", help="the server's computer players' strategy")
-        p.add_argument("--seed", type=int, help="a chosen deal (only a server started with "
-                       "--allow-stacked-decks accepts one)")
+        p.add_argument("--players", type=int, default=0, help=_("seats at the table"))
+        p.add_argument("--bot", default="", help=_("the server's computer players' strategy"))
+        p.add_argument("--seed", type=int, help=_(
+            "a chosen deal (only a server started with --allow-stacked-decks accepts one)"))
         turn_defaults = ", ".join(f"{game.commands[0]} {game.default_turn_ms // 1000} s"
                                   for game in games.GAMES if game.default_turn_ms)
-        p.add_argument("--turn-time-ms", type=int, default=None,
-                       help="time each player has to move, in ms, after which a bot moves "
-                       f"for them (0: no timer; `tapis play` default: {turn_defaults}, "
-                       "else none)")
+        p.add_argument("--turn-time-ms", type=int, default=None, help=_(
+            "time each player has to move, in ms, after which a bot moves for them (0: no "
+            "timer; `tapis play` default: {defaults}, else none)").format(
+            defaults=turn_defaults))
         with_points = ", ".join(g.title for g in games.GAMES if g.set_points is not None)
-        p.add_argument("--points", type=int, default=0,
-                       help=f"points to win ({with_points}; default: the game's)")
-        p.add_argument("--name", default=_default_name(), help="the name others see")
+        p.add_argument("--points", type=int, default=0, help=_(
+            "points to win ({games}; default: the game's)").format(games=with_points))
+        p.add_argument("--name", default=_default_name(), help=_("the name others see"))
         reflex_games = ", ".join(g.title for g in games.GAMES if g.reflexes)
         p.add_argument("--bot-speed", type=_seconds, default=DEFAULT_BOT_SPEED_S,
-                       metavar="SECONDS",
-                       help=f"how fast the computer players react in games of reflexes "
-                       f"({reflex_games}); default {DEFAULT_BOT_SPEED_S:g} s")
+                       metavar="SECONDS", help=_(
+                           "how fast the computer players react in games of reflexes "
+                           "({games}), in seconds; default {default}").format(
+                           games=reflex_games, default=f"{DEFAULT_BOT_SPEED_S:g}"))
         if name == "create":
-            p.add_argument("--people", type=int, default=2, help="seats for people")
-    p_join = sub.add_parser("join", help="take a seat in a game (or the one you left)",
+            p.add_argument("--people", type=int, default=2, help=_("seats for people"))
+    p_join = sub.add_parser("join", help=_("take a seat in a game (or the one you left)"),
                             parents=[common])
     p_join.add_argument("game_id")
-    p_join.add_argument("--seat", type=int)
-    p_join.add_argument("--name", default=_default_name())
+    p_join.add_argument("--seat", type=int, help=_("this seat (a number from 0)"))
+    p_join.add_argument("--name", default=_default_name(), help=_("the name others see"))
     p_join.add_argument("--new-seat", action="store_true",
-                        help="do not offer back a seat you left there")
-    p_watch = sub.add_parser("watch", help="follow a table as a spectator", parents=[common])
+                        help=_("do not offer back a seat you left there"))
+    p_watch = sub.add_parser("watch", help=_("follow a table as a spectator"),
+                             parents=[common])
     p_watch.add_argument("game_id")
-    p_list = sub.add_parser("list", help="list the tables", parents=[common])
+    p_list = sub.add_parser("list", help=_("list the tables"), parents=[common])
     p_list.add_argument("--all", action="store_true",
-                        help="include finished tables nobody plays on")
-    p_list.add_argument("--json", action="store_true", help="JSON, one object per table")
-    p_list.add_argument("--page-size", type=int, default=0, help="tables per call")
-    p_list.add_argument("--limit", type=int, default=0, help="at most this many")
+                        help=_("include finished tables nobody plays on"))
+    p_list.add_argument("--json", action="store_true", help=_("JSON, one object per table"))
+    p_list.add_argument("--page-size", type=int, default=0, help=_("tables per call"))
+    p_list.add_argument("--limit", type=int, default=0, help=_("at most this many"))
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    i18n.use(i18n.language_from(args.lang))
     try:
         status = asyncio.run(run(args))
     except Unreachable as error:

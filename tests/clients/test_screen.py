@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import io
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,14 +21,6 @@ from tapis_clients.games import basra, boutons, corse, war
 from tapis_clients.people import Table
 
 CLIENTS = Path(__file__).resolve().parents[2] / "clients" / "tapis_clients"
-
-
-@pytest.fixture(autouse=True)
-def english() -> Iterator[None]:
-    """Each test starts in English, and leaves the language as it found it."""
-    i18n.use("en")
-    yield
-    i18n.use("en")
 
 
 def text_of(renderable: object) -> str:
