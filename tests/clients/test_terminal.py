@@ -405,3 +405,28 @@ async def test_a_slap_is_captioned_with_its_combination_and_cards(
     term.type("s")
     text = await term.wait_for("Double! 5♣ 5♦ — you slapped first in ")
     assert "you take the pile (double): 2 cards" in text
+
+
+async def test_the_clis_own_computer_players_come_back_with_the_seat(
+        make_server: ServerFactory, terminal: StartTerminal, tmp_path: Path) -> None:
+    """`tapis play` seats its own computer players in a game of reflexes (at --bot-speed);
+    they leave with the person and come back with `tapis join`."""
+    h = await make_server()
+    term = await terminal("play", "corse", "--bot-speed", "0.05", "--seed", "3", "--target",
+                          target(h), "--name", "ana")
+    await term.wait_for("flip your top card")
+    game_id = await the_only_table(h)
+    held = seats_file.find(game_id, tmp_path / "seats.json")
+    assert held is not None and held.bot_ms == 50 and [seat for seat, _ in held.bots] == [1]
+    term.type("f")
+    await term.wait_for("reflex bot flips")  # the CLI's computer player answers
+    term.type("q")
+    assert await term.exit_status() == 0
+    before = (await view(h, game_id)).version
+    again = await terminal("join", game_id, "--target", target(h))
+    await again.wait_for("take it back? [Y/n]")
+    again.type("\r")
+    await again.wait_for("flip your top card")
+    again.type("f")
+    await again.wait_for(lambda text: text.count("reflex bot flips") >= 2, "the bot back")
+    assert (await view(h, game_id)).version > before + 1
