@@ -21,6 +21,7 @@ import uuid
 from typing import Any
 
 import grpc
+from rich.columns import Columns
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import events
@@ -66,7 +67,7 @@ def resolve_keys(game: ClientGame, actions: list[pb.Action], typed: str,
         if key:
             names.append((key, action))
     exact = [action for name, action in names if name == typed]
-    longer = any(name.startswith(typed) and name != typed for name, _ in names)
+    longer = any(name.startswith(typed) and name != typed for name, _action in names)
     if exact and (enter or not longer):
         return exact[0], False
     return None, longer and not enter
@@ -88,8 +89,6 @@ def menu(game: ClientGame, view: pb.GameView, actions: list[pb.Action],
     if own is not None:
         shown.append(own)
     if len(entries) > MENU_COLUMNS_FROM:
-        from rich.columns import Columns
-
         shown.append(Columns([Text.from_markup(e) for e in entries], column_first=True,
                              padding=(0, 2)))
     else:
@@ -101,7 +100,7 @@ class EndWindow(ModalScreen[bool]):
     """The end of a game: every game of the series so far, the latest highlighted; Enter
     starts the next one (when the reader may), Escape closes."""
 
-    BINDINGS = [Binding("enter", "next", _("next game")), Binding("escape", "close", "")]
+    BINDINGS = [Binding("enter", "next", show=False), Binding("escape", "close", show=False)]
     DEFAULT_CSS = """
     EndWindow { align: center middle; }
     #end { width: 76; height: auto; max-height: 20; border: double $accent;
@@ -134,7 +133,7 @@ class EndWindow(ModalScreen[bool]):
 class NoteWindow(ModalScreen[bool]):
     """Something to read before going on (a deal's score sheet, the deal check)."""
 
-    BINDINGS = [Binding("enter", "close", ""), Binding("escape", "close", "")]
+    BINDINGS = [Binding("enter", "close", show=False), Binding("escape", "close", show=False)]
     DEFAULT_CSS = """
     NoteWindow { align: center middle; }
     #note { width: auto; max-width: 78; height: auto; border: round $accent;
