@@ -8,8 +8,8 @@ STAMP  := $(VENV)/.installed
 GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
-.PHONY: setup gen serve cluster test lint bench bench-quick selfplay clean proto-baseline api-docs \
-	messages screens
+.PHONY: setup gen serve cluster test test-fast lint bench bench-quick selfplay clean proto-baseline \
+	api-docs settings-docs messages screens
 
 setup: $(STAMP)
 
@@ -45,6 +45,10 @@ cluster: setup
 test: setup
 	$(BIN)/python -m pytest $(ARGS)
 
+# The quick tier: every test but the slow ones (PostgreSQL, clusters, server processes).
+test-fast: setup
+	$(BIN)/python -m pytest -m "not slow" $(ARGS)
+
 lint: setup
 	$(BIN)/ruff check service clients tests tools bench
 	$(BIN)/mypy
@@ -62,6 +66,10 @@ bench-quick: setup
 # docs/api.md and the README's error table, from the proto comments (a test keeps them in sync).
 api-docs: setup
 	$(BIN)/python tools/api_docs.py
+
+# The settings tables of docs/operations.md and docs/limits.md, from tapis_service/settings.py.
+settings-docs: setup
+	$(BIN)/python -m tapis_service.configuration
 
 # The CLI's texts: extract the marked ones into the template and merge it into each language's
 # catalog (then translate the new entries; a test fails on any left empty).

@@ -1,18 +1,18 @@
-"""Our own code's CPU per War action, without the transport: the servicer called in-process.
+"""Our own code's CPU per War action, without the transport: ``GameApi`` called in-process.
 
 64 War tables (seeded: the same games every run, played to their end or for ``--seconds``),
 both seats seated and both seats' ``StreamEvents`` open (as async generators
 consumed in the same loop), ``--store memory`` settings. Each action is ``SubmitAction`` (the
 awaited seat's reveal, with its token, a request id and the expected version) awaited on the
-servicer itself, then the loop runs until both streams have taken their message. The figure is
-this thread's CPU time (``time.thread_time``) over those steps, per action: the servicer, the
+``GameApi`` itself, then the loop runs until both streams have taken their message. The figure is
+this thread's CPU time (``time.thread_time``) over those steps, per action: the service logic, the
 host, the engine, the conversion and the fan-out — everything of ours that ``server_cpu_ratio``
 sets beside grpc's own work — with no profiler in the way. Choosing the seat is left out.
 
 With ``--cold-kib N``, a buffer of N KiB is written (every 64th byte) before each action,
 outside the timed window: the action then finds its objects and our bytecode out of the
 caches, as it does in the server, where other tables' actions and grpc's work run in between
-(docs/performance.md, "Where the last fifth is").
+(the section "Where the last fifth is" in docs/performance.md's git history).
 
     python -m tapis_bench.inprocess [--seconds 3] [--cold-kib 1024]
 """
@@ -23,39 +23,23 @@ import argparse
 import asyncio
 import json
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
+from tapis_service.caller import Caller
 from tapis_service.clock import SystemClock
+from tapis_service.errors import ServiceError
+from tapis_service.game_api import GameApi
 from tapis_service.host import GameHost
-from tapis_service.servicer import GameServicer
 from tapis_service.settings import Settings
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 GAMES = 64
 
 
-class _Context:
-    """What the servicer reads of a call: its headers and its peer."""
-
-    def __init__(self, token: str = "", peer: str = "ipv4:127.0.0.1:40000") -> None:
-        self._metadata: Sequence[tuple[str, str]] = (
-            (("authorization", f"Bearer {token}"),) if token else ())
-        self._peer = peer
-
-    def invocation_metadata(self) -> Sequence[tuple[str, str]]:
-        return self._metadata
-
-    def peer(self) -> str:
-        return self._peer
-
-    def time_remaining(self) -> None:
-        return None
-
-    async def abort_with_status(self, status: Any) -> None:
-        raise RuntimeError(f"refused: {status.details}")
+def _never_cut(error: ServiceError) -> None:
+    raise AssertionError(f"an in-process stream was cut: {error.message}")
 
 
 class Tables:
@@ -67,33 +51,34 @@ class Tables:
         self._cold_line = bytes(len(self._cold[::64]))
         self.host = GameHost(Settings(create_rate_per_s=0, allow_stacked_decks=True),
                              SystemClock())
-        self.servicer = GameServicer(self.host)
-        self.tables: list[tuple[str, list[_Context]]] = []
+        self.api = GameApi(self.host)
+        self.tables: list[tuple[str, list[Caller]]] = []
         self.received = 0
         self.readers: list[asyncio.Future[None]] = []
         self.request_id = 0
 
     async def open(self) -> None:
-        servicer = self.servicer
+        api = self.api
         for number in range(GAMES):
-            created = await servicer.CreateGame(pb.CreateGameRequest(
+            created = await api.create_game(pb.CreateGameRequest(
                 kind=pb.GAME_KIND_WAR, seats=2, seed=1000 + number),
-                _Context(peer="ipv4:10.0.0.1:1"))
+                Caller(peer="ipv4:10.0.0.1:1"))
             game_id = created.game.game_id
             seats = []
             for seat in range(2):
-                joined = await servicer.JoinGame(
-                    pb.JoinGameRequest(game_id=game_id, seat=seat), _Context())
+                joined = await api.join_game(
+                    pb.JoinGameRequest(game_id=game_id, seat=seat),
+                    Caller(peer="ipv4:127.0.0.1:40000"))
                 peer = f"ipv4:127.0.0.1:{41000 + 2 * number + seat}"
-                seats.append(_Context(joined.seat_token, peer))
+                seats.append(Caller(seat_token=joined.seat_token, peer=peer))
             self.tables.append((game_id, seats))
         self.readers = [asyncio.ensure_future(self._consume(game_id, seat))
                         for game_id, seats in self.tables for seat in seats]
         await asyncio.sleep(0.05)
 
-    async def _consume(self, game_id: str, context: _Context) -> None:
+    async def _consume(self, game_id: str, caller: Caller) -> None:
         request = pb.StreamEventsRequest(game_id=game_id)
-        async for _ in self.servicer.StreamEvents(request, context):
+        async for _ in self.api.stream_events(request, caller, _never_cut):
             self.received += 1
 
     async def one_round(self) -> tuple[int, float]:
@@ -113,7 +98,7 @@ class Tables:
             if self._cold:
                 self._cold[::64] = self._cold_line  # one byte per cache line
             began = time.thread_time()
-            await self.servicer.SubmitAction(request, seats[awaited[0]])
+            await self.api.submit_action(request, seats[awaited[0]])
             while self.received < want:
                 await asyncio.sleep(0)
             cpu += time.thread_time() - began

@@ -25,24 +25,38 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import grpc
+from google.protobuf.message import Message
 
-from tapis.v1 import bataille_corse_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis.v1 import war_pb2
 from tapis_bench.bare import STREAM, SUBMIT
 from tapis_bench.stats import cpu_seconds, percentile, raise_fd_limit, rss_kib
+from tapis_engine.registry import DESCRIPTORS
+from tapis_service.adapters import REGISTERED
 
-KINDS = {"war": pb.GAME_KIND_WAR, "bataille-corse": pb.GAME_KIND_BATAILLE_CORSE,
-         "boutons": pb.GAME_KIND_BOUTONS, "basra": pb.GAME_KIND_BASRA}
+KINDS = {adapter.kind: cast("pb.GameKind.ValueType", adapter.proto_kind)
+         for adapter in REGISTERED}
+"""Every game's engine kind and its ``GameKind``."""
 WAR_REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
-CORSE_FLIP = pb.Action(bataille_corse=bataille_corse_pb2.BatailleCorseAction(
-    flip=bataille_corse_pb2.BatailleCorseFlip()))
 NEXT_GAME = pb.Action(start_next_game=pb.StartNextGame())
-FIXED_ACTION = {"war": WAR_REVEAL, "bataille-corse": CORSE_FLIP}
-"""Kinds whose awaited seat has one obvious move: no GetGame needed to pick it."""
+
+
+def _action(field: str, message: Message) -> pb.Action:
+    action = pb.Action()
+    getattr(action, field).CopyFrom(message)
+    return action
+
+
+FIXED_ACTION = {
+    game.kind: _action(adapter.field, adapter.action_to_proto(game.routine_action))
+    for game, adapter in zip(DESCRIPTORS, REGISTERED, strict=True)
+    if game.routine_action is not None}
+"""Kinds whose awaited seat always has its routine move (the game's descriptor names it): no
+GetGame needed to pick it."""
 
 
 def _channels(target: str, count: int) -> list[grpc.aio.Channel]:

@@ -1,9 +1,9 @@
 """Our code's interpreter work per War action, counted by function: Python opcodes run.
 
 Inside the server our code runs cold, between grpc's and the kernel's work on the same core:
-each opcode costs there several times what it costs in a warm loop (docs/performance.md,
-"Where the last fifth is"). The number of opcodes an action runs is therefore the figure a
-change to the hot path has to lower. This counts them exactly: ``tapis_bench.inprocess``'s
+each opcode costs there several times what it costs in a warm loop ("Where the last fifth is"
+in docs/performance.md's git history). The number of opcodes an action runs is therefore the
+figure a change to the hot path has to lower. This counts them exactly: ``tapis_bench.inprocess``'s
 tables (64 seeded War games, both seats streaming, on uvloop) under a ``sys.settrace`` opcode
 tracer for ``--rounds`` rounds of one action per table, after 10 rounds of warm-up. The
 tracer makes the code slow but not different, so the same tree gives the same counts on any

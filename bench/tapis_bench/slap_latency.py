@@ -11,18 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+from tapis_bench.procs import free_port
 
 
 def quantile(buckets: list[tuple[float, float]], q: float) -> float:

@@ -59,7 +59,7 @@ class Rules(Protocol[State, Action, Options]):
     """The rules of one game kind. Stateless; all methods are pure."""
 
     kind: str
-    """Stable identifier: ``"war"``, ``"bataille-corse"``, ``"boutons"``, ``"basra"``."""
+    """Stable identifier (``"war"``): the registry's key, kept in snapshots and journals."""
     min_seats: int
     max_seats: int
     bot_takes_over_on_timeout: bool

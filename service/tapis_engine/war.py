@@ -12,6 +12,7 @@ from typing import Any
 
 from tapis_engine import rng
 from tapis_engine.cards import Card, cards_from_text, cards_to_text, same_cards, standard_deck
+from tapis_engine.descriptor import GameDescriptor
 from tapis_engine.errors import Reason, invalid, precondition
 from tapis_engine.frozen import fast_init
 from tapis_engine.protocol import JSON, GameSetup, Outcome
@@ -350,3 +351,6 @@ class WarRules:
 
 
 RULES = WarRules()
+GAME = GameDescriptor(
+    rules=RULES, title="Bataille", max_stacked_cards=len(standard_deck()),
+    short_options=WarOptions(target_points=40), routine_action=Reveal())

@@ -15,11 +15,14 @@ DOMAIN = "tapis.v1"
 class ServiceError(Exception):
     """A refusal decided by the service (not the rules): code, UPPER_SNAKE reason, message."""
 
-    def __init__(self, code: grpc.StatusCode, reason: str, message: str):
+    def __init__(self, code: grpc.StatusCode, reason: str, message: str,
+                 metadata: dict[str, str] | None = None):
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
+        self.metadata = metadata or {}
+        """The ErrorInfo's metadata (e.g. where a cut stream resumes)."""
         self.logged = False
         """Already logged where it was decided (the servicer does not log it again)."""
 
@@ -37,10 +40,10 @@ def from_rule_error(error: RuleError) -> ServiceError:
     return ServiceError(_KIND_TO_CODE[error.kind], error.reason.value, error.message)
 
 
-def to_status(error: ServiceError, metadata: dict[str, str] | None = None) -> grpc.Status:
-    """A rich ``grpc.Status`` carrying ErrorInfo(reason, domain="tapis.v1")."""
+def to_status(error: ServiceError) -> grpc.Status:
+    """A rich ``grpc.Status`` carrying ErrorInfo(reason, domain="tapis.v1", metadata)."""
     info = error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN,
-                                       metadata=metadata or {})
+                                       metadata=error.metadata)
     detail = any_pb2.Any()
     detail.Pack(info)
     status = status_pb2.Status(code=_CODE_VALUES[error.code], message=error.message,

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 from typing import Any
 
 from tapis_service import metrics
@@ -34,7 +33,7 @@ GEN2_THRESHOLD = 1000
 FREEZE_EVERY_S = 60.0
 
 
-def tune() -> None:
+def tune(given: str = "") -> None:
     """Collect once, freeze what exists now (call after start-up and recovery), set the
     thresholds, and from then on freeze the survivors of every collection; every pause is
     timed into the metrics (``tapis_gc_pause_seconds``, and what they found:
@@ -42,14 +41,14 @@ def tune() -> None:
     gc.collect()
     gc.freeze()
     metrics.watch_gc_pauses()  # timed from here: the full collection above precedes serving
-    gc.set_threshold(*thresholds())
+    gc.set_threshold(*thresholds(given))
     if _freeze_survivors not in gc.callbacks:
         gc.callbacks.append(_freeze_survivors)
 
 
-def thresholds() -> tuple[int, int, int]:
-    """The collector thresholds: ours, or ``TAPIS_GC_THRESHOLDS=gen0,gen1`` (measuring)."""
-    given = os.environ.get("TAPIS_GC_THRESHOLDS")
+def thresholds(given: str = "") -> tuple[int, int, int]:
+    """The collector thresholds: ours, or ``given`` as ``gen0,gen1`` (``--gc-thresholds``,
+    ``TAPIS_GC_THRESHOLDS``: measuring)."""
     if given:
         gen0, gen1 = (int(part) for part in given.split(","))
         return gen0, gen1, GEN2_THRESHOLD

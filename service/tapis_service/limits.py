@@ -2,9 +2,9 @@
 
 Every request is checked here first (``check_sizes``): each string at most ``MAX_TEXT_BYTES``
 bytes of UTF-8, each repeated field at most ``MAX_REPEATED`` items, a stacked deck at most the
-game's deck (``MAX_STACKED_CARDS``, checked with the stacked-deck permission before a single
-card is converted). ``MAX_RECEIVE_MESSAGE_BYTES`` is the server's maximum request size: grpc
-refuses anything bigger with RESOURCE_EXHAUSTED before it is even parsed.
+game's (its descriptor's ``max_stacked_cards``, checked with the stacked-deck permission before
+a single card is converted). ``MAX_RECEIVE_MESSAGE_BYTES`` is the server's maximum request
+size: grpc refuses anything bigger with RESOURCE_EXHAUSTED before it is even parsed.
 """
 
 from __future__ import annotations
@@ -12,28 +12,18 @@ from __future__ import annotations
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from tapis_engine.registry import descriptor_for
 from tapis_service.errors import ServiceError, invalid_argument
 
 MAX_TEXT_BYTES = 128
 """Ids, names, tokens, strategies: at most this many bytes (UTF-8)."""
 MAX_REPEATED = 64
 """Any repeated field of a request other than a stacked deck (seats are at most 6)."""
-MAX_BASRA_DEALS = 64
-"""A stacked Basra deck holds 52 cards per deal, for at most this many deals."""
-MAX_BOUTONS_ROUNDS = 100
-"""Boutons: at most 100 rounds (tapis_engine.boutons.state.MAX_ROUNDS), 31 cards each."""
-MAX_STACKED_CARDS = {
-    "war": 52,
-    "bataille-corse": 54,
-    "boutons": 31 * MAX_BOUTONS_ROUNDS,
-    "basra": 52 * MAX_BASRA_DEALS,
-}
-"""The longest stacked deck each game accepts, by engine kind."""
 CARD_WIRE_BYTES = 6
 """A ``Card`` inside a repeated field: 1 tag + 1 length + 2 × (tag + one-byte enum)."""
 MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024
 """The largest request the server accepts. The largest legitimate one is a CreateGame with
-the longest stacked deck (3,328 Basra cards × 6 bytes = 19,968 bytes), six seat configs with
+the longest stacked deck (3,328 cards × 6 bytes = 19,968 bytes), six seat configs with
 128-byte strategies and a 128-byte request id: about 21 KiB; 64 KiB leaves room for the
 contract to grow (``tests/limits/test_sizes.py`` checks the bound)."""
 MAX_METADATA_BYTES = 8 * 1024
@@ -147,7 +137,7 @@ def check_game_id(game_id: str) -> None:
 
 def check_stacked_deck(kind: str, cards: int) -> None:
     """A stacked deck of ``cards`` cards is at most the game's deck (VALUE_TOO_LONG)."""
-    limit = MAX_STACKED_CARDS[kind]
+    limit = descriptor_for(kind).max_stacked_cards
     if cards > limit:
         raise too_long("stacked_deck", limit, "cards")
 

@@ -60,8 +60,8 @@ GAMES = Gauge("tapis_games", "Tables held in memory")
 STREAMS = Gauge("tapis_streams", "Open event streams")
 SLAP_TO_PILE_WON = Histogram(
     "tapis_slap_to_pile_won_seconds",
-    "Bataille Corse: from a winning slap's arrival to its pile-won event being sent (first "
-    "stream)",
+    "From a winning real-time action's arrival (a slap) to the event it won (a pile) being "
+    "sent (first stream)",
     buckets=(0.0001, 0.0002, 0.0003, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.005,
              0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1.0))
 GC_PAUSES = Histogram(

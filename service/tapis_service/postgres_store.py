@@ -186,9 +186,9 @@ class PostgresStore:
     """Tables, their journals and snapshots in a PostgreSQL database.
 
     Open it with ``await PostgresStore.open(url)``. ``node_id`` and ``fenced`` are for a
-    cluster node: created tables are owned by ``node_id`` at epoch 1, appends check the epoch
-    in ``epochs`` (kept by the cluster layer), and ``load`` gives nothing (tables are adopted
-    one by one).
+    cluster node: created tables are owned by ``node_id`` at epoch 1, writes check the epoch
+    they are given (the one the node holds the table under), and ``load`` gives nothing
+    (tables are adopted one by one).
     """
 
     keeps_journal = True
@@ -207,8 +207,6 @@ class PostgresStore:
         self.relay_key = b""
         """The secret by which cluster nodes know each other's relayed calls (one per
         database)."""
-        self.epochs: dict[str, int] = {}
-        """The fencing epoch this node holds for each table it owns (fenced stores)."""
         self.commits = 0
         """Transactions committed (each may carry many writes): for measurements."""
         self._poisoned: set[str] = set()
@@ -245,24 +243,25 @@ class PostgresStore:
     # --- the Store hooks (called on the event loop, in order) ----------------------------
 
     def created(self, game_id: str, record: JSON) -> asyncio.Future[None]:
-        if self.fenced:
-            self.epochs[game_id] = 1
         request_id = record.get("request_id") or None
-        return self._submit("created", game_id, (_dumps(record), _timed(record), request_id))
+        return self._submit("created", game_id, (_dumps(record), _timed(record), request_id),
+                            1)
 
-    def appended(self, game_id: str, index: int, entry: JSON) -> asyncio.Future[None]:
-        return self._submit("appended", game_id, (index, _dumps(entry)))
+    def appended(self, game_id: str, index: int, entry: JSON,
+                 epoch: int = 1) -> asyncio.Future[None]:
+        return self._submit("appended", game_id, (index, _dumps(entry)), epoch)
 
-    def snapshot(self, game_id: str, index: int, data: JSON) -> asyncio.Future[None]:
+    def snapshot(self, game_id: str, index: int, data: JSON,
+                 epoch: int = 1) -> asyncio.Future[None]:
         text = _dumps(data)
         return self._submit("snapshot", game_id, (index, int(data.get("format", 0)),
                                                   checksum(text), text,
-                                                  bool(data.get("finished"))))
+                                                  bool(data.get("finished"))), epoch)
 
-    def dropped(self, game_id: str) -> asyncio.Future[None]:
-        return self._submit("dropped", game_id, ())
+    def dropped(self, game_id: str, epoch: int = 1) -> asyncio.Future[None]:
+        return self._submit("dropped", game_id, (), epoch)
 
-    def load(self) -> Loaded:
+    async def load(self) -> Loaded:
         """Every stored table, oldest first, as read at open (``preload``); once only."""
         loaded, self._preloaded = self._preloaded or [], None
         return loaded
@@ -341,12 +340,13 @@ class PostgresStore:
 
     # --- the writer task --------------------------------------------------------------------
 
-    def _submit(self, kind: str, game_id: str, args: tuple[Any, ...]) -> asyncio.Future[None]:
+    def _submit(self, kind: str, game_id: str, args: tuple[Any, ...],
+                epoch: int | None = None) -> asyncio.Future[None]:
         if self._closed:
             raise RuntimeError("the store is closed")
         future = asyncio.get_running_loop().create_future()
         lane = self._lanes[hash(game_id) % len(self._lanes)]
-        lane.queue.append(_Job(kind, game_id, args, future, self.epochs.get(game_id)))
+        lane.queue.append(_Job(kind, game_id, args, future, epoch if self.fenced else None))
         lane.wake.set()
         return future
 
@@ -546,7 +546,6 @@ class PostgresStore:
             return False
         for table in ("journal", "snapshots"):
             await connection.execute(f"DELETE FROM {table} WHERE game_id = $1", job.game_id)
-        self.epochs.pop(job.game_id, None)
         self._appended_to.pop(job.game_id, None)
         return True
 

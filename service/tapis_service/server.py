@@ -19,6 +19,7 @@ from tapis.v1 import errors_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.callguard import CallGuard
 from tapis_service.clock import Clock, SystemClock
+from tapis_service.game_api import GameApi
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import MAX_METADATA_BYTES, MAX_RECEIVE_MESSAGE_BYTES
@@ -73,7 +74,7 @@ class RunningServer:
     port: int
     host: GameHost
     health: health.aio.HealthServicer
-    servicer: GameServicer | None = None
+    api: GameApi | None = None
     guard: CallGuard | None = None
     cluster: Any = None
     """The ClusterNode of a cluster node (``--advertise``), else None."""
@@ -83,14 +84,14 @@ class RunningServer:
         end the open event streams (SERVER_STOPPING), drain in-flight calls, then close the
         host."""
         await self.health.enter_graceful_shutdown()
-        if self.servicer is not None:
-            self.servicer.housekeeping.stop()
+        if self.api is not None:
+            self.api.housekeeping.stop()
         if self.cluster is not None:
             await self.cluster.leave()
         self.host.end_streams()  # unary calls in flight drain within the grace; streams end now
         await self.server.stop(grace_s)
-        if self.servicer is not None:
-            await self.servicer.housekeeping.drain()
+        if self.api is not None:
+            await self.api.housekeeping.drain()
         await self.host.close()
         if self.cluster is not None:
             await self.cluster.close()
@@ -169,12 +170,13 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     host = GameHost(settings, clock or SystemClock(), store or await open_store(settings))
     shared_key = getattr(host.store, "join_key", None)
     if shared_key:  # a shared store keeps the join key (every node derives the same tokens)
-        host.join_key = shared_key
+        host.tokens.key = shared_key
     await host.recover()
     guard = CallGuard(settings.max_in_flight)
     server = grpc.aio.server(options=server_options(settings))
     registry = guard.registering(server)  # every handler below is added guarded
-    servicer = GameServicer(host, housekeeping=Housekeeping(host))
+    api = GameApi(host, housekeeping=Housekeeping(host))
+    servicer = GameServicer(api)
     cluster = None
     if settings.advertise:  # a cluster node routes every call (tapis_service/cluster/)
         from tapis_service.cluster.node import ClusterNode
@@ -201,10 +203,10 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     if port == 0:
         raise CannotListen(f"cannot listen on {address} (is another server there?)")
     await server.start()
-    servicer.housekeeping.start()
+    api.housekeeping.start()
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     host.health_listeners.append(_reporter(health_servicer))
     log.info("serving", address=f"{settings.host}:{port}", store=settings.store,
              games=len(host.sessions))
-    return RunningServer(server, port, host, health_servicer, servicer, guard, cluster)
+    return RunningServer(server, port, host, health_servicer, api, guard, cluster)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,9 +150,10 @@ class Session:
     request_ids: dict[int, dict[str, tuple[int, int, int]]] = field(default_factory=dict)
     """Seat -> request id -> (version, first and last event sequence) of its committed answer,
     for the life of the table (rebuilt from the journal after a restart)."""
-    pending: dict[tuple[int, str], asyncio.Future[None]] = field(default_factory=dict)
-    """(seat, request id) of inputs applied but not yet committed -> their commit."""
-    writes: set[asyncio.Future[None]] = field(default_factory=set)
+    pending: dict[tuple[int, str], asyncio.Future[Any]] = field(default_factory=dict)
+    """(seat, request id) of inputs applied but not yet committed -> the task that commits
+    them and answers (a retry meanwhile gets its answer)."""
+    writes: set[Awaitable[None]] = field(default_factory=set)
     """Commits in flight (a rebuild waits for every one of them to settle first)."""
     subscribers: set[Subscriber] = field(default_factory=set)
     bot_timers: dict[int, TimerHandle] = field(default_factory=dict)
@@ -167,6 +169,9 @@ class Session:
     """Event sequence -> perf_counter at the arrival of the slap that caused it (metrics)."""
     journal_length: int = 0
     """Inputs applied since creation (the journal's length)."""
+    epoch: int = 1
+    """The fencing epoch this server holds the table under: 1 from its creation, bumped by
+    each takeover in a cluster (a store that is not fenced ignores it)."""
     seats_without_bots: tuple[tbl.SeatSlot, ...] | None = None
     """The table's seats when last seen with no bot-controlled seat (the host then skips the
     bot scheduling while they are the same object: seats are immutable)."""

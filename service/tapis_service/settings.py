@@ -1,72 +1,183 @@
-"""Server settings, from the command line and the environment."""
+"""Server settings: each declared once, here.
+
+A setting is one field of ``Settings`` made by ``setting(default, help, ...)``: its name, type
+(the annotation), default and help live in that one line, and from it come the flag
+(``--port``), the environment variable (``TAPIS_PORT``) and the row of the docs table
+(``tapis_service.configuration`` builds the parser, reads the environment and writes the
+table; a test keeps docs/operations.md and docs/limits.md in sync). To add a setting, add a
+field here; nothing else lists them.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+GROUPS = {
+    "server": "where it listens and how it runs",
+    "store": "the store",
+    "cluster": "the cluster (docs/cluster.md)",
+    "games": "the games",
+    "limits": "limits (docs/limits.md)",
+}
+"""The sections of ``--help`` and of the docs table, in order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """What a setting declares beyond its name, type and default."""
+
+    help: str
+    group: str
+    flag: str | None = None
+    """The long flag, when it is not the field's name (``--retention`` for
+    ``finished_retention``)."""
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    default_text: str | None = None
+    """How the default reads in ``--help`` and the docs, when not its value."""
+
+
+def setting(default: Any, help: str, group: str, *, flag: str | None = None,
+            choices: tuple[str, ...] | None = None, metavar: str | None = None,
+            default_text: str | None = None) -> Any:
+    """A field of ``Settings``: its default and its option (flag, variable, help)."""
+    option = Option(help=help, group=group, flag=flag, choices=choices, metavar=metavar,
+                    default_text=default_text)
+    return dataclasses.field(default=default, metadata={"option": option})
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Everything the server can be told at start-up."""
+    """Everything the server can be told at start-up (``tapis-server --help``)."""
 
-    host: str = "127.0.0.1"
-    port: int = 50051
-    store: str = "memory"
-    """``"sqlite"`` (durable, under ``data_dir``), ``"postgres"`` (``database_url``) or
-    ``"memory"``."""
-    data_dir: Path | None = None
-    database_url: str | None = None
-    """PostgreSQL (``postgresql://...``): the shared store of a cluster."""
-    advertise: str | None = None
-    """HOST:PORT other nodes reach this one at: set, the server is a cluster node."""
-    node_ttl_s: float = 3.0
-    """A cluster node's membership lasts this long unless renewed (every second)."""
-    node_id: str | None = None
-    """A cluster node's id (default: a fresh random one per process)."""
-    relay: str = "tunnel"
-    """How a cluster node relays a unary call to a table's owner: ``"tunnel"`` (a message on
-    one stream per pair of nodes) or ``"call"`` (a gRPC call of its own each)."""
-    allow_stacked_decks: bool = False
-    bot_delay_ms: int = 600
-    """How long a server bot waits before it moves (people like to see the cards)."""
-    stream_queue_size: int = 4096
-    """Events buffered per open stream; a stream further behind is cut off (it may resume)."""
-    max_games: int = 100_000
-    slap_rate_per_s: float = 10.0
-    slap_burst: int = 5
-    snapshot_every: int = 200
-    """Durable store: write a snapshot of a table every N inputs (and at each game end)."""
-    finished_retention: int = 10_000
-    """Finished tables kept queryable (oldest dropped first)."""
-    grace_s: float = 5.0
-    store_retry_ms: int = 500
-    """After a failed write: how often the store is probed until it commits again."""
-    log_level: str = "info"
-    metrics_port: int = 0
-    """Serve Prometheus metrics on this port (0: off)."""
+    # --- server ------------------------------------------------------------------------------
+    host: str = setting("127.0.0.1", "the address to listen on (0.0.0.0 or ::: every "
+                        "interface)", "server")
+    port: int = setting(50051, "the port to listen on", "server")
+    metrics_port: int = setting(0, "serve Prometheus metrics on this port (0: off)", "server")
+    log_level: str = setting("info", "JSON log lines on stderr from this level up", "server",
+                             choices=("debug", "info", "warning", "error"))
+    grace_s: float = setting(5.0, "on SIGTERM: how long calls in flight may take to finish "
+                             "(the drain)", "server", flag="--grace", metavar="SECONDS")
+    event_loop: str = setting("uvloop", "the event loop (uvloop costs less CPU per action, "
+                              "see docs/performance.md; asyncio: the standard one)", "server",
+                              choices=("uvloop", "asyncio"))
+    gc_thresholds: str = setting("", "the collector's young thresholds GEN0,GEN1, for "
+                                 "measuring (empty: tapis_service/gctune.py's)", "server",
+                                 metavar="GEN0,GEN1")
+    # --- store -------------------------------------------------------------------------------
+    store: str = setting("memory", "sqlite (durable, under --data-dir), postgres (shared, "
+                         "--database-url) or memory (keeps nothing)", "store",
+                         choices=("sqlite", "postgres", "memory"),
+                         default_text="sqlite with --data-dir, postgres with --database-url, "
+                                      "else memory")
+    data_dir: Path | None = setting(None, "where the durable store keeps its files", "store")
+    database_url: str | None = setting(None, "PostgreSQL URL (postgresql://...): the store a "
+                                       "cluster shares", "store")
+    db_wait_s: float = setting(0.0, "at start, how long to wait for an unreachable database "
+                               "before refusing to start (0: for ever, NOT_SERVING meanwhile)",
+                               "store", flag="--db-wait", metavar="SECONDS")
+    snapshot_every: int = setting(200, "a checkpoint of a table every N inputs (and at each "
+                                  "game end)", "store")
+    finished_retention: int = setting(10_000, "finished tables kept queryable (oldest dropped "
+                                      "first)", "store", flag="--retention")
+    store_retry_ms: int = setting(500, "after a failed write: how often the store is probed "
+                                  "until it commits again", "store")
+    # --- cluster -----------------------------------------------------------------------------
+    advertise: str | None = setting(None, "run as a cluster node that other nodes reach at "
+                                    "HOST:PORT (needs --database-url; an IPv6 host in "
+                                    "brackets: [::1]:50051)", "cluster", metavar="HOST:PORT")
+    node_ttl_s: float = setting(3.0, "a node's membership lasts this long unless renewed "
+                                "(every second)", "cluster", flag="--node-ttl",
+                                metavar="SECONDS")
+    node_id: str | None = setting(None, "this node's id", "cluster",
+                                  default_text="a fresh random one per process")
+    relay: str = setting("tunnel", "how a node relays a unary call to a table's owner: a "
+                         "message on one stream per pair of nodes, or a call of its own",
+                         "cluster", choices=("tunnel", "call"))
+    # --- games -------------------------------------------------------------------------------
+    allow_stacked_decks: bool = setting(False, "accept explicit deck orders and chosen seeds "
+                                        "(tests, tutorials, bug reports); every view then says "
+                                        "the deal was chosen", "games")
+    bot_delay_ms: int = setting(600, "how long a server bot waits before it moves (people "
+                                "like to see the cards)", "games")
+    slap_rate_per_s: float = setting(10.0, "slaps per second per seat", "games",
+                                     flag="--slap-rate")
+    slap_burst: int = setting(5, "slaps a seat may send at once before --slap-rate applies",
+                              "games")
     # --- limits (docs/limits.md) -------------------------------------------------------------
-    create_rate_per_s: float = 5.0
-    """CreateGame calls per second per client address (0: no limit), with ``create_burst``."""
-    create_burst: int = 100
-    bad_token_rate_per_s: float = 1.0
-    """Calls with a wrong seat token per second per client address (0: no limit)."""
-    bad_token_burst: int = 20
-    unjoined_ttl_s: float = 600.0
-    """A table that no person joined is dropped after this long (0: never)."""
-    abandon_after_s: float = 3600.0
-    """A table not over where no person acted for this long ends as abandoned (0: never)."""
-    max_streams_per_table: int = 256
-    max_streams_per_connection: int = 1000
-    max_streams_per_peer: int = 20_000
-    """Open StreamEvents calls per table, per connection and per client address."""
-    stream_stall_ms: int = 20_000
-    """A stream whose client has not taken a message for this long is cut (STREAM_TOO_SLOW)."""
-    max_in_flight: int = 1000
-    """Unary calls handled at once; beyond, RESOURCE_EXHAUSTED / OVERLOADED."""
-    max_pending_calls: int = 20_000
-    """Calls grpc's core queues before the server takes them (its default, 1,000, cancels
-    arrivals at random beyond it: 7.8% CANCELLED at 2,000 concurrent calls)."""
-    keepalive_time_ms: int = 60_000
-    """Ping a connection idle this long (dead peers are noticed and their calls ended)."""
-    keepalive_timeout_ms: int = 20_000
+    max_games: int = setting(100_000, "tables held at most (beyond: RESOURCE_EXHAUSTED / "
+                             "TOO_MANY_GAMES)", "limits")
+    create_rate_per_s: float = setting(5.0, "CreateGame calls per second per client address "
+                                       "(0: no limit)", "limits", flag="--create-rate")
+    create_burst: int = setting(100, "CreateGame calls an address may make at once", "limits")
+    bad_token_rate_per_s: float = setting(1.0, "calls with a wrong seat token per second per "
+                                          "client address (0: no limit)", "limits",
+                                          flag="--bad-token-rate")
+    bad_token_burst: int = setting(20, "wrong-token calls an address may make at once",
+                                   "limits")
+    unjoined_ttl_s: float = setting(600.0, "drop a table no person joined after this long "
+                                    "(0: never)", "limits", flag="--unjoined-ttl",
+                                    metavar="SECONDS")
+    abandon_after_s: float = setting(3600.0, "end as abandoned a table not over where no "
+                                     "person acted this long (0: never)", "limits",
+                                     flag="--abandon-after", metavar="SECONDS")
+    max_streams_per_table: int = setting(256, "open event streams on one table (beyond: "
+                                         "TOO_MANY_STREAMS)", "limits")
+    max_streams_per_connection: int = setting(1000, "open event streams on one HTTP/2 "
+                                              "connection", "limits")
+    max_streams_per_peer: int = setting(20_000, "open event streams from one client address",
+                                        "limits")
+    stream_stall_ms: int = setting(20_000, "cut a stream whose client has not taken a message "
+                                   "for this long (STREAM_TOO_SLOW)", "limits")
+    stream_queue_size: int = setting(4096, "events buffered per open stream; a stream further "
+                                     "behind is cut off (it may resume)", "limits")
+    max_in_flight: int = setting(1000, "unary calls handled at once (beyond: "
+                                 "RESOURCE_EXHAUSTED / OVERLOADED)", "limits")
+    max_pending_calls: int = setting(20_000, "calls grpc's core queues before the server takes "
+                                     "them (beyond: some are cancelled, all of them beyond "
+                                     "twice as many)", "limits")
+    keepalive_time_ms: int = setting(60_000, "ping a connection idle this long (dead peers are "
+                                     "noticed and their calls ended)", "limits")
+    keepalive_timeout_ms: int = setting(20_000, "drop a connection whose ping is not answered "
+                                        "within this", "limits")
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """One setting as declared: the field, its value type, its default and its option."""
+
+    name: str
+    kind: type
+    """The value's type (``int``, ``float``, ``str``, ``bool``, ``Path``)."""
+    optional: bool
+    """None is a value (no default)."""
+    default: Any
+    option: Option
+
+    @property
+    def flag(self) -> str:
+        return self.option.flag or "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        """The environment variable: TAPIS_ and the flag's name."""
+        return "TAPIS_" + self.flag[2:].upper().replace("-", "_")
+
+
+def declared() -> list[Declared]:
+    """Every setting, in declaration order."""
+    hints = typing.get_type_hints(Settings)
+    found = []
+    for item in dataclasses.fields(Settings):
+        hint = hints[item.name]
+        arguments = [a for a in typing.get_args(hint) if a is not type(None)]
+        optional = len(arguments) < len(typing.get_args(hint))
+        kind = arguments[0] if optional else hint
+        found.append(Declared(item.name, kind, optional, item.default,
+                              item.metadata["option"]))
+    return found

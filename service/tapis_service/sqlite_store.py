@@ -169,16 +169,18 @@ class SqliteStore:
 
     # --- the Store hooks (called on the event loop, in order) ----------------------------
 
-    def created(self, game_id: str, record: JSON) -> asyncio.Future[None] | None:
+    def created(self, game_id: str, record: JSON) -> asyncio.Future[None]:
         self._order += 1
         return self._submit([("INSERT INTO games VALUES (?, ?, ?, 0)",
                               (game_id, self._order, _dumps(record)), "")])
 
-    def appended(self, game_id: str, index: int, entry: JSON) -> asyncio.Future[None] | None:
+    def appended(self, game_id: str, index: int, entry: JSON,
+                 epoch: int = 1) -> asyncio.Future[None]:
         return self._submit([(_APPEND, (game_id, index, _dumps(entry)),
                               f"game {game_id}: input {index - 1} is not committed")])
 
-    def snapshot(self, game_id: str, index: int, data: JSON) -> asyncio.Future[None] | None:
+    def snapshot(self, game_id: str, index: int, data: JSON,
+                 epoch: int = 1) -> asyncio.Future[None]:
         text = _dumps(data)
         finished = 1 if data.get("finished") else 0
         return self._submit([
@@ -189,16 +191,16 @@ class SqliteStore:
             ("UPDATE games SET finished = ? WHERE game_id = ?", (finished, game_id), ""),
         ])
 
-    def dropped(self, game_id: str) -> asyncio.Future[None] | None:
+    def dropped(self, game_id: str, epoch: int = 1) -> asyncio.Future[None]:
         return self._submit([(f"DELETE FROM {name} WHERE game_id = ?", (game_id,), "")
                              for name in ("journal", "snapshots", "games")])
 
-    def probe(self) -> asyncio.Future[None] | None:
+    def probe(self) -> asyncio.Future[None]:
         """A small write of its own: completes once the store commits writes again."""
         return self._submit([("INSERT OR REPLACE INTO meta VALUES ('probe', ?)",
                               (str(self.commits),), "")])
 
-    def load(self) -> list[tuple[str, JSON, JSON | None, list[JSON]]]:
+    async def load(self) -> list[tuple[str, JSON, JSON | None, list[JSON]]]:
         """Every stored table, oldest first: (game_id, creation record, last snapshot or None,
         the whole journal). A snapshot comes back as ``{"index", "format", "checksum_ok",
         "text"}``; recovery decodes and checks it (see recovery.py). A table whose rows cannot
@@ -226,7 +228,7 @@ class SqliteStore:
             loaded.append((game_id, *_decoded(game_id, record, row, journals.get(raw_id, []))))
         return loaded
 
-    def load_game(self, game_id: str) -> StoredGame | None:
+    async def load_game(self, game_id: str) -> StoredGame | None:
         """One stored table as ``load`` gives it (None: not stored). Call it once the writes
         queued before it have settled (their awaitables completed)."""
         try:
@@ -260,16 +262,13 @@ class SqliteStore:
 
     # --- the writer thread ----------------------------------------------------------------
 
-    def _submit(self, writes: list[Write]) -> asyncio.Future[None] | None:
+    def _submit(self, writes: list[Write]) -> asyncio.Future[None]:
         if self._closed:
             raise RuntimeError("the store is closed")
         loop = self._loop
         if loop is None or not loop.is_running():  # looked up once per loop: on Python 3.11
-            try:                                   # each lookup is a getpid system call
-                loop = self._loop = asyncio.get_running_loop()
-            except RuntimeError:
-                loop = None
-        future = loop.create_future() if loop is not None else None
+            loop = self._loop = asyncio.get_running_loop()  # each lookup is a getpid call
+        future = loop.create_future()
         self._queue.put(_Job(writes, loop, future))
         return future
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Generator
 from typing import Any, Protocol
 
 JSON = dict[str, Any]
@@ -40,38 +40,40 @@ class CreateConflict(JournalConflict):
 
 
 class Store(Protocol):
-    """Persistence hooks, called in the order things happen.
+    """Persistence, called in the order things happen.
 
-    ``created`` and ``appended`` are called synchronously, in order; when they return an
-    awaitable, the answer to the client waits for it (the write is durable once it completes).
-    A write that is not committed completes with a ``StoreError``: ``StoreUnavailable`` when
-    the store refuses writes for now, ``JournalConflict`` when the journal already holds that
-    index. ``appended`` must never overwrite an existing (game_id, index).
+    A write (``created``, ``appended``, ``snapshot``, ``dropped``, ``probe``) is queued when it
+    is called, in call order, and returns an awaitable that completes once the write is
+    committed (durable); a write that is not committed completes with a ``StoreError``:
+    ``StoreUnavailable`` when the store refuses writes for now, ``JournalConflict`` when the
+    journal already holds that index or the table's fencing ``epoch`` moved on (a store that
+    is not fenced ignores epochs). ``appended`` never overwrites an existing (game_id, index).
+    A snapshot or a drop that fails costs nothing: nobody waits for it.
     """
 
     keeps_journal: bool
     """False for a store that keeps nothing: the host then builds no journal entry nor
     snapshot for it."""
 
-    def created(self, game_id: str, record: JSON) -> Awaitable[None] | None: ...
+    def created(self, game_id: str, record: JSON) -> Awaitable[None]: ...
 
-    def appended(self, game_id: str, index: int, entry: JSON) -> Awaitable[None] | None: ...
+    def appended(self, game_id: str, index: int, entry: JSON, epoch: int) -> Awaitable[None]: ...
 
-    def snapshot(self, game_id: str, index: int, data: JSON) -> Awaitable[None] | None: ...
+    def snapshot(self, game_id: str, index: int, data: JSON, epoch: int) -> Awaitable[None]: ...
 
-    def dropped(self, game_id: str) -> Awaitable[None] | None: ...
+    def dropped(self, game_id: str, epoch: int) -> Awaitable[None]: ...
 
-    def load(self) -> list[tuple[str, JSON, JSON | None, list[JSON]]]:
+    async def load(self) -> list[tuple[str, JSON, JSON | None, list[JSON]]]:
         """Every stored table: (game_id, creation record, last snapshot or None, the whole
         journal); recovery replays the journal and checks it against the snapshot."""
         ...
 
-    def load_game(self, game_id: str) -> StoredGame | Awaitable[StoredGame | None] | None:
+    async def load_game(self, game_id: str) -> StoredGame | None:
         """One stored table as ``load`` gives it (None: not stored), read after every write
         queued before the call: the durable prefix a discarded session is rebuilt from."""
         ...
 
-    def probe(self) -> Awaitable[None] | None:
+    def probe(self) -> Awaitable[None]:
         """A small write of the store's own: completes once the store commits writes again
         (the host probes with it after a failed write before rebuilding its games)."""
         ...
@@ -79,31 +81,44 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+class _Committed:
+    """An awaitable that is complete already: a write of a store that keeps nothing."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # a generator that ends at once
+
+
+COMMITTED: Awaitable[None] = _Committed()
+
+
 class MemoryStore:
     """Keeps nothing: ``--store memory``."""
 
     keeps_journal = False
 
-    def created(self, game_id: str, record: JSON) -> None:
-        return None
+    def created(self, game_id: str, record: JSON) -> Awaitable[None]:
+        return COMMITTED
 
-    def appended(self, game_id: str, index: int, entry: JSON) -> None:
-        return None
+    def appended(self, game_id: str, index: int, entry: JSON, epoch: int) -> Awaitable[None]:
+        return COMMITTED
 
-    def snapshot(self, game_id: str, index: int, data: JSON) -> None:
-        return None
+    def snapshot(self, game_id: str, index: int, data: JSON, epoch: int) -> Awaitable[None]:
+        return COMMITTED
 
-    def dropped(self, game_id: str) -> None:
-        return None
+    def dropped(self, game_id: str, epoch: int) -> Awaitable[None]:
+        return COMMITTED
 
-    def load(self) -> list[tuple[str, JSON, JSON | None, list[JSON]]]:
+    async def load(self) -> list[tuple[str, JSON, JSON | None, list[JSON]]]:
         return []
 
-    def load_game(self, game_id: str) -> StoredGame | None:
+    async def load_game(self, game_id: str) -> StoredGame | None:
         return None
 
-    def probe(self) -> None:
-        return None
+    def probe(self) -> Awaitable[None]:
+        return COMMITTED
 
     def close(self) -> None:
         return None

@@ -7,19 +7,22 @@ completes. Each stream records when its current write began (on the injected clo
 watchdog, running while any stream is open, cuts a stream whose write has been pending for
 ``stall_ms``: the client gets ``RESOURCE_EXHAUSTED`` / ``STREAM_TOO_SLOW`` (with the sequence to
 resume after) once it reads again, and the handler task is cancelled at once, so its queue
-and subscription are freed whether or not the client ever reads.
+and subscription are freed whether or not the client ever reads. The watchdog knows no
+transport: each stream is opened with the function that ends it (``GameApi.stream_events``'s
+``end``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import grpc
 
 from tapis_service.clock import Clock, TimerHandle
-from tapis_service.errors import ServiceError, to_status
+from tapis_service.errors import ServiceError
 from tapis_service.limits import peer_host
 
 
@@ -30,18 +33,20 @@ def too_many_streams(message: str) -> ServiceError:
 def too_slow(last: int) -> ServiceError:
     """The refusal of a stream cut off for falling behind; it may resume after ``last``."""
     return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "STREAM_TOO_SLOW",
-                        f"this stream fell too far behind; resume with after_sequence={last}")
+                        f"this stream fell too far behind; resume with after_sequence={last}",
+                        resume_at(last))
 
 
 def stopping(last: int) -> ServiceError:
     """The end of a stream the server closes because it is stopping; it may resume after
     ``last`` once the server (or another node) serves again."""
     return ServiceError(grpc.StatusCode.UNAVAILABLE, "SERVER_STOPPING",
-                        f"the server is stopping; resume with after_sequence={last}")
+                        f"the server is stopping; resume with after_sequence={last}",
+                        resume_at(last))
 
 
 def resume_at(last: int) -> dict[str, str]:
-    """The ErrorInfo metadata of ``too_slow``: where the client resumes."""
+    """The ErrorInfo metadata of a stream's end: where the client resumes."""
     return {"resume_after_sequence": str(last)}
 
 
@@ -50,14 +55,14 @@ class OpenStream:
     """One open StreamEvents call, as the watchdog sees it."""
 
     peer: str
-    context: grpc.aio.ServicerContext
+    end: Callable[[ServiceError], None]
+    """Ends the stream with a refusal, from outside its task (its transport's doing)."""
     task: asyncio.Task[object] | None
     writing_since: int | None = None
     """Clock time at which the message being written was handed to grpc (None: not writing)."""
     last: int = 0
     """The sequence of the last event written."""
     cut: bool = False
-    _abort: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
 class StreamGuard:
@@ -77,7 +82,7 @@ class StreamGuard:
         self.cut_count = 0
 
     def open_stream(self, peer: str, table_streams: int,
-                    context: grpc.aio.ServicerContext) -> OpenStream:
+                    end: Callable[[ServiceError], None]) -> OpenStream:
         """Register a new stream, or refuse it (TOO_MANY_STREAMS) beyond a cap."""
         if table_streams >= self.per_table:
             raise too_many_streams(f"this table has {self.per_table} open streams already")
@@ -93,7 +98,7 @@ class StreamGuard:
             task: asyncio.Task[object] | None = asyncio.current_task()
         except RuntimeError:
             task = None
-        stream = OpenStream(peer, context, task)
+        stream = OpenStream(peer, end, task)
         self.open.add(stream)
         if self._timer is None and self.stall_ms > 0:
             self._arm()
@@ -132,15 +137,8 @@ class StreamGuard:
             return
         stream.cut = True
         self.cut_count += 1
-        stream._abort = asyncio.ensure_future(end_too_slow(stream.context, stream.last))
+        stream.end(too_slow(stream.last))
         if stream.task is not None:
             stream.task.cancel()
         self.close_stream(stream)
 
-
-async def end_too_slow(context: grpc.aio.ServicerContext, last: int) -> None:
-    """End a stream cut for slowness from another task: ``too_slow(last)``, resumable."""
-    try:
-        await context.abort_with_status(to_status(too_slow(last), resume_at(last)))
-    except Exception:  # abort_with_status raises AbortError once the status is queued
-        return

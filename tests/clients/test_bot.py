@@ -22,7 +22,8 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import bot, strategies
 from tapis_clients.connection import Connection
 from tapis_service.clock import ManualClock
-from tests.conftest import ServerFactory, auth, person_seats
+from tests.support.calls import auth, person_seats
+from tests.support.server import ServerFactory
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "clients" / "examples"
 

@@ -8,7 +8,8 @@ import sys
 import uuid
 
 from tapis.v1 import game_service_pb2 as pb
-from tests.conftest import ServerFactory, person_seats
+from tests.support.calls import person_seats
+from tests.support.server import ServerFactory
 
 
 async def tapis(*args: str, stdout: int) -> tuple[int, bytes]:

@@ -22,7 +22,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis_clients import bot, cli, connection, seats_file
 from tapis_clients.connection import Connection, resolve_target
-from tests.conftest import ServerFactory
+from tests.support.server import ServerFactory
 
 
 @pytest.mark.parametrize("argv", [

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ServerFactory
+from tests.support.server import ServerFactory
 from tools import screens
 
 

@@ -21,7 +21,8 @@ from tapis.v1.cards_pb2 import Card
 from tapis_clients import seats_file
 from tapis_service.clock import ManualClock
 from tests.clients.terminal import PATIENCE_S, Terminal
-from tests.conftest import Harness, ServerFactory, auth, person_seats
+from tests.support.calls import auth, person_seats
+from tests.support.server import Harness, ServerFactory
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 FLIP = pb.Action(bataille_corse=corse_pb2.BatailleCorseAction(

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from tests.cluster.harness import Node
-
-StartNodes = Callable[[int], Awaitable[list[Node]]]
+from tests.cluster.harness import Node, StartNodes
 
 
 @pytest.fixture
 def cluster_url(database_url: str) -> str:
-    """The cluster's database: a fresh, empty one per test (``tests.postgres``)."""
+    """The cluster's database: a fresh, empty one per test (``tests.support.postgres``)."""
     return database_url
 
 

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import asyncpg
 import grpc
 
-from tests.durability.process import free_port, wait_serving
+from tests.support.process import free_port, wait_serving
 
 RECONNECT_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
                      ("grpc.min_reconnect_backoff_ms", 100),
@@ -146,3 +147,7 @@ async def fetch(database_url: str, sql: str, *args: Any) -> list[asyncpg.Record]
         return list(await connection.fetch(sql, *args))
     finally:
         await connection.close()
+
+
+StartNodes = Callable[[int], Awaitable[list[Node]]]
+"""The ``start_nodes`` fixture: ``await start_nodes(n)`` gives n more running nodes."""

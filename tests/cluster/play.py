@@ -13,27 +13,25 @@ from typing import Any, TypeVar
 
 import grpc
 
-from tapis.v1 import basra_pb2, bataille_corse_pb2, boutons_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.adapters import ADAPTERS
-from tests.durability.driver import auth
+from tests.support.driver import Game, Pace, play
+from tests.support.games import short_options
 
 T = TypeVar("T")
 RETRIED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 GIVE_UP_S = 30.0
 CALL_TIMEOUT_S = 5.0
-SMALL_GAMES: dict[str, dict[str, Any]] = {
-    "war": {"war": war_pb2.WarOptions(target_points=40)},
-    "bataille-corse": {"bataille_corse": bataille_corse_pb2.BatailleCorseOptions(flip_cap=300)},
-    "boutons": {"boutons": boutons_pb2.BoutonsOptions(rounds=3)},
-    "basra": {"basra": basra_pb2.BasraOptions()},
-}
-"""Every kind, as short as its options allow (tests must stay fast)."""
+Table = Game
+"""A table the drivers play: its id, kind, seat tokens and acknowledged actions."""
 
 
 @dataclass
-class Stats:
+class Stats(Pace):
+    """The drivers' pace (retried, bounded calls; players held back to ``allowed``) and what
+    they met."""
+
     retries: int = 0
     errors: list[str] = field(default_factory=list)
     acks: int = 0
@@ -41,6 +39,7 @@ class Stats:
     """Acknowledged actions (all tables) the drivers may reach before they wait: a chaos loop
     raises it step by step, so that the games cannot end before its disruptions do."""
     raised: asyncio.Event = field(default_factory=asyncio.Event)
+    timeout: float | None = CALL_TIMEOUT_S
 
     def allow(self, more: float) -> None:
         self.allowed = self.acks + more
@@ -51,20 +50,14 @@ class Stats:
             self.raised.clear()
             await self.raised.wait()
 
+    async def call(self, make: Callable[[], Awaitable[T]]) -> T:
+        return await retrying(self, make)
 
-@dataclass
-class Ack:
-    request_id: str
-    version: int
+    def acknowledged(self) -> None:
+        self.acks += 1
 
-
-@dataclass
-class Table:
-    game_id: str
-    kind: str
-    tokens: list[str]
-    acks: list[Ack] = field(default_factory=list)
-    finished: bool = False
+    def failed(self, game: Game, error: grpc.aio.AioRpcError) -> None:
+        self.errors.append(f"{game.kind} {error.code().name}: {error.details()}")
 
 
 async def retrying(stats: Stats, call: Callable[[], Awaitable[T]]) -> T:
@@ -88,7 +81,7 @@ async def new_table(stub: pb_grpc.GameServiceStub, stats: Stats, kind: str, seed
     created = await retrying(stats, lambda: stub.CreateGame(pb.CreateGameRequest(
         kind=ADAPTERS[kind].proto_kind, seats=players, seed=seed,  # type: ignore[arg-type]
         seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON) for _ in range(players)],
-        request_id=f"create-{kind}-{seed}", **SMALL_GAMES[kind]), timeout=CALL_TIMEOUT_S))
+        request_id=f"create-{kind}-{seed}", **short_options(kind)), timeout=CALL_TIMEOUT_S))
     game_id = created.game.game_id
     tokens = []
     for seat in range(players):
@@ -101,37 +94,8 @@ async def new_table(stub: pb_grpc.GameServiceStub, stats: Stats, kind: str, seed
 
 async def play_to_the_end(stub: pb_grpc.GameServiceStub, stats: Stats, table: Table,
                           rng: random.Random, max_actions: int = 5000) -> None:
-    """Legal moves (picked by ``rng``) until the game is over."""
-    while len(table.acks) < max_actions:
-        spectator = (await retrying(stats, lambda: stub.GetGame(
-            pb.GetGameRequest(game_id=table.game_id), timeout=CALL_TIMEOUT_S))).game
-        if spectator.status == pb.GAME_STATUS_GAME_OVER:
-            table.finished = True
-            return
-        seat = rng.choice(list(spectator.awaiting_seats) or list(range(len(table.tokens))))
-        view = (await retrying(stats, lambda seat=seat: stub.GetGame(
-            pb.GetGameRequest(game_id=table.game_id), metadata=auth(table.tokens[seat]),
-            timeout=CALL_TIMEOUT_S))).game
-        choices = [a for a in view.legal_actions
-                   if a.WhichOneof("action") not in ("start_next_game", "reclaim_seat")]
-        if not choices:
-            continue
-        await stats.turn()
-        request = pb.SubmitActionRequest(
-            game_id=table.game_id, action=rng.choice(choices),
-            request_id=f"{table.game_id}-{len(table.acks)}-{rng.getrandbits(32):x}",
-            expected_version=view.version)
-        try:
-            response = await retrying(stats, lambda seat=seat, request=request: stub.SubmitAction(
-                request, metadata=auth(table.tokens[seat]), timeout=CALL_TIMEOUT_S))
-        except grpc.aio.AioRpcError as error:
-            if error.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION,
-                                grpc.StatusCode.RESOURCE_EXHAUSTED):
-                continue  # the table moved on (or a slap came too fast): look again
-            stats.errors.append(f"{table.kind} {error.code().name}: {error.details()}")
-            raise
-        table.acks.append(Ack(request.request_id, response.version))
-        stats.acks += 1
+    """Legal moves (picked by ``rng``) until the game is over or ``max_actions`` are acked."""
+    await play(stub, table, rng, max_actions - len(table.acks), stats)
 
 
 def ledger_problems(tables: list[Table],

@@ -12,7 +12,7 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tests.cluster.conftest import StartNodes
+from tests.cluster.harness import StartNodes
 
 
 def create(request_id: str) -> pb.CreateGameRequest:

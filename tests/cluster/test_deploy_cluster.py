@@ -10,7 +10,8 @@ from typing import Any
 
 import yaml
 
-from tests.durability.test_deploy import _tool, image_env
+from tests.support.deploy import image_env
+from tests.support.deploy import tool as _tool
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 K8S = DEPLOY / "k8s" / "cluster"

@@ -10,8 +10,7 @@ import random
 
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_engine.registry import GAMES
-from tests.cluster.conftest import StartNodes
-from tests.cluster.harness import Node, journals, round_robin
+from tests.cluster.harness import Node, StartNodes, journals, round_robin
 from tests.cluster.play import Stats, ledger_problems, new_table, play_to_the_end
 
 KINDS = sorted(GAMES)

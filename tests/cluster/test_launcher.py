@@ -17,7 +17,10 @@ import time
 from pathlib import Path
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+pytestmark = pytest.mark.slow  # an embedded PostgreSQL and node processes, killed
 
 READY_WITHIN_S = 60.0
 

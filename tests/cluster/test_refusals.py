@@ -8,9 +8,9 @@ import grpc
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tests.cluster.conftest import StartNodes
-from tests.limits.common import reason_of
-from tests.limits.test_decoding import JUNK, METHODS, raw_call
+from tests.cluster.harness import StartNodes
+from tests.support.calls import reason_of
+from tests.support.raw import JUNK, METHODS, raw_call
 
 
 async def test_undecodable_bytes_on_a_node_are_invalid_requests(start_nodes: StartNodes) -> None:

@@ -15,7 +15,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tests.cluster.harness import Node
 from tests.cluster.play import Stats, new_table
-from tests.limits.common import reason_of
+from tests.support.calls import reason_of
 
 CAP = 3
 SEPARATE = [("grpc.use_local_subchannel_pool", 1)]

@@ -12,7 +12,7 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tests.cluster.conftest import StartNodes
+from tests.cluster.harness import StartNodes
 from tests.cluster.play import Stats, new_table, play_to_the_end
 
 PLAYED_BEFORE = 8

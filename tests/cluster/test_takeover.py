@@ -14,10 +14,9 @@ import grpc
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
-from tests.cluster.conftest import StartNodes
-from tests.cluster.harness import TTL_S, fetch, journals
+from tests.cluster.harness import TTL_S, StartNodes, fetch, journals
 from tests.cluster.play import Stats, ledger_problems, new_table, play_to_the_end, retrying
-from tests.durability.driver import auth
+from tests.support.calls import auth
 
 WAIT_S = 60.0
 

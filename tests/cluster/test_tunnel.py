@@ -21,8 +21,8 @@ from tapis_service.cluster import tunnel
 from tapis_service.errors import ServiceError, to_status
 from tapis_service.wire import varint
 from tests.cluster.harness import Node
-from tests.cluster.play import Stats, auth, new_table
-from tests.limits.common import reason_of
+from tests.cluster.play import Stats, new_table
+from tests.support.calls import auth, reason_of
 
 KEY = "relay-key"
 FORWARDED = "tapis-forwarded"

@@ -4,8 +4,9 @@ For each registered game and each seat count: seeded random play to the end thro
 table, checking at every step (every 25th after the first 300, to keep long games fast) that
 - no view or redacted event shows a card its recipient could not have seen (a card is seeable
   once it has appeared in the spectator's record, or when it is the recipient's own private
-  card, as the per-game hook says);
-- every legal action applies; illegal ones raise and change nothing;
+  card, as the game's descriptor says);
+- every legal action applies; illegal ones raise and change nothing; an awaited seat can always
+  make the game's routine action, when its descriptor names one;
 - the state survives a JSON snapshot round-trip;
 and then that a replay of the same actions gives the same game event for event, even with the
 global ``random`` disturbed between steps (RLCard's determinism test).
@@ -15,8 +16,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Iterator
-from dataclasses import fields, is_dataclass
 from typing import Any
 
 import pytest
@@ -25,32 +24,10 @@ from tapis_engine import table as tbl
 from tapis_engine.cards import Card
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup, Rules
-from tapis_engine.registry import GAMES
+from tapis_engine.registry import BY_KIND, GAMES
+from tests.support.cards import cards_in
 
 MAX_STEPS = 60_000
-
-
-def _basra_private(state: Any, seat: int) -> Iterator[Card]:
-    yield from state.hands[seat]
-
-
-PRIVATE: dict[str, Callable[[Any, int], Iterator[Card]]] = {"basra": _basra_private}
-"""Cards a seat may see that nobody else may: the per-game knowledge of the suite."""
-
-
-def cards_in(value: Any) -> Iterator[Card]:
-    """Every card inside a view or event (dataclasses, tuples, lists, dicts)."""
-    if isinstance(value, Card):
-        yield value
-    elif is_dataclass(value) and not isinstance(value, type):
-        for f in fields(value):
-            yield from cards_in(getattr(value, f.name))
-    elif isinstance(value, (tuple, list, set, frozenset)):
-        for item in value:
-            yield from cards_in(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from cards_in(item)
 
 
 def cases() -> list[tuple[str, int]]:
@@ -117,7 +94,7 @@ def _check_views(rules: Rules[Any, Any, Any], table: tbl.Table, events: list[tbl
     for event in game_events:
         public.update(cards_in(rules.redact(event, None)))
     public.update(cards_in(rules.view(state, None)))
-    hook = PRIVATE.get(rules.kind)
+    hook = BY_KIND[rules.kind].private_cards
     for seat in range(len(table.seats)):
         own = set(hook(state, seat)) if hook else set()
         seen = set(cards_in(rules.view(state, seat)))
@@ -126,6 +103,10 @@ def _check_views(rules: Rules[Any, Any, Any], table: tbl.Table, events: list[tbl
         leaked = seen - public - own
         assert not leaked, f"seat {seat} sees {sorted(map(str, leaked))}"
         assert list(rules.legal_actions(state, seat)) == list(rules.legal_actions(state, seat))
+    routine = BY_KIND[rules.kind].routine_action
+    if routine is not None:
+        for seat in rules.to_act(state):
+            assert routine in rules.legal_actions(state, seat), f"seat {seat} cannot {routine}"
 
 
 def _is_table_event(body: Any) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.support.games import GAME_ONEOFS, KINDS, game_fields
 from tools.api_docs import API_DOC, README, TABLE_BEGIN, expected_outputs
 
 
@@ -15,9 +16,12 @@ def test_generated_docs_are_up_to_date() -> None:
 
 def test_the_reference_documents_every_type_and_the_error_reasons() -> None:
     text = API_DOC.read_text(encoding="utf-8")
-    for heading in ("### GameService", "### ErrorReason", "### Event", "### WarView",
-                    "### BasraAction", "### BoutonsEvent", "### BatailleCorseOptions"):
-        assert f"\n{heading}\n" in text
+    per_game = [f"### {field.message_type.name}" for message, oneof in GAME_ONEOFS
+                for field in message.DESCRIPTOR.oneofs_by_name[oneof].fields
+                if field.name in game_fields(message, oneof)]
+    assert len(per_game) == len(GAME_ONEOFS) * len(KINDS)
+    for heading in ("### GameService", "### ErrorReason", "### Event", *per_game):
+        assert f"\n{heading}\n" in text, heading
     assert "| `ERROR_REASON_NOT_YOUR_TURN` |" in text
     readme = README.read_text(encoding="utf-8")
     assert TABLE_BEGIN in readme

@@ -19,7 +19,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 
 from tapis.v1 import errors_pb2
 from tapis.v1 import game_service_pb2 as pb
-from tests.conftest import Harness
+from tests.support.server import Harness
 from tools.decode_error import decode_details
 
 BUF = Path(sys.executable).parent / "buf"

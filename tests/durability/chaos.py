@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from tapis_engine.registry import GAMES
-from tests.durability.process import ServerProcess
+from tests.support.process import ServerProcess
 
 
 async def chaos_run(kind: str, games: int, kills: int, seed: int, data_dir: Path,

@@ -12,8 +12,10 @@ import pytest
 
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.sqlite_store import FILE_NAME
-from tests.durability.driver import play, start_game
-from tests.durability.process import ServerProcess, channel
+from tests.support.driver import play, start_game
+from tests.support.process import ServerProcess, channel
+
+pytestmark = pytest.mark.slow  # server processes started, killed, restarted
 
 PAGE = 4096
 
@@ -83,12 +85,12 @@ async def test_a_damaged_database_file_is_refused_at_start_with_exit_2(
     assert "refusing to start" in lines[0]
 
 
-def test_a_fresh_data_directory_starts_empty(tmp_path: Path) -> None:
+async def test_a_fresh_data_directory_starts_empty(tmp_path: Path) -> None:
     """Only a directory that has served before (its join key is there) is protected."""
     from tapis_service.sqlite_store import SqliteStore
 
     store = SqliteStore(tmp_path / "fresh")
-    assert store.load() == []
+    assert await store.load() == []
     store.close()
 
 

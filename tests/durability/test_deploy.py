@@ -6,42 +6,24 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tapis_service.sqlite_store import FILE_NAME
-from tests.durability.process import free_port, wait_serving
-
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-DOCKERFILE = DEPLOY / "Dockerfile"
-MANIFESTS = [DEPLOY / "compose.yaml", *sorted((DEPLOY / "k8s").glob("*.yaml"))]
-BIN = Path(sys.executable).parent
-
-
-def instructions() -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) of the final stage, continuation lines joined."""
-    text = re.sub(r"\\\n\s*", " ", DOCKERFILE.read_text())
-    lines = [line.strip() for line in text.splitlines()]
-    parsed = [tuple(line.split(None, 1)) for line in lines if line and not line.startswith("#")]
-    stages = [i for i, (word, *_) in enumerate(parsed) if word == "FROM"]
-    return [(word, rest) for word, rest in parsed[stages[-1]:]]
-
-
-def exec_form(arguments: str) -> list[str]:
-    command = json.loads(arguments)
-    assert isinstance(command, list), "use the exec form (a JSON list): signals reach the server"
-    return [str(part) for part in command]
-
-
-def image_env() -> dict[str, str]:
-    env: dict[str, str] = {}
-    for word, rest in instructions():
-        if word == "ENV":
-            for name, value in re.findall(r"(\w+)=(\S+)", rest):
-                env[name] = value
-    return env
+from tests.support.deploy import (
+    BIN,
+    DEPLOY,
+    DOCKERFILE,
+    MANIFESTS,
+    exec_form,
+    image_env,
+    instructions,
+)
+from tests.support.deploy import tool as _tool
+from tests.support.process import free_port, wait_serving
 
 
 def test_the_final_image_runs_as_a_non_root_user_with_a_data_volume() -> None:
@@ -53,6 +35,7 @@ def test_the_final_image_runs_as_a_non_root_user_with_a_data_volume() -> None:
     assert "HEALTHCHECK" in words
 
 
+@pytest.mark.slow  # a server process
 async def test_the_image_command_serves_health_and_its_healthcheck_passes(
         tmp_path: Path) -> None:
     """Run CMD as the image would (its ENV, with the port and the data directory moved here)."""
@@ -105,12 +88,6 @@ def test_the_manifests_parse_as_yaml() -> None:
     assert pod["securityContext"]["runAsNonRoot"] is True
     container = pod["containers"][0]
     assert container["livenessProbe"]["grpc"]["port"] == int(image_env()["TAPIS_PORT"])
-
-
-def _tool(name: str) -> str:
-    found = shutil.which(name) or (str(BIN / name) if (BIN / name).exists() else None)
-    assert found is not None, f"{name} is missing: it is a dev dependency (make setup)"
-    return found
 
 
 def test_hadolint_passes() -> None:

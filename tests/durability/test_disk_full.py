@@ -22,9 +22,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.sqlite_store import FILE_NAME
-from tests.durability.driver import Game, auth, start_game
-from tests.durability.process import ServerProcess, channel
-from tests.service.test_war_service import reason_of
+from tests.support.calls import auth, reason_of
+from tests.support.driver import Game, start_game
+from tests.support.process import ServerProcess, channel
+
+pytestmark = pytest.mark.slow  # server processes started, killed, restarted
 
 RETRY_FOR_S = 30.0
 

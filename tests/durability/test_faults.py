@@ -29,8 +29,8 @@ from tapis_service.clock import ManualClock
 from tapis_service.errors import ServiceError
 from tapis_service.host import GameHost
 from tapis_service.sqlite_store import FILE_NAME, SqliteStore
-from tests.conftest import TEST_SETTINGS, Harness, ServerFactory, auth, person_seats
-from tests.service.test_war_service import reason_of
+from tests.support.calls import auth, person_seats, reason_of
+from tests.support.server import TEST_SETTINGS, Harness, ServerFactory
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 WAIT_S = 20.0
@@ -311,19 +311,19 @@ async def test_the_store_refuses_a_hole_and_an_overwrite_without_failing_its_nei
     from tapis_service.store import JournalConflict, StoreUnavailable
 
     store = SqliteStore(tmp_path, synchronous="OFF")
-    await store.created("g", {"kind": "war"})  # type: ignore[misc]
+    await store.created("g", {"kind": "war"})
     results = await asyncio.gather(
-        store.appended("g", 1, {"n": 1}),  # type: ignore[arg-type]
-        store.appended("g", 3, {"n": 3}),  # type: ignore[arg-type]  # a hole: refused
-        store.appended("g", 2, {"n": 2}),  # type: ignore[arg-type]
-        store.appended("g", 2, {"n": 22}),  # type: ignore[arg-type]  # an overwrite: refused
-        store.appended("h", 1, {"n": 1}),  # type: ignore[arg-type]  # no creation record
+        store.appended("g", 1, {"n": 1}),
+        store.appended("g", 3, {"n": 3}),  # a hole: refused
+        store.appended("g", 2, {"n": 2}),
+        store.appended("g", 2, {"n": 22}),  # an overwrite: refused
+        store.appended("h", 1, {"n": 1}),  # no creation record
         return_exceptions=True)
     assert results[0] is None and results[2] is None
     assert isinstance(results[1], StoreUnavailable)
     assert isinstance(results[3], JournalConflict)
     assert isinstance(results[4], StoreUnavailable)
-    stored = store.load_game("g")
+    stored = await store.load_game("g")
     assert stored is not None
     assert stored[2] == [{"n": 1}, {"n": 2}]
     store.close()

@@ -13,16 +13,15 @@ from pathlib import Path
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_service.clock import ManualClock
 from tapis_service.sqlite_store import FILE_NAME
-from tests.conftest import Restartable
-from tests.durability.driver import all_events, auth, play, start_game
+from tests.support.calls import auth, reason_of
+from tests.support.driver import all_events, play, start_game
+from tests.support.server import Restartable
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 
@@ -134,14 +133,6 @@ def tamper(data_dir: Path, sql: str) -> None:
     with stored:
         assert stored.execute(sql).rowcount == 1
     stored.close()
-
-
-def reason_of(error: grpc.aio.AioRpcError) -> str:
-    status = rpc_status.from_call(error)
-    assert status is not None
-    info = error_details_pb2.ErrorInfo()
-    assert status.details[0].Unpack(info)
-    return info.reason
 
 
 async def assert_quarantined_alone(servers: Restartable, game_id: str, message: str) -> None:

@@ -18,8 +18,11 @@ from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_clients.connection import Connection
 from tapis_engine.registry import GAMES
-from tests.durability.driver import Game, all_events, auth, play, start_game
-from tests.durability.process import ServerProcess, channel
+from tests.support.calls import auth
+from tests.support.driver import Game, all_events, play, start_game
+from tests.support.process import ServerProcess, channel
+
+pytestmark = pytest.mark.slow  # server processes started, killed, restarted
 
 ACTIONS_BEFORE = 12
 ACKS_UNDER_LOAD = 30

@@ -42,7 +42,7 @@ async def test_concurrent_appends_are_group_committed_in_order(tmp_path: Path) -
                 for i in range(1, 51) for n in range(20)]
     await asyncio.gather(*pending)
     assert store.commits < len(pending)  # several writes per transaction
-    loaded = store.load()
+    loaded = await store.load()
     assert [game_id for game_id, *_ in loaded] == [f"g{n}" for n in range(20)]
     assert all(journal == [{"i": i} for i in range(1, 51)] for *_, journal in loaded)
     store.close()
@@ -57,7 +57,8 @@ async def test_close_commits_what_is_queued_and_dropped_games_are_gone(tmp_path:
     store.dropped("g1")
     store.close()
     reopened = SqliteStore(tmp_path)
-    loaded = {game_id: (snapshot, journal) for game_id, _, snapshot, journal in reopened.load()}
+    stored = await reopened.load()
+    loaded = {game_id: (snapshot, journal) for game_id, _, snapshot, journal in stored}
     assert sorted(loaded) == ["g0", "g2"]
     snapshot = loaded["g0"][0]
     assert snapshot is not None and snapshot["index"] == 1 and snapshot["checksum_ok"]

@@ -7,12 +7,9 @@ from typing import Any
 from tapis_engine.basra import RULES, BasraOptions, BasraState
 from tapis_engine.basra.captures import SEVEN_OF_DIAMONDS
 from tapis_engine.basra.rules import turn_order
-from tapis_engine.cards import JACK, Card, parse_card, standard_deck
+from tapis_engine.cards import JACK, Card, standard_deck
 from tapis_engine.protocol import GameSetup
-
-
-def cards(text: str) -> tuple[Card, ...]:
-    return tuple(parse_card(t) for t in text.split())
+from tests.support.cards import cards
 
 
 def deck_for(seats: int, dealer: int, hands: dict[int, str] | None = None, floor: str = "",

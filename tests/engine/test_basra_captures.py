@@ -13,12 +13,9 @@ from tapis_engine.basra.captures import (
     number_value,
 )
 from tapis_engine.cards import JACK, KING, QUEEN, Card, parse_card, standard_deck
+from tests.support.cards import cards
 
 DECK = standard_deck()
-
-
-def cards(text: str) -> tuple[Card, ...]:
-    return tuple(parse_card(t) for t in text.split())
 
 
 def options(card: str, floor: str, seven_sweeps: bool = True) -> set[tuple[Card, ...]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import fields, is_dataclass
 from typing import Any
 
 import pytest
@@ -17,19 +16,10 @@ from tapis_engine.basra import RULES, BasraOptions, BasraState
 from tapis_engine.basra.state import BasraScored, DealScored, HandsDealt
 from tapis_engine.cards import Card, standard_deck
 from tapis_engine.protocol import GameSetup
+from tests.support.cards import cards_in
 
 VARIANTS = [BasraOptions(), BasraOptions(variant="lebanese"), BasraOptions(variant="iraqi"),
             BasraOptions(two_card_jack_basra=True, target=151)]
-
-
-def cards_in(value: Any) -> list[Card]:
-    if isinstance(value, Card):
-        return [value]
-    if is_dataclass(value) and not isinstance(value, type):
-        return [c for f in fields(value) for c in cards_in(getattr(value, f.name))]
-    if isinstance(value, (tuple, list)):
-        return [c for item in value for c in cards_in(item)]
-    return []
 
 
 def play_game(seats: int, seed: int, options: BasraOptions, check: bool = True,

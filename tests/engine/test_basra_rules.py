@@ -22,7 +22,8 @@ from tapis_engine.basra.state import (
 from tapis_engine.cards import Card, parse_card, standard_deck
 from tapis_engine.errors import ErrorKind, Reason, RuleError
 from tapis_engine.protocol import GameSetup
-from tests.engine.basra_helpers import cards, deck_for, hand_built, start
+from tests.engine.basra_helpers import deck_for, hand_built, start
+from tests.support.cards import cards
 
 
 def play(state: BasraState, card: str, capture: str | None = None

@@ -36,10 +36,7 @@ from tapis_engine.boutons.state import (
 from tapis_engine.cards import Card, parse_card
 from tapis_engine.errors import ErrorKind, Reason, RuleError
 from tapis_engine.protocol import GameSetup
-
-
-def cards(*texts: str) -> tuple[Card, ...]:
-    return tuple(parse_card(text) for text in texts)
+from tests.support.cards import cards
 
 
 def stacked(*top: str) -> tuple[Card, ...]:

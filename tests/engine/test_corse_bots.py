@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tapis_engine.cards import Card, parse_card
 from tapis_engine.corse import RULES, CorseState, Flip, Slap
 from tapis_engine.corse.combinations import ALL_COMBINATIONS
-
-
-def cards(text: str) -> tuple[Card, ...]:
-    return tuple(parse_card(word) for word in text.split())
+from tests.support.cards import cards
 
 
 def table(decks: list[str], pile: str, turn: int = 0,

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tapis_engine.cards import parse_card
 from tapis_engine.corse.combinations import ALL_COMBINATIONS, find_combination, matches
+from tests.support.cards import cards
 
 ALL = frozenset(ALL_COMBINATIONS)
-
-
-def cards(text: str) -> list:
-    """"5H 7S" -> cards, oldest first (the last one is the top of the pile)."""
-    return [parse_card(word) for word in text.split()]
 
 
 @pytest.mark.parametrize(("pile", "name"), [

@@ -29,12 +29,9 @@ from tapis_engine.corse import (
 from tapis_engine.corse.combinations import ALL_COMBINATIONS
 from tapis_engine.errors import ErrorKind, Reason, RuleError
 from tapis_engine.protocol import GameSetup
+from tests.support.cards import cards
 
 ALL = frozenset(ALL_COMBINATIONS)
-
-
-def cards(text: str) -> tuple[Card, ...]:
-    return tuple(parse_card(word) for word in text.split())
 
 
 def table(decks: list[str], pile: str = "", *, face_up: int | None = None, turn: int = 0,

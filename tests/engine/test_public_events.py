@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tapis_engine.protocol import GameSetup, Rules
-from tapis_engine.registry import GAMES
+from tapis_engine.registry import BY_KIND, GAMES
 
 
 def events_of_random_games(rules: Rules[Any, Any, Any], seats: int, games: int,
@@ -49,7 +49,9 @@ def test_a_game_that_hides_nothing_redacts_nothing(kind: str) -> None:
         assert not redacted, f"{kind} says it hides nothing but redacted {redacted[:1]}"
 
 
-def test_only_basra_hides_events() -> None:
-    """Only Basra deals hidden hands in its events; the three others show every card they
-    name."""
-    assert {kind for kind, rules in GAMES.items() if rules.hides_events} == {"basra"}
+@pytest.mark.parametrize("kind", sorted(GAMES))
+def test_only_a_game_with_private_cards_hides_events(kind: str) -> None:
+    """Events are redacted only to hide a card some seat holds privately (a hand dealt): a
+    game whose hidden cards are hidden from everyone names them in no event."""
+    if GAMES[kind].hides_events:
+        assert BY_KIND[kind].private_cards is not None

@@ -20,10 +20,7 @@ from tapis_engine.war import (
     WarOptions,
     WarState,
 )
-
-
-def cards(text: str) -> tuple[Card, ...]:
-    return tuple(parse_card(t) for t in text.split())
+from tests.support.cards import cards
 
 
 def stacked(seat0: str, seat1: str) -> tuple[Card, ...]:

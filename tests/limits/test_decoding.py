@@ -12,29 +12,9 @@ from grpc_health.v1 import health_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import ManualClock
 from tapis_service.store import MemoryStore
-from tests.conftest import Harness, ServerFactory
-from tests.limits.common import reason_of, refusal, view_of, war_for_two
-
-SERVICE = pb.DESCRIPTOR.services_by_name["GameService"]
-METHODS = [f"/{SERVICE.full_name}/{m.name}" for m in SERVICE.methods]
-HEALTH = "/grpc.health.v1.Health/Check"
-# bytes that are never a valid message: a truncated length-delimited field, a bad wire type
-JUNK = [b"\x0a\xff\xff\xff\xff\x0f", b"\x0f", b"\x0a\x05ab", b"\xff" * 7]
-
-
-async def raw_call(channel: grpc.aio.Channel, method: str, payload: bytes,
-                   streaming: bool) -> grpc.aio.AioRpcError | None:
-    try:
-        if streaming:
-            call = channel.unary_stream(method)(payload)
-            async for _ in call:
-                break
-            call.cancel()
-        else:
-            await channel.unary_unary(method)(payload)
-    except grpc.aio.AioRpcError as error:
-        return error
-    return None
+from tests.support.calls import reason_of, refusal, view_of, war_for_two
+from tests.support.raw import HEALTH, JUNK, METHODS, raw_call
+from tests.support.server import Harness, ServerFactory
 
 
 async def test_undecodable_bytes_to_every_method_are_invalid_requests(server: Harness) -> None:

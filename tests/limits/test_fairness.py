@@ -14,8 +14,8 @@ from tapis_engine.protocol import GameSetup
 from tapis_engine.war import RULES as WAR
 from tapis_service.adapters.cards import card_to_proto
 from tapis_service.clock import ManualClock
-from tests.conftest import Harness, Restartable
-from tests.limits.common import view_of
+from tests.support.calls import view_of
+from tests.support.server import Harness, Restartable
 
 BOTS = [pb.SeatConfig(type=pb.SEAT_TYPE_BOT), pb.SeatConfig(type=pb.SEAT_TYPE_BOT)]
 

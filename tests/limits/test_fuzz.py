@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import ManualClock
-from tests.conftest import Harness, ServerFactory, auth, person_seats
-from tests.limits.common import view_of
+from tests.support.calls import auth, person_seats, view_of
+from tests.support.games import KINDS, proto_kind, seat_counts
+from tests.support.server import Harness, ServerFactory
 
 SERVICE = pb.DESCRIPTOR.services_by_name["GameService"]
 FORBIDDEN = (grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL)
@@ -118,10 +119,10 @@ class Tables:
 
     async def setup(self) -> None:
         KNOWN_IDS.clear()
-        for kind, seats in ((pb.GAME_KIND_WAR, 2), (pb.GAME_KIND_BATAILLE_CORSE, 3),
-                            (pb.GAME_KIND_BOUTONS, 2), (pb.GAME_KIND_BASRA, 2)):
+        for kind in KINDS:
+            seats = seat_counts(kind)[0]
             created = await self.h.stub.CreateGame(pb.CreateGameRequest(
-                kind=kind, seats=seats, seat_configs=person_seats(seats)))
+                kind=proto_kind(kind), seats=seats, seat_configs=person_seats(seats)))
             game_id = created.game.game_id
             KNOWN_IDS.append(game_id)
             for _ in range(seats):

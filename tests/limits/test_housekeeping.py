@@ -12,8 +12,8 @@ from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.war import RULES as WAR
 from tapis_service.clock import ManualClock
-from tests.conftest import Restartable, ServerFactory, auth, person_seats
-from tests.limits.common import REVEAL, refusal, view_of, war_for_two
+from tests.support.calls import REVEAL, auth, person_seats, refusal, view_of, war_for_two
+from tests.support.server import Restartable, ServerFactory
 
 MINUTE = 60_000
 
@@ -65,7 +65,7 @@ async def test_a_table_where_nobody_acts_ends_as_abandoned_and_stays_so(
             game_id=game_id, after_sequence=view.last_sequence + 1))
         clock.advance(11 * MINUTE)
         assert servers.running is not None
-        await servers.running.servicer.housekeeping.drain()  # type: ignore[union-attr]
+        await servers.running.api.housekeeping.drain()  # type: ignore[union-attr]
         abandoned = (await stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
         assert abandoned.status == pb.GAME_STATUS_ABANDONED
         assert not abandoned.legal_actions and not abandoned.awaiting_seats
@@ -93,11 +93,11 @@ async def test_an_idle_table_is_abandoned_once(
     h = await make_server(clock=clock, abandon_after_s=60, bot_delay_ms=10_000)
     game_id, _ = await war_for_two(h, target=3)
     clock.advance(2 * MINUTE)
-    await h.running.servicer.housekeeping.drain()  # type: ignore[union-attr]
+    await h.running.api.housekeeping.drain()  # type: ignore[union-attr]
     assert (await view_of(h, game_id)).status == pb.GAME_STATUS_ABANDONED
-    assert h.running.servicer.housekeeping.abandoned == 1  # type: ignore[union-attr]
+    assert h.running.api.housekeeping.abandoned == 1  # type: ignore[union-attr]
     clock.advance(5 * MINUTE)
-    assert h.running.servicer.housekeeping.abandoned == 1  # type: ignore[union-attr]
+    assert h.running.api.housekeeping.abandoned == 1  # type: ignore[union-attr]
 
 
 async def test_zero_turns_housekeeping_off(make_server: ServerFactory) -> None:

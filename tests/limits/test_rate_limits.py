@@ -5,8 +5,8 @@ from __future__ import annotations
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import ManualClock
 from tapis_service.ratelimit import PeerLimits, TokenBuckets
-from tests.conftest import ServerFactory, auth
-from tests.limits.common import refusal, view_of, war_for_two
+from tests.support.calls import auth, refusal, view_of, war_for_two
+from tests.support.server import ServerFactory
 
 
 async def test_creates_beyond_the_rate_of_an_address_are_refused_until_it_refills(

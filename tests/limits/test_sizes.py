@@ -5,16 +5,20 @@ from __future__ import annotations
 import pytest
 from structlog.testing import capture_logs
 
-from tapis.v1 import basra_pb2, boutons_pb2, cards_pb2
+from tapis.v1 import basra_pb2, cards_pb2
 from tapis.v1 import game_service_pb2 as pb
+from tapis_engine import basra
 from tapis_engine.cards import standard_deck
+from tapis_engine.registry import BY_KIND
 from tapis_service import limits
+from tapis_service.adapters import ADAPTERS
 from tapis_service.adapters.cards import card_to_proto
 from tapis_service.clock import ManualClock
 from tapis_service.server import server_options
 from tapis_service.settings import Settings
-from tests.conftest import Harness, ServerFactory, auth
-from tests.limits.common import REVEAL, refusal, view_of, war_for_two
+from tests.support.calls import REVEAL, auth, refusal, view_of, war_for_two
+from tests.support.games import KINDS, proto_kind
+from tests.support.server import Harness, ServerFactory
 
 HUGE_ID = "g" * 20_000
 ACE = cards_pb2.Card(rank=cards_pb2.RANK_ACE, suit=cards_pb2.SUIT_SPADES)
@@ -111,10 +115,10 @@ def test_repeated_fields_are_bounded() -> None:
 
 
 async def test_a_stacked_deck_longer_than_the_game_is_refused(server: Harness) -> None:
-    for kind, cards in ((pb.GAME_KIND_WAR, 53), (pb.GAME_KIND_BATAILLE_CORSE, 55),
-                        (pb.GAME_KIND_BASRA, 52 * limits.MAX_BASRA_DEALS + 1)):
+    for kind in KINDS:
+        cards = BY_KIND[kind].max_stacked_cards + 1
         code, reason, details = await refusal(server.stub.CreateGame(pb.CreateGameRequest(
-            kind=kind, stacked_deck=[ACE] * cards)))
+            kind=proto_kind(kind), stacked_deck=[ACE] * cards)))
         assert (code, reason) == ("INVALID_ARGUMENT", "VALUE_TOO_LONG"), kind
         assert "stacked_deck" in details
 
@@ -148,25 +152,21 @@ async def test_a_message_beyond_the_bound_is_refused_by_grpc_before_parsing(
 
 def test_the_largest_legitimate_request_fits_the_bound() -> None:
     strategy = "s" * limits.MAX_TEXT_BYTES
-    basra = pb.CreateGameRequest(
-        kind=pb.GAME_KIND_BASRA, seats=4, seed=2**64 - 1, turn_time_limit_ms=2**32 - 1,
-        request_id="r" * limits.MAX_TEXT_BYTES, stacked_first_seat=3,
-        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_BOT, bot_strategy=strategy)] * 4,
-        stacked_deck=[ACE] * limits.MAX_STACKED_CARDS["basra"],
-        basra=basra_pb2.BasraOptions(two_card_jack_basra=True))
-    boutons = pb.CreateGameRequest(
-        kind=pb.GAME_KIND_BOUTONS, seats=4, seed=2**64 - 1,
-        request_id="r" * limits.MAX_TEXT_BYTES,
-        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_BOT, bot_strategy=strategy)] * 4,
-        stacked_deck=[ACE] * limits.MAX_STACKED_CARDS["boutons"],
-        boutons=boutons_pb2.BoutonsOptions(rounds=100))
-    for request in (basra, boutons):
-        assert request.ByteSize() < limits.MAX_RECEIVE_MESSAGE_BYTES // 2
+    for kind in KINDS:
+        game, adapter = BY_KIND[kind], ADAPTERS[kind]
+        seats = game.rules.max_seats
+        request = pb.CreateGameRequest(
+            kind=proto_kind(kind), seats=seats, seed=2**64 - 1, turn_time_limit_ms=2**32 - 1,
+            request_id="r" * limits.MAX_TEXT_BYTES, stacked_first_seat=seats - 1,
+            seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_BOT, bot_strategy=strategy)] * seats,
+            stacked_deck=[ACE] * game.max_stacked_cards,
+            **{adapter.field: adapter.options_to_proto(game.rules.default_options())})
+        assert request.ByteSize() < limits.MAX_RECEIVE_MESSAGE_BYTES // 2, kind
     assert len(ACE.SerializeToString()) + 2 == limits.CARD_WIRE_BYTES
 
 
 async def test_the_largest_legitimate_stacked_deck_is_accepted(server: Harness) -> None:
-    deck = [card_to_proto(c) for c in standard_deck()] * limits.MAX_BASRA_DEALS
+    deck = [card_to_proto(c) for c in standard_deck()] * basra.MAX_STACKED_DEALS
     created = await server.stub.CreateGame(pb.CreateGameRequest(
         kind=pb.GAME_KIND_BASRA, seats=2, stacked_deck=deck))
     assert created.game.settings.stacked_deck and created.game.fairness.deal_chosen

@@ -11,8 +11,8 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_service.clock import ManualClock
-from tests.conftest import ServerFactory
-from tests.limits.common import reason_of, refusal, war_for_two
+from tests.support.calls import reason_of, refusal, war_for_two
+from tests.support.server import ServerFactory
 
 # a client that buffers little and does not grow its window: flow control fills up fast
 SMALL_WINDOW = [("grpc.http2.bdp_probe", 0), ("grpc.http2.lookahead_bytes", 16_384),
@@ -37,8 +37,6 @@ async def test_streams_beyond_a_tables_cap_are_refused(make_server: ServerFactor
     assert (code, reason) == ("RESOURCE_EXHAUSTED", "TOO_MANY_STREAMS")
     await first_message(h.stub.StreamEvents(pb.StreamEventsRequest(game_id=other_id)))
     calls[0].cancel()
-    servicer = h.running.servicer
-    assert servicer is not None
     while len(h.host.sessions[game_id].subscribers) > 1:  # the cancel reaches the server
         await asyncio.sleep(0.01)
     await first_message(h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id)))
@@ -82,7 +80,7 @@ async def test_a_stream_that_stops_reading_is_cut_and_freed(make_server: ServerF
     try:
         call = pb_grpc.GameServiceStub(channel).StreamEvents(
             pb.StreamEventsRequest(game_id=game_id))
-        guard = h.running.servicer.streams  # type: ignore[union-attr]
+        guard = h.running.api.streams  # type: ignore[union-attr]
         for _ in range(1000):  # until the server's write waits on the client that never reads
             stalled = [s for s in guard.open if s.writing_since is not None]
             if stalled:

@@ -12,7 +12,7 @@ import h2.connection
 import h2.events
 
 from tapis.v1 import game_service_pb2 as pb
-from tests.conftest import Harness
+from tests.support.server import Harness
 
 EMPTY_MESSAGE = b"\x00\x00\x00\x00\x00"  # a gRPC frame: uncompressed, length 0
 

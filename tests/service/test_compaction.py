@@ -11,8 +11,9 @@ from tapis_engine.registry import rules_for
 from tapis_service import compaction, convert
 from tapis_service.clock import ManualClock
 from tapis_service.host import GameHost
-from tests.conftest import TEST_SETTINGS, Harness, auth
-from tests.service.test_war_service import REVEAL, new_war, play_to_end
+from tests.support.calls import REVEAL, auth, new_war
+from tests.support.driver import all_events, play_to_end
+from tests.support.server import TEST_SETTINGS, Harness
 
 NEXT = pb.Action(start_next_game=pb.StartNextGame())
 GAMES = 8
@@ -51,25 +52,12 @@ async def test_a_long_series_keeps_the_live_log_bounded_and_replays_identically(
     assert session.events[0].event.game_number == GAMES
     assert len(session.events) <= longest_live_log < last
     for i, token in enumerate(recipients):
-        replayed = await _streamed(server, game_id, token, 0, last)
+        replayed = await all_events(server.stub, game_id, 0, last, token)
         assert replayed == live[i]
         assert [e.sequence for e in replayed] == list(range(1, last + 1))
         middle = session.compacted[2].first + 3
-        resumed = await _streamed(server, game_id, token, middle, last)
+        resumed = await all_events(server.stub, game_id, middle, last, token)
         assert resumed == live[i][middle:]
-
-
-async def _streamed(h: Harness, game_id: str, token: str | None, after: int,
-                    until: int) -> list[pb.Event]:
-    out: list[pb.Event] = []
-    stream = h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id, after_sequence=after),
-                                 metadata=auth(token) if token else None)
-    async for response in stream:
-        out.extend(response.events)
-        if out[-1].sequence >= until:
-            stream.cancel()
-            break
-    return out
 
 
 async def test_private_views_are_kept_per_seat_byte_for_byte() -> None:

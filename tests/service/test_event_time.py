@@ -13,8 +13,9 @@ from tapis.v1 import war_pb2
 from tapis_service.clock import ManualClock
 from tapis_service.server import create_server
 from tapis_service.sqlite_store import SqliteStore
-from tests.conftest import TEST_SETTINGS, Harness, ServerFactory, auth
-from tests.durability.driver import all_events
+from tests.support.calls import auth
+from tests.support.driver import all_events
+from tests.support.server import TEST_SETTINGS, Harness, ServerFactory
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 START = 1_700_000_000_000

@@ -11,24 +11,21 @@ import pytest
 from tapis.v1 import bataille_corse_pb2 as corse_pb
 from tapis.v1 import cards_pb2
 from tapis.v1 import game_service_pb2 as pb
-from tests.conftest import Harness, auth, person_seats
-from tests.service.test_war_service import collect, reason_of, view_of
+from tests.support.calls import auth, person_seats, reason_of, view_of
+from tests.support.driver import all_events
+from tests.support.games import KINDS, proto_kind, seat_counts, short_options
+from tests.support.server import Harness
 
-KINDS = {
-    "war": (pb.GAME_KIND_WAR, (2,)),
-    "bataille-corse": (pb.GAME_KIND_BATAILLE_CORSE, (2, 4, 6)),
-    "boutons": (pb.GAME_KIND_BOUTONS, (2, 3, 4)),
-    "basra": (pb.GAME_KIND_BASRA, (2, 3, 4)),
-}
-CASES = [(kind, seats) for kind, (_, counts) in KINDS.items() for seats in counts]
+CASES = [(kind, seats) for kind in KINDS for seats in seat_counts(kind)]
 
 
 async def create(h: Harness, kind: str, seats: int, seed: int = 9, **fields: object
                  ) -> tuple[str, list[str]]:
-    request = pb.CreateGameRequest(kind=KINDS[kind][0], seats=seats, seed=seed,
-                                   seat_configs=person_seats(seats), **fields)
-    if kind == "bataille-corse" and "bataille_corse" not in fields:
-        request.bataille_corse.flip_cap = 400  # keep random games short
+    """A table of ``kind`` for ``seats`` people, all seated (short options unless given)."""
+    short = short_options(kind)
+    options = {} if short.keys() & fields.keys() else short
+    request = pb.CreateGameRequest(kind=proto_kind(kind), seats=seats, seed=seed,
+                                   seat_configs=person_seats(seats), **options, **fields)
     created = await h.stub.CreateGame(request)
     tokens = []
     for _ in range(seats):
@@ -57,7 +54,7 @@ async def test_random_legal_play_to_the_end_through_the_api(
     assert view.status == pb.GAME_STATUS_GAME_OVER
     assert len(view.series) == 1 and len(view.series[0].scores) == seats
     for token in (None, tokens[0]):
-        events = await collect(server, game_id, 0, token, view.last_sequence)
+        events = await all_events(server.stub, game_id, 0, view.last_sequence, token)
         assert [e.sequence for e in events] == list(range(1, view.last_sequence + 1))
         assert events[-1].WhichOneof("body") == "game_ended"
 
@@ -170,7 +167,7 @@ async def test_server_bots_race_to_slap(server: Harness) -> None:
         if view.status == pb.GAME_STATUS_GAME_OVER:
             break
     assert view.status == pb.GAME_STATUS_GAME_OVER
-    events = await collect(server, game_id, 0, None, view.last_sequence)
+    events = await all_events(server.stub, game_id, 0, view.last_sequence)
     won = [e.bataille_corse.pile_won for e in events
            if e.bataille_corse.WhichOneof("event") == "pile_won"]
     assert any(w.reason == corse_pb.BATAILLE_CORSE_PILE_REASON_COMBINATION for w in won)
@@ -188,8 +185,8 @@ async def test_slap_to_pile_won_latency_is_measured_when_the_event_is_sent(
     await flip(server, game_id, tokens[0])
     await flip(server, game_id, tokens[1])
     view = await view_of(server, game_id)
-    reader = asyncio.ensure_future(collect(server, game_id, view.last_sequence, None,
-                                           view.last_sequence + 1))
+    reader = asyncio.ensure_future(all_events(server.stub, game_id, view.last_sequence,
+                                              view.last_sequence + 1))
     before = observed()
     for _ in range(10_000):  # wait (bounded) until the server has registered the stream
         if server.host.sessions[game_id].subscribers:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gc
 
-import pytest
-
 from tapis_service import gctune
 
 
@@ -25,8 +23,7 @@ def test_survivors_of_a_collection_are_frozen() -> None:
         gc.set_threshold(*thresholds)
 
 
-def test_thresholds_can_be_set_for_a_measurement(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TAPIS_GC_THRESHOLDS", "5000,1")
-    assert gctune.thresholds() == (5000, 1, gctune.GEN2_THRESHOLD)
-    monkeypatch.delenv("TAPIS_GC_THRESHOLDS")
-    assert gctune.thresholds()[0] == gctune.GEN0_THRESHOLD
+def test_thresholds_can_be_set_for_a_measurement() -> None:
+    assert gctune.thresholds("5000,1") == (5000, 1, gctune.GEN2_THRESHOLD)
+    assert gctune.thresholds() == (gctune.GEN0_THRESHOLD, gctune.GEN1_THRESHOLD,
+                                   gctune.GEN2_THRESHOLD)

@@ -13,8 +13,8 @@ from grpc_status import rpc_status
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.sqlite_store import SqliteStore
-from tests.conftest import ServerFactory, auth
-from tests.limits.common import REVEAL, view_of, war_for_two
+from tests.support.calls import REVEAL, auth, view_of, war_for_two
+from tests.support.server import ServerFactory
 
 GRACE_S = 120.0
 """Far longer than the test may take: the stop must not wait for it."""

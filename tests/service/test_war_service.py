@@ -3,78 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from grpc_status import rpc_status
 
 from tapis.v1 import cards_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import ManualClock
-from tests.conftest import Harness, ServerFactory, auth, person_seats
-
-REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
-
-
-async def new_war(h: Harness, target: int = 3, seed: int = 5, turn_ms: int = 0,
-                  ) -> tuple[str, list[str]]:
-    created = await h.stub.CreateGame(pb.CreateGameRequest(
-        kind=pb.GAME_KIND_WAR, seats=2, seed=seed, seat_configs=person_seats(2),
-        turn_time_limit_ms=turn_ms, war=war_pb2.WarOptions(target_points=target)))
-    game_id = created.game.game_id
-    tokens = []
-    for seat in (0, 1):
-        joined = await h.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=seat,
-                                                          display_name=f"p{seat}"))
-        assert joined.seat == seat
-        tokens.append(joined.seat_token)
-    return game_id, tokens
-
-
-async def view_of(h: Harness, game_id: str, token: str | None = None) -> pb.GameView:
-    metadata = auth(token) if token else None
-    return (await h.stub.GetGame(pb.GetGameRequest(game_id=game_id), metadata=metadata)).game
-
-
-async def play_to_end(h: Harness, game_id: str, tokens: list[str]) -> int:
-    actions = 0
-    while True:
-        view = await view_of(h, game_id)
-        if view.status != pb.GAME_STATUS_IN_PROGRESS:
-            return actions
-        seat = view.awaiting_seats[0]
-        await h.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),
-                                  metadata=auth(tokens[seat]))
-        actions += 1
-
-
-def reason_of(error: grpc.aio.AioRpcError) -> str:
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]
-    assert status is not None
-    for detail in status.details:
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            assert info.domain == "tapis.v1"
-            return info.reason
-    raise AssertionError("no ErrorInfo in the status")
-
-
-async def collect(h: Harness, game_id: str, after: int, token: str | None,
-                  until: int) -> list[pb.Event]:
-    """Stream events after ``after`` until the event with sequence ``until`` arrives."""
-    metadata = auth(token) if token else None
-    out = []
-    stream = h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id, after_sequence=after),
-                                 metadata=metadata)
-    async for response in stream:
-        out.extend(response.events)
-        if response.events[-1].sequence >= until:
-            stream.cancel()
-            break
-    return [e for e in out if e.sequence <= until]
+from tapis_service.store import COMMITTED
+from tests.support.calls import REVEAL, auth, new_war, reason_of, view_of
+from tests.support.driver import all_events, play_to_end
+from tests.support.server import Harness, ServerFactory
 
 
 async def test_full_game_between_two_clients(server: Harness) -> None:
@@ -86,7 +28,7 @@ async def test_full_game_between_two_clients(server: Harness) -> None:
     assert view.version == 2 + actions  # two claims, then every action
     assert view.scoreboard.games_played == 1
     assert [a.WhichOneof("action") for a in view.legal_actions] == ["start_next_game"]
-    events = await collect(server, game_id, 0, tokens[1], view.last_sequence)
+    events = await all_events(server.stub, game_id, 0, view.last_sequence, tokens[1])
     assert [e.sequence for e in events] == list(range(1, view.last_sequence + 1))
     assert events[-1].WhichOneof("body") == "game_ended"
 
@@ -96,14 +38,14 @@ async def test_stream_resumes_after_a_dropped_connection_without_gap_or_duplicat
     game_id, tokens = await new_war(server, target=4)
     await play_to_end(server, game_id, tokens)
     last = (await view_of(server, game_id)).last_sequence
-    first_part = await collect(server, game_id, 0, tokens[0], 7)
+    first_part = await all_events(server.stub, game_id, 0, 7, tokens[0])
     # A new channel, as a client that lost its connection would open.
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.running.port}")
     try:
         from tapis.v1 import game_service_pb2_grpc as pb_grpc
 
         again = Harness(server.running, channel, pb_grpc.GameServiceStub(channel), server.clock)
-        rest = await collect(again, game_id, first_part[-1].sequence, tokens[0], last)
+        rest = await all_events(again.stub, game_id, first_part[-1].sequence, last, tokens[0])
     finally:
         await channel.close()
     sequences = [e.sequence for e in first_part + rest]
@@ -113,7 +55,7 @@ async def test_stream_resumes_after_a_dropped_connection_without_gap_or_duplicat
 async def test_live_stream_receives_events_as_they_happen(server: Harness) -> None:
     game_id, tokens = await new_war(server)
     start = (await view_of(server, game_id)).last_sequence
-    reader = asyncio.ensure_future(collect(server, game_id, start, None, start + 2))
+    reader = asyncio.ensure_future(all_events(server.stub, game_id, start, start + 2))
     await asyncio.sleep(0)  # let the stream open (the result does not depend on it)
     view = await view_of(server, game_id)
     seat = view.awaiting_seats[0]
@@ -271,7 +213,7 @@ async def test_spectators_and_players_never_see_a_card_before_it_is_revealed(
                                                     for t in tokens]
         last = views[0].last_sequence
         for token in (None, *tokens):
-            for event in await collect(server, game_id, 0, token, last):
+            for event in await all_events(server.stub, game_id, 0, last, token):
                 if event.war.WhichOneof("event") == "card_revealed":
                     c = event.war.card_revealed.card
                     revealed.add((c.rank, c.suit))
@@ -304,7 +246,7 @@ async def test_timeout_hands_the_seat_to_a_bot_until_reclaimed(
     view = await view_of(h, game_id, tokens[first])
     assert view.seats[first].bot_controlled
     assert [a.WhichOneof("action") for a in view.legal_actions] == ["reclaim_seat"]
-    events = await collect(h, game_id, 0, None, view.last_sequence)
+    events = await all_events(h.stub, game_id, 0, view.last_sequence)
     assert any(e.WhichOneof("body") == "seat_taken_over" and e.seat_taken_over.until_reclaimed
                for e in events)
     with pytest.raises(grpc.aio.AioRpcError) as refused:
@@ -323,7 +265,7 @@ async def test_timeout_hands_the_seat_to_a_bot_until_reclaimed(
         metadata=auth(tokens[first]))
     view = await view_of(h, game_id, tokens[first])
     assert not view.seats[first].bot_controlled
-    events = await collect(h, game_id, 0, None, view.last_sequence)
+    events = await all_events(h.stub, game_id, 0, view.last_sequence)
     assert events[-1].WhichOneof("body") == "seat_reclaimed"
 
 
@@ -341,7 +283,7 @@ async def test_series_summary_reaches_every_seat_and_the_next_game_starts(
     assert view.scoreboard.games_played == 2
     assert sum(view.scoreboard.wins) + view.scoreboard.draws == 2
     for token in (*tokens, None):
-        events = await collect(server, game_id, 0, token, view.last_sequence)
+        events = await all_events(server.stub, game_id, 0, view.last_sequence, token)
         ends = [e.game_ended for e in events if e.WhichOneof("body") == "game_ended"]
         assert [len(e.series) for e in ends] == [1, 2]
         assert ends[1].series[0] == ends[0].series[0]
@@ -440,21 +382,22 @@ class GatedStore:
     def __init__(self) -> None:
         self.pending: list[asyncio.Future[None]] = []
 
-    def created(self, game_id: str, record: object) -> None:
-        return None
+    def created(self, game_id: str, record: object) -> Awaitable[None]:
+        return COMMITTED
 
-    def appended(self, game_id: str, index: int, entry: object) -> asyncio.Future[None]:
+    def appended(self, game_id: str, index: int, entry: object,
+                 epoch: int) -> asyncio.Future[None]:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.pending.append(future)
         return future
 
-    def snapshot(self, game_id: str, index: int, data: object) -> None:
-        return None
+    def snapshot(self, game_id: str, index: int, data: object, epoch: int) -> Awaitable[None]:
+        return COMMITTED
 
-    def dropped(self, game_id: str) -> None:
-        return None
+    def dropped(self, game_id: str, epoch: int) -> Awaitable[None]:
+        return COMMITTED
 
-    def load(self) -> list[object]:
+    async def load(self) -> list[object]:
         return []
 
     def close(self) -> None:

@@ -16,14 +16,14 @@ from tapis_engine import war
 from tapis_engine.cards import standard_deck
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup, Outcome
-from tapis_engine.registry import rules_for
+from tapis_engine.registry import DESCRIPTORS, rules_for
 from tapis_service import convert
 from tapis_service.adapters import ADAPTERS
 from tapis_service.adapters.war import WarAdapter
 from tapis_service.clock import ManualClock
 from tapis_service.host import GameHost
 from tapis_service.session import LoggedEvent, Session
-from tests.conftest import TEST_SETTINGS
+from tests.support.server import TEST_SETTINGS
 
 
 async def _table(kind: str, seats: int, seed: int) -> Session:
@@ -155,8 +155,9 @@ def test_the_event_envelope_is_hand_encoded_as_protobuf_serializes_it(
     _assert_hand_encoded(session, logged)
 
 
-_KINDS = [("war", 2), ("bataille-corse", 2), ("bataille-corse", 4), ("boutons", 2),
-          ("basra", 2), ("basra", 4)]
+_KINDS = [(game.kind, seats) for game in DESCRIPTORS
+          for seats in sorted({game.rules.min_seats, min(game.rules.max_seats, 4)})]
+"""Every game, with its fewest seats and with four (or its most, when fewer)."""
 
 
 @settings(max_examples=60, deadline=None)

@@ -9,7 +9,8 @@ from grpc_status import rpc_status
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
-from tests.conftest import Harness, person_seats
+from tests.support.calls import person_seats
+from tests.support.server import Harness
 
 
 async def refusal(call: object) -> tuple[grpc.StatusCode, str, str]:

@@ -9,7 +9,8 @@ import sys
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import ManualClock
 from tapis_service.postgres_store import PostgresStore
-from tests.conftest import ServerFactory, auth, person_seats
+from tests.support.calls import auth, person_seats
+from tests.support.server import ServerFactory
 
 
 async def test_a_game_survives_a_restart_on_postgres(make_server: ServerFactory,

@@ -4,7 +4,21 @@ from __future__ import annotations
 
 from tapis_engine.basra.rules import BasraRules
 from tapis_engine.basra.state import BasraOptions, BasraState, BasraView, PlayCard
+from tapis_engine.cards import Card, standard_deck
+from tapis_engine.descriptor import GameDescriptor
 
 RULES = BasraRules()
+MAX_STACKED_DEALS = 64
+"""A stacked deck holds the 52 cards once per deal, for at most this many deals."""
 
-__all__ = ["RULES", "BasraOptions", "BasraRules", "BasraState", "BasraView", "PlayCard"]
+
+def _hand(state: BasraState, seat: int) -> tuple[Card, ...]:
+    return state.hands[seat]
+
+
+GAME = GameDescriptor(
+    rules=RULES, title="Basra", max_stacked_cards=len(standard_deck()) * MAX_STACKED_DEALS,
+    short_options=BasraOptions(), private_cards=_hand)
+
+__all__ = ["GAME", "MAX_STACKED_DEALS", "RULES", "BasraOptions", "BasraRules", "BasraState",
+           "BasraView", "PlayCard"]

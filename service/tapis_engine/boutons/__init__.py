@@ -46,6 +46,8 @@ from tapis_engine.boutons.rules import BoutonsRules
 from tapis_engine.boutons.state import (
     ALL_COLOURS,
     COLOURS,
+    DECK_B,
+    MAX_ROUNDS,
     RESERVE,
     Bet,
     BetPlaced,
@@ -63,11 +65,15 @@ from tapis_engine.boutons.state import (
     ReserveToCentre,
     RoundEnded,
 )
+from tapis_engine.descriptor import GameDescriptor
 
 RULES = BoutonsRules()
+GAME = GameDescriptor(
+    rules=RULES, title="La bataille des boutons", max_stacked_cards=len(DECK_B) * MAX_ROUNDS,
+    short_options=BoutonsOptions(rounds=3))
 
 __all__ = [
-    "ALL_COLOURS", "COLOURS", "RESERVE", "RULES", "Bet", "BetPlaced", "BettingStopped",
+    "ALL_COLOURS", "COLOURS", "GAME", "RESERVE", "RULES", "Bet", "BetPlaced", "BettingStopped",
     "BlackAceSetAside", "BoutonsEnded", "BoutonsOptions", "BoutonsRules", "BoutonsState",
     "BoutonsView", "ButtonsTaken", "CardFlipped", "DrawStarted", "Flip", "LaidOutCard",
     "ReserveToCentre", "RoundEnded",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tapis_engine.cards import deck_with_jokers
 from tapis_engine.corse.rules import CorseRules
 from tapis_engine.corse.state import (
     CardFlipped,
@@ -20,10 +21,16 @@ from tapis_engine.corse.state import (
     Reentered,
     Slap,
 )
+from tapis_engine.descriptor import GameDescriptor
 
 RULES = CorseRules()
+GAME = GameDescriptor(
+    rules=RULES, title="Bataille Corse", max_stacked_cards=len(deck_with_jokers()),
+    short_options=CorseOptions(flip_cap=300), rate_limited_actions=frozenset({Slap}),
+    probed_events=frozenset({PileWon}), routine_action=Flip())
 
 __all__ = [
+    "GAME",
     "RULES",
     "CardFlipped",
     "ChallengePassed",

@@ -1,7 +1,7 @@
 """Per-game converters between the tapis.v1 protobuf messages and the engine's domain types.
 
-Each game has one adapter module; ``ADAPTERS`` maps the engine's kind to it. Adding a game means
-adding its engine rules, its adapter and its ``.proto`` messages: nothing else changes.
+Each game has one adapter module, registered below (one line per game); ``ADAPTERS`` maps the
+engine's kind to it. ``docs/adding-a-game.md`` lists everything a new game touches.
 """
 
 from __future__ import annotations
@@ -53,7 +53,12 @@ class GameAdapter(Protocol):
         ...
 
 
-ADAPTERS: dict[str, GameAdapter] = {
-    adapter.kind: adapter
-    for adapter in (WarAdapter(), CorseAdapter(), BoutonsAdapter(), BasraAdapter())}
-BY_PROTO_KIND: dict[int, GameAdapter] = {a.proto_kind: a for a in ADAPTERS.values()}
+REGISTERED: tuple[GameAdapter, ...] = (
+    WarAdapter(),
+    CorseAdapter(),
+    BoutonsAdapter(),
+    BasraAdapter(),
+)
+"""Every game's adapter, in the order of the contract's ``GameKind``."""
+ADAPTERS: dict[str, GameAdapter] = {adapter.kind: adapter for adapter in REGISTERED}
+BY_PROTO_KIND: dict[int, GameAdapter] = {a.proto_kind: a for a in REGISTERED}

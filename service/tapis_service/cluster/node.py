@@ -31,11 +31,12 @@ from tapis_service.cluster import metrics, tunnel
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.wire import game_id_of
 from tapis_service.errors import ServiceError, to_status
+from tapis_service.game_api import MAX_PAGE, page_bounds
 from tapis_service.host import GameHost
 from tapis_service.postgres_store import PostgresStore
-from tapis_service.servicer import MAX_PAGE, GameServicer, page_bounds
+from tapis_service.servicer import GameServicer, stream_ender
 from tapis_service.settings import Settings
-from tapis_service.streams import end_too_slow
+from tapis_service.streams import too_slow
 
 log = structlog.get_logger("tapis.cluster")
 
@@ -176,7 +177,8 @@ class ClusterNode:
         node took meanwhile."""
         owned = await self.directory.owned()
         for game_id in list(self.host.sessions):
-            if owned.get(game_id) != self.store.epochs.get(game_id):
+            session = self.host.sessions.get(game_id)
+            if session is not None and owned.get(game_id) != session.epoch:
                 self.host.discard(game_id)
                 self._lost(game_id)
         log.warning("membership_lapsed", kept=len(self.host.sessions))
@@ -196,7 +198,6 @@ class ClusterNode:
                     log.warning("adopt_failed", game=game_id, error=str(error)[:200])
 
     def _lost(self, game_id: str) -> None:
-        self.store.epochs.pop(game_id, None)
         self._routes.pop(game_id, None)
         metrics.TABLES_LOST.inc()
         log.info("table_lost_to_another_node", game=game_id)
@@ -204,14 +205,8 @@ class ClusterNode:
     # --- routing ---------------------------------------------------------------------------
 
     async def _adopt(self, game_id: str, epoch: int, trigger: str) -> None:
-        self.store.epochs[game_id] = epoch
-        try:
-            session = await self.host.adopt(game_id)
-        except BaseException:
-            self.store.epochs.pop(game_id, None)
-            raise
+        session = await self.host.adopt(game_id, epoch)
         if session is None:
-            self.store.epochs.pop(game_id, None)
             return
         if trigger:
             metrics.TAKEOVERS.labels(trigger).inc()
@@ -592,9 +587,6 @@ class _Seen:
         return getattr(self._context, name)
 
 
-_ENDING: set[asyncio.Future[None]] = set()
-
-
 def _cut_slow(context: grpc.aio.ServicerContext, task: asyncio.Task[Any] | None, request: bytes,
               last: list[bytes]) -> None:
     """A relayed stream whose client reads too slowly (its messages overflowed this node's
@@ -604,9 +596,7 @@ def _cut_slow(context: grpc.aio.ServicerContext, task: asyncio.Task[Any] | None,
         resume = pb.StreamEventsResponse.FromString(last[0]).events[-1].sequence
     else:
         resume = pb.StreamEventsRequest.FromString(request).after_sequence
-    ending = asyncio.ensure_future(end_too_slow(context, resume))
-    _ENDING.add(ending)
-    ending.add_done_callback(_ENDING.discard)
+    stream_ender(context)(too_slow(resume))
     if task is not None:
         task.cancel()
 

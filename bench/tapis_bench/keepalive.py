@@ -1,6 +1,6 @@
 """Measure how long a silent peer's stream stays open (not a test: a figure).
 
-    .venv/bin/python -m tests.limits.measure_keepalive [--keepalive-ms 1000]
+    .venv/bin/python -m tapis_bench.keepalive [--keepalive-ms 1000]
 
 Starts `tapis-server --keepalive-time-ms K --keepalive-timeout-ms K --metrics-port`, opens one
 StreamEvents call over raw HTTP/2 (h2), then goes silent: it neither reads nor acknowledges
@@ -24,7 +24,7 @@ import h2.connection
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tests.limits.measure_limits import free_port
+from tapis_bench.procs import free_port
 
 
 def open_streams(metrics_port: int) -> float:

@@ -1,6 +1,6 @@
 """Measure the cost of the durable store: appends per second and their latency.
 
-    .venv/bin/python -m tests.durability.measure_store [--writers 32] [--appends 200]
+    .venv/bin/python -m tapis_bench.store_commits [--writers 32] [--appends 200]
 
 ``writers`` concurrent tasks (like concurrent players) each await ``appends`` journal writes
 in turn, as the host does before answering. Compared: the memory store, and SQLite in WAL mode
@@ -29,14 +29,10 @@ async def run(store: Store, writers: int, appends: int) -> dict[str, float]:
 
     async def writer(number: int) -> None:
         game_id = f"game-{number}"
-        pending = store.created(game_id, {"kind": "war"})
-        if pending is not None:
-            await pending
+        await store.created(game_id, {"kind": "war"})
         for index in range(1, appends + 1):
             started = time.perf_counter()
-            pending = store.appended(game_id, index, ENTRY)
-            if pending is not None:
-                await pending
+            await store.appended(game_id, index, ENTRY, 1)
             latencies.append(time.perf_counter() - started)
 
     started = time.perf_counter()

@@ -1,7 +1,7 @@
 """Measurements for La bataille des boutons (not a test): engine speed and the heuristic bot.
 
-    .venv/bin/python tests/engine/boutons_measure.py speed [GAMES]
-    .venv/bin/python tests/engine/boutons_measure.py winrate [GAMES]
+    .venv/bin/python -m tapis_bench.boutons_bots speed [GAMES]
+    .venv/bin/python -m tapis_bench.boutons_bots winrate [GAMES]
 
 ``speed``: seeded random play with 2, 3 and 4 players, average CPU µs per action (to_act, the random
 bot's pick and apply), best of three runs. ``winrate``: one heuristic seat (rotating) against
@@ -26,6 +26,7 @@ def play(seats: int, seed: int, strategies: tuple[str, ...]) -> tuple[Outcome, i
     while state.phase != "over":
         (seat,) = RULES.to_act(state)
         action = RULES.bot_action(state, seat, strategies[seat], rng.derive(seed, steps))
+        assert action is not None, "an awaited seat's bot always moves"
         state, _ = RULES.apply(state, seat, action)
         steps += 1
     outcome = RULES.outcome(state)
@@ -46,6 +47,7 @@ def speed(games: int) -> None:
                 while state.phase != "over":
                     (seat,) = RULES.to_act(state)
                     action = RULES.bot_action(state, seat, "random", step)
+                    assert action is not None, "an awaited seat's bot always moves"
                     state, _ = RULES.apply(state, seat, action)
                     step += 1
                 elapsed += time.process_time() - begin

@@ -1,4 +1,4 @@
-"""Helpers shared by the limits tests."""
+"""Calls to a server as the tests make them: credentials, seat configs, views, refusals."""
 
 from __future__ import annotations
 
@@ -8,9 +8,18 @@ from grpc_status import rpc_status
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
-from tests.conftest import Harness, auth, person_seats
+from tests.support.server import Harness
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
+
+
+def auth(token: str) -> tuple[tuple[str, str], ...]:
+    """Call metadata carrying a seat token."""
+    return (("authorization", f"Bearer {token}"),)
+
+
+def person_seats(n: int) -> list[pb.SeatConfig]:
+    return [pb.SeatConfig(type=pb.SEAT_TYPE_PERSON) for _ in range(n)]
 
 
 def reason_of(error: grpc.aio.AioRpcError) -> str:
@@ -53,3 +62,17 @@ async def view_of(h: Harness, game_id: str, token: str | None = None) -> pb.Game
     return (await h.stub.GetGame(pb.GetGameRequest(game_id=game_id), metadata=metadata)).game
 
 
+async def new_war(h: Harness, target: int = 3, seed: int = 5, turn_ms: int = 0,
+                  ) -> tuple[str, list[str]]:
+    """A Bataille table for two named people, seats 0 and 1 taken in order."""
+    created = await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, seed=seed, seat_configs=person_seats(2),
+        turn_time_limit_ms=turn_ms, war=war_pb2.WarOptions(target_points=target)))
+    game_id = created.game.game_id
+    tokens = []
+    for seat in (0, 1):
+        joined = await h.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=seat,
+                                                          display_name=f"p{seat}"))
+        assert joined.seat == seat
+        tokens.append(joined.seat_token)
+    return game_id, tokens

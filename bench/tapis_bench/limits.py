@@ -1,6 +1,6 @@
 """Measure the limits against a real `tapis-server` process (not a test: figures, not asserts).
 
-    .venv/bin/python -m tests.limits.measure_limits [--requests 20] [--concurrent 2000]
+    .venv/bin/python -m tapis_bench.limits [--requests 20] [--concurrent 2000]
 
 1. ``huge_deck``: a CreateGame with a 3.9 MB ``stacked_deck`` on a server without
    --allow-stacked-decks: the server's CPU time per request (from /proc), and the answer.
@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ import grpc
 from tapis.v1 import cards_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis_bench.procs import free_port
 
 ACE = cards_pb2.Card(rank=cards_pb2.RANK_ACE, suit=cards_pb2.SUIT_SPADES)
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -40,12 +40,6 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def refused_cpu(stub: pb_grpc.GameServiceStub, pid: int, request: pb.CreateGameRequest,

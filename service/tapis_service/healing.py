@@ -1,0 +1,145 @@
+"""A write the store did not commit, and what follows: nothing of it stays in memory.
+
+The table's session is discarded at once (its streams wait on it), health goes NOT_SERVING,
+and the store is probed until it commits again; then every discarded table is rebuilt from its
+durable prefix (snapshot-checked journal replay) and its open streams carry on from where they
+were. A table another writer appended to first (a cluster node took it over) is lost to this
+server, not rebuilt. A table whose stored records cannot be restored faithfully is quarantined:
+kept on disk untouched, listed, and refused with GAME_QUARANTINED.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import structlog
+
+from tapis_service.errors import ServiceError, failed_precondition
+from tapis_service.recovery import RecoveryError, restore
+from tapis_service.session import Session
+from tapis_service.store import CreateConflict, JournalConflict, StoreError
+
+if TYPE_CHECKING:
+    from tapis_service.host import GameHost
+
+log = structlog.get_logger("tapis.host")
+
+
+def quarantined_refusal(game_id: str) -> ServiceError:
+    """What a call for a quarantined game is told."""
+    return failed_precondition("GAME_QUARANTINED", f"game {game_id} is quarantined: its stored "
+                               "records are damaged; an operator must look at it")
+
+
+def store_unavailable() -> ServiceError:
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "STORE_UNAVAILABLE",
+                        "the store is not accepting writes; nothing of this request was kept: "
+                        "retry it (with the same request_id)")
+
+
+def store_refusal(error: StoreError) -> ServiceError:
+    """What a caller whose input was not committed is told."""
+    if isinstance(error, CreateConflict):
+        return ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
+                            "another server created the table of this request_id; retry with "
+                            "the same request_id to get it")
+    if isinstance(error, JournalConflict):
+        return ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
+                            "another server took this table over; retry")
+    return store_unavailable()
+
+
+def stored_kind(record: Any) -> str:
+    """The game kind a creation record names ("" when it cannot be read)."""
+    kind = record.get("kind") if isinstance(record, dict) else None
+    return kind if isinstance(kind, str) else ""
+
+
+class Healing:
+    """Discards the tables whose writes failed and rebuilds them once the store commits."""
+
+    def __init__(self, host: GameHost) -> None:
+        self.host = host
+        self.store_healthy = True
+        self._task: asyncio.Task[None] | None = None
+
+    def store_failed(self, session: Session | None, error: StoreError) -> None:
+        """A write of ``session`` (None: a creation) was not committed."""
+        host = self.host
+        if session is not None and host.sessions.get(session.game_id) is session:
+            game_id = session.game_id
+            host.forget(game_id)
+            if isinstance(error, JournalConflict):
+                log.warning("table_lost", game=game_id, error=str(error)[:200])
+                for subscriber in session.subscribers:
+                    subscriber.close()
+                for lost in host.lost_listeners:
+                    lost(game_id)
+                return
+            log.error("game_discarded", game=game_id, error=str(error)[:200])
+            host.unavailable[game_id] = session
+        if isinstance(error, JournalConflict):
+            return
+        if self.store_healthy:
+            self.store_healthy = False
+            log.error("store_unavailable", error=str(error)[:200])
+            for listener in host.health_listeners:
+                listener(False)
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(self._heal())
+
+    async def _heal(self) -> None:
+        """Probe the store until it commits again, then rebuild every discarded game from its
+        durable prefix (its open streams carry on from where they were)."""
+        host = self.host
+        delay = host.settings.store_retry_ms / 1000
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                await host.store.probe()
+                for game_id in list(host.unavailable):
+                    await self._rebuild(game_id)
+            except StoreError as error:
+                log.info("store_still_unavailable", error=str(error)[:200])
+                continue
+            if not host.unavailable:
+                break
+        self.store_healthy = True
+        log.info("store_available")
+        for listener in host.health_listeners:
+            listener(True)
+
+    async def _rebuild(self, game_id: str) -> None:
+        host = self.host
+        old = host.unavailable[game_id]
+        await asyncio.gather(*old.writes, return_exceptions=True)
+        stored = await host.store.load_game(game_id)
+        del host.unavailable[game_id]
+        if stored is None:
+            for subscriber in old.subscribers:
+                subscriber.close()
+            return
+        try:
+            restored = restore(game_id, *stored)
+        except RecoveryError as error:
+            self.quarantine(game_id, str(error), stored_kind(stored[0]))
+            for subscriber in old.subscribers:
+                subscriber.close()
+            return
+        fresh = restored.session
+        fresh.epoch = old.epoch
+        fresh.subscribers = old.subscribers
+        fresh.published_sequence = min(old.published_sequence, fresh.last_sequence)
+        host.install(restored)
+        log.info("game_rebuilt", game=game_id, inputs=fresh.journal_length)
+        host.actor.after_change(fresh)
+
+    def quarantine(self, game_id: str, why: str, kind: str = "") -> None:
+        self.host.quarantined[game_id] = (kind, why)
+        log.error("game_quarantined", game=game_id, error=why[:300])
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()

@@ -1,0 +1,348 @@
+"""The table actor: every input to a table this server holds goes through here.
+
+A person's action (``submit``), a join (``claim``), a new table (``open``), a server move
+(``play``: a bot's, a turn timer's) and the end of an abandoned table (``abandon``) each take
+the same steps in one function: check, apply (the engine; a refusal changes nothing), await the
+journal write, publish, answer. Each call runs in a task of its own (``shielded``): a caller
+that goes away (cancelled, past its deadline) changes nothing of its input's fate — what is
+applied is committed (then published, and remembered under its request id, whether or not
+anyone still waits) or discarded with its table's session (``healing``). Memory never runs ahead
+of the journal for long: only committed inputs' events are published.
+
+The loop never interleaves inside a step, so a table's inputs are applied one at a time without
+a lock, and their journal writes are queued in the order they were applied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+import grpc
+import structlog
+
+from tapis_engine import table as tbl
+from tapis_engine.errors import RuleError
+from tapis_service import fanout, logcontext, metrics, realtime
+from tapis_service.autoplay import Autoplay
+from tapis_service.errors import ServiceError, from_rule_error
+from tapis_service.healing import store_refusal
+from tapis_service.ratelimit import TokenBuckets
+from tapis_service.recovery import snapshot_data
+from tapis_service.session import Applied, Session
+from tapis_service.store import COMMITTED, StoreError
+from tapis_service.tokens import token_hash
+
+if TYPE_CHECKING:
+    from tapis_service.host import GameHost
+
+log = structlog.get_logger("tapis.host")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+JOIN = -1
+"""The seat under which a join's request id is pending (a joiner has no seat yet)."""
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """A finished task nobody may be waiting for: its refusal is the caller's business, any
+    other failure is a bug worth a log line."""
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None and not isinstance(error, ServiceError | RuleError):
+        log.error("table_task_failed", error=repr(error)[:300])
+
+
+def shielded(method: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """Run each call in a task of its own and wait for it shielded: the caller's
+    cancellation ends the wait, not the work."""
+
+    @functools.wraps(method)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        task = asyncio.ensure_future(method(*args, **kwargs))
+        task.add_done_callback(_retrieve)
+        return await asyncio.shield(task)
+
+    return run
+
+
+def _action_name(move: tbl.Input) -> str:
+    if isinstance(move, tbl.Act):
+        return type(move.action).__name__
+    return type(move).__name__
+
+
+_NO_ENTRY: dict[str, Any] = {}
+"""The journal entry handed to a store that keeps nothing (``MemoryStore``): never filled."""
+
+
+class TableActor:
+    """Applies, journals and publishes the inputs of every table of ``host``."""
+
+    def __init__(self, host: GameHost) -> None:
+        self.host = host
+        self.store = host.store
+        self.clock = host.clock
+        self.settings = host.settings
+        self.slaps = TokenBuckets(host.settings.slap_rate_per_s, host.settings.slap_burst)
+        self.autoplay = Autoplay(host.settings, host.clock, self.play)
+        self._moves: set[asyncio.Task[None]] = set()
+
+    # --- the inputs ------------------------------------------------------------------------
+
+    @shielded
+    async def submit(self, session: Session, seat: int, move: tbl.Input, request_id: str,
+                     expected_version: int | None, received: float | None = None) -> Applied:
+        """A person's input, applied at most once per request id; answered once committed."""
+        session = self.host.get(session.game_id)  # discarded or moved while this waited?
+        # 1. check
+        if request_id:
+            earlier = session.pending.get((seat, request_id))
+            if earlier is not None:  # the same input, being committed: its answer
+                return await earlier
+            seen = session.remembered(seat, request_id)
+            if seen is not None:
+                return seen
+        if expected_version is not None and expected_version != session.table.version:
+            raise ServiceError(
+                grpc.StatusCode.ABORTED, "STALE_VERSION",
+                f"the game is at version {session.table.version}, not {expected_version}")
+        now = self.clock.now_ms()
+        if realtime.is_rate_limited(session.rules, move) \
+                and not self.slaps.allow((session.game_id, seat), now):
+            raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED",
+                               "too many slaps: slow down")
+        # 2. apply
+        applied = self._apply(session, seat, move, now)
+        metrics.ACTIONS.inc(session.rules.kind, "person")
+        if received is not None:
+            realtime.probe_outcomes(session.rules, move, applied, received, session.probes)
+        if logcontext.per_action_lines:
+            log.info("action_applied", game=session.game_id, seat=seat,
+                     action=_action_name(move), version=applied.version,
+                     events=len(applied.events))
+        # 3. await the journal write
+        upto = session.last_sequence
+        entry = self._entry(session, move, now)
+        if request_id:
+            entry["request_id"] = request_id
+        await self._journal(session, entry, (seat, request_id) if request_id else None)
+        # 4. publish (and remember the answer)
+        if request_id:
+            session.remember(seat, request_id, applied)
+        self._committed(session, upto)
+        # 5. answer
+        return applied
+
+    @shielded
+    async def claim(self, session: Session, seat: int | None, name: str,
+                    request_id: str) -> tuple[Session, int, str]:
+        """A person takes a seat: (the session, the seat, its secret token). With a
+        ``request_id``, a retry gets the same seat and token (even while the first commits)."""
+        session = self.host.get(session.game_id)
+        tokens = self.host.tokens
+        # 1. check
+        if request_id:
+            earlier = session.pending.get((JOIN, request_id))
+            if earlier is not None:
+                return await earlier
+            if request_id in session.join_requests:
+                seat = session.join_requests[request_id]
+                return session, seat, tokens.issue(session.game_id, seat, request_id)
+        if seat is None:
+            free = [i for i, s in enumerate(session.table.seats) if not s.claimed]
+            if not free:
+                raise ServiceError(grpc.StatusCode.FAILED_PRECONDITION, "NO_FREE_SEAT",
+                                   "every seat of this game is taken")
+            seat = free[0]
+        token = tokens.issue(session.game_id, seat, request_id)
+        digest = token_hash(token)
+        # 2. apply
+        now = self.clock.now_ms()
+        session.apply(tbl.Claim(seat), now)
+        session.names[seat] = name
+        # 3. await the journal write
+        upto = session.last_sequence
+        entry = {"input": {"input": "Claim", "seat": seat}, "now_ms": now,
+                 "token_hash": digest, "name": name}
+        if request_id:
+            entry["join_request_id"] = request_id
+        await self._journal(session, entry, (JOIN, request_id) if request_id else None)
+        # 4. publish (and know the token)
+        if self.host.sessions.get(session.game_id) is session:
+            tokens.add(digest, session.game_id, seat)
+            if request_id:
+                session.join_requests[request_id] = seat
+            log.info("seat_claimed", game=session.game_id, seat=seat)
+        self._committed(session, upto)
+        # 5. answer
+        return session, seat, token
+
+    async def open(self, session: Session, record: dict[str, Any], request_id: str) -> Session:
+        """A new table: served (and its request id answered) once its record is committed
+        (the host runs it in a task of its own, counted among the tables being created)."""
+        upto = session.last_sequence
+        try:
+            await self.store.created(session.game_id, record)
+        except StoreError as error:
+            self.host.healing.store_failed(None, error)
+            raise store_refusal(error) from error
+        self.host.serve(session, request_id)
+        log.info("game_created", game=session.game_id, kind=session.rules.kind,
+                 seats=len(session.table.seats),
+                 bots=sum(s.bot is not None for s in session.table.seats))
+        self._committed(session, upto)
+        return session
+
+    def play(self, session: Session, move: tbl.Input) -> None:
+        """A server move (a bot's, a turn timer's), from its timer: published once committed
+        (at once for a store that keeps nothing: a manual clock plays a bots' game out)."""
+        if isinstance(move, tbl.BotMove):
+            session.bot_timers.pop(move.seat, None)
+        # 1. check
+        if self.host.sessions.get(session.game_id) is not session:
+            return
+        # 2. apply
+        now = self.clock.now_ms()
+        try:
+            applied = session.apply(move, now)
+        except RuleError:
+            self.after_change(session)  # the world moved on; look again
+            return
+        metrics.ACTIONS.inc(session.rules.kind, "server")
+        if logcontext.per_action_lines:
+            log.info("server_move", game=session.game_id, seat=getattr(move, "seat", None),
+                     input=type(move).__name__, version=applied.version)
+        # 3. the journal write, and 4. publish once it is committed
+        upto = session.last_sequence
+        write = self._queue(session, self._entry(session, move, now))
+        if write is COMMITTED:
+            self._committed(session, upto)
+            return
+        task = asyncio.ensure_future(self._publish_once_committed(session, write, upto))
+        self._moves.add(task)
+        task.add_done_callback(self._moves.discard)
+        task.add_done_callback(_retrieve)
+
+    async def _publish_once_committed(self, session: Session, write: Awaitable[None],
+                                      upto: int) -> None:
+        try:
+            await self._settle(session, write)
+        except ServiceError:  # refused: healing's business
+            return
+        self._committed(session, upto)
+
+    async def abandon(self, session: Session) -> None:
+        """End a table nobody plays any more (housekeeping): the ``Abandon`` input, journaled
+        like any other so a restart replays it; its event tells every stream."""
+        # 1. check
+        if self.host.sessions.get(session.game_id) is not session \
+                or session.table.game_over(session.rules):
+            return
+        # 2. apply
+        now = self.clock.now_ms()
+        move = tbl.Abandon()
+        session.apply(move, now)
+        log.info("game_abandoned", game=session.game_id, version=session.table.version)
+        # 3. await the journal write (a refused one is healing's business)
+        upto = session.last_sequence
+        write = self._queue(session, {"input": tbl.encode_input(session.rules, move),
+                                      "now_ms": now})
+        try:
+            await self._settle(session, write)
+        except ServiceError:  # refused: healing's business
+            return
+        # 4. publish
+        self._committed(session, upto)
+
+    # --- the steps ---------------------------------------------------------------------------
+
+    def _apply(self, session: Session, seat: int, move: tbl.Input, now: int) -> Applied:
+        """The engine's step; a refusal (logged once, here) changes nothing."""
+        try:
+            return session.apply(move, now)
+        except RuleError as error:
+            log.info("action_refused", game=session.game_id, seat=seat,
+                     action=_action_name(move), reason=error.reason.value)
+            refusal = from_rule_error(error)
+            refusal.logged = True
+            raise refusal from error
+
+    def _entry(self, session: Session, move: tbl.Input, now: int) -> dict[str, Any]:
+        """The journal entry of an input (none for a store that keeps nothing)."""
+        if not self.host.keeps_journal:
+            return _NO_ENTRY
+        return {"input": tbl.encode_input(session.rules, move), "now_ms": now}
+
+    async def _journal(self, session: Session, entry: dict[str, Any],
+                       pending: tuple[int, str] | None = None) -> None:
+        """Journal the input just applied and wait for the commit; ``pending``: the (seat,
+        request id) under which a retry meanwhile waits for this task's answer."""
+        write = self._queue(session, entry)
+        if pending is None:
+            await self._settle(session, write)
+            return
+        session.pending[pending] = asyncio.current_task()  # type: ignore[assignment]
+        try:
+            await self._settle(session, write)
+        finally:
+            session.pending.pop(pending, None)
+
+    def _queue(self, session: Session, entry: dict[str, Any]) -> Awaitable[None]:
+        """Queue the journal write of the input just applied (and a snapshot when one is
+        due): the store commits a table's writes in the order they are queued."""
+        write = self.store.appended(session.game_id, session.journal_length, entry,
+                                    session.epoch)
+        self._checkpoint(session)
+        return write
+
+    async def _settle(self, session: Session, write: Awaitable[None]) -> None:
+        """Wait for a journal write; a refused one discards the table's session (it is rebuilt
+        from the store later) and is raised as the caller's refusal."""
+        session.writes.add(write)
+        try:
+            await write
+        except StoreError as error:
+            self.host.healing.store_failed(session, error)
+            raise store_refusal(error) from error
+        finally:
+            session.writes.discard(write)
+
+    def _checkpoint(self, session: Session) -> None:
+        """Snapshot every N inputs and at game end; at game end, enforce the retention."""
+        every = self.settings.snapshot_every
+        finished = session.table.game_over(session.rules)
+        if self.host.keeps_journal and (finished or (every > 0
+                                                     and session.journal_length % every == 0)):
+            written = self.store.snapshot(session.game_id, session.journal_length,
+                                          snapshot_data(session), session.epoch)
+            # a failed snapshot costs nothing: the journal has it all
+            asyncio.ensure_future(written).add_done_callback(_ignore)
+        if finished:
+            self.host.enforce_retention(keep=session.game_id)
+
+    def _committed(self, session: Session, upto: int) -> None:
+        """The store committed every input up to the one whose last event is ``upto``: its
+        events are durable; publish them (unless the session was discarded meanwhile)."""
+        if upto > session.durable_sequence:
+            session.durable_sequence = upto
+        if self.host.sessions.get(session.game_id) is session:
+            self.after_change(session)
+
+    def after_change(self, session: Session) -> None:
+        """Publish what is durable, then arm the bots and timers the table now calls for."""
+        fanout.publish(session)
+        self.autoplay.rearm(session)
+
+    async def settle(self) -> None:
+        """Wait for the server moves in progress (stopping)."""
+        while self._moves:
+            await asyncio.gather(*list(self._moves), return_exceptions=True)
+
+
+def _ignore(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

@@ -1,0 +1,85 @@
+"""Seat tokens: issued at a join, kept only as their hashes, looked up on every call.
+
+A join with a ``request_id`` gets a token derived from the game, the seat and the id under the
+server's join key (an HMAC, never stored), so a retried join is answered with the same token,
+after a restart too. The key lives in the data directory (``join.key``), or in the shared
+database of a cluster (every node derives the same tokens), or per process without either.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+import grpc
+
+from tapis_service.errors import ServiceError
+from tapis_service.session import Session
+from tapis_service.settings import Settings
+
+
+def join_key(settings: Settings) -> bytes:
+    """The secret that retried joins derive their tokens from: kept in the data directory
+    (created once, readable by the server's user only), or per process without one."""
+    if settings.data_dir is None or settings.store == "memory":
+        return secrets.token_bytes(32)
+    path = Path(settings.data_dir) / "join.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "wb") as key_file:
+            key_file.write(secrets.token_bytes(32))
+            key_file.flush()
+            os.fsync(key_file.fileno())
+    return path.read_bytes()
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def token_hash(token: str) -> str:
+    """Seat tokens are kept (and persisted) only as this hash (cached: every call hashes its
+    token)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class SeatTokens:
+    """The seat of every token this server knows, by the token's hash."""
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+        self._seats: dict[str, tuple[str, int]] = {}
+
+    def issue(self, game_id: str, seat: int, request_id: str) -> str:
+        """A new seat token: derived from the join's ``request_id``, else random."""
+        if not request_id:
+            return secrets.token_urlsafe(24)
+        mac = hmac.new(self.key, f"{game_id}\0{seat}\0{request_id}".encode(),
+                       hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(mac[:24]).decode()
+
+    def add(self, digest: str, game_id: str, seat: int) -> None:
+        """Know the token whose hash is ``digest`` as ``seat`` of ``game_id``."""
+        self._seats[digest] = (game_id, seat)
+
+    def forget(self, game_id: str) -> None:
+        """Forget every token of a table (it left this server)."""
+        for digest, (known, _) in list(self._seats.items()):
+            if known == game_id:
+                del self._seats[digest]
+
+    def seat_of(self, session: Session, token: str | None) -> int | None:
+        """The caller's seat at ``session`` from its token; None for a spectator (no token)."""
+        if token is None:
+            return None
+        owner = self._seats.get(token_hash(token))
+        if owner is None:
+            raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN",
+                               "this seat token is not valid on this server")
+        if owner[0] != session.game_id:
+            raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, "TOKEN_FOR_ANOTHER_GAME",
+                               "this seat token belongs to another game")
+        return owner[1]
