@@ -8,7 +8,8 @@ STAMP  := $(VENV)/.installed
 GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
-.PHONY: setup gen serve cluster test test-fast lint bench bench-quick selfplay clean proto-baseline api-docs settings-docs lock
+.PHONY: setup gen serve cluster test test-fast lint bench bench-quick selfplay clean proto-baseline \
+	api-docs settings-docs lock messages screens
 
 setup: $(STAMP)
 
@@ -98,6 +99,19 @@ lock: setup
 	PIP_CONFIG_FILE=/dev/null $(BIN)/pip-compile -q --generate-hashes --allow-unsafe \
 		--no-emit-index-url --no-emit-find-links --strip-extras --pip-args=--isolated \
 		-o deploy/build-requirements.lock deploy/build-requirements.in
+
+# The CLI's texts: extract the marked ones into the template and merge it into each language's
+# catalog (then translate the new entries; a test fails on any left empty).
+LOCALE := clients/tapis_clients/locale
+messages: setup
+	$(BIN)/pybabel extract -k N_ -k _ -k ngettext:1,2 --no-location --sort-output --omit-header \
+		-o $(LOCALE)/tapis.pot clients/tapis_clients
+	$(BIN)/pybabel update -i $(LOCALE)/tapis.pot -d $(LOCALE) -D tapis --no-fuzzy-matching \
+		--ignore-obsolete
+
+# The README's pictures of the client: each game's screen at 80x24, as SVG, in docs/screens/.
+screens: setup
+	$(BIN)/python tools/screens.py
 
 # The contract as last released, which `make lint` checks every change against (`buf breaking`):
 # rebuild it only when releasing, so that a breaking change is a conscious one.

@@ -7,8 +7,9 @@
 Global options (--target, --reaction-ms, --mistake-rate) go before or after the subcommand.
 
 It only uses the tapis.v1 contract: it follows its event stream, and when the game awaits its
-seat it reads its view and picks one of the legal actions the server lists. In Bataille Corse,
-where any seat may slap after any flip, it keeps the table up to date from the events alone.
+seat it reads its view and picks one of the legal actions the server lists. In a real-time game
+(where any seat may act after any move, as a slap after a flip) it keeps the table up to date
+from the events alone (the game's ``follower``, tapis_clients.games).
 A strategy is a function (view, legal_actions) -> action; see tapis_clients.strategies.
 """
 
@@ -30,8 +31,8 @@ import grpc
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import games, strategies
 from tapis_clients.connection import Connection, Unreachable, error_reason, retry_delay_s
+from tapis_clients.game import Follower
 from tapis_clients.options import add_target, global_parent
-from tapis_clients.strategies.corse import CorseFollower
 
 NORMAL_REFUSALS = {"STALE_VERSION", "SLAP_TOO_LATE", "NOT_YOUR_TURN", "RATE_LIMITED",
                    "GAME_OVER", "NOT_ALLOWED_NOW"}
@@ -63,7 +64,8 @@ have been lost with a server that crashed). Counted in ``idle_checks``: 0 in a h
 
 
 def action_kind(action: pb.Action) -> str:
-    """``bataille_corse.slap``, ``war.reveal``, ``reclaim_seat``: what a rate limit is about."""
+    """``war.reveal``, ``reclaim_seat``: what a rate limit is about (the game's field and the
+    move's)."""
     which = action.WhichOneof("action") or ""
     inner = getattr(action, which, None) if which else None
     if inner is not None and inner.DESCRIPTOR.oneofs:
@@ -85,7 +87,7 @@ class SeatBot:
         self.rng = rng
         self.style = style
         self.stats = stats
-        self.follower: CorseFollower | None = None
+        self.follower: Follower | None = None
         self.awaiting: tuple[int, ...] = ()
         self.version = 0
         self.acted_version = -1
@@ -126,8 +128,8 @@ class SeatBot:
             if key == self.tried:  # already sent on this very table
                 return
             self.tried = key
-            is_slap = action_kind(action) == "bataille_corse.slap"
-            await self.submit(action, None if is_slap else self.follower.version)
+            realtime = games.by_kind(view.kind).realtime(action)
+            await self.submit(action, None if realtime else self.follower.version)
             return
         if self.seat not in self.awaiting or self.version <= self.acted_version:
             return
@@ -176,9 +178,21 @@ class SeatBot:
         view = await self.fetch()
         self.version = max(self.version, view.version)
         self.awaiting = tuple(view.awaiting_seats)
-        if view.kind == pb.GAME_KIND_BATAILLE_CORSE:
-            self.follower = CorseFollower(view)
+        follower = games.by_kind(view.kind).follower
+        if follower is not None:
+            self.follower = follower(view)
         return view
+
+    async def ended_meanwhile(self) -> bool:
+        """After a stream that ended without the game's end in it: whether the game is over
+        all the same (the stream may close together with the game's last events)."""
+        try:
+            view = await self.resync()
+        except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.NOT_FOUND:
+                return False
+            raise
+        return view.status == pb.GAME_STATUS_GAME_OVER
 
     async def play(self) -> bool:
         """Play until the game in play ends; True when it ended."""
@@ -223,7 +237,7 @@ class SeatBot:
                     return True
                 if stream_over:
                     await follower  # raises what ended the stream, if anything did
-                    return False
+                    return await self.ended_meanwhile()
                 await self.decide()
         finally:
             follower.cancel()

@@ -16,6 +16,7 @@ from grpc_status import rpc_status
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis_clients.i18n import _
 
 T = TypeVar("T")
 
@@ -54,10 +55,10 @@ class Unreachable(Exception):
     """No server answered at the target within the start-up wait."""
 
     def __init__(self, target: str, seconds: float) -> None:
-        super().__init__(
-            f"no Tapis server answers at {target} (waited {seconds:g} s); start one with "
-            f"`make serve`, or point the client elsewhere with --target HOST:PORT or "
-            f"TAPIS_TARGET=HOST:PORT")
+        super().__init__(_(
+            "no Tapis server answers at {target} (waited {seconds} s); start one with "
+            "`make serve`, or point the client elsewhere with --target HOST:PORT or "
+            "TAPIS_TARGET=HOST:PORT").format(target=target, seconds=f"{seconds:g}"))
         self.target = target
 
 

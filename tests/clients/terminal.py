@@ -4,9 +4,10 @@ wait until the screen shows what they expect (no sleeps; a generous overall time
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import os
-import re
+import signal
 import struct
 import sys
 import termios
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pyte
 
-ROWS, COLUMNS = 40, 100
+ROWS, COLUMNS = 24, 80
 PATIENCE_S = 30.0
 """How long a test waits for a screen before failing (never a condition of correctness)."""
 
@@ -29,10 +30,12 @@ CHILD = ("import os, runpy, sys; "
 
 
 class Terminal:
-    """``python -m tapis_clients.cli ARGS`` on a pty of 40×100."""
+    """``python -m tapis_clients.cli ARGS`` on a pty of 24×80 (``resize`` changes it)."""
 
-    def __init__(self, process: asyncio.subprocess.Process, master: int, slave: int) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, master: int, slave: int,
+                 state_dir: Path) -> None:
         self.process = process
+        self.state_dir = state_dir
         self.master = master
         self.slave = slave
         self.screen = pyte.Screen(COLUMNS, ROWS)
@@ -42,16 +45,23 @@ class Terminal:
         asyncio.get_running_loop().add_reader(master, self._read)
 
     @classmethod
-    async def start(cls, *args: str, state_dir: Path) -> Terminal:
+    async def start(cls, *args: str, state_dir: Path, size: tuple[int, int] = (COLUMNS, ROWS),
+                    environ: dict[str, str] | None = None) -> Terminal:
+        columns, rows = size
         master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
         env = dict(os.environ, TAPIS_STATE_DIR=str(state_dir), TERM="xterm-256color",
-                   COLUMNS=str(COLUMNS), LINES=str(ROWS))
-        env.pop("TAPIS_TARGET", None)
+                   LANG="C.UTF-8")
+        env.update(environ or {})
+        for name in ("TAPIS_TARGET", "LC_ALL", "LC_MESSAGES", "COLUMNS", "LINES"):
+            if name not in (environ or {}):
+                env.pop(name, None)
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-c", CHILD, *args, stdin=slave, stdout=slave, stderr=slave,
             env=env, start_new_session=True)
-        return cls(process, master, slave)
+        term = cls(process, master, slave, state_dir)
+        term.screen.resize(rows, columns)
+        return term
 
     def _read(self) -> None:
         try:
@@ -69,10 +79,14 @@ class Terminal:
     def text(self) -> str:
         return "\n".join(line.rstrip() for line in self.screen.display)
 
-    def version(self) -> int:
-        """The table version in the screen's title (-1 before any table is drawn)."""
-        found = re.findall(r"· v(\d+) ", self.text)
-        return int(found[-1]) if found else -1
+    def resize(self, columns: int, rows: int) -> None:
+        """Change the terminal's size, as a window resized (the client gets SIGWINCH)."""
+        self.screen.resize(rows, columns)
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        os.killpg(self.process.pid, signal.SIGWINCH)
+
+    def rows(self) -> list[str]:
+        return [line.rstrip() for line in self.screen.display]
 
     async def wait_for(self, check: Callable[[str], bool] | str,
                        what: str | None = None) -> str:
@@ -94,6 +108,12 @@ class Terminal:
         text = self.text
         assert test(text), f"the screen never showed {what or check!r}:\n{text}"
         return text
+
+    async def next_update(self, timeout_s: float = 1.0) -> None:
+        """Wait for the screen to change (or ``timeout_s``)."""
+        self.updated.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.updated.wait(), timeout_s)
 
     def type(self, keys: str) -> None:
         os.write(self.master, keys.encode())

@@ -219,3 +219,35 @@ async def test_selfplay_reports_progress_and_stops_cleanly_on_a_signal(
     assert summary["interrupted"] is True
     assert 1 <= summary["finished"] < 5000
     assert summary["errors"] == 0
+
+
+class EndingStream:
+    """A connection whose event stream ends together with the game, before its end event
+    reaches the bot (the stream closed as the game finished): the table itself says over."""
+
+    def __init__(self, final: int) -> None:
+        self.final = final
+        self.views = 0
+        self.stub = type("Stub", (), {"GetGame": "GetGame", "SubmitAction": "SubmitAction"})()
+
+    async def call(self, method: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        self.views += 1
+        status = pb.GAME_STATUS_IN_PROGRESS if self.views == 1 else self.final
+        return pb.GetGameResponse(game=pb.GameView(
+            kind=pb.GAME_KIND_WAR, status=status, version=self.views, your_seat=0,
+            awaiting_seats=[1]))
+
+    async def events(self, game_id: str, after: int = 0, token: str | None = None
+                     ) -> Any:
+        yield pb.Event(sequence=after + 1, version=2, awaiting_seats=[1])
+
+
+@pytest.mark.parametrize(("final", "counted"), [(pb.GAME_STATUS_GAME_OVER, True),
+                                                 (pb.GAME_STATUS_IN_PROGRESS, False)])
+async def test_a_game_whose_stream_ends_with_it_is_counted_finished(final: int,
+                                                                    counted: bool) -> None:
+    conn = EndingStream(final)
+    seat = bot.SeatBot(conn, "g", 0, "t", strategies.random_legal(random.Random(1)),  # type: ignore[arg-type]
+                       random.Random(1), bot.BotStyle(), bot.Stats())
+    assert await seat.play() is counted
+    assert conn.views == 2  # it looked at the table once more before saying

@@ -1,155 +1,179 @@
-"""What the interactive client draws and how typed keys name moves."""
+"""What the screens say, without a terminal: keys naming moves, people named, the deal check,
+refusals in sentences, and the registry of games the clients know."""
 
 from __future__ import annotations
 
 import hashlib
 import io
-import uuid
+import re
+from pathlib import Path
 
 import pytest
 from rich.console import Console
 
+from tapis.v1 import basra_pb2, boutons_pb2, errors_pb2, war_pb2
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
-from tapis.v1 import boutons_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1.cards_pb2 import Card
-from tapis_clients import games
-from tapis_clients.cli import prompt_for, resolve_keys
-from tapis_clients.games import boutons
-from tapis_clients.screen import Screen, fairness_line
-from tests.support.calls import auth, person_seats
-from tests.support.server import Harness, ServerFactory
+from tapis_clients import games, i18n, lines, refusals
+from tapis_clients.app import countdown, resolve_keys
+from tapis_clients.games import basra, boutons, corse, war
+from tapis_clients.people import Table
+
+CLIENTS = Path(__file__).resolve().parents[2] / "clients" / "tapis_clients"
 
 
-def drawn(view: pb.GameView, actions: list[pb.Action], seat: int | None) -> list[str]:
-    console = Console(width=100, height=40, file=io.StringIO(), record=True)
-    screen = Screen(console, view.kind, seat)
-    screen.draw(view, actions, prompt_for(view, actions, ""))
-    return console.export_text().rstrip("\n").splitlines()
+def text_of(renderable: object) -> str:
+    console = Console(width=80, file=io.StringIO(), record=True)
+    console.print(renderable)
+    return console.export_text()
 
 
-async def table(h: Harness, kind: int, seats: int = 2) -> tuple[pb.GameView, list[str]]:
-    created = await h.stub.CreateGame(pb.CreateGameRequest(
-        kind=kind, seats=seats, seed=9, seat_configs=person_seats(seats),  # type: ignore[arg-type]
-        request_id=uuid.uuid4().hex))
-    tokens = []
-    for i in range(seats):
-        joined = await h.stub.JoinGame(pb.JoinGameRequest(
-            game_id=created.game.game_id, display_name=f"p{i}"))
-        tokens.append(joined.seat_token)
-    return created.game, tokens
-
-
-@pytest.mark.parametrize(("seats", "moves"), [(3, 24), (4, 32)])
-async def test_the_boutons_menu_fits_a_40_row_terminal(make_server: ServerFactory, seats: int,
-                                                       moves: int) -> None:
-    h = await make_server()
-    created, tokens = await table(h, pb.GAME_KIND_BOUTONS, seats)
-    views = [(await h.stub.GetGame(pb.GetGameRequest(game_id=created.game_id),
-                                   metadata=auth(token))).game for token in tokens]
-    view = max(views, key=lambda v: len(v.legal_actions))
-    actions = list(view.legal_actions)
-    assert len(actions) == moves
-    lines = drawn(view, actions, view.your_seat)
-    assert len(lines) <= 40, "\n".join(lines)
-    assert any(f"[{moves}/" in line for line in lines)
-
-
-def test_numbers_and_hotkeys_name_moves() -> None:
+def test_numbers_and_keys_name_moves() -> None:
     bets = [pb.Action(boutons=boutons_pb2.BoutonsAction(bet=boutons_pb2.BoutonsBet(
         colour=colour, card=Card(rank=11, suit=suit))))  # type: ignore[arg-type]
         for colour in range(1, 4) for suit in range(1, 5)]
-    kind = pb.GAME_KIND_BOUTONS
-    assert resolve_keys(kind, bets, "", enter=True) == (bets[0], False)
-    assert resolve_keys(kind, bets, "1", enter=False) == (None, True)  # 1 or 10, 11, 12?
-    assert resolve_keys(kind, bets, "1", enter=True) == (bets[0], False)
-    assert resolve_keys(kind, bets, "12", enter=False) == (bets[11], False)
-    hotkey = boutons.hotkey(bets[5])
-    assert hotkey is not None
-    assert resolve_keys(kind, bets, hotkey, enter=False) == (bets[5], False)
-    assert resolve_keys(kind, bets, "z", enter=False) == (None, False)
-    assert resolve_keys(kind, [], "", enter=True) == (None, False)
+    game = boutons.GAME
+    assert resolve_keys(game, bets, "", enter=True) == (bets[0], False)
+    assert resolve_keys(game, bets, "1", enter=False) == (None, True)  # 1 or 10, 11, 12?
+    assert resolve_keys(game, bets, "1", enter=True) == (bets[0], False)
+    assert resolve_keys(game, bets, "12", enter=False) == (bets[11], False)
+    assert resolve_keys(game, bets, "bh", enter=False) == (bets[6], False)  # blue on ♥
+    assert resolve_keys(game, bets, "z", enter=False) == (None, False)
+    assert resolve_keys(game, [], "", enter=True) == (None, False)
 
 
-async def test_a_waiting_table_says_who_is_missing(make_server: ServerFactory) -> None:
-    h = await make_server()
-    created = await h.stub.CreateGame(pb.CreateGameRequest(
-        kind=pb.GAME_KIND_WAR, seats=2, seat_configs=person_seats(2),
-        request_id=uuid.uuid4().hex))
-    await h.stub.JoinGame(pb.JoinGameRequest(game_id=created.game.game_id, display_name="ana"))
-    view = (await h.stub.GetGame(pb.GetGameRequest(game_id=created.game.game_id))).game
-    text = "\n".join(drawn(view, [], None))
-    assert "waiting for players: 1 of 2 seats taken" in text
-    assert f"tapis join {view.game_id}" in text
-    assert "target 0 points" not in text
-    assert "seat 0: ana" in text and "seat 1: open" in text
-    assert "keys:" not in text
+def test_boutons_keys_keep_their_meaning_and_every_colour_differs() -> None:
+    """A bet's key is its colour's letter and its card's suit, whatever else is legal; each
+    colour has its own symbol and hue."""
+    bet = pb.Action(boutons=boutons_pb2.BoutonsAction(bet=boutons_pb2.BoutonsBet(
+        colour=boutons_pb2.BOUTONS_COLOUR_BLACK, card=Card(rank=12, suit=3))))
+    assert boutons.hotkey(bet) == "kh"
+    colours = range(1, 10)
+    symbols = {boutons.button(c) for c in colours}
+    assert len(symbols) == 9
+    assert len({re.sub(r"\[[^]]*\]", "", s) for s in symbols}) == 9  # without colour too
 
 
-def test_the_seat_claimed_line_speaks_to_its_reader() -> None:
-    event = pb.Event(seat_claimed=pb.SeatClaimed(seat=0, display_name="ana"))
-    assert games.describe_event(pb.GAME_KIND_WAR, event, 0) == "you sit at seat 0"
-    assert games.describe_event(pb.GAME_KIND_WAR, event, 1) == "ana sits at seat 0"
-
-
-def test_war_lines_say_who_took_each_trick() -> None:
-    """The table shows the trick in play; the log says who took each trick."""
-    revealed = pb.Event(war=war_pb2.WarEvent(card_revealed=war_pb2.WarCardRevealed(seat=1)))
+def test_people_not_seats() -> None:
+    view = pb.GameView(your_seat=0, seats=[
+        pb.Seat(seat=0, type=pb.SEAT_TYPE_PERSON, taken=True, display_name="ana"),
+        pb.Seat(seat=1, type=pb.SEAT_TYPE_BOT, taken=True, bot_strategy="basic"),
+        pb.Seat(seat=2, type=pb.SEAT_TYPE_BOT, taken=True, bot_strategy="basic")])
+    table = Table.of(view)
+    assert table.names == ["ana", "basic bot", "basic bot 2"]
+    assert table.who(0) == "you" and table.who(1) == "basic bot"
+    assert table.verdict([0]) == "you win"
+    assert table.verdict([1]) == "basic bot wins"
+    assert table.verdict([]) == "draw"
+    assert table.verdict([0, 2]) == "you share the win with basic bot 2"
     won = pb.Event(war=war_pb2.WarEvent(trick_won=war_pb2.WarTrickWon(seat=1, cards=2)))
-    assert games.describe_event(pb.GAME_KIND_WAR, revealed, 0) is None
-    assert games.describe_event(pb.GAME_KIND_WAR, won, 0) == "seat 1 took the trick (2 cards)"
-    assert games.describe_event(pb.GAME_KIND_WAR, won, 1) == "you took the trick (2 cards)"
-    assert games.describe_event(pb.GAME_KIND_WAR, won, None) == \
-        "seat 1 took the trick (2 cards)"
-    bataille = pb.Event(war=war_pb2.WarEvent(bataille=war_pb2.WarBatailleAnnounced()))
-    assert games.describe_event(pb.GAME_KIND_WAR, bataille, 0) == "[bold yellow]Bataille![/]"
+    assert war.describe_event(won, table) == "basic bot takes the trick (2 cards)"
+    won.war.trick_won.seat = 0
+    assert war.describe_event(won, table) == "you take the trick (2 cards)"
+    claimed = pb.Event(seat_claimed=pb.SeatClaimed(seat=0, display_name="ana"))
+    assert lines.describe_event(war.GAME, claimed, table) == "you sit down"
+
+
+def test_basra_flags_a_basra_and_names_teams() -> None:
+    floor = [Card(rank=3, suit=1), Card(rank=4, suit=2)]
+    view = pb.GameView(basra=basra_pb2.BasraView(floor=floor))
+    sweep = pb.Action(basra=basra_pb2.BasraAction(play_card=basra_pb2.BasraPlayCard(
+        card=Card(rank=7, suit=1), capture=basra_pb2.BasraCapture(cards=floor))))
+    part = pb.Action(basra=basra_pb2.BasraAction(play_card=basra_pb2.BasraPlayCard(
+        card=Card(rank=3, suit=3), capture=basra_pb2.BasraCapture(cards=floor[:1]))))
+    jack = pb.Action(basra=basra_pb2.BasraAction(play_card=basra_pb2.BasraPlayCard(
+        card=Card(rank=11, suit=3), capture=basra_pb2.BasraCapture(cards=floor))))
+    assert basra.makes_basra(sweep, view) and "Basra!" in basra.describe_action(sweep, 0, view)
+    assert not basra.makes_basra(part, view)
+    assert not basra.makes_basra(jack, view)  # a jack sweeping two cards: no basra
+    table = Table(["ana", "bo", "cy", "di"], 0)
+    assert basra.side_name([0, 2], table) == "team ana (you) & cy"
+    sheet = basra_pb2.BasraDealScored(deal=1, lines=[basra_pb2.BasraScoreLine(
+        side=0, seats=[0, 2], cards=30, most_cards=30, ten_of_diamonds=3, aces=2, jacks=1,
+        basras=1, basra_points=10, points=46, total=46)])
+    shown = text_of(basra.score_sheet(sheet, table))
+    for header in ("most", "10♦", "2♣", "aces", "jacks", "basras", "total"):
+        assert header in shown
+
+
+def test_a_slap_caption_shows_the_combination_its_cards_and_the_time() -> None:
+    table = Table(["ana", "bo"], 0)
+    memory = corse.CorseMemory()
+    for sequence, (card, ms) in enumerate([(Card(rank=9, suit=1), 0),
+                                           (Card(rank=9, suit=3), 1000)], 1):
+        event = pb.Event(sequence=sequence, bataille_corse=corse_pb2.BatailleCorseEvent(
+            card_flipped=corse_pb2.BatailleCorseCardFlipped(seat=sequence - 1, card=card)))
+        event.time.FromMilliseconds(ms)
+        memory.see(event, table)
+    won = pb.Event(sequence=3, bataille_corse=corse_pb2.BatailleCorseEvent(
+        pile_won=corse_pb2.BatailleCorsePileWon(
+            seat=1, cards=2, reason=corse_pb2.BATAILLE_CORSE_PILE_REASON_COMBINATION,
+            combination=corse_pb2.BATAILLE_CORSE_COMBINATION_DOUBLE)))
+    won.time.FromMilliseconds(1420)
+    memory.see(won, table)
+    caption = text_of(memory.caption(table))
+    assert caption.strip() == "Double! 9♣ 9♥ — bo slapped first in 0.42 s"
+    assert memory.refusal("SLAP_TOO_LATE", table) == "too late: bo slapped first"
+
+
+def test_the_war_row_shows_the_bubble_and_the_countdown() -> None:
+    view = pb.GameView(your_seat=1, war=war_pb2.WarView(
+        deck_sizes=[20, 21], points=[3, 4], target_points=50, to_move=1, batailles=1))
+    table = Table(["ana", "bo"], 1, timers={1: countdown(9_200)})
+    rows = text_of(war.board(view, table)).splitlines()
+    assert "ana" in rows[0] and "Bataille !" in rows[0]
+    assert "bo (you)" in rows[1] and "Bataille !" in rows[1] and "0:10" in rows[1]
+    assert countdown(0) == "0:00" and countdown(61_000) == "1:01" and countdown(-5) == "0:00"
 
 
 def test_the_deal_check_is_shown() -> None:
     committed = hashlib.sha256(b"42:salt").hexdigest()
     playing = pb.GameView(fairness=pb.Fairness(seed_commitment=committed))
-    assert "deal committed before play: " + committed[:12] in fairness_line(playing)
+    assert any(f"sha256 = {committed}" in line for line in lines.fairness_lines(playing))
     over = pb.GameView(fairness=pb.Fairness(seed_commitment=committed, seed=42,
                                             seed_salt="salt"))
-    assert "✓ fixed before play" in fairness_line(over)
+    assert any("✓" in line for line in lines.fairness_lines(over))
     # Checked against what the game's start published, not what the server says at the end.
-    assert "✗ does not match" in fairness_line(over, committed="0" * 64)
+    assert any("✗" in line for line in lines.fairness_lines(over, committed="0" * 64))
     chosen = pb.GameView(fairness=pb.Fairness(seed_commitment=committed, deal_chosen=True))
-    assert "dealt as the creator chose" in fairness_line(chosen)
-    assert fairness_line(pb.GameView()) == ""
+    assert any("chosen by the table's creator" in line for line in lines.fairness_lines(chosen))
 
 
-def test_the_end_is_said_to_its_reader() -> None:
-    assert games.verdict([0], 0) == "you win"
-    assert games.verdict([0], 1) == "you lose"
-    assert games.verdict([], 1) == "draw"
-    assert games.verdict([0, 2], 2) == "you share the win"
-    assert games.verdict([1], None, ["ana", "bob"]) == "bob wins"
-    assert games.verdict([1], None, ["ana", ""]) == "seat 1 wins"
-    assert games.verdict([0, 2], None) == "seat 0 and seat 2 share the win"
-    ended = pb.Event(game_ended=pb.GameEnded(
-        game_number=1, winners=[0], summary="seat 0 wins: reached 3 points (points 3-1)"))
-    assert games.describe_event(pb.GAME_KIND_WAR, ended, 0).startswith(  # type: ignore[union-attr]
-        "game 1 over — you win: reached 3 points (points 3-1).")
-    assert games.describe_event(pb.GAME_KIND_WAR, ended, 1).startswith(  # type: ignore[union-attr]
-        "game 1 over — you lose: reached 3 points")
-    assert games.describe_event(pb.GAME_KIND_WAR, ended, None).startswith(  # type: ignore[union-attr]
-        "game 1 over — seat 0 wins: reached 3 points")
-    assert games.summary_for("seat 0 and seat 2 win with 12 points", [0, 2], 0) == \
-        "you share the win with 12 points"
-    over = pb.GameView(kind=pb.GAME_KIND_WAR, your_seat=1, war=war_pb2.WarView(
-        deck_sizes=[52, 0], points=[0, 0], winner=0,
-        end_reason=war_pb2.WAR_END_REASON_ALL_CARDS))
-    text = "\n".join(drawn(over, [], 1))
-    assert "you lose: holds all 52 cards" in text
-    assert "Bataille · " in text and "War" not in text
+def test_every_refusal_a_player_can_meet_is_a_sentence() -> None:
+    reasons = {name.removeprefix("ERROR_REASON_") for name in errors_pb2.ErrorReason.keys()}  # noqa: SIM118
+    assert set(refusals.SENTENCES) <= reasons
+    for reason in ("NOT_YOUR_TURN", "SLAP_TOO_LATE", "NO_FREE_SEAT", "STALE_VERSION",
+                   "SEAT_BOT_CONTROLLED", "ILLEGAL_BET", "CARD_NOT_IN_HAND", "GAME_OVER"):
+        said = refusals.sentence(reason)
+        assert said and reason not in said and "_" not in said
 
 
-def test_flipping_out_of_turn_says_whose_turn_it_is() -> None:
-    view = pb.GameView(kind=pb.GAME_KIND_BATAILLE_CORSE, your_seat=0,
-                       bataille_corse=corse_pb2.BatailleCorseView(turn=2))
-    assert games.key_hint(view.kind, view, "f") == "not your turn: seat 2 flips"
-    assert games.key_hint(view.kind, view, "z") is None
-    view.bataille_corse.turn = 0
-    assert games.key_hint(view.kind, view, "f") is None
-    assert games.key_hint(pb.GAME_KIND_WAR, view, "f") is None  # a game without hints
+def test_the_registry_matches_the_contract_and_names_each_game_once() -> None:
+    kinds = {value for name, value in pb.GameKind.items() if value}
+    assert {game.kind for game in games.GAMES} == kinds
+    fields = {f.name for f in pb.GameView.DESCRIPTOR.oneofs_by_name["game"].fields}
+    assert {game.field for game in games.GAMES} == fields
+    assert games.KINDS["war"] == pb.GAME_KIND_WAR and games.command_name(
+        pb.GAME_KIND_BATAILLE_CORSE) == "bataille-corse"
+
+
+@pytest.mark.parametrize("word", ["basra", "boutons", "corse"])
+def test_a_game_is_named_in_at_most_three_files_outside_its_own(word: str) -> None:
+    """Each game is declared once per layer: outside its own files, the clients name it in the
+    registry (and a docstring or two), never in a table keyed by game."""
+    naming = [path for path in CLIENTS.rglob("*") if path.is_file()
+              and path.suffix in (".py", ".po", ".pot")
+              and word not in str(path.relative_to(CLIENTS)) and word in path.read_text().lower()]
+    assert len(naming) <= 3, naming
+
+
+def test_french_is_chosen_by_flag_then_environment() -> None:
+    assert i18n.language_from("fr", {}) == "fr"
+    assert i18n.language_from(None, {"LANG": "fr_FR.UTF-8"}) == "fr"
+    assert i18n.language_from(None, {"LC_ALL": "en_US.UTF-8", "LANG": "fr_FR.UTF-8"}) == "en"
+    assert i18n.language_from("en", {"LC_ALL": "fr_FR.UTF-8"}) == "en"
+    assert i18n.language_from(None, {}) == "en"
+    i18n.use("fr")
+    assert i18n._("game {number}").format(number=1) == "partie 1"
+    assert Table(["ana"], 0).verdict([0]) == "vous gagnez"

@@ -1,9 +1,11 @@
-"""The `tapis` CLI in a real terminal (a pty, its screen emulated): a whole War game, quitting
-mid-game and coming back, a key typed ahead thrown away, a timeout takeover drawn as it
-happens."""
+"""The `tapis` CLI in a real terminal (a pty at 80x24, its screen emulated by pyte): every game
+fits, War draws the bataille beside both players and ends on a window listing the series, the
+countdown runs, a resize redraws, French texts, one seat per terminal, quitting and coming back,
+keys typed ahead thrown away, a bot taking a seat over, watching, and Bataille Corse's slaps."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import termios
 import uuid
@@ -18,20 +20,24 @@ from tapis.v1 import war_pb2
 from tapis.v1.cards_pb2 import Card
 from tapis_clients import seats_file
 from tapis_service.clock import ManualClock
-from tests.clients.terminal import Terminal
+from tests.clients.terminal import PATIENCE_S, Terminal
 from tests.support.calls import auth, person_seats
 from tests.support.server import Harness, ServerFactory
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
+FLIP = pb.Action(bataille_corse=corse_pb2.BatailleCorseAction(
+    flip=corse_pb2.BatailleCorseFlip()))
 StartTerminal = Callable[..., Awaitable[Terminal]]
+COUNTDOWN = re.compile(r"\b(\d):(\d\d)\b")
+END_WINDOW = re.compile(r"Game \d+ is over|Partie \d+ terminée")
 
 
 @pytest.fixture
 async def terminal(tmp_path: Path) -> AsyncIterator[StartTerminal]:
     started: list[Terminal] = []
 
-    async def start(*args: str) -> Terminal:
-        term = await Terminal.start(*args, state_dir=tmp_path)
+    async def start(*args: str, **options: object) -> Terminal:
+        term = await Terminal.start(*args, state_dir=tmp_path, **options)  # type: ignore[arg-type]
         started.append(term)
         return term
 
@@ -44,24 +50,44 @@ def target(h: Harness) -> str:
     return f"127.0.0.1:{h.running.port}"
 
 
-async def war_for_two(h: Harness, turn_ms: int = 0) -> tuple[str, str]:
+def row(text: str, name: str) -> str:
+    """The screen's first row naming ``name``."""
+    return next((line for line in text.splitlines() if name in line), "")
+
+
+def full_deck(first: list[Card]) -> list[Card]:
+    """52 cards, ``first`` on top, the rest in order."""
+    top = {(c.rank, c.suit) for c in first}
+    return first + [Card(rank=r, suit=s) for s in (1, 2, 3, 4) for r in range(2, 15)  # type: ignore[arg-type]
+                    if (r, s) not in top]
+
+
+async def war_for_two(h: Harness, turn_ms: int = 0, deck: list[Card] | None = None,
+                      points: int = 20) -> tuple[str, str]:
     """A War table for two people; the test sits at seat 0 (its token), the CLI gets seat 1."""
-    created = await h.stub.CreateGame(pb.CreateGameRequest(
-        kind=pb.GAME_KIND_WAR, seats=2, seed=4, seat_configs=person_seats(2),
+    request = pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, seat_configs=person_seats(2),
         turn_time_limit_ms=turn_ms, request_id=uuid.uuid4().hex,
-        war=war_pb2.WarOptions(target_points=20)))
+        war=war_pb2.WarOptions(target_points=points))
+    if deck:
+        request.stacked_deck.extend(deck)
+        request.stacked_first_seat = 0
+    else:
+        request.seed = 4
+    created = await h.stub.CreateGame(request)
     joined = await h.stub.JoinGame(pb.JoinGameRequest(
         game_id=created.game.game_id, seat=0, display_name="tester"))
     return created.game.game_id, joined.seat_token
 
 
-async def view(h: Harness, game_id: str) -> pb.GameView:
-    return (await h.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+async def view(h: Harness, game_id: str, token: str = "") -> pb.GameView:
+    return (await h.stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                                 metadata=auth(token) if token else None)).game
 
 
 async def cli_to_move(h: Harness, game_id: str, token: str, term: Terminal) -> pb.GameView:
     """Play the test's seat until the CLI's seat (1) is awaited and its menu is on screen."""
-    await term.wait_for(lambda text: "(you)" in text and "waiting for the other" not in text,
+    await term.wait_for(lambda text: "(you)" in text and "deck 26" in text,
                         "the CLI seated and the game started")
     table = await view(h, game_id)
     if table.awaiting_seats[0] == 0:
@@ -69,42 +95,177 @@ async def cli_to_move(h: Harness, game_id: str, token: str, term: Terminal) -> p
                                   metadata=auth(token))
         table = await view(h, game_id)
     assert table.awaiting_seats[0] == 1
-    await term.wait_for(lambda text: "your move" in text and term.version() == table.version,
-                        f"the menu at v{table.version}")
+    await term.wait_for("reveal your top card")
     return table
 
 
-async def test_a_whole_war_game(make_server: ServerFactory, terminal: StartTerminal) -> None:
+async def the_only_table(h: Harness) -> str:
+    listed = await h.stub.ListGames(pb.ListGamesRequest(include_finished=True))
+    (game,) = listed.games
+    return game.game_id
+
+
+async def settled(h: Harness, game_id: str, term: Terminal, token: str) -> str:
+    """Wait until the screen shows the table as the server has it (both decks) with the CLI's
+    menu, or the end window."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + PATIENCE_S
+    while loop.time() < give_up:
+        text = term.text
+        if END_WINDOW.search(text):
+            return text
+        table = await view(h, game_id, token)
+        shown = [re.search(r"(?:deck|paquet) (\d+)", row(text, name))
+                 for name in ("(you)", "bot")]
+        if [int(m.group(1)) if m else -1 for m in shown] == list(table.war.deck_sizes) \
+                and ("reveal your top card" in text or "retourner votre" in text):
+            return text
+        await term.next_update()
+    raise AssertionError(f"the screen never settled:\n{term.text}")
+
+
+async def test_a_whole_war_game_ends_on_a_window_listing_the_series(
+        make_server: ServerFactory, terminal: StartTerminal) -> None:
     h = await make_server()
-    term = await terminal("play", "war", "--points", "3", "--seed", "2", "--target", target(h),
-                          "--name", "ana")
-    last = -1
-    reveals = 0
-    while True:
-        text = await term.wait_for(
-            lambda text, last=last: re.search(r"you (win|lose): ", text) is not None
-            or ("your move" in text and term.version() > last),
-            "a new move or the end")
-        if re.search(r"you (win|lose): ", text):
-            assert " wins: " not in text  # said to its reader, not as "seat 0 wins"
-            break
-        assert "Bataille · " in text  # the panel's title: the game's name
-        assert "seat 1: bot" in text and "ana (you)" in text  # names on screen
-        assert "target 3 points" in text
-        last = term.version()
+    term = await terminal("play", "war", "--points", "2", "--seed", "2", "--target", target(h),
+                          "--name", "ana", "--turn-time-ms", "0")
+    text = await term.wait_for("reveal your top card")
+    game_id = await the_only_table(h)
+    token = seats_file.find(game_id, term_state(term)).token  # type: ignore[union-attr]
+    assert term.rows()[0].startswith(" Bataille"), text  # the title on the first row
+    assert "ana (you)" in text and "basic bot" in text  # people, not seats
+    assert "series: you 0 · basic bot 0 · draws 0" in text  # from game 1
+    while not END_WINDOW.search(text):
         term.type("r")
-        reveals += 1
-    assert reveals >= 3
-    await term.wait_for(lambda text: re.search(r"game 1 over — you (win|lose): reached 3 points",
-                                               text) is not None, "the end said to its reader")
-    # The game over screen offers the next game of the series; q leaves.
-    text = await term.wait_for("start the next game of the series")
-    assert "✓ fixed before play" in text  # the seed checked against its commitment
-    assert "dealt as the creator chose" in text  # --seed: a chosen deal, and it says so
-    assert "took the trick (" in text  # the log says who took each trick
+        text = await settled(h, game_id, term, token)
+    assert "Game 1 is over: " in text
+    winner = (await view(h, game_id)).series[0].winners[0]
+    assert ("you win" if winner == 0 else "basic bot wins") in text  # the winner named
+    assert re.search(r"game 1 +(you win|basic bot wins) +\d–\d +\(reached 2 points\)", text), text
+    assert "Enter: next game" in text
+    term.type("\r")  # the next game of the series
+    text = await term.wait_for(lambda text: text.startswith(" Bataille · game 2")
+                               and re.search(r"series: you (0 · basic bot 1|1 · basic bot 0)",
+                                             text) is not None, "game 2 and the series")
     term.type("q")
     assert await term.exit_status() == 0
-    await term.wait_for("takes it back")
+    await term.wait_for(f"`tapis join {game_id}` takes it back")
+
+
+def term_state(term: Terminal) -> Path:
+    return term.state_dir / "seats.json"
+
+
+async def test_a_tie_shows_the_bataille_bubble_beside_both_players(
+        make_server: ServerFactory, terminal: StartTerminal) -> None:
+    h = await make_server()
+    tie = [Card(rank=10, suit=1), Card(rank=10, suit=2),  # both players' top cards: a tie
+           Card(rank=2, suit=1), Card(rank=3, suit=1),  # face down
+           Card(rank=9, suit=1), Card(rank=5, suit=1)]  # face up: seat 0 wins
+    game_id, token = await war_for_two(h, deck=full_deck(tie))
+    term = await terminal("join", game_id, "--target", target(h), "--name", "bo")
+    await cli_to_move(h, game_id, token, term)
+    term.type("r")
+    text = await term.wait_for(lambda text: "Bataille !" in row(text, "tester")
+                               and "Bataille !" in row(text, "bo (you)")
+                               and "waiting for tester" in text, "two bubbles")
+    assert "this trick: tester 10♣   you 10♦" in text
+    await h.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),
+                              metadata=auth(token))
+    await term.wait_for("reveal your top card")
+    term.type("r")  # the bataille's face-down and face-up cards
+    text = await term.wait_for("last trick: tester 10♣ ▩ 9♣   you 10♦ ▩ 5♣  → tester")
+    assert "Bataille !" not in row(text, "tester") and "Bataille !" not in row(text, "bo")
+
+
+async def test_the_countdown_runs_beside_the_player_to_act(
+        make_server: ServerFactory, terminal: StartTerminal) -> None:
+    h = await make_server()
+    term = await terminal("play", "war", "--target", target(h), "--name", "ana")
+    text = await term.wait_for(lambda text: COUNTDOWN.search(row(text, "ana (you)")) is not None,
+                               "a countdown beside the player")
+    first = COUNTDOWN.search(row(text, "ana (you)"))
+    assert first is not None and first.group(0) in ("0:15", "0:14")  # on by default: 15 s
+    await term.wait_for(lambda text: (m := COUNTDOWN.search(row(text, "ana (you)"))) is not None
+                        and m.group(0) != first.group(0), "the countdown moving on")
+    assert (await view(h, await the_only_table(h))).settings.turn_time_limit_ms == 15_000
+
+
+async def test_too_small_asks_for_more_and_a_resize_redraws(
+        make_server: ServerFactory, terminal: StartTerminal) -> None:
+    h = await make_server()
+    term = await terminal("play", "war", "--target", target(h), "--name", "ana",
+                          "--turn-time-ms", "0", size=(60, 20))
+    await term.wait_for("Enlarge the terminal to at least 64×22 (now 60×20)")
+    term.resize(80, 24)
+    text = await term.wait_for("reveal your top card")
+    assert "Enlarge" not in text
+    term.resize(70, 21)
+    await term.wait_for("Enlarge the terminal to at least 64×22 (now 70×21)")
+
+
+async def test_french_texts_with_lang_fr(make_server: ServerFactory,
+                                         terminal: StartTerminal) -> None:
+    h = await make_server()
+    term = await terminal("play", "war", "--points", "1", "--seed", "3", "--target", target(h),
+                          "--name", "ana", "--lang", "fr", "--turn-time-ms", "0")
+    text = await term.wait_for(lambda text: all(shown in text for shown in (
+        "retourner votre carte du dessus", "ana (vous)", "robot basic", "q quitter")),
+        "the table in French")
+    game_id = await the_only_table(h)
+    token = seats_file.find(game_id, term_state(term)).token  # type: ignore[union-attr]
+    while not END_WINDOW.search(text):
+        term.type("r")
+        text = await settled(h, game_id, term, token)
+    assert "Partie 1 terminée" in text and re.search(r"partie 1 +(vous gagnez|robot basic gagne)",
+                                                     text), text
+
+
+async def test_french_from_the_environment(make_server: ServerFactory,
+                                           terminal: StartTerminal) -> None:
+    h = await make_server()
+    term = await terminal("play", "war", "--target", target(h), "--name", "ana",
+                          environ={"LANG": "fr_FR.UTF-8"})
+    await term.wait_for("retourner votre carte du dessus")
+
+
+@pytest.mark.parametrize(("args", "menu"), [
+    (("war",), "reveal your top card"),
+    (("corse", "--players", "3", "--bot-speed", "60"), "flip your top card"),
+    (("basra", "--players", "4"), "play "),
+    (("boutons", "--players", "4"), " rc "),
+])
+async def test_every_game_fits_80_by_24(make_server: ServerFactory, terminal: StartTerminal,
+                                        args: tuple[str, ...], menu: str) -> None:
+    h = await make_server()
+    term = await terminal("play", *args, "--seed", "5", "--target", target(h), "--name", "ana",
+                          "--turn-time-ms", "0")
+    text = await term.wait_for(lambda text: menu in text and "q quit" in text, menu)
+    rows = term.rows()
+    from tapis_clients import games
+
+    assert rows[0].startswith(" " + games.by_command(args[0]).title), text
+    assert "q quit" in rows[-1], text  # the last row still on screen
+    assert "ana (you)" in text
+    term.type("q")
+    assert await term.exit_status() == 0
+
+
+async def test_two_terminals_never_share_a_seat(make_server: ServerFactory,
+                                                terminal: StartTerminal) -> None:
+    h = await make_server()
+    game_id, token = await war_for_two(h)
+    first = await terminal("join", game_id, "--target", target(h), "--name", "bo")
+    await cli_to_move(h, game_id, token, first)
+    second = await terminal("join", game_id, "--target", target(h))
+    await second.wait_for("Seat 1 of this table is in use in another terminal of yours.")
+    await second.wait_for("Take a free seat instead? [Y/n]")
+    second.type("\r")
+    await second.wait_for("every seat at this table is taken")
+    assert await second.exit_status() == 1
+    first.type("r")  # the first terminal still plays its seat
+    await first.wait_for(lambda text: "waiting for tester" in text, "its move taken")
+    assert (await view(h, game_id)).awaiting_seats[0] == 0
 
 
 async def test_quit_mid_game_then_take_the_seat_back(
@@ -114,20 +275,20 @@ async def test_quit_mid_game_then_take_the_seat_back(
     term = await terminal("join", game_id, "--target", target(h), "--name", "bo")
     modes_before = termios.tcgetattr(term.slave)
     await cli_to_move(h, game_id, token, term)
-    assert not termios.tcgetattr(term.slave)[3] & termios.ICANON  # cbreak while playing
+    assert not termios.tcgetattr(term.slave)[3] & termios.ICANON  # raw keys while playing
     term.type("q")
     assert await term.exit_status() == 0
-    await term.wait_for(f"tapis join {game_id}")
+    await term.wait_for(f"`tapis join {game_id}` takes it back")
     assert term.slave_modes()[3] == modes_before[3]  # the terminal is given back as it was
     held = seats_file.find(game_id, tmp_path / "seats.json")
     assert held is not None and held.seat == 1
     # Coming back: the seat is offered, Enter takes it, and the table is where it was.
     again = await terminal("join", game_id, "--target", target(h))
-    await again.wait_for("take it back? [Y/n]")
+    await again.wait_for("You left seat 1 (bo) of this table: take it back? [Y/n]")
     again.type("\r")
-    text = await again.wait_for("your move")
-    assert "seat 1: bo (you)" in text
-    again.type("\x03")  # Ctrl-C quits too, with the shell's status for it
+    text = await again.wait_for("reveal your top card")
+    assert "bo (you)" in text
+    again.type("\x03")  # Ctrl-C leaves too, with the shell's status for it
     assert await again.exit_status() == 130
     assert again.slave_modes()[3] == modes_before[3]
     assert (await view(h, game_id)).seats[1].display_name == "bo"
@@ -140,14 +301,13 @@ async def test_a_key_typed_while_waiting_is_thrown_away(
     term = await terminal("join", game_id, "--target", target(h))
     table = await cli_to_move(h, game_id, token, term)
     term.type("r")  # the CLI plays; now the test's seat is awaited
-    await term.wait_for(lambda text: "waiting for seat 0" in text
-                        and term.version() == table.version + 1, "waiting for seat 0")
+    await term.wait_for("waiting for tester")
     term.type("r")  # typed ahead while it is not the CLI's move
     await h.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),
                               metadata=auth(token))
     moved = await view(h, game_id)
-    await term.wait_for(lambda text: "your move" in text and term.version() == moved.version,
-                        "the new menu")
+    assert moved.version == table.version + 2
+    await term.wait_for("reveal your top card")
     term.type("9")  # keys are taken in order: once this one is refused, any "r" was seen
     await term.wait_for("no such move: 9")
     after = await view(h, game_id)
@@ -155,21 +315,20 @@ async def test_a_key_typed_while_waiting_is_thrown_away(
     assert list(after.awaiting_seats) == [1]
 
 
-async def test_a_timeout_takeover_is_redrawn(make_server: ServerFactory,
-                                            terminal: StartTerminal) -> None:
+async def test_a_timeout_takeover_shows_a_banner_with_the_key_to_take_the_seat_back(
+        make_server: ServerFactory, terminal: StartTerminal) -> None:
     clock = ManualClock()
     h = await make_server(clock=clock)
     game_id, token = await war_for_two(h, turn_ms=5000)
-    term = await terminal("join", game_id, "--target", target(h))
-    table = await cli_to_move(h, game_id, token, term)
+    term = await terminal("join", game_id, "--target", target(h), "--name", "bo")
+    await cli_to_move(h, game_id, token, term)
     clock.advance(5000)  # the CLI's seat runs out of time: a bot plays it, and keeps it
-    text = await term.wait_for("take your seat back from the bot")
-    assert "seat 1's time ran out" in text
-    assert term.version() > table.version
-    term.type("1")
-    await term.wait_for("seat 1 is back in human hands")
-    seat = (await view(h, game_id)).seats[1]
-    assert not seat.bot_controlled
+    await term.wait_for(lambda text: "a bot plays your seat. Press t to take it back." in text
+                        and "your time ran out: a bot plays for you" in text, "the banner")
+    term.type("t")
+    await term.wait_for(lambda text: "Press t" not in text, "the banner gone")
+    assert not (await view(h, game_id)).seats[1].bot_controlled
+    await term.wait_for("│you take your seat back")
 
 
 async def test_watch_shows_a_waiting_table_then_follows_the_series(
@@ -187,44 +346,88 @@ async def test_watch_shows_a_waiting_table_then_follows_the_series(
         while (table := await view(h, game_id)).status == pb.GAME_STATUS_IN_PROGRESS:
             await h.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),
                                       metadata=auth(tokens[table.awaiting_seats[0]]))
-        await term.wait_for(f"game {game} over")
-        if game == 1:  # the spectator stays for the next game of the series
+        await term.wait_for(f"Game {game} is over")
+        term.type("\r")  # a spectator closes the window; the series goes on
+        if game == 1:
             await h.stub.SubmitAction(pb.SubmitActionRequest(
                 game_id=game_id, action=pb.Action(start_next_game=pb.StartNextGame())),
                 metadata=auth(tokens[0]))
             await term.wait_for("game 2 starts")
-    text = await term.wait_for("series after 2 game(s)")
-    assert "seat 0: ana" in text and "seat 1: bo" in text
+    board = (await view(h, game_id)).scoreboard
+    text = await term.wait_for(f"series: ana {board.wins[0]} · bo {board.wins[1]} · draws 0")
+    assert "(you)" not in text and "watching" in text
     assert term.process.returncode is None  # still watching
     term.type("q")
     assert await term.exit_status() == 0
 
 
-async def test_flipping_out_of_turn_says_whose_turn_it_is(
-        make_server: ServerFactory, terminal: StartTerminal) -> None:
-    h = await make_server()
-    low = [Card(rank=2, suit=1), Card(rank=4, suit=2)]  # 2♣ to seat 0, 4♦ to seat 1: no face
-    deck = [Card(rank=r, suit=s) for s in (1, 2, 3, 4) for r in range(2, 15)  # type: ignore[arg-type]
-            if (r, s) not in ((2, 1), (4, 2))] + [Card(rank=15), Card(rank=15)]
+async def corse_for_two(h: Harness, first: list[Card]) -> tuple[str, str]:
+    deck = [*full_deck(first), Card(rank=15), Card(rank=15)]
     created = await h.stub.CreateGame(pb.CreateGameRequest(
         kind=pb.GAME_KIND_BATAILLE_CORSE, seats=2, seat_configs=person_seats(2),
-        stacked_deck=low + deck, request_id=uuid.uuid4().hex))
+        stacked_deck=deck, request_id=uuid.uuid4().hex))
     game_id = created.game.game_id
     token = (await h.stub.JoinGame(pb.JoinGameRequest(
         game_id=game_id, seat=0, display_name="tester"))).seat_token
+    return game_id, token
+
+
+async def test_flipping_out_of_turn_says_whose_turn_it_is(
+        make_server: ServerFactory, terminal: StartTerminal) -> None:
+    h = await make_server()
+    game_id, token = await corse_for_two(h, [Card(rank=2, suit=1), Card(rank=4, suit=2)])
     term = await terminal("join", game_id, "--target", target(h))
-    await term.wait_for(lambda text: "(you)" in text and "waiting for the other" not in text,
-                        "the CLI seated and the game started")
-    flip = pb.Action(bataille_corse=corse_pb2.BatailleCorseAction(
-        flip=corse_pb2.BatailleCorseFlip()))
-    await h.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=flip),
+    await term.wait_for(lambda text: "(you)" in text and "deck 27" in text, "the game started")
+    await h.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=FLIP),
                               metadata=auth(token))
-    flipped = await view(h, game_id)
-    await term.wait_for(lambda text: term.version() == flipped.version, "seat 0's flip")
+    await term.wait_for("flip your top card")
     term.type("f")  # the CLI's turn: it flips
-    await term.wait_for(lambda text: term.version() == flipped.version + 1, "its own flip")
+    await term.wait_for("pile (2)")
+    flipped = await view(h, game_id)
     term.type("f")  # now seat 0 is due to flip
-    await term.wait_for("not your turn: seat 0 flips")
-    assert (await view(h, game_id)).version == flipped.version + 1
+    await term.wait_for("not your turn: tester flips")
+    assert (await view(h, game_id)).version == flipped.version
     term.type("q")
     assert await term.exit_status() == 0
+
+
+async def test_a_slap_is_captioned_with_its_combination_and_cards(
+        make_server: ServerFactory, terminal: StartTerminal) -> None:
+    h = await make_server()
+    game_id, token = await corse_for_two(h, [Card(rank=5, suit=1), Card(rank=5, suit=2)])
+    term = await terminal("join", game_id, "--target", target(h))
+    await term.wait_for(lambda text: "(you)" in text and "deck 27" in text, "the game started")
+    await h.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=FLIP),
+                              metadata=auth(token))
+    await term.wait_for("flip your top card")
+    term.type("f")  # 5♦ on 5♣: a double
+    await term.wait_for(lambda text: "pile (2)" in text and "slap the pile" in text
+                        and "flip your top card" not in text, "the slap alone in the menu")
+    term.type("s")
+    text = await term.wait_for("Double! 5♣ 5♦ — you slapped first in ")
+    assert "you take the pile (double): 2 cards" in text
+
+
+async def test_the_clis_own_computer_players_come_back_with_the_seat(
+        make_server: ServerFactory, terminal: StartTerminal, tmp_path: Path) -> None:
+    """`tapis play` seats its own computer players in a game of reflexes (at --bot-speed);
+    they leave with the person and come back with `tapis join`."""
+    h = await make_server()
+    term = await terminal("play", "corse", "--bot-speed", "0.05", "--seed", "3", "--target",
+                          target(h), "--name", "ana")
+    await term.wait_for("flip your top card")
+    game_id = await the_only_table(h)
+    held = seats_file.find(game_id, tmp_path / "seats.json")
+    assert held is not None and held.bot_ms == 50 and [seat for seat, _ in held.bots] == [1]
+    term.type("f")
+    await term.wait_for("reflex bot flips")  # the CLI's computer player answers
+    term.type("q")
+    assert await term.exit_status() == 0
+    before = (await view(h, game_id)).version
+    again = await terminal("join", game_id, "--target", target(h))
+    await again.wait_for("take it back? [Y/n]")
+    again.type("\r")
+    await again.wait_for("flip your top card")
+    again.type("f")
+    await again.wait_for(lambda text: text.count("reflex bot flips") >= 2, "the bot back")
+    assert (await view(h, game_id)).version > before + 1

@@ -83,7 +83,7 @@ def test_the_image_installs_locked_dependencies_with_hashes() -> None:
     assert "grpcio-tools" in locked(DEPLOY / "build-requirements.lock")
 
 
-CLIENT_ONLY = {"rich"}
+CLIENT_ONLY = {"rich", "textual", "babel"}
 """Runtime dependencies of the clients alone: not in the server's image."""
 
 

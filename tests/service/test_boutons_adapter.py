@@ -122,4 +122,4 @@ def test_centre_taken_has_no_card() -> None:
         colour=boutons_pb2.BOUTONS_COLOUR_RESERVE, count=2)]
     line = screen.describe_event(pb.Event(boutons=ADAPTER.event_to_proto(
         ButtonsTaken(1, None, counts))), 1)
-    assert line is not None and "centre" in line and line.startswith("seat 1 (you)")
+    assert line is not None and "centre" in line and line.startswith("you take")

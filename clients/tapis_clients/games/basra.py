@@ -1,86 +1,113 @@
-"""Basra on screen: hand, floor, sides (captured cards, basras, scores), stock and whose turn."""
+"""Basra on screen: the sides (a player, or a team of two at four), the floor, your hand and the
+stock; moves that make a basra are flagged, and each deal ends on its score sheet."""
 
 from __future__ import annotations
 
+import random
+
 from rich.console import Group, RenderableType
-from rich.table import Table
+from rich.table import Table as Grid
 from rich.text import Text
 
 from tapis.v1 import basra_pb2
 from tapis.v1 import game_service_pb2 as pb
-from tapis.v1.cards_pb2 import Card
-from tapis_clients.games import card_markup, card_text, verdict
+from tapis_clients.cards import card_markup, card_text, cards_markup, cards_text
+from tapis_clients.game import ClientGame, Memory
+from tapis_clients.i18n import N_, _
+from tapis_clients.people import Table, as_table
+from tapis_clients.strategies import Strategy, random_legal
 
-_VARIANTS = {basra_pb2.BASRA_VARIANT_UNSPECIFIED: "Egyptian",
-             basra_pb2.BASRA_VARIANT_EGYPTIAN: "Egyptian",
-             basra_pb2.BASRA_VARIANT_LEBANESE: "Lebanese",
-             basra_pb2.BASRA_VARIANT_IRAQI: "Iraqi"}
-_SWEEPS = {basra_pb2.BASRA_SWEEP_KIND_SUM: "", basra_pb2.BASRA_SWEEP_KIND_RANK: "",
-           basra_pb2.BASRA_SWEEP_KIND_SEVEN: " (7♦ sweep)",
-           basra_pb2.BASRA_SWEEP_KIND_JACK: " (jack)",
-           basra_pb2.BASRA_SWEEP_KIND_MATCH: ""}
-
-
-def _cards(cards: list[Card] | tuple[Card, ...], plain: bool = False) -> str:
-    if not cards:
-        return "—"
-    if plain:
-        return "+".join(card_text(card) for card in cards)
-    return " ".join(card_markup(card) for card in cards)
+_VARIANTS = {basra_pb2.BASRA_VARIANT_UNSPECIFIED: N_("Egyptian"),
+             basra_pb2.BASRA_VARIANT_EGYPTIAN: N_("Egyptian"),
+             basra_pb2.BASRA_VARIANT_LEBANESE: N_("Lebanese"),
+             basra_pb2.BASRA_VARIANT_IRAQI: N_("Iraqi")}
+JACK = 11
 
 
-def _side_name(side: basra_pb2.BasraSide, me: int | None) -> str:
-    seats = list(side.seats)
-    label = "+".join(f"s{s}" for s in seats)
-    if len(seats) > 1:
-        label = f"team {side.side} ({label})"
-    return label + (" (you)" if me is not None and me in seats else "")
+def side_name(seats: list[int], table: Table) -> str:
+    """A side as people say it: a player's name, or a team's two names."""
+    names = " & ".join(table.name(seat) + (" " + _("(you)") if seat == table.me else "")
+                       for seat in seats)
+    return _("team {names}").format(names=names) if len(seats) > 1 else names
 
 
-def render(view: pb.GameView) -> RenderableType:
+def _sides(view: pb.GameView) -> list[list[int]]:
+    if view.basra.sides:
+        return [list(side.seats) for side in view.basra.sides]
+    return [[seat.seat] for seat in view.seats]
+
+
+def board(view: pb.GameView, reader: Table | int | None = None) -> RenderableType:
     """The table as the viewer sees it."""
+    table = as_table(reader)
     b = view.basra
-    me = view.your_seat if view.HasField("your_seat") else None
-    variant = _VARIANTS.get(b.variant, "?") + (" · two-card jack basra"
-                                               if b.two_card_jack_basra else "")
-    sides = Table(show_header=True, header_style="bold cyan",
-                  title=f"Basra · deal {b.deal} · {variant} · to {b.target}")
-    sides.add_column("side")
-    sides.add_column("captured", justify="right")
-    sides.add_column("basras", justify="right")
-    sides.add_column("score", justify="right")
+    variant = _(_VARIANTS.get(b.variant, N_("Egyptian")))
+    sides = Grid(box=None, padding=(0, 1), show_edge=False, header_style="bold cyan")
+    sides.add_column(_("deal {deal} · {variant} · to {target}").format(
+        deal=b.deal, variant=variant, target=b.target))
+    for header in (_("cards"), _("basras"), _("score")):
+        sides.add_column(header, justify="right")
     for side in b.sides:
-        sides.add_row(_side_name(side, me), str(side.captured_cards), str(side.basras),
-                      str(side.score))
-    hands = "  ".join(
-        f"s{seat}:{size}" + (" ◀" if b.HasField("to_move") and b.to_move == seat else "")
-        + (" (dealer)" if seat == b.dealer else "")
-        for seat, size in enumerate(b.hand_sizes) if seat in b.playing_seats)
+        sides.add_row(side_name(list(side.seats), table), str(side.captured_cards),
+                      str(side.basras), f"[bold]{side.score}[/]")
+    hands = []
+    for seat, size in enumerate(b.hand_sizes):
+        if seat not in b.playing_seats:
+            continue
+        acting = b.HasField("to_move") and b.to_move == seat
+        timer = table.timers.get(seat, "")
+        hands.append(("[bold]▶ " if acting else "") + table.who(seat) + f" {size}"
+                     + (" ⓓ" if seat == b.dealer else "") + ("[/]" if acting else "")
+                     + (f" [bold reverse] {timer} [/]" if timer and acting else ""))
     lines: list[RenderableType] = [
-        sides,
-        Text.from_markup(f"floor: {_cards(list(b.floor))}"),
-        Text.from_markup(f"stock: {b.stock_size} cards · hands: {hands}"),
+        sides, Text(""),
+        Text.from_markup(_("floor: {cards}").format(cards=cards_markup(b.floor))),
+        Text.from_markup(_("hands: {hands}").format(hands=" · ".join(hands))
+                         + "  [dim]" + _("stock {count}").format(count=b.stock_size) + "[/]"),
     ]
-    if me is not None:
-        lines.append(Text.from_markup(f"your hand: {_cards(list(b.hand))}"))
-    if b.HasField("to_move"):
-        whose = "your turn" if b.to_move == me else f"seat {b.to_move} to play"
-        lines.append(Text.from_markup(f"[bold]{whose}[/]"))
+    if table.me is not None:
+        lines.append(Text.from_markup(_("your hand: {cards}").format(cards=cards_markup(b.hand))))
     if b.over:
-        names = ", ".join(_side_name(b.sides[s], me) for s in b.winning_sides)
-        lines.append(Text.from_markup(f"[bold green]{names} win[/]"))
+        names = ", ".join(side_name(list(b.sides[s].seats), table) for s in b.winning_sides)
+        lines.append(Text.from_markup("[bold green]" + _("{names}: won").format(names=names)
+                                      + "[/]"))
     return Group(*lines)
 
 
-def describe_action(action: pb.Action) -> str:
-    """``play 7♦ taking 3♣+4♥``; ``play K♠`` when it takes nothing."""
+def render(view: pb.GameView, reader: Table | int | None = None) -> RenderableType:
+    """The board under the game's title (for a one-off print)."""
+    return Group(Text.from_markup(f"[bold]{GAME.title}[/]"), board(view, reader))
+
+
+def makes_basra(action: pb.Action, view: pb.GameView) -> bool:
+    """Whether this move scores a basra by the variant's rules, judged on the floor shown."""
     play = action.basra.play_card
-    text = f"play {card_text(play.card)}"
-    if play.HasField("capture"):
-        if play.capture.cards:
-            text += f" taking {_cards(list(play.capture.cards), plain=True)}"
+    floor = list(view.basra.floor)
+    if not floor or not play.HasField("capture"):
+        return False
+    taken = len(play.capture.cards)
+    if taken != len(floor):
+        return False
+    if view.basra.variant == basra_pb2.BASRA_VARIANT_LEBANESE:
+        return len(floor) == 1 and floor[0].rank == play.card.rank
+    if play.card.rank == JACK:
+        return len(floor) == 1 or (view.basra.two_card_jack_basra and len(floor) == 2)
+    return True
+
+
+def describe_action(action: pb.Action, reader: Table | int | None = None,
+                    view: pb.GameView | None = None) -> str:
+    """``play 7♦ taking 3♣+4♥``; ``play K♠`` when it takes nothing; a basra flagged."""
+    play = action.basra.play_card
+    if play.HasField("capture") and play.capture.cards:
+        text = _("play {card} taking {cards}").format(card=card_markup(play.card),
+                                                     cards=cards_text(play.capture.cards))
+    elif play.HasField("capture"):
+        text = _("play {card}").format(card=card_markup(play.card))
     else:
-        text += " (best capture)"
+        text = _("play {card} (best capture)").format(card=card_markup(play.card))
+    if view is not None and makes_basra(action, view):
+        text += " [bold black on yellow] " + _("Basra!") + " [/]"
     return text
 
 
@@ -89,43 +116,98 @@ def hotkey(action: pb.Action) -> str | None:
     return None
 
 
-def describe_event(event: pb.Event, seat: int | None) -> str | None:
+def describe_event(event: pb.Event, reader: Table | int | None = None) -> str | None:
     """One line for a person, or None."""
+    table = as_table(reader)
     b = event.basra
     which = b.WhichOneof("event")
     if which == "hands_dealt":
         dealt = b.hands_dealt
-        own = [h for h in dealt.hands if h.visible and h.seat == seat]
-        tail = f": your hand {_cards(list(own[0].cards))}" if own else ""
-        return f"deal {dealt.deal}, hand {dealt.round} (dealer seat {dealt.dealer}){tail}"
+        return _("deal {deal}, hand {round}").format(deal=dealt.deal, round=dealt.round) + \
+            ": " + table.said(dealt.dealer, N_("you deal"), N_("{name} deals"))
     if which == "floor_laid":
         laid = b.floor_laid
-        buried = f" ({_cards(list(laid.buried))} buried)" if laid.buried else ""
-        return f"floor: {_cards(list(laid.floor))}{buried}"
+        line = _("floor: {cards}").format(cards=cards_markup(laid.floor))
+        if laid.buried:
+            line += " " + _("({cards} buried)").format(cards=cards_text(laid.buried))
+        return line
     if which == "card_played":
         played = b.card_played
-        return f"seat {played.seat} plays {card_markup(played.card)}"
+        return table.said(played.seat, N_("you play {card}"), N_("{name} plays {card}"),
+                          card=card_markup(played.card))
     if which == "captured":
         cap = b.captured
-        return f"seat {cap.seat} takes {_cards(list(cap.taken))}"
+        return table.said(cap.seat, N_("you take {cards}"), N_("{name} takes {cards}"),
+                          cards=cards_markup(cap.taken))
     if which == "basra":
-        scored = b.basra
-        return f"[bold yellow]Basra![/] seat {scored.seat}{_SWEEPS.get(scored.kind, '')}"
+        return "[bold yellow]" + _("Basra!") + "[/] " + table.who(b.basra.seat)
     if which == "leftover_swept":
         left = b.leftover_swept
-        who = f"seat {left.seat}" if left.HasField("seat") else "nobody"
-        return f"end of deal: {who} takes the floor {_cards(list(left.cards))}"
+        if not left.HasField("seat"):
+            return _("end of deal: the floor stays with nobody")
+        return table.said(left.seat, N_("end of deal: you take the floor {cards}"),
+                          N_("end of deal: {name} takes the floor {cards}"),
+                          cards=cards_markup(left.cards))
     if which == "deal_scored":
         sheet = b.deal_scored
-        parts = [f"side {line.side}: {line.points} ({line.cards} cards"
-                 + (", most +30" if line.most_cards else "")
-                 + (f", {line.basras} basra" if line.basras else "") + f") → {line.total}"
+        parts = [f"{side_name(list(line.seats), table)} +{line.points} → {line.total}"
                  for line in sheet.lines]
-        return f"deal {sheet.deal} scored: " + "; ".join(parts)
+        return _("deal {deal} scored: {sides}").format(deal=sheet.deal, sides="; ".join(parts))
     if which == "tie_deal":
-        tie = b.tie_deal
-        return "tie at the target: another deal between seats " + ", ".join(map(str, tie.seats))
+        return _("a tie at the target: another deal between {names}").format(
+            names=table.listed(list(b.tie_deal.seats)))
     if which == "ended":
-        end = b.ended
-        return "game over: " + verdict(list(end.winning_seats), seat)
+        return _("game over: {verdict}").format(
+            verdict=table.verdict(list(b.ended.winning_seats)))
     return None
+
+
+def score_sheet(sheet: basra_pb2.BasraDealScored, table: Table) -> RenderableType:
+    """A deal's score, side by side: majority, 10♦, 2♣, aces, jacks, basras."""
+    grid = Grid(title=_("deal {deal}: the score").format(deal=sheet.deal), box=None,
+                padding=(0, 1), header_style="bold cyan")
+    grid.add_column("")
+    for header in (_("cards"), _("most"), "10♦", "2♣", _("aces"), _("jacks"), _("basras"),
+                   _("deal"), _("total")):
+        grid.add_column(header, justify="right")
+    for line in sheet.lines:
+        grid.add_row(side_name(list(line.seats), table), str(line.cards),
+                     str(line.most_cards), str(line.ten_of_diamonds), str(line.two_of_clubs),
+                     str(line.aces), str(line.jacks),
+                     f"{line.basras}×={line.basra_points}" if line.basras else "0",
+                     f"[bold]{line.points}[/]", f"[bold]{line.total}[/]")
+    return grid
+
+
+class BasraMemory(Memory):
+    def see(self, event: pb.Event, table: Table) -> None:
+        if event.WhichOneof("body") != "basra":
+            return
+        which = event.basra.WhichOneof("event")
+        if which == "deal_scored":
+            self.paused = score_sheet(event.basra.deal_scored, table)
+        elif which == "ended":
+            scores = " – ".join(str(score) for score in event.basra.ended.scores)
+            self.end_reasons[event.game_number] = _("final score {scores}").format(
+                scores=scores)
+
+
+def strategy(rng: random.Random) -> Strategy:
+    return random_legal(rng)
+
+
+def set_points(request: pb.CreateGameRequest, points: int) -> None:
+    request.basra.target = points
+
+
+def _describe(action: pb.Action, view: pb.GameView, table: Table) -> str:
+    return describe_action(action, table, view)
+
+
+GAME = ClientGame(
+    kind=pb.GAME_KIND_BASRA, field="basra", commands=("basra",), title="Basra",
+    min_size=(78, 24), board=board, describe_action=_describe,
+    describe_event=describe_event, hotkey=hotkey, strategy=strategy, memory=BasraMemory,
+    set_points=set_points, sides=_sides)
+
+__all__ = ["GAME", "card_text", "makes_basra"]

@@ -1,153 +1,230 @@
-"""La bataille des boutons on screen: each player's laid-out cards with their buttons, their piles
-by colour and score, the centre, the reserve, the black aces out and deck B."""
+"""La bataille des boutons on screen: each player's laid-out cards with the buttons bet on them,
+their buttons by colour and score; the centre, the reserve, the black aces out and deck B.
+Each colour has its own hue and symbol (for colour-blind players), and each bet a key that
+keeps its meaning from turn to turn: the colour's letter then the card's suit (``rc``: red on
+clubs)."""
 
 from __future__ import annotations
 
+import random
+from collections.abc import Iterable
+
 from rich.console import Group, RenderableType
-from rich.table import Table
+from rich.table import Table as Grid
 from rich.text import Text
 
 from tapis.v1 import boutons_pb2
 from tapis.v1 import game_service_pb2 as pb
-from tapis_clients.games import card_markup, verdict
+from tapis.v1.cards_pb2 import Card
+from tapis_clients.cards import card_markup
+from tapis_clients.game import ClientGame, Memory
+from tapis_clients.i18n import N_, _
+from tapis_clients.people import Table, as_table
+from tapis_clients.strategies import Strategy, random_legal
 
-_COLOURS: dict[int, tuple[str, str]] = {
-    boutons_pb2.BOUTONS_COLOUR_RED: ("red", "red"),
-    boutons_pb2.BOUTONS_COLOUR_BLUE: ("blue", "blue"),
-    boutons_pb2.BOUTONS_COLOUR_GREEN: ("green", "green"),
-    boutons_pb2.BOUTONS_COLOUR_YELLOW: ("yellow", "yellow"),
-    boutons_pb2.BOUTONS_COLOUR_BLACK: ("black", "bright_black"),
-    boutons_pb2.BOUTONS_COLOUR_WHITE: ("white", "white"),
-    boutons_pb2.BOUTONS_COLOUR_ORANGE: ("orange", "dark_orange"),
-    boutons_pb2.BOUTONS_COLOUR_PURPLE: ("purple", "magenta"),
-    boutons_pb2.BOUTONS_COLOUR_RESERVE: ("reserve", "grey70"),
+_COLOURS: dict[int, tuple[str, str, str, str]] = {
+    # colour: (name, key, symbol, style)
+    boutons_pb2.BOUTONS_COLOUR_RED: (N_("red"), "r", "●", "bold red"),
+    boutons_pb2.BOUTONS_COLOUR_BLUE: (N_("blue"), "b", "■", "bold dodger_blue1"),
+    boutons_pb2.BOUTONS_COLOUR_GREEN: (N_("green"), "g", "▲", "bold green"),
+    boutons_pb2.BOUTONS_COLOUR_YELLOW: (N_("yellow"), "y", "◆", "bold yellow"),
+    boutons_pb2.BOUTONS_COLOUR_BLACK: (N_("black"), "k", "▼", "bold black on grey82"),
+    boutons_pb2.BOUTONS_COLOUR_WHITE: (N_("white"), "w", "○", "bold white"),
+    boutons_pb2.BOUTONS_COLOUR_ORANGE: (N_("orange"), "o", "◐", "bold dark_orange"),
+    boutons_pb2.BOUTONS_COLOUR_PURPLE: (N_("purple"), "p", "✚", "bold magenta"),
+    boutons_pb2.BOUTONS_COLOUR_RESERVE: (N_("reserve"), "x", "◎", "bold cyan"),
 }
-_HOTKEY_COLOURS = {boutons_pb2.BOUTONS_COLOUR_BLACK: "k", boutons_pb2.BOUTONS_COLOUR_RESERVE: "x"}
-_PHASES = {boutons_pb2.BOUTONS_PHASE_BETTING: "betting",
-           boutons_pb2.BOUTONS_PHASE_DRAWING: "drawing",
-           boutons_pb2.BOUTONS_PHASE_OVER: "game over"}
-_ROUND_END = {boutons_pb2.BOUTONS_ROUND_END_REASON_SECOND_BLACK_ACE: "the second black ace",
-              boutons_pb2.BOUTONS_ROUND_END_REASON_NO_BUTTONS_LEFT: "no button left to take"}
-_END = {boutons_pb2.BOUTONS_END_REASON_RESERVE_EMPTY: "the reserve is empty",
-        boutons_pb2.BOUTONS_END_REASON_NO_BUTTON_TO_BET: "a player had no button left to bet"}
+SUIT_KEYS = {1: "c", 2: "d", 3: "h", 4: "s"}
+_PHASES = {boutons_pb2.BOUTONS_PHASE_BETTING: N_("betting"),
+           boutons_pb2.BOUTONS_PHASE_DRAWING: N_("drawing"),
+           boutons_pb2.BOUTONS_PHASE_OVER: N_("game over")}
+_ROUND_END = {boutons_pb2.BOUTONS_ROUND_END_REASON_SECOND_BLACK_ACE: N_("the second black ace"),
+              boutons_pb2.BOUTONS_ROUND_END_REASON_NO_BUTTONS_LEFT: N_("no button left to take")}
+_END = {boutons_pb2.BOUTONS_END_REASON_RESERVE_EMPTY: N_("the reserve is empty"),
+        boutons_pb2.BOUTONS_END_REASON_NO_BUTTON_TO_BET: N_("a player had no button left to bet")}
 
 
 def colour_name(colour: int) -> str:
-    return _COLOURS.get(colour, ("?", "white"))[0]
+    return _(_COLOURS.get(colour, (N_("?"), "?", "?", "white"))[0])
 
 
-def _button(colour: int, count: int) -> str:
-    name, style = _COLOURS.get(colour, ("?", "white"))
-    return f"[{style}]●[/]{name}×{count}"
+def button(colour: int, count: int | None = None) -> str:
+    """A colour's symbol in its hue (and a count): ``●2``."""
+    _name, _key, symbol, style = _COLOURS.get(colour, ("?", "?", "?", "white"))
+    return f"[{style}]{symbol}[/]" + ("" if count is None else str(count))
 
 
-def piles(buttons: list[boutons_pb2.BoutonsButtonPile]) -> str:
-    """``●red×2 ●blue×1`` (or a dash when there are none)."""
-    if not buttons:
-        return "—"
-    return " ".join(_button(pile.colour, pile.count) for pile in buttons)
+def piles(buttons: Iterable[boutons_pb2.BoutonsButtonPile]) -> str:
+    """``●2 ■1`` (a dash when there are none)."""
+    shown = " ".join(button(pile.colour, pile.count) for pile in buttons)
+    return shown or "—"
 
 
-def render(view: pb.GameView) -> RenderableType:
+def legend(colours: Iterable[int]) -> str:
+    """``●r red ■b blue``: each colour's symbol, key and name."""
+    return "  ".join(f"{button(colour)}{_COLOURS[colour][1]} {colour_name(colour)}"
+                     for colour in colours if colour in _COLOURS)
+
+
+def board(view: pb.GameView, reader: Table | int | None = None) -> RenderableType:
     """The table as the viewer sees it (deck B's order is never known)."""
+    table = as_table(reader)
     b = view.boutons
-    me = view.your_seat if view.HasField("your_seat") else None
-    title = (f"La bataille des boutons · round {b.round}/{b.rounds} · "
-             f"{_PHASES.get(b.phase, '?')}")
-    players = Table(show_header=True, header_style="bold cyan", title=title)
-    players.add_column("seat")
-    players.add_column("laid-out cards (buttons bet)")
-    players.add_column("buttons by colour")
-    players.add_column("score", justify="right")
+    players = Grid.grid(padding=(0, 1))
+    for _column in range(4):
+        players.add_column()
     for player in b.players:
-        label = f"{player.seat}" + (" (you)" if player.seat == me else "")
-        if player.seat == b.first_seat:
-            label += " ★"
-        if b.HasField("to_move") and b.to_move == player.seat:
-            label += " ◀"
-        cards = "\n".join(f"{card_markup(laid.card)}: {piles(list(laid.buttons))}"
-                          for laid in player.cards)
-        players.add_row(label, cards, piles(list(player.buttons)), str(player.score))
+        acting = b.HasField("to_move") and b.to_move == player.seat
+        timer = table.timers.get(player.seat, "")
+        name = ("[bold]▶ " if acting else "  ") + table.name(player.seat) + (
+            " " + _("(you)") if player.seat == table.me else "") + (
+            " ★" if player.seat == b.first_seat else "") + ("[/]" if acting else "") + (
+            f" [bold reverse] {timer} [/]" if timer and acting else "")
+        cards = " ".join(f"{card_markup(laid.card)}{piles(laid.buttons) if laid.buttons else ''}"
+                         for laid in player.cards)
+        players.add_row(name, cards, piles(player.buttons),
+                        _("score {score}").format(score=player.score))
     aces = " ".join(card_markup(card) for card in b.black_aces) or "—"
     last = card_markup(b.last_flip) if b.HasField("last_flip") else "—"
     lines: list[RenderableType] = [
+        Text.from_markup("[bold cyan]" + _("round {round} of {rounds} · {phase}").format(
+            round=b.round, rounds=b.rounds, phase=_(_PHASES.get(b.phase, N_("?"))))
+            + ("  [bold yellow]" + _("last round") + "[/]" if b.last_round else "") + "[/]"),
         players,
-        Text.from_markup(f"centre: {_button(boutons_pb2.BOUTONS_COLOUR_RESERVE, b.centre)} · "
-                         f"reserve left: {b.reserve} · black aces out: {aces} · "
-                         f"deck B: {b.deck_left} cards · last flip: {last}"),
-        Text.from_markup(f"★ first player: seat {b.first_seat} · bets this round: "
-                         f"{b.bets_placed}"
-                         + (" · [bold yellow]last round[/]" if b.last_round else "")),
+        Text.from_markup(_("centre {centre} · reserve {reserve} · black aces out {aces} · "
+                           "deck B {deck} · last flip {last}").format(
+            centre=button(boutons_pb2.BOUTONS_COLOUR_RESERVE, b.centre),
+            reserve=b.reserve, aces=aces, deck=b.deck_left, last=last)),
     ]
     if b.phase == boutons_pb2.BOUTONS_PHASE_OVER:
-        me = view.your_seat if view.HasField("your_seat") else None
-        who = verdict(list(b.winners), me, [s.display_name for s in view.seats])
-        lines.append(Text.from_markup(f"[bold green]{who}: {_END.get(b.end_reason, '')}[/]"))
+        lines.append(Text.from_markup(f"[bold green]{table.verdict(list(b.winners))}: "
+                                      f"{_(_END.get(b.end_reason, N_('game over')))}[/]"))
     return Group(*lines)
 
 
-def describe_action(action: pb.Action) -> str:
+def render(view: pb.GameView, reader: Table | int | None = None) -> RenderableType:
+    """The board under the game's title (for a one-off print)."""
+    return Group(Text.from_markup(f"[bold]{GAME.title}[/]"), board(view, reader))
+
+
+def menu(view: pb.GameView, actions: list[pb.Action], table: Table) -> RenderableType | None:
+    """The bets as a grid, one row per laid-out card and one column per colour held, each cell
+    the bet's key; None when the moves are not bets (the plain menu then)."""
+    bets = [a for a in actions if a.WhichOneof("action") == "boutons"
+            and a.boutons.WhichOneof("action") == "bet"]
+    if not bets:
+        return None
+    colours = sorted({a.boutons.bet.colour for a in bets})
+    cards: list[tuple[int, int]] = []
+    for a in bets:
+        card = (a.boutons.bet.card.rank, a.boutons.bet.card.suit)
+        if card not in cards:
+            cards.append(card)
+    keys: dict[tuple[int, int, int], str | None] = {
+        (a.boutons.bet.colour, a.boutons.bet.card.rank, a.boutons.bet.card.suit): hotkey(a)
+        for a in bets}
+    grid = Grid(box=None, padding=(0, 1), show_edge=False, header_style="bold")
+    grid.add_column(_("bet"), no_wrap=True)
+    for colour in colours:
+        grid.add_column(button(colour) + colour_name(colour), no_wrap=True, justify="center")
+    for rank, suit in cards:
+        shown = card_markup(Card(rank=rank, suit=suit))  # type: ignore[arg-type]
+        grid.add_row(shown, *(f"[bold]{keys.get((c, rank, suit)) or '·'}[/]" for c in colours))
+    return grid
+
+
+def describe_action(action: pb.Action, reader: Table | int | None = None) -> str:
     b = action.boutons
     if b.WhichOneof("action") == "bet":
-        return f"bet {colour_name(b.bet.colour)} on {card_markup(b.bet.card)}"
-    return "flip the top card of deck B"
+        return _("bet {button} {colour} on {card}").format(
+            button=button(b.bet.colour), colour=colour_name(b.bet.colour),
+            card=card_markup(b.bet.card))
+    return _("flip the top card of deck B")
 
 
 def hotkey(action: pb.Action) -> str | None:
-    """``f`` flips; a bet is its colour's initial (``k`` black, ``x`` reserve) and the card's
-    suit letter, e.g. ``rc`` for red on clubs."""
+    """``f`` flips; a bet is its colour's key (``k`` black, ``x`` reserve) and the card's suit
+    letter, e.g. ``rc`` for red on clubs."""
     if action.WhichOneof("action") != "boutons":
         return None
     b = action.boutons
     if b.WhichOneof("action") == "flip":
         return "f"
     if b.WhichOneof("action") == "bet":
-        colour = _HOTKEY_COLOURS.get(b.bet.colour, colour_name(b.bet.colour)[:1])
-        suit = {1: "c", 2: "d", 3: "h", 4: "s"}.get(b.bet.card.suit, "?")
-        return colour + suit
+        colour = _COLOURS.get(b.bet.colour, ("?", "?", "?", ""))[1]
+        return colour + SUIT_KEYS.get(b.bet.card.suit, "?")
     return None
 
 
-def _who(seat: int, me: int | None) -> str:
-    return f"seat {seat} (you)" if seat == me else f"seat {seat}"
-
-
-def describe_event(event: pb.Event, seat: int | None) -> str | None:
+def describe_event(event: pb.Event, reader: Table | int | None = None) -> str | None:
     """One line for a person, or None."""
+    table = as_table(reader)
     b = event.boutons
     which = b.WhichOneof("event")
     if which == "reserve_to_centre":
         e = b.reserve_to_centre
-        return (f"round {e.round}: {_who(e.first_seat, seat)} moves a reserve button to the "
-                f"centre ({e.centre} there, {e.reserve_left} left in the reserve)")
+        return _("round {round}").format(round=e.round) + ": " + table.said(
+            e.first_seat, N_("you move a reserve button to the centre ({left} left)"),
+            N_("{name} moves a reserve button to the centre ({left} left)"),
+            left=e.reserve_left)
     if which == "bet_placed":
         bet = b.bet_placed
-        return (f"{_who(bet.seat, seat)} bets {_button(bet.colour, 1)} on "
-                f"{card_markup(bet.card)}")
+        return table.said(bet.seat, N_("you bet {button} on {card}"),
+                          N_("{name} bets {button} on {card}"),
+                          button=button(bet.colour), card=card_markup(bet.card))
     if which == "betting_stopped":
-        return (f"{_who(b.betting_stopped.seat, seat)} has no button to bet: betting stops, "
-                "this is the last round")
+        return table.said(b.betting_stopped.seat,
+                          N_("you have no button to bet: betting stops, last round"),
+                          N_("{name} has no button to bet: betting stops, last round"))
     if which == "draw_started":
-        return f"deck B is shuffled; {_who(b.draw_started.seat, seat)} flips first"
+        return _("deck B is shuffled") + "; " + table.said(
+            b.draw_started.seat, N_("you flip first"), N_("{name} flips first"))
     if which == "card_flipped":
         flip = b.card_flipped
-        return (f"{_who(flip.seat, seat)} flips {card_markup(flip.card)} "
-                f"({flip.deck_left} left)")
+        return table.said(flip.seat, N_("you flip {card} ({left} left)"),
+                          N_("{name} flips {card} ({left} left)"),
+                          card=card_markup(flip.card), left=flip.deck_left)
     if which == "buttons_taken":
         taken = b.buttons_taken
-        where = (f"from {card_markup(taken.card)}" if taken.HasField("card")
-                 else "from the centre")
-        return f"{_who(taken.seat, seat)} takes {piles(list(taken.buttons))} {where}"
+        where = (_("from {card}").format(card=card_markup(taken.card)) if taken.HasField("card")
+                 else _("from the centre"))
+        return table.said(taken.seat, N_("you take {buttons} {where}"),
+                          N_("{name} takes {buttons} {where}"),
+                          buttons=piles(taken.buttons), where=where)
     if which == "black_ace_set_aside":
         ace = b.black_ace_set_aside
-        return f"{card_markup(ace.card)} set aside ({ace.black_aces_out} of 2)"
+        return _("{card} set aside ({count} of 2)").format(card=card_markup(ace.card),
+                                                          count=ace.black_aces_out)
     if which == "round_ended":
         end = b.round_ended
-        return f"round {end.round} ends: {_ROUND_END.get(end.reason, '?')}"
+        return _("round {round} ends: {why}").format(
+            round=end.round, why=_(_ROUND_END.get(end.reason, N_("?"))))
     if which == "ended":
         ended = b.ended
-        scores = ", ".join(f"{_who(p.seat, seat)} {p.score} ({piles(list(p.buttons))})"
-                           for p in ended.players)
-        return (f"game over ({_END.get(ended.reason, '?')}): {scores}; left over, for no one: "
-                f"{ended.left_on_cards} on cards, {ended.left_in_centre} in the centre")
+        scores = ", ".join(f"{table.who(p.seat)} {p.score}" for p in ended.players)
+        return _("game over ({why}): {scores}").format(
+            why=_(_END.get(ended.reason, N_("?"))), scores=scores)
     return None
+
+
+class BoutonsMemory(Memory):
+    def see(self, event: pb.Event, table: Table) -> None:
+        if event.WhichOneof("body") == "boutons" and event.boutons.WhichOneof("event") == "ended":
+            self.end_reasons[event.game_number] = _(_END.get(event.boutons.ended.reason,
+                                                             N_("game over")))
+
+
+def strategy(rng: random.Random) -> Strategy:
+    return random_legal(rng)
+
+
+def _describe(action: pb.Action, view: pb.GameView, table: Table) -> str:
+    return describe_action(action, table)
+
+
+GAME = ClientGame(
+    kind=pb.GAME_KIND_BOUTONS, field="boutons", commands=("boutons",),
+    title="La bataille des boutons", min_size=(80, 24), board=board,
+    describe_action=_describe, describe_event=describe_event, hotkey=hotkey,
+    reserved_keys=frozenset({"f"}),
+    strategy=strategy, memory=BoutonsMemory, menu=menu)

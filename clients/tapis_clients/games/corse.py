@@ -1,88 +1,125 @@
-"""Bataille Corse on screen (the bots' play is in tapis_clients.strategies.corse)."""
+"""Bataille Corse on screen: each player's deck and status, the face-up pile, the challenge in
+progress, and after each slap a caption with the combination, its cards, who slapped and how
+fast (the bots' play is in tapis_clients.strategies.corse)."""
 
 from __future__ import annotations
 
+import random
+
 from rich.console import Group, RenderableType
-from rich.table import Table
+from rich.table import Table as Grid
 from rich.text import Text
 
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
-from tapis_clients.games import card_markup, verdict
+from tapis.v1.cards_pb2 import Card
+from tapis_clients.cards import card_markup, cards_markup
+from tapis_clients.game import ClientGame, Memory
+from tapis_clients.i18n import N_, _, ngettext
+from tapis_clients.people import Table, as_table
+from tapis_clients.strategies import Strategy
+from tapis_clients.strategies.corse import CorseFollower, slap_or_flip
 
 COMBINATION_NAMES = {
-    corse_pb2.BATAILLE_CORSE_COMBINATION_DOUBLE: "double",
-    corse_pb2.BATAILLE_CORSE_COMBINATION_SANDWICH: "sandwich",
-    corse_pb2.BATAILLE_CORSE_COMBINATION_BIG_MAC: "big mac",
-    corse_pb2.BATAILLE_CORSE_COMBINATION_SUITE: "suite",
-    corse_pb2.BATAILLE_CORSE_COMBINATION_TEN: "ten",
-    corse_pb2.BATAILLE_CORSE_COMBINATION_SEVEN: "seven",
+    corse_pb2.BATAILLE_CORSE_COMBINATION_DOUBLE: N_("double"),
+    corse_pb2.BATAILLE_CORSE_COMBINATION_SANDWICH: N_("sandwich"),
+    corse_pb2.BATAILLE_CORSE_COMBINATION_BIG_MAC: N_("big mac"),
+    corse_pb2.BATAILLE_CORSE_COMBINATION_SUITE: N_("suite"),
+    corse_pb2.BATAILLE_CORSE_COMBINATION_TEN: N_("ten"),
+    corse_pb2.BATAILLE_CORSE_COMBINATION_SEVEN: N_("seven"),
 }
+COMBINATION_CARDS = {
+    corse_pb2.BATAILLE_CORSE_COMBINATION_DOUBLE: 2,
+    corse_pb2.BATAILLE_CORSE_COMBINATION_SANDWICH: 3,
+    corse_pb2.BATAILLE_CORSE_COMBINATION_BIG_MAC: 4,
+    corse_pb2.BATAILLE_CORSE_COMBINATION_SUITE: 2,
+    corse_pb2.BATAILLE_CORSE_COMBINATION_TEN: 2,
+    corse_pb2.BATAILLE_CORSE_COMBINATION_SEVEN: 1,
+}
+"""How many of the top cards make each combination (the caption shows them)."""
 _STATUS = {
-    corse_pb2.BATAILLE_CORSE_SEAT_STATUS_IN_PLAY: "in play",
-    corse_pb2.BATAILLE_CORSE_SEAT_STATUS_ELIMINATED: "[yellow]eliminated[/]",
-    corse_pb2.BATAILLE_CORSE_SEAT_STATUS_OUT: "[red]out for good[/]",
+    corse_pb2.BATAILLE_CORSE_SEAT_STATUS_IN_PLAY: N_("in play"),
+    corse_pb2.BATAILLE_CORSE_SEAT_STATUS_ELIMINATED: N_("eliminated"),
+    corse_pb2.BATAILLE_CORSE_SEAT_STATUS_OUT: N_("out for good"),
 }
 _END = {
-    corse_pb2.BATAILLE_CORSE_END_REASON_LAST_IN_PLAY: "last player in play, holds every card",
-    corse_pb2.BATAILLE_CORSE_END_REASON_FLIP_CAP: "the flip cap was reached: most cards",
+    corse_pb2.BATAILLE_CORSE_END_REASON_LAST_IN_PLAY: N_("last player in play, holds every card"),
+    corse_pb2.BATAILLE_CORSE_END_REASON_FLIP_CAP: N_("the flip cap was reached: most cards"),
 }
-SHOWN_PILE_CARDS = 6
+SHOWN_PILE_CARDS = 8
+COMBINATION = N_("combination")
 
 
-def render(view: pb.GameView) -> RenderableType:
+def combination_name(combination: corse_pb2.BatailleCorseCombination.ValueType) -> str:
+    return _(COMBINATION_NAMES.get(combination, COMBINATION))
+
+
+def board(view: pb.GameView, reader: Table | int | None = None) -> RenderableType:
+    """The table: one row per player, the pile, the challenge, the last slap."""
+    table = as_table(reader)
     corse = view.bataille_corse
-    me = view.your_seat if view.HasField("your_seat") else None
-    grid = Table(show_header=True, header_style="bold cyan", title="Bataille Corse")
-    grid.add_column("seat")
-    grid.add_column("deck", justify="right")
-    grid.add_column("status")
-    grid.add_column("strikes", justify="right")
+    rows = Grid.grid(padding=(0, 2))
+    for _column in range(4):
+        rows.add_column()
     for seat in corse.seats:
-        label = f"{seat.seat}" + (" (you)" if seat.seat == me else "")
-        if corse.HasField("turn") and corse.turn == seat.seat:
-            label += " ◀"
-        grid.add_row(label, str(seat.deck_size), _STATUS.get(seat.status, "?"),
-                     str(seat.strikes) if seat.strikes else "")
+        acting = corse.HasField("turn") and corse.turn == seat.seat
+        name = table.name(seat.seat) + (" " + _("(you)") if seat.seat == table.me else "")
+        status = _(_STATUS.get(seat.status, N_("in play")))
+        if seat.status != corse_pb2.BATAILLE_CORSE_SEAT_STATUS_IN_PLAY:
+            status = f"[yellow]{status}[/]"
+        strikes = ngettext("{count} strike", "{count} strikes", seat.strikes).format(
+            count=seat.strikes) if seat.strikes else ""
+        timer = table.timers.get(seat.seat, "")
+        rows.add_row(("[bold]▶ " if acting else "  ") + name + ("[/]" if acting else ""),
+                     _("deck {count}").format(count=seat.deck_size), status,
+                     strikes + (f" [bold reverse] {timer} [/]" if timer and acting else ""))
     shown = list(corse.pile_top)[-SHOWN_PILE_CARDS:]
     hidden = corse.pile_size - len(shown)
     pile = "  ".join(card_markup(card) for card in shown) or "—"
     if hidden:
-        pile = f"[dim]({hidden} under)[/] " + pile
+        pile = "[dim]" + _("({count} under)").format(count=hidden) + "[/] " + pile
     lines: list[RenderableType] = [
-        grid,
-        Text.from_markup(f"pile ({corse.pile_size}): {pile}"
-                         + (f"  [dim]#{corse.top_sequence}[/]"
-                            if corse.HasField("top_sequence") else "")),
+        rows, Text(""),
+        Text.from_markup(_("pile ({count}): {cards}").format(count=corse.pile_size, cards=pile)),
     ]
     if corse.HasField("challenger"):
         owes = corse.owes if corse.HasField("owes") else corse.turn
-        lines.append(Text.from_markup(
-            f"[bold yellow]challenge[/]: seat {corse.challenger} challenges seat {owes}, "
-            f"{corse.tries_left} {'try' if corse.tries_left == 1 else 'tries'} left"))
-    lines.append(Text.from_markup(f"[dim]flips {corse.flips}/{corse.flip_cap}[/]"))
+        tries = ngettext("{count} try left", "{count} tries left", corse.tries_left).format(
+            count=corse.tries_left)
+        lines.append(Text.from_markup("[bold yellow]" + _("challenge") + "[/]: " + _(
+            "{challenger} against {owes}, {tries}").format(
+            challenger=table.who(corse.challenger), owes=table.who(owes), tries=tries)))
+    else:
+        lines.append(Text(""))
+    lines.append(Text.from_markup("[dim]" + _("flips {flips} of {cap}").format(
+        flips=corse.flips, cap=corse.flip_cap) + "[/]"))
     if corse.end_reason:
-        me = view.your_seat if view.HasField("your_seat") else None
-        who = verdict([corse.winner] if corse.HasField("winner") else [], me,
-                      [s.display_name for s in view.seats])
-        lines.append(Text.from_markup(f"[bold green]{who}: {_END[corse.end_reason]}[/]"))
+        winners = [corse.winner] if corse.HasField("winner") else []
+        lines.append(Text.from_markup(f"[bold green]{table.verdict(winners)}: "
+                                      f"{_(_END[corse.end_reason])}[/]"))
     return Group(*lines)
 
 
-def key_hint(view: pb.GameView, typed: str) -> str | None:
+def render(view: pb.GameView, reader: Table | int | None = None) -> RenderableType:
+    """The board under the game's title (for a one-off print)."""
+    return Group(Text.from_markup(f"[bold]{GAME.title}[/]"), board(view, reader))
+
+
+def key_hint(view: pb.GameView, typed: str, reader: Table | int | None = None) -> str | None:
     """``f`` when another seat is due to flip: say whose turn it is."""
+    table = as_table(reader)
     corse = view.bataille_corse
-    me = view.your_seat if view.HasField("your_seat") else None
+    me = view.your_seat if view.HasField("your_seat") else table.me
     if typed == "f" and me is not None and corse.HasField("turn") and corse.turn != me:
-        return f"not your turn: seat {corse.turn} flips"
+        return _("not your turn: {name} flips").format(name=table.name(corse.turn))
     return None
 
 
-def describe_action(action: pb.Action) -> str:
+def describe_action(action: pb.Action, reader: Table | int | None = None) -> str:
     which = action.bataille_corse.WhichOneof("action")
     if which == "slap":
-        return f"slap the pile (card #{action.bataille_corse.slap.pile_sequence})"
-    return "flip your top card"
+        return _("slap the pile")
+    return _("flip your top card")
 
 
 def hotkey(action: pb.Action) -> str | None:
@@ -92,49 +129,143 @@ def hotkey(action: pb.Action) -> str | None:
     return {"flip": "f", "slap": "s"}.get(which or "")
 
 
+def is_slap(action: pb.Action) -> bool:
+    return action.WhichOneof("action") == "bataille_corse" and \
+        action.bataille_corse.WhichOneof("action") == "slap"
+
+
 def _reason(won: corse_pb2.BatailleCorsePileWon) -> str:
     if won.reason == corse_pb2.BATAILLE_CORSE_PILE_REASON_CHALLENGE:
-        return "challenge"
+        return _("challenge")
     if won.reason == corse_pb2.BATAILLE_CORSE_PILE_REASON_LAST_IN_PLAY:
-        return "last in play"
-    return COMBINATION_NAMES.get(won.combination, "combination")
+        return _("last in play")
+    return combination_name(won.combination)
 
 
-def describe_event(event: pb.Event, seat: int | None) -> str | None:
+def describe_event(event: pb.Event, reader: Table | int | None = None) -> str | None:
+    table = as_table(reader)
     corse = event.bataille_corse
     which = corse.WhichOneof("event")
     if which == "card_flipped":
         e = corse.card_flipped
-        drawn = (f" (drawn from seat {e.drawn_from}'s deck)" if e.HasField("drawn_from")
-                 else "")
-        return f"seat {e.seat} flips {card_markup(e.card)}{drawn}"
-    if which == "challenge_started":
-        e1 = corse.challenge_started
-        return f"seat {e1.challenger} challenges: {e1.tries} {'try' if e1.tries == 1 else 'tries'}"
-    if which == "challenge_passed":
-        e2 = corse.challenge_passed
-        return (f"seat {e2.challenger} answers seat {e2.previous_challenger}'s challenge: "
-                f"{e2.tries} {'try' if e2.tries == 1 else 'tries'}")
+        line = table.said(e.seat, N_("you flip {card}"), N_("{name} flips {card}"),
+                          card=card_markup(e.card))
+        if e.HasField("drawn_from"):
+            line += " " + _("(drawn from {name}'s deck)").format(name=table.who(e.drawn_from))
+        return line
+    if which in ("challenge_started", "challenge_passed"):
+        e1 = getattr(corse, which)
+        tries = ngettext("{count} try", "{count} tries", e1.tries).format(count=e1.tries)
+        return table.said(e1.challenger, N_("you challenge: {tries}"),
+                          N_("{name} challenges: {tries}"), tries=tries)
     if which == "pile_won":
         won = corse.pile_won
-        return f"[bold]seat {won.seat} takes the pile ({_reason(won)})[/]: {won.cards} cards"
+        return "[bold]" + table.said(
+            won.seat, N_("you take the pile ({why}): {cards} cards"),
+            N_("{name} takes the pile ({why}): {cards} cards"),
+            why=_reason(won), cards=won.cards) + "[/]"
     if which == "false_slap":
         e3 = corse.false_slap
         if e3.penalty_cards:
-            return (f"seat {e3.seat} slaps falsely: {e3.penalty_cards} "
-                    f"{'card' if e3.penalty_cards == 1 else 'cards'} under the pile")
-        return f"seat {e3.seat} slaps falsely (strike {e3.strikes})"
+            return table.said(e3.seat, N_("you slap falsely: {cards} under the pile"),
+                              N_("{name} slaps falsely: {cards} under the pile"),
+                              cards=ngettext("{count} card", "{count} cards",
+                                             e3.penalty_cards).format(count=e3.penalty_cards))
+        return table.said(e3.seat, N_("you slap falsely (strike {strikes})"),
+                          N_("{name} slaps falsely (strike {strikes})"), strikes=e3.strikes)
     if which == "eliminated":
-        return f"[yellow]seat {corse.eliminated.seat} is eliminated[/]"
+        return "[yellow]" + table.said(corse.eliminated.seat, N_("you are eliminated"),
+                                       N_("{name} is eliminated")) + "[/]"
     if which == "reentered":
-        return f"[green]seat {corse.reentered.seat} is back in play[/]"
+        return "[green]" + table.said(corse.reentered.seat, N_("you are back in play"),
+                                      N_("{name} is back in play")) + "[/]"
     if which == "out_for_good":
-        return f"[red]seat {corse.out_for_good.seat} is out for good[/]"
+        return "[red]" + table.said(corse.out_for_good.seat, N_("you are out for good"),
+                                    N_("{name} is out for good")) + "[/]"
     if which == "dealt":
         sizes = "-".join(str(size) for size in corse.dealt.deck_sizes)
-        return f"cards dealt ({sizes}); seat 0 flips first"
+        return _("cards dealt ({sizes})").format(sizes=sizes) + "; " + table.said(
+            0, N_("you flip first"), N_("{name} flips first"))
     if which == "ended":
         ended = corse.ended
-        who = verdict([ended.winner] if ended.HasField("winner") else [], seat)
-        return f"{who}: {_END.get(ended.reason, 'game over')}"
+        winners = [ended.winner] if ended.HasField("winner") else []
+        return f"{table.verdict(winners)}: {_(_END.get(ended.reason, N_('game over')))}"
     return None
+
+
+def _seconds(event: pb.Event) -> float:
+    return event.time.seconds + event.time.nanos / 1e9
+
+
+class CorseMemory(Memory):
+    """The face-up pile and when its top card came, so that a slap's caption can show the
+    combination's cards and how fast the slapper was."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pile: list[Card] = []
+        self.top_at: float | None = None
+        self.last = ""
+        self.last_taker: int | None = None
+
+    def see(self, event: pb.Event, table: Table) -> None:
+        if event.WhichOneof("body") != "bataille_corse":
+            return
+        corse = event.bataille_corse
+        which = corse.WhichOneof("event")
+        if which == "card_flipped":
+            self.pile.append(corse.card_flipped.card)
+            self.top_at = _seconds(event)
+        elif which == "pile_won":
+            won = corse.pile_won
+            self.last_taker = won.seat
+            if won.reason == corse_pb2.BATAILLE_CORSE_PILE_REASON_COMBINATION:
+                cards = self.pile[-COMBINATION_CARDS.get(won.combination, 2):]
+                fast = "" if self.top_at is None else " " + _("in {seconds} s").format(
+                    seconds=f"{max(0.0, _seconds(event) - self.top_at):.2f}")
+                self.last = "[bold magenta]" + _("{combination}!").format(
+                    combination=combination_name(won.combination).capitalize()) + "[/] " + \
+                    cards_markup(cards) + " — " + table.said(
+                        won.seat, N_("you slapped first"), N_("{name} slapped first")) + fast
+            elif won.reason == corse_pb2.BATAILLE_CORSE_PILE_REASON_CHALLENGE:
+                self.last = table.said(won.seat, N_("you win the challenge"),
+                                       N_("{name} wins the challenge"))
+            self.pile = []
+            self.top_at = None
+        elif which == "false_slap":
+            self.last = "[yellow]" + table.said(
+                corse.false_slap.seat, N_("you slapped with no combination"),
+                N_("{name} slapped with no combination")) + "[/]"
+        elif which == "dealt":
+            self.pile, self.top_at, self.last = [], None, ""
+        elif which == "ended":
+            self.end_reasons[event.game_number] = _(_END.get(corse.ended.reason,
+                                                             N_("game over")))
+
+    def caption(self, table: Table) -> str:
+        return self.last
+
+    def refusal(self, reason: str, table: Table) -> str | None:
+        """Why a slap came too late, as far as the events tell."""
+        if reason != "SLAP_TOO_LATE":
+            return None
+        if self.last_taker is not None and self.last_taker != table.me:
+            return _("too late: {name} slapped first").format(name=table.name(self.last_taker))
+        return _("too late: another card was flipped")
+
+
+def strategy(rng: random.Random) -> Strategy:
+    return slap_or_flip
+
+
+def _describe(action: pb.Action, view: pb.GameView, table: Table) -> str:
+    return describe_action(action, table)
+
+
+GAME = ClientGame(
+    kind=pb.GAME_KIND_BATAILLE_CORSE, field="bataille_corse",
+    commands=("bataille-corse", "corse"), title="Bataille Corse", min_size=(72, 22),
+    board=board, describe_action=_describe, describe_event=describe_event,
+    hotkey=hotkey, reserved_keys=frozenset({"f", "s"}), strategy=strategy, memory=CorseMemory,
+    realtime=is_slap,
+    key_hint=key_hint, follower=CorseFollower, reflexes=True)

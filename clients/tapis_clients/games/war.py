@@ -1,84 +1,146 @@
-"""Bataille on screen."""
+"""Bataille on screen: each player's row (name, deck, points, the "Bataille !" bubble on a tie,
+the countdown of the player to act), the trick in play and the last one."""
 
 from __future__ import annotations
 
+import random
+
 from rich.console import Group, RenderableType
-from rich.table import Table
+from rich.table import Table as Grid
 from rich.text import Text
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
-from tapis_clients.games import card_markup, verdict
+from tapis_clients.cards import card_markup
+from tapis_clients.game import ClientGame, Memory
+from tapis_clients.i18n import N_, _, ngettext
+from tapis_clients.people import Table, as_table
+from tapis_clients.strategies import Strategy, random_legal
 
-_END = {war_pb2.WAR_END_REASON_TARGET: "reached the target",
-        war_pb2.WAR_END_REASON_ALL_CARDS: "holds all 52 cards",
-        war_pb2.WAR_END_REASON_SHORT_BATAILLE: "opponent could not lay a bataille",
-        war_pb2.WAR_END_REASON_DRAW: "draw"}
+_END = {war_pb2.WAR_END_REASON_ALL_CARDS: N_("holds all 52 cards"),
+        war_pb2.WAR_END_REASON_SHORT_BATAILLE: N_("the other could not lay a bataille"),
+        war_pb2.WAR_END_REASON_DRAW: N_("neither could lay a bataille")}
 
 
-def _names(view: pb.GameView) -> list[str]:
-    return [s.display_name for s in view.seats]
+GAME_OVER = N_("game over")
 
 
-def _trick(cards: list[war_pb2.WarLaidCard]) -> str:
+def bubble() -> str:
+    return "[bold black on yellow] " + _("Bataille !") + " [/]"
+
+
+def _trick(cards: list[war_pb2.WarLaidCard], table: Table) -> str:
     if not cards:
         return "—"
-    return "  ".join(f"s{c.seat}:" + (card_markup(c.card) if c.face_up else "[dim]▩[/]")
-                     for c in cards)
+    by_seat: dict[int, list[str]] = {}
+    for laid in cards:
+        by_seat.setdefault(laid.seat, []).append(
+            card_markup(laid.card) if laid.face_up else "[dim]▩[/]")
+    return "   ".join(f"{table.who(seat)} {' '.join(shown)}" for seat, shown in by_seat.items())
 
 
-def render(view: pb.GameView) -> RenderableType:
+def board(view: pb.GameView, reader: Table | int | None = None) -> RenderableType:
+    """The table: one row per player, then the tricks."""
+    table = as_table(reader)
     war = view.war
-    me = view.your_seat if view.HasField("your_seat") else None
-    grid = Table(show_header=True, header_style="bold cyan", title="Bataille")
-    grid.add_column("seat")
-    grid.add_column("deck", justify="right")
-    grid.add_column("points", justify="right")
+    rows = Grid.grid(padding=(0, 2))
+    for _column in range(5):
+        rows.add_column()
     for seat in range(len(war.deck_sizes)):
-        label = f"{seat}" + (" (you)" if seat == me else "")
-        if war.HasField("to_move") and war.to_move == seat:
-            label += " ◀"
-        grid.add_row(label, str(war.deck_sizes[seat]), str(war.points[seat]))
+        acting = war.HasField("to_move") and war.to_move == seat
+        name = table.name(seat) + (" " + _("(you)") if seat == table.me else "")
+        timer = table.timers.get(seat, "")
+        rows.add_row(("[bold]▶ " if acting else "  ") + name + ("[/]" if acting else ""),
+                     _("deck {count}").format(count=war.deck_sizes[seat]),
+                     _("points {count}").format(count=war.points[seat]),
+                     f"[bold reverse] {timer} [/]" if timer and acting else "",
+                     bubble() if war.batailles and not war.end_reason else "")
     lines: list[RenderableType] = [
-        grid,
-        Text.from_markup(f"target {war.target_points} points · seat {war.first_seat} reveals "
-                         f"first"),
-        Text.from_markup(f"this trick: {_trick(list(war.trick))}"
-                         + (f"  [bold yellow]Bataille ×{war.batailles}![/]"
-                            if war.batailles else "")),
-        Text.from_markup(f"last trick: {_trick(list(war.last_trick))}" + (
-            f" → seat {war.last_trick_winner}" if war.HasField("last_trick_winner") else "")),
+        rows, Text(""),
+        Text.from_markup(_("this trick: {cards}").format(cards=_trick(list(war.trick), table))),
+        Text.from_markup(_("last trick: {cards}").format(
+            cards=_trick(list(war.last_trick), table)) + (
+            "  → " + table.who(war.last_trick_winner)
+            if war.HasField("last_trick_winner") else "")),
+        Text(""),
+        Text.from_markup("[dim]" + ngettext(
+            "first to {points} point", "first to {points} points", war.target_points).format(
+            points=war.target_points) + " · " + table.said(
+            war.first_seat, N_("you reveal first"), N_("{name} reveals first")) + "[/]"),
     ]
     if war.end_reason:
-        who = verdict([war.winner] if war.HasField("winner") else [], me, _names(view))
-        lines.append(Text.from_markup(f"[bold green]{who}: {_END[war.end_reason]}[/]"))
+        winners = [war.winner] if war.HasField("winner") else []
+        lines.append(Text.from_markup(f"[bold green]{table.verdict(winners)}: "
+                                      f"{end_text(war.end_reason, war.target_points)}[/]"))
     return Group(*lines)
 
 
-def describe_action(action: pb.Action) -> str:
-    return "reveal your top card"
+def render(view: pb.GameView, reader: Table | int | None = None) -> RenderableType:
+    """The board under the game's title (for a one-off print)."""
+    return Group(Text.from_markup(f"[bold]{GAME.title}[/]"), board(view, reader))
+
+
+def end_text(reason: war_pb2.WarEndReason.ValueType, target: int) -> str:
+    if reason == war_pb2.WAR_END_REASON_TARGET:
+        return ngettext("reached {points} point", "reached {points} points", target).format(
+            points=target)
+    return _(_END.get(reason, GAME_OVER))
+
+
+def describe_action(action: pb.Action, reader: Table | int | None = None) -> str:
+    return _("reveal your top card")
 
 
 def hotkey(action: pb.Action) -> str | None:
     return "r" if action.WhichOneof("action") == "war" else None
 
 
-def describe_event(event: pb.Event, seat: int | None) -> str | None:
+def describe_event(event: pb.Event, reader: Table | int | None = None) -> str | None:
     """One line for a person, or None. Cards revealed get no line (the table shows the trick
     in play); a trick won says who took it."""
+    table = as_table(reader)
     war = event.war
     which = war.WhichOneof("event")
     if which == "trick_won":
         won = war.trick_won
-        who = "you" if won.seat == seat else f"seat {won.seat}"
-        return f"{who} took the trick ({won.cards} cards)"
+        return table.said(won.seat, N_("you take the trick ({cards} cards)"),
+                          N_("{name} takes the trick ({cards} cards)"), cards=won.cards)
     if which == "bataille":
-        return "[bold yellow]Bataille![/]"
+        return "[bold yellow]" + _("Bataille !") + "[/]"
     if which == "short_bataille":
         short = war.short_bataille
         if short.HasField("loser"):
-            return f"seat {short.loser} cannot lay a bataille and loses"
-        return "neither player can lay a bataille: draw"
+            return table.said(short.loser, N_("you cannot lay a bataille and lose"),
+                              N_("{name} cannot lay a bataille and loses"))
+        return _("neither player can lay a bataille: draw")
     if which == "dealt":
-        return f"26 cards each; seat {war.dealt.first_seat} reveals first"
+        return _("26 cards each") + "; " + table.said(
+            war.dealt.first_seat, N_("you reveal first"), N_("{name} reveals first"))
     return None
+
+
+class WarMemory(Memory):
+    def see(self, event: pb.Event, table: Table) -> None:
+        if event.WhichOneof("body") == "war" and event.war.WhichOneof("event") == "ended":
+            ended = event.war.ended
+            self.end_reasons[event.game_number] = end_text(ended.reason,
+                                                           max(ended.points, default=0))
+
+
+def strategy(rng: random.Random) -> Strategy:
+    return random_legal(rng)
+
+
+def set_points(request: pb.CreateGameRequest, points: int) -> None:
+    request.war.target_points = points
+
+
+def _describe(action: pb.Action, view: pb.GameView, table: Table) -> str:
+    return describe_action(action, table)
+
+
+GAME = ClientGame(
+    kind=pb.GAME_KIND_WAR, field="war", commands=("war", "bataille"), title="Bataille",
+    min_size=(64, 22), board=board, describe_action=_describe,
+    describe_event=describe_event, hotkey=hotkey, strategy=strategy, memory=WarMemory,
+    set_points=set_points, default_turn_ms=15_000)

@@ -2,20 +2,21 @@
 
 A strategy is a plain function ``(view, legal_actions) -> action`` (or None to pass): ``view`` is
 the seat's ``tapis.v1.GameView`` and ``legal_actions`` the moves it may send now, straight from
-the server (in Bataille Corse, from the bot's own following of the event stream). Plug your
-own into `tapis-bot play --strategy package.module:function`.
+the server (in a real-time game, from the bot's own following of the event stream). Plug your
+own into `tapis-bot play --strategy package.module:function`. Each game's reference policy is
+its ``ClientGame.strategy`` (tapis_clients.games).
 """
 
 from __future__ import annotations
 
 import importlib
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_clients.strategies import corse
+from tapis_clients.game import Strategy
 
-Strategy = Callable[[pb.GameView, Sequence[pb.Action]], pb.Action | None]
+__all__ = ["Strategy", "load", "random_legal", "reference"]
 
 
 def random_legal(rng: random.Random) -> Strategy:
@@ -29,11 +30,10 @@ def random_legal(rng: random.Random) -> Strategy:
 
 
 def reference(kind: int, rng: random.Random) -> Strategy:
-    """The reference bot's policy for ``kind``: Bataille Corse slaps what it sees and flips when
-    due; the other games play a seeded random legal move."""
-    if kind == pb.GAME_KIND_BATAILLE_CORSE:
-        return corse.slap_or_flip
-    return random_legal(rng)
+    """The reference bot's policy for ``kind`` (its game's ``strategy``)."""
+    from tapis_clients import games
+
+    return games.by_kind(kind).strategy(rng)
 
 
 def load(spec: str) -> Strategy:

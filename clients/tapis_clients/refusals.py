@@ -1,0 +1,68 @@
+"""A sentence for each refusal a player can meet (the reasons of protos/tapis/v1/errors.proto),
+so that no raw code reaches the screen."""
+
+from __future__ import annotations
+
+import grpc
+
+from tapis_clients.connection import error_reason
+from tapis_clients.i18n import N_, _
+
+SENTENCES: dict[str, str] = {
+    "NOT_YOUR_TURN": N_("not your turn"),
+    "GAME_OVER": N_("this game is over"),
+    "GAME_NOT_OVER": N_("the game is still being played"),
+    "GAME_NOT_STARTED": N_("the table still waits for players"),
+    "SEAT_BOT_CONTROLLED": N_("a bot plays your seat: take it back first"),
+    "SEAT_NOT_BOT_CONTROLLED": N_("you already play this seat"),
+    "SEAT_OUT": N_("you are out of this game for good"),
+    "CARD_NOT_IN_HAND": N_("that card is not in your hand"),
+    "ILLEGAL_CAPTURE": N_("that capture is not allowed"),
+    "ILLEGAL_BET": N_("you cannot bet on that card now"),
+    "NO_BUTTON_OF_COLOUR": N_("you have no button of that colour left"),
+    "SLAP_TOO_LATE": N_("too late: the pile had changed"),
+    "NO_FREE_SEAT": N_("every seat at this table is taken"),
+    "NOT_ALLOWED_NOW": N_("that move is not allowed now"),
+    "STALE_VERSION": N_("the table moved on before your move: look again"),
+    "RATE_LIMITED": N_("too fast: wait a moment"),
+    "GAME_NOT_FOUND": N_("there is no such table on this server"),
+    "TOKEN_REQUIRED": N_("this seat needs its key: join the table first"),
+    "INVALID_TOKEN": N_("this seat's key is not valid on this server"),
+    "TOKEN_FOR_ANOTHER_GAME": N_("this seat's key is for another table"),
+    "NOT_YOUR_SEAT": N_("that is not your seat"),
+    "GAME_QUARANTINED": N_("this table is damaged and closed"),
+    "GAME_ABANDONED": N_("this table was abandoned"),
+    "STACKED_DECKS_DISABLED": N_("this server does not take chosen decks"),
+    "SEED_CHOICE_DISABLED": N_("this server does not take a chosen deal (--seed)"),
+    "INVALID_SEAT_COUNT": N_("this game is not played with that many players"),
+    "INVALID_OPTIONS": N_("these options do not fit the game"),
+    "TOO_MANY_GAMES": N_("the server holds as many tables as it may"),
+    "GAME_KIND_NOT_AVAILABLE": N_("this server does not host that game"),
+    "STORE_UNAVAILABLE": N_("the server cannot save right now: try again"),
+    "OVERLOADED": N_("the server is busy: try again"),
+    "TOO_MANY_STREAMS": N_("too many open screens on this table"),
+    "VALUE_TOO_LONG": N_("a name or value is too long"),
+}
+"""Reason -> what the player reads. Reasons missing here are not ones a player meets through
+this client (malformed requests, cluster internals); they get the generic sentence."""
+
+
+REFUSED = N_("the server refused that")
+"""For a reason a player should not meet."""
+
+
+def sentence(reason: str) -> str:
+    """What a refusal with ``reason`` means for the player."""
+    return _(SENTENCES.get(reason, REFUSED))
+
+
+def explain(error: grpc.RpcError) -> str:
+    """The sentence for a refused call (no code, no server wording)."""
+    reason = error_reason(error)
+    if reason:
+        return sentence(reason)
+    if error.code() == grpc.StatusCode.UNAVAILABLE:
+        return _("the server cannot be reached")
+    if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return _("the server took too long to answer")
+    return sentence("")
