@@ -21,7 +21,7 @@ import structlog
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine.errors import RuleError
-from tapis_service import compaction, convert, logcontext, metrics
+from tapis_service import compaction, convert, logcontext, metrics, not_served
 from tapis_service.caller import Caller
 from tapis_service.errors import ServiceError, from_rule_error, invalid_argument
 from tapis_service.host import GameHost
@@ -159,6 +159,7 @@ class GameApi:
                           caller: Caller) -> pb.CreateGameResponse:
         if not self.peers.allow_create(peer_host(caller.peer), self.host.clock.now_ms()):
             raise _rate_limited("too many tables created from your address; try again later")
+        not_served.check_create(request)
         arguments = convert.create_arguments(request, self.host.settings.allow_stacked_decks)
         session = await self.host.create(**arguments)
         return pb.CreateGameResponse(game=convert.view(session, None))

@@ -15,6 +15,8 @@ from tapis_service.caller import Caller, deadline_in
 from tapis_service.callguard import UNDECODABLE, checks_decoding, invalid_request
 from tapis_service.errors import ServiceError, to_status
 from tapis_service.game_api import EndStream, GameApi
+from tapis_service.not_served import NotServedYet
+from tapis_service.not_served import method_handlers as not_served_handlers
 
 SERVICE = pb.DESCRIPTOR.services_by_name["GameService"].full_name
 AUTHORIZATION = "authorization"
@@ -70,7 +72,7 @@ def stream_ender(context: grpc.aio.ServicerContext) -> EndStream:
     return start
 
 
-class GameServicer(pb_grpc.GameServiceServicer):
+class GameServicer(NotServedYet, pb_grpc.GameServiceServicer):
     """Every RPC of tapis.v1.GameService, served by ``api``."""
 
     def __init__(self, api: GameApi) -> None:
@@ -145,6 +147,7 @@ def method_handlers(servicer: GameServicer) -> dict[str, grpc.RpcMethodHandler]:
         "StreamEvents": grpc.unary_stream_rpc_method_handler(
             servicer.StreamEvents, request_deserializer=pb.StreamEventsRequest.FromString),
         "ListGames": _unary(servicer.ListGames, pb.ListGamesRequest, pb.ListGamesResponse),
+        **not_served_handlers(servicer),
     }
 
 

@@ -26,7 +26,7 @@ import structlog
 from google.protobuf.message import DecodeError
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import convert, logcontext
+from tapis_service import convert, logcontext, not_served
 from tapis_service.cluster import metrics, tunnel
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.wire import game_id_of
@@ -313,6 +313,7 @@ class ClusterNode:
         methods["ListGames"] = grpc.unary_unary_rpc_method_handler(self._list(servicer))
         stream = self._stream(servicer)
         methods["StreamEvents"] = grpc.unary_stream_rpc_method_handler(stream)
+        methods.update(not_served.method_handlers(servicer))
         self._tunnel_server = tunnel.TunnelServer(served, stream, self.relay_key, FORWARDED,
                                                   self.settings.max_in_flight)
         return (grpc.method_handlers_generic_handler(SERVICE, methods),

@@ -1,0 +1,88 @@
+"""The contract's methods and fields this server does not serve yet (issue 24, in progress).
+
+Each is refused precisely, UNIMPLEMENTED / FEATURE_NOT_AVAILABLE, never answered half-done nor
+silently ignored; the proto comments say "Not served yet" for each. A method leaves this module
+when it is served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import structlog
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis_service import metrics
+from tapis_service.errors import ServiceError, to_status
+
+log = structlog.get_logger("tapis.rpc")
+
+UNARY_METHODS: dict[str, type[Any]] = {
+    "ReplaceSeat": pb.ReplaceSeatRequest,
+    "EndTable": pb.EndTableRequest,
+    "CreateSpectatorToken": pb.CreateSpectatorTokenRequest,
+    "AckResults": pb.AckResultsRequest,
+}
+STREAM_METHODS: dict[str, type[Any]] = {"WatchResults": pb.WatchResultsRequest}
+
+
+def not_available(what: str) -> ServiceError:
+    """The refusal of something the contract has and this server does not serve yet."""
+    return ServiceError(grpc.StatusCode.UNIMPLEMENTED, "FEATURE_NOT_AVAILABLE",
+                        f"{what} is not served by this version of the server yet")
+
+
+def check_create(request: pb.CreateGameRequest) -> None:
+    """Refuse the CreateGame fields that are not served yet (they would be ignored)."""
+    if request.visibility == pb.VISIBILITY_PRIVATE:
+        raise not_available("visibility VISIBILITY_PRIVATE")
+    if request.series_length:
+        raise not_available("series_length")
+    if any(config.player_id or config.display_name for config in request.seat_configs):
+        raise not_available("a reserved seat (SeatConfig.player_id, display_name)")
+
+
+async def refuse(method: str, context: grpc.aio.ServicerContext) -> None:
+    """End the call with the method's refusal."""
+    error = not_available(method)
+    metrics.REFUSALS.labels(error.code.name, error.reason).inc()
+    log.info("refused", rpc=method, code=error.code.name, reason=error.reason)
+    await context.abort_with_status(to_status(error))
+
+
+class NotServedYet:
+    """The servicer's answers to the methods not served yet."""
+
+    async def ReplaceSeat(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await refuse("ReplaceSeat", context)
+
+    async def EndTable(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await refuse("EndTable", context)
+
+    async def CreateSpectatorToken(self, request: Any,
+                                   context: grpc.aio.ServicerContext) -> Any:
+        await refuse("CreateSpectatorToken", context)
+
+    async def WatchResults(self, request: Any, context: grpc.aio.ServicerContext
+                           ) -> AsyncIterator[pb.WatchResultsResponse]:
+        await refuse("WatchResults", context)
+        nothing: tuple[pb.WatchResultsResponse, ...] = ()
+        for response in nothing:  # a stream that sends nothing before its refusal
+            yield response
+
+    async def AckResults(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await refuse("AckResults", context)
+
+
+def method_handlers(servicer: NotServedYet) -> dict[str, grpc.RpcMethodHandler]:
+    """The same answers as method handlers, for a server that registers its own (a cluster
+    node)."""
+    handlers = {name: grpc.unary_unary_rpc_method_handler(
+                    getattr(servicer, name), request_deserializer=request.FromString)
+                for name, request in UNARY_METHODS.items()}
+    handlers.update({name: grpc.unary_stream_rpc_method_handler(
+                        getattr(servicer, name), request_deserializer=request.FromString)
+                     for name, request in STREAM_METHODS.items()})
+    return handlers
