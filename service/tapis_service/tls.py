@@ -133,3 +133,46 @@ def channel_credentials(ca: bytes | None, cert: bytes | None = None,
     presenting ``cert``/``key`` when the server asks for a client certificate."""
     return grpc.ssl_channel_credentials(root_certificates=ca, private_key=key,
                                         certificate_chain=cert)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterTls:
+    """How a cluster node reaches the others: over TLS, trusting the CA that signed the nodes'
+    certificates, presenting its own certificate (for a cluster whose port asks for one), and
+    checking the peers' certificates against ``server_name`` instead of the address it dials
+    (when the nodes' certificates name a service, not each node's address)."""
+
+    ca: bytes
+    cert: bytes
+    key: bytes
+    server_name: str | None = None
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        return channel_credentials(self.ca, self.cert, self.key)
+
+    def channel_options(self) -> list[tuple[str, str]]:
+        return [] if self.server_name is None \
+            else [("grpc.ssl_target_name_override", self.server_name)]
+
+
+def cluster_tls(server: Pem, *, cert: Path | None = None, key: Path | None = None,
+                ca: Path | None = None, server_name: str | None = None) -> ClusterTls:
+    """The node-to-node TLS of a node serving ``server``: its own certificate unless ``cert``
+    and ``key`` are given, and the CA ``ca`` (default: the server's client CA). Without either
+    CA, ``TlsFilesError``: a node cannot tell a peer from a stranger."""
+    if (cert is None) != (key is None):
+        raise TlsFilesError("--cluster-tls-cert and --cluster-tls-key go together")
+    own = server if cert is None or key is None \
+        else load(TlsFiles(cert, key))
+    trusted = _read(ca, "cluster CA") if ca is not None else server.client_ca
+    if trusted is None:
+        raise TlsFilesError("a cluster over TLS needs --cluster-tls-ca (the CA that signed "
+                            "the nodes' certificates) or --tls-client-ca")
+    if ca is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        try:
+            context.load_verify_locations(cafile=ca)
+        except (ssl.SSLError, OSError) as error:
+            raise TlsFilesError(f"the cluster CA {ca} is not a certificate ({error})") \
+                from error
+    return ClusterTls(trusted, own.cert, own.key, server_name)

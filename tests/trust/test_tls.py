@@ -11,7 +11,14 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from tapis_service.tls import ReloadingTls, TlsFiles, TlsFilesError, channel_credentials, load
+from tapis_service.tls import (
+    ReloadingTls,
+    TlsFiles,
+    TlsFilesError,
+    channel_credentials,
+    cluster_tls,
+    load,
+)
 from tests.trust.certificates import Issued, issue
 
 # a channel of its own for each test connection: grpc would otherwise share one connection
@@ -142,3 +149,36 @@ def test_bad_files_are_refused_naming_the_file(tmp_path: Path, first: Issued) ->
         load(TlsFiles(first.cert, other.key))
     with pytest.raises(TlsFilesError, match="client CA"):
         load(TlsFiles(first.cert, first.key, client_ca=first.key))
+
+
+async def test_a_node_reaches_a_mutual_tls_node_with_its_cluster_credentials(
+        tmp_path: Path, started: list[Served]) -> None:
+    nodes = issue(tmp_path, "nodes", "tapis-cluster.internal")
+    served = await serve(ReloadingTls(nodes.files(client_ca=nodes.ca)))
+    started.append(served)
+    cluster = cluster_tls(served.tls.pem, server_name="tapis-cluster.internal")
+    async with grpc.aio.secure_channel(served.target, cluster.credentials(),
+                                       options=[*OWN_CONNECTION,
+                                                *cluster.channel_options()]) as channel:
+        assert await check(channel) == health_pb2.HealthCheckResponse.SERVING
+    # without the name override the address does not match the certificate's name
+    plain_name = cluster_tls(served.tls.pem)
+    assert await refused(grpc.aio.secure_channel(
+        served.target, plain_name.credentials(), options=OWN_CONNECTION)) \
+        == grpc.StatusCode.UNAVAILABLE
+    # a stranger's certificate is refused by the node
+    stranger = issue(tmp_path, "stranger", "tapis-cluster.internal")
+    assert await refused(grpc.aio.secure_channel(
+        served.target, channel_credentials(nodes.ca_bytes(), stranger.cert_bytes(),
+                                           stranger.key_bytes()),
+        options=[*OWN_CONNECTION, *cluster.channel_options()])) == grpc.StatusCode.UNAVAILABLE
+
+
+def test_cluster_tls_needs_a_ca(tmp_path: Path, first: Issued) -> None:
+    with pytest.raises(TlsFilesError, match="needs --cluster-tls-ca"):
+        cluster_tls(load(first.files()))
+    with pytest.raises(TlsFilesError, match="go together"):
+        cluster_tls(load(first.files()), cert=first.cert, ca=first.ca)
+    own = issue(tmp_path, "own")
+    chosen = cluster_tls(load(first.files()), cert=own.cert, key=own.key, ca=first.ca)
+    assert (chosen.ca, chosen.cert) == (first.ca_bytes(), own.cert_bytes())
