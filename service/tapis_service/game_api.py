@@ -22,12 +22,14 @@ import structlog
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine.errors import RuleError
 from tapis_service import compaction, convert, logcontext, metrics, not_served
+from tapis_service.api_keys import Backend, require
 from tapis_service.caller import Caller
 from tapis_service.errors import ServiceError, from_rule_error, invalid_argument
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
 from tapis_service.ratelimit import PeerLimits
+from tapis_service.security import Security
 from tapis_service.session import Session
 from tapis_service.streams import StreamGuard, stopping, too_slow
 
@@ -130,8 +132,10 @@ class GameApi:
 
     def __init__(self, host: GameHost, streams: StreamGuard | None = None,
                  peers: PeerLimits | None = None,
-                 housekeeping: Housekeeping | None = None) -> None:
+                 housekeeping: Housekeeping | None = None,
+                 security: Security | None = None) -> None:
         self.host = host
+        self.security = security or Security()
         self.housekeeping = housekeeping or Housekeeping(host)
         settings = host.settings
         self.streams = streams or StreamGuard(
@@ -154,10 +158,24 @@ class GameApi:
                     from error
             raise
 
+    def backend_of(self, caller: Caller) -> Backend | None:
+        """The backend the caller acts as (None: no key); a wrong key counts against the
+        caller's address like a wrong seat token."""
+        try:
+            return self.security.backend_of(caller.api_key)
+        except ServiceError as error:
+            if not self.peers.allow_bad_token(peer_host(caller.peer), self.host.clock.now_ms()):
+                raise _rate_limited("too many calls with a wrong key; slow down") from error
+            raise
+
     @rpc
     async def create_game(self, request: pb.CreateGameRequest,
                           caller: Caller) -> pb.CreateGameResponse:
-        if not self.peers.allow_create(peer_host(caller.peer), self.host.clock.now_ms()):
+        backend = self.backend_of(caller)
+        if backend is None and not self.security.open_mode:
+            require(backend, "CreateGame on this server")
+        if backend is None and not self.peers.allow_create(peer_host(caller.peer),
+                                                           self.host.clock.now_ms()):
             raise _rate_limited("too many tables created from your address; try again later")
         not_served.check_create(request)
         arguments = convert.create_arguments(request, self.host.settings.allow_stacked_decks)

@@ -15,7 +15,9 @@ import structlog
 
 from tapis_service import configuration, gctune, logcontext, metrics
 from tapis_service.configuration import BadSetting
+from tapis_service.exposure import Exposed
 from tapis_service.recovery import RecoveryError
+from tapis_service.security import CannotSecure
 from tapis_service.server import CannotListen, create_server
 from tapis_service.settings import Settings
 from tapis_service.store import StoreCorrupt, StoreInUse
@@ -73,6 +75,8 @@ async def serve(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if running.security is not None:  # certificates and keys are read again on SIGHUP
+        loop.add_signal_handler(signal.SIGHUP, running.security.reload)
     await stop.wait()
     log = structlog.get_logger("tapis.server")
     log.info("stopping", grace_s=settings.grace_s)
@@ -97,8 +101,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         with asyncio.Runner(loop_factory=loop_factory(settings)) as runner:
             runner.run(serve(settings))
-    except (StoreCorrupt, StoreInUse, RecoveryError, CannotListen) as error:
-        # the store cannot be read or is another server's, or the port is taken: one line
+    except (StoreCorrupt, StoreInUse, RecoveryError, CannotListen, CannotSecure,
+            Exposed) as error:
+        # the store cannot be read or is another server's, the port is taken, the TLS or key
+        # files cannot be used, or it would listen beyond loopback unprotected: one line
         refuse(error)
 
 

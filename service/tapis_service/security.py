@@ -16,6 +16,7 @@ import structlog
 
 from tapis_service import exposure
 from tapis_service.api_keys import ApiKeys, ApiKeysError, Backend, authenticate
+from tapis_service.settings import Settings
 from tapis_service.tls import ReloadingTls, TlsFiles, TlsFilesError
 
 log = structlog.get_logger("tapis.security")
@@ -52,6 +53,12 @@ class Security:
         if warning is not None:
             log.warning("insecure", message=warning)
         return cls(tls, keys)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Security:
+        return cls.build(settings.host, tls_cert=settings.tls_cert, tls_key=settings.tls_key,
+                         tls_client_ca=settings.tls_client_ca,
+                         api_keys_file=settings.api_keys_file, insecure=settings.insecure)
 
     @property
     def open_mode(self) -> bool:

@@ -23,6 +23,7 @@ from tapis_service.game_api import GameApi
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import MAX_METADATA_BYTES, MAX_RECEIVE_MESSAGE_BYTES
+from tapis_service.security import Security
 from tapis_service.servicer import GameServicer, add_to_server
 from tapis_service.settings import Settings
 from tapis_service.store import MemoryStore, Store
@@ -78,6 +79,8 @@ class RunningServer:
     guard: CallGuard | None = None
     cluster: Any = None
     """The ClusterNode of a cluster node (``--advertise``), else None."""
+    security: Security | None = None
+    """Its TLS and API keys (``reload()`` on SIGHUP)."""
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, (a cluster node: hand its tables off),
@@ -162,7 +165,10 @@ async def open_store(settings: Settings) -> Store:
 
 async def create_server(settings: Settings, clock: Clock | None = None,
                         store: Store | None = None) -> RunningServer:
-    """Build and start the server; returns it with the port it listens on."""
+    """Build and start the server; returns it with the port it listens on. Refuses to start
+    (``security.CannotSecure``, ``exposure.Exposed``) before anything else when its TLS or keys
+    cannot be used, or when it would listen beyond loopback without both."""
+    security = Security.from_settings(settings)
     if store is None and settings.advertise:
         from tapis_service.cluster.node import open_store as open_node_store
 
@@ -175,7 +181,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     guard = CallGuard(settings.max_in_flight)
     server = grpc.aio.server(options=server_options(settings))
     registry = guard.registering(server)  # every handler below is added guarded
-    api = GameApi(host, housekeeping=Housekeeping(host))
+    api = GameApi(host, housekeeping=Housekeeping(host), security=security)
     servicer = GameServicer(api)
     cluster = None
     if settings.advertise:  # a cluster node routes every call (tapis_service/cluster/)
@@ -197,7 +203,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     if settings.port and not _can_bind(settings.host, settings.port):
         raise CannotListen(f"cannot listen on {address} (is another server there?)")
     try:
-        port = server.add_insecure_port(address)
+        port = security.add_port(server, address)
     except RuntimeError as error:  # grpc: "Failed to bind to address ..."
         raise CannotListen(f"cannot listen on {address} (is another server there?)") from error
     if port == 0:
@@ -208,5 +214,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     host.health_listeners.append(_reporter(health_servicer))
     log.info("serving", address=f"{settings.host}:{port}", store=settings.store,
-             games=len(host.sessions))
-    return RunningServer(server, port, host, health_servicer, api, guard, cluster)
+             games=len(host.sessions), tls=security.tls is not None,
+             mutual_tls=security.tls is not None and security.tls.mutual,
+             api_keys=not security.open_mode)
+    return RunningServer(server, port, host, health_servicer, api, guard, cluster, security)

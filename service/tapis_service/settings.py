@@ -19,6 +19,7 @@ from typing import Any
 GROUPS = {
     "server": "where it listens and how it runs",
     "store": "the store",
+    "security": "TLS and backend keys (docs/integration.md)",
     "cluster": "the cluster (docs/cluster.md)",
     "games": "the games",
     "limits": "limits (docs/limits.md)",
@@ -99,6 +100,32 @@ class Settings:
     relay: str = setting("tunnel", "how a node relays a unary call to a table's owner: a "
                          "message on one stream per pair of nodes, or a call of its own",
                          "cluster", choices=("tunnel", "call"))
+    # --- security ----------------------------------------------------------------------------
+    tls_cert: Path | None = setting(None, "serve the gRPC port over TLS with this certificate "
+                                    "chain (PEM; reloaded on SIGHUP)", "security",
+                                    metavar="FILE")
+    tls_key: Path | None = setting(None, "the private key of --tls-cert (PEM)", "security",
+                                   metavar="FILE")
+    tls_client_ca: Path | None = setting(None, "require client certificates signed by this CA "
+                                         "(PEM): mutual TLS", "security", metavar="FILE")
+    api_keys_file: Path | None = setting(None, "the backends' API keys, one per line (or "
+                                         "sha256:HEX), each with an optional backend name; "
+                                         "reloaded on SIGHUP", "security", metavar="FILE")
+    insecure: bool = setting(False, "listen beyond loopback without TLS and API keys anyway "
+                             "(else the server refuses to start)", "security")
+    cluster_tls_cert: Path | None = setting(None, "the certificate a cluster node presents to "
+                                            "the others (PEM)", "security", metavar="FILE",
+                                            default_text="--tls-cert")
+    cluster_tls_key: Path | None = setting(None, "the private key of --cluster-tls-cert",
+                                           "security", metavar="FILE",
+                                           default_text="--tls-key")
+    cluster_tls_ca: Path | None = setting(None, "the CA that signed the cluster nodes' "
+                                          "certificates (PEM)", "security", metavar="FILE",
+                                          default_text="--tls-client-ca")
+    cluster_tls_name: str | None = setting(None, "the name the nodes' certificates carry, "
+                                           "checked instead of each node's address",
+                                           "security", metavar="NAME",
+                                           default_text="the address dialled")
     # --- games -------------------------------------------------------------------------------
     allow_stacked_decks: bool = setting(False, "accept explicit deck orders and chosen seeds "
                                         "(tests, tutorials, bug reports); every view then says "
