@@ -17,7 +17,7 @@ import structlog
 from tapis_service import exposure
 from tapis_service.api_keys import ApiKeys, ApiKeysError, Backend, authenticate
 from tapis_service.settings import Settings
-from tapis_service.tls import ReloadingTls, TlsFiles, TlsFilesError
+from tapis_service.tls import ClusterTls, ReloadingTls, TlsFiles, TlsFilesError, cluster_tls
 
 log = structlog.get_logger("tapis.security")
 
@@ -70,6 +70,21 @@ class Security:
         if self.tls is None:
             return int(server.add_insecure_port(address))
         return int(server.add_secure_port(address, self.tls.credentials()))
+
+    def cluster_tls(self, settings: Settings) -> ClusterTls | None:
+        """How a cluster node reaches the others: over TLS when it serves TLS (its own
+        certificate unless --cluster-tls-cert/--cluster-tls-key, the nodes' CA
+        --cluster-tls-ca or --tls-client-ca), else in clear."""
+        if self.tls is None:
+            if settings.cluster_tls_cert or settings.cluster_tls_ca:
+                raise CannotSecure("--cluster-tls-* need --tls-cert and --tls-key")
+            return None
+        try:
+            return cluster_tls(self.tls.pem, cert=settings.cluster_tls_cert,
+                               key=settings.cluster_tls_key, ca=settings.cluster_tls_ca,
+                               server_name=settings.cluster_tls_name)
+        except TlsFilesError as error:
+            raise CannotSecure(str(error)) from error
 
     def backend_of(self, api_key: str | None) -> Backend | None:
         """The backend a call with ``api_key`` acts as (None: none sent); refused if wrong."""

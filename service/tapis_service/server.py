@@ -169,6 +169,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     (``security.CannotSecure``, ``exposure.Exposed``) before anything else when its TLS or keys
     cannot be used, or when it would listen beyond loopback without both."""
     security = Security.from_settings(settings)
+    cluster_tls = security.cluster_tls(settings) if settings.advertise else None
     if store is None and settings.advertise:
         from tapis_service.cluster.node import open_store as open_node_store
 
@@ -187,7 +188,8 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     if settings.advertise:  # a cluster node routes every call (tapis_service/cluster/)
         from tapis_service.cluster.node import ClusterNode
 
-        cluster = ClusterNode(settings, host, host.store)  # type: ignore[arg-type]
+        cluster = ClusterNode(settings, host, host.store,  # type: ignore[arg-type]
+                              tls=cluster_tls)
         await cluster.start()
         registry.add_generic_rpc_handlers(cluster.handlers(servicer))
     else:

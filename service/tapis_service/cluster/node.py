@@ -37,6 +37,7 @@ from tapis_service.postgres_store import PostgresStore
 from tapis_service.servicer import GameServicer, stream_ender
 from tapis_service.settings import Settings
 from tapis_service.streams import too_slow
+from tapis_service.tls import ClusterTls
 
 log = structlog.get_logger("tapis.cluster")
 
@@ -93,9 +94,13 @@ async def open_store(settings: Settings) -> PostgresStore:
 class ClusterNode:
     """This process as a member of the cluster (``--advertise``)."""
 
-    def __init__(self, settings: Settings, host: GameHost, store: PostgresStore) -> None:
+    def __init__(self, settings: Settings, host: GameHost, store: PostgresStore,
+                 tls: ClusterTls | None = None) -> None:
         assert settings.advertise is not None and store.node_id is not None
         self.settings = settings
+        self.tls = tls
+        """How this node reaches the others over TLS (None: in clear, a server without
+        TLS)."""
         self.host = host
         self.store = store
         self.node_id = store.node_id
@@ -269,7 +274,10 @@ class ClusterNode:
     def _channel(self, address: str) -> grpc.aio.Channel:
         channel = self._channels.get(address)
         if channel is None:
-            channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            channel = (grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+                       if self.tls is None else grpc.aio.secure_channel(
+                           address, self.tls.credentials(),
+                           options=[*CHANNEL_OPTIONS, *self.tls.channel_options()]))
             self._channels[address] = channel
         return channel
 
