@@ -28,6 +28,7 @@ from tapis_service.errors import ServiceError, from_rule_error, invalid_argument
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
+from tapis_service.quotas import QuotaLimits, Quotas
 from tapis_service.ratelimit import PeerLimits
 from tapis_service.security import Security
 from tapis_service.session import Session
@@ -141,6 +142,7 @@ class GameApi:
         self.streams = streams or StreamGuard(
             host.clock, settings.max_streams_per_table, settings.max_streams_per_connection,
             settings.max_streams_per_peer, settings.stream_stall_ms)
+        self.quotas = Quotas(QuotaLimits.from_settings(settings))
         self.peers = peers or PeerLimits(settings.create_rate_per_s, settings.create_burst,
                                          settings.bad_token_rate_per_s, settings.bad_token_burst)
 
@@ -174,9 +176,13 @@ class GameApi:
         backend = self.backend_of(caller)
         if backend is None and not self.security.open_mode:
             require(backend, "CreateGame on this server")
-        if backend is None and not self.peers.allow_create(peer_host(caller.peer),
-                                                           self.host.clock.now_ms()):
+        now_ms = self.host.clock.now_ms()
+        if backend is None and not self.peers.allow_create(peer_host(caller.peer), now_ms):
             raise _rate_limited("too many tables created from your address; try again later")
+        if not self.quotas.allow_create(None if backend is None else backend.name, now_ms):
+            raise _rate_limited("too many tables created without a key right now; try again "
+                                "later" if backend is None
+                                else "your backend creates tables faster than its quota")
         not_served.check_create(request)
         arguments = convert.create_arguments(request, self.host.settings.allow_stacked_decks)
         session = await self.host.create(**arguments)
@@ -185,6 +191,10 @@ class GameApi:
     @rpc
     async def join_game(self, request: pb.JoinGameRequest,
                         caller: Caller) -> pb.JoinGameResponse:
+        backend = self.backend_of(caller)
+        if not self.quotas.allow_join(None if backend is None else backend.name,
+                                      self.host.clock.now_ms()):
+            raise _rate_limited("too many seats taken without a key right now; try again later")
         name = convert.check_id(request.display_name, "display_name")
         seat = request.seat if request.HasField("seat") else None
         request_id = convert.check_id(request.request_id, "request_id")
@@ -284,6 +294,10 @@ class GameApi:
     async def list_games(self, request: pb.ListGamesRequest,
                          caller: Caller) -> pb.ListGamesResponse:
         start, size = page_bounds(request)
+        backend = self.backend_of(caller)
+        if not self.quotas.allow_list(None if backend is None else backend.name,
+                                      self.host.clock.now_ms()):
+            raise _rate_limited("too many listings right now; try again later")
         kind = convert.kind_of(request.kind) if request.kind else None
         listed: list[Session | tuple[str, str]] = [
             s for s in self.host.sessions.values()

@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from tapis_service.ratelimit import TokenBuckets
+from tapis_service.settings import Settings
 
 KEYLESS = ""
 """The bucket of everything done without a key."""
@@ -31,6 +32,15 @@ class QuotaLimits:
     backend_create_rate: float = 200.0
     backend_create_burst: int = 1000
     backend_max_tables: int = 50_000
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> QuotaLimits:
+        return cls(keyless_create_rate=settings.keyless_create_rate_per_s,
+                   keyless_create_burst=settings.keyless_create_burst,
+                   join_rate=settings.join_rate_per_s, join_burst=settings.join_burst,
+                   list_rate=settings.list_rate_per_s, list_burst=settings.list_burst,
+                   backend_create_rate=settings.backend_create_rate_per_s,
+                   backend_create_burst=settings.backend_create_burst)
 
 
 def _buckets(rate: float, burst: int) -> TokenBuckets | None:

@@ -142,6 +142,26 @@ class Settings:
     create_rate_per_s: float = setting(5.0, "CreateGame calls per second per client address "
                                        "(0: no limit)", "limits", flag="--create-rate")
     create_burst: int = setting(100, "CreateGame calls an address may make at once", "limits")
+    keyless_create_rate_per_s: float = setting(50.0, "CreateGame calls per second without a "
+                                               "backend key, all addresses together (0: no "
+                                               "limit)", "limits",
+                                               flag="--keyless-create-rate")
+    keyless_create_burst: int = setting(200, "keyless CreateGame calls the server takes at once",
+                                        "limits")
+    backend_create_rate_per_s: float = setting(200.0, "CreateGame calls per second per backend "
+                                               "key (0: no limit)", "limits",
+                                               flag="--backend-create-rate")
+    backend_create_burst: int = setting(1000, "CreateGame calls a backend may make at once",
+                                        "limits")
+    join_rate_per_s: float = setting(500.0, "JoinGame calls per second without a backend key, "
+                                     "all addresses together (0: no limit)", "limits",
+                                     flag="--join-rate")
+    join_burst: int = setting(1000, "keyless JoinGame calls the server takes at once", "limits")
+    list_rate_per_s: float = setting(50.0, "ListGames calls per second without a backend key, "
+                                     "all addresses together, and per backend (0: no limit)",
+                                     "limits", flag="--list-rate")
+    list_burst: int = setting(100, "ListGames calls taken at once (keyless, or one backend)",
+                              "limits")
     bad_token_rate_per_s: float = setting(1.0, "calls with a wrong seat token per second per "
                                           "client address (0: no limit)", "limits",
                                           flag="--bad-token-rate")
