@@ -20,11 +20,17 @@ import grpc
 import structlog
 
 from tapis.v1 import game_service_pb2 as pb
+from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
-from tapis_service import compaction, convert, logcontext, metrics, not_served
+from tapis_service import compaction, convert, logcontext, metrics, ownership
 from tapis_service.api_keys import Backend, require
 from tapis_service.caller import Caller
-from tapis_service.errors import ServiceError, from_rule_error, invalid_argument
+from tapis_service.errors import (
+    ServiceError,
+    failed_precondition,
+    from_rule_error,
+    invalid_argument,
+)
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
@@ -183,10 +189,39 @@ class GameApi:
             raise _rate_limited("too many tables created without a key right now; try again "
                                 "later" if backend is None
                                 else "your backend creates tables faster than its quota")
-        not_served.check_create(request)
         arguments = convert.create_arguments(request, self.host.settings.allow_stacked_decks)
-        session = await self.host.create(**arguments)
-        return pb.CreateGameResponse(game=convert.view(session, None))
+        owned = ownership.decide(request, arguments["seats"], backend)
+        session = await self.host.create(**arguments, ownership=owned)
+        tokens = []
+        for seat in session.ownership.reserved_seats():  # claimed now (again, on a retry)
+            _, _, token = await self.host.join(session.game_id, seat,
+                                               session.ownership.names[seat],
+                                               f"{ownership.RESERVED_REQUEST}{seat}")
+            tokens.append(pb.SeatToken(seat=seat, seat_token=token,
+                                       player_id=session.ownership.player_ids[seat]))
+        return pb.CreateGameResponse(game=self.view(session, None), seat_tokens=tokens)
+
+    def view(self, session: Session, seat: int | None) -> pb.GameView:
+        """What ``seat`` (None: a spectator) sees of the table."""
+        return session.ownership.annotate(convert.view(session, seat))
+
+    def viewer(self, session: Session, caller: Caller) -> int | None:
+        """The caller's seat (None: a spectator, which a private table allows to its backend
+        and to the holders of its spectator token only)."""
+        if ownership.is_spectator_token(self.host.tokens.key, session.game_id, caller.seat_token):
+            return None
+        seat = self.seat_of(session, caller)
+        if seat is None:
+            session.ownership.check_watch(False, self.backend_of(caller))
+        return seat
+
+    @rpc
+    async def create_spectator_token(self, request: pb.CreateSpectatorTokenRequest,
+                                     caller: Caller) -> pb.CreateSpectatorTokenResponse:
+        session = self.host.get(request.game_id)
+        session.ownership.check_backend(self.backend_of(caller), "CreateSpectatorToken")
+        return pb.CreateSpectatorTokenResponse(
+            spectator_token=ownership.spectator_token(self.host.tokens.key, session.game_id))
 
     @rpc
     async def join_game(self, request: pb.JoinGameRequest,
@@ -198,15 +233,25 @@ class GameApi:
         name = convert.check_id(request.display_name, "display_name")
         seat = request.seat if request.HasField("seat") else None
         request_id = convert.check_id(request.request_id, "request_id")
+        owned = self.host.get(request.game_id).ownership
+        if request_id.startswith(ownership.RESERVED_REQUEST):
+            raise failed_precondition("SEAT_RESERVED", "this request id names a reserved seat")
+        owned.check_join(seat, backend)
+        if seat is None and owned.player_ids:  # the first free seat that is not reserved
+            table = self.host.get(request.game_id).table
+            free = [i for i, slot in enumerate(table.seats)
+                    if not slot.claimed and not owned.reserved(i)]
+            if not free and request_id not in self.host.get(request.game_id).join_requests:
+                raise failed_precondition("NO_FREE_SEAT", "every free seat is reserved")
+            seat = free[0] if free else None
         session, seat, token = await self.host.join(request.game_id, seat, name, request_id)
         self.housekeeping.touched(session)
-        return pb.JoinGameResponse(seat=seat, seat_token=token,
-                                   game=convert.view(session, seat))
+        return pb.JoinGameResponse(seat=seat, seat_token=token, game=self.view(session, seat))
 
     @rpc
     async def get_game(self, request: pb.GetGameRequest, caller: Caller) -> pb.GetGameResponse:
         session = self.host.get(request.game_id)
-        return pb.GetGameResponse(game=convert.view(session, self.seat_of(session, caller)))
+        return pb.GetGameResponse(game=self.view(session, self.viewer(session, caller)))
 
     @rpc
     async def submit_action(self, request: pb.SubmitActionRequest, caller: Caller) -> bytes:
@@ -224,6 +269,8 @@ class GameApi:
             raise invalid_argument("INVALID_ACTION", "the request has no action")
         request_id = convert.check_id(request.request_id, "request_id")
         move = convert.move_from_proto(session, seat, request.action)
+        if isinstance(move, tbl.NextGame):
+            session.ownership.check_next_game(session.table.game_number)
         expected = request.expected_version if request.HasField("expected_version") else None
         logcontext.add(seat=seat)  # until the wrapper's reset
         applied = await self.host.submit(session, seat, move, request_id, expected, received)
@@ -240,7 +287,7 @@ class GameApi:
             check_sizes(request)
             check_game_id(request.game_id)
             session = self.host.get(request.game_id)
-            seat = self.seat_of(session, caller)
+            seat = self.viewer(session, caller)
             stream = self.streams.open_stream(caller.peer, len(session.subscribers), end)
         except (RuleError, ServiceError) as error:
             raise account("StreamEvents", request.game_id, error) from None
@@ -302,7 +349,8 @@ class GameApi:
         listed: list[Session | tuple[str, str]] = [
             s for s in self.host.sessions.values()
             if (kind is None or s.rules.kind == kind)
-            and (request.include_finished or not s.table.game_over(s.rules))]
+            and (request.include_finished or not s.table.game_over(s.rules))
+            and s.ownership.listed_to(backend)]
         listed.extend((game_id, game_kind)
                       for game_id, (game_kind, _) in self.host.quarantined.items()
                       if kind is None or game_kind == kind)

@@ -34,6 +34,7 @@ from tapis_service.healing import (
     stored_kind,
 )
 from tapis_service.limits import quote
+from tapis_service.ownership import Ownership
 from tapis_service.recovery import RecoveryError, Restored, restore
 from tapis_service.session import Applied, CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
@@ -102,6 +103,7 @@ class GameHost:
         stacked_deck: tuple[Any, ...] | None,
         stacked_first: int | None,
         request_id: str = "",
+        ownership: Ownership | None = None,
     ) -> Session:
         """Create a table (bots sit at once); refusals raise before anything is kept. The
         table is served (and its request id answered) only once its record is committed."""
@@ -139,6 +141,9 @@ class GameHost:
                       kind=kind, setup=setup, turn_time_ms=turn_time_ms,
                       seats=tuple(tbl.SeatSlot(bot=b, claimed=b is not None) for b in bots))),
                   "request_id": request_id}
+        if ownership is not None and ownership != Ownership():
+            session.ownership = ownership
+            record["ownership"] = ownership.encode()
         key = request_id or f"\0{game_id}"
         opening = self._creating[key] = asyncio.ensure_future(
             self.actor.open(session, record, request_id))

@@ -22,7 +22,6 @@ log = structlog.get_logger("tapis.rpc")
 UNARY_METHODS: dict[str, type[Any]] = {
     "ReplaceSeat": pb.ReplaceSeatRequest,
     "EndTable": pb.EndTableRequest,
-    "CreateSpectatorToken": pb.CreateSpectatorTokenRequest,
     "AckResults": pb.AckResultsRequest,
 }
 STREAM_METHODS: dict[str, type[Any]] = {"WatchResults": pb.WatchResultsRequest}
@@ -32,16 +31,6 @@ def not_available(what: str) -> ServiceError:
     """The refusal of something the contract has and this server does not serve yet."""
     return ServiceError(grpc.StatusCode.UNIMPLEMENTED, "FEATURE_NOT_AVAILABLE",
                         f"{what} is not served by this version of the server yet")
-
-
-def check_create(request: pb.CreateGameRequest) -> None:
-    """Refuse the CreateGame fields that are not served yet (they would be ignored)."""
-    if request.visibility == pb.VISIBILITY_PRIVATE:
-        raise not_available("visibility VISIBILITY_PRIVATE")
-    if request.series_length:
-        raise not_available("series_length")
-    if any(config.player_id or config.display_name for config in request.seat_configs):
-        raise not_available("a reserved seat (SeatConfig.player_id, display_name)")
 
 
 async def refuse(method: str, context: grpc.aio.ServicerContext) -> None:
@@ -60,10 +49,6 @@ class NotServedYet:
 
     async def EndTable(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         await refuse("EndTable", context)
-
-    async def CreateSpectatorToken(self, request: Any,
-                                   context: grpc.aio.ServicerContext) -> Any:
-        await refuse("CreateSpectatorToken", context)
 
     async def WatchResults(self, request: Any, context: grpc.aio.ServicerContext
                            ) -> AsyncIterator[pb.WatchResultsResponse]:

@@ -31,6 +31,9 @@ from tapis_service.errors import ServiceError, failed_precondition, invalid_argu
 PUBLIC = "public"
 PRIVATE = "private"
 MAX_ID_BYTES = 128
+RESERVED_REQUEST = "\0reserved:"
+"""The JoinGame request id under which a reserved seat is claimed at creation (``\0`` and the
+seat): a retried create claims it again harmlessly, and JoinGame refuses such ids."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +100,20 @@ class Ownership:
     def series_over(self, games_played: int) -> bool:
         return bool(self.series_length) and games_played >= self.series_length
 
+    def annotate(self, view: pb.GameView) -> pb.GameView:
+        """Add to a view what the table's ownership says: reserved seats, visibility, series
+        length, and GAME_STATUS_SERIES_OVER once the last game of the series is over."""
+        for seat in self.reserved_seats():
+            if seat < len(view.seats):
+                view.seats[seat].reserved = True
+        view.settings.visibility = (pb.VISIBILITY_PRIVATE if self.private
+                                    else pb.VISIBILITY_PUBLIC)
+        view.settings.series_length = self.series_length
+        if view.status == pb.GAME_STATUS_GAME_OVER and self.series_over(view.game_number):
+            view.status = pb.GAME_STATUS_SERIES_OVER
+            del view.legal_actions[:]
+        return view
+
     def encode(self) -> dict[str, Any]:
         return {"backend": self.backend, "visibility": self.visibility,
                 "player_ids": list(self.player_ids), "names": list(self.names),
@@ -157,8 +174,12 @@ def seat_token(join_key: bytes, game_id: str, seat: int, generation: int) -> str
     return base64.urlsafe_b64encode(mac[:24]).decode()
 
 
-def spectator_token(join_key: bytes, game_id: str, number: int) -> str:
-    """The ``number``-th spectator token of a private table."""
-    mac = hmac.new(join_key, f"spectator\0{game_id}\0{number}".encode(),
-                   hashlib.sha256).digest()
+def spectator_token(join_key: bytes, game_id: str) -> str:
+    """The spectator token of a private table (one per table: whoever holds it may watch)."""
+    mac = hmac.new(join_key, f"spectator\0{game_id}".encode(), hashlib.sha256).digest()
     return base64.urlsafe_b64encode(mac[:24]).decode()
+
+
+def is_spectator_token(join_key: bytes, game_id: str, token: str | None) -> bool:
+    return token is not None and hmac.compare_digest(
+        token.encode(), spectator_token(join_key, game_id).encode())

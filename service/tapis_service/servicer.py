@@ -128,6 +128,14 @@ class GameServicer(NotServedYet, pb_grpc.GameServiceServicer):
         except ServiceError as error:
             await refuse(context, error)
 
+    async def CreateSpectatorToken(self, request: pb.CreateSpectatorTokenRequest,
+                                   context: grpc.aio.ServicerContext
+                                   ) -> pb.CreateSpectatorTokenResponse:
+        try:
+            return await self.api.create_spectator_token(request, caller_of(context))
+        except ServiceError as error:
+            await refuse(context, error)
+
 
 def _unary(behavior: Callable[..., Any], request: Any, response: Any
            ) -> grpc.RpcMethodHandler:
@@ -147,6 +155,9 @@ def method_handlers(servicer: GameServicer) -> dict[str, grpc.RpcMethodHandler]:
         "StreamEvents": grpc.unary_stream_rpc_method_handler(
             servicer.StreamEvents, request_deserializer=pb.StreamEventsRequest.FromString),
         "ListGames": _unary(servicer.ListGames, pb.ListGamesRequest, pb.ListGamesResponse),
+        "CreateSpectatorToken": _unary(servicer.CreateSpectatorToken,
+                                       pb.CreateSpectatorTokenRequest,
+                                       pb.CreateSpectatorTokenResponse),
         **not_served_handlers(servicer),
     }
 

@@ -21,12 +21,10 @@ SERVICE = Path(__file__).resolve().parents[2] / "service"
 # from this set when its branch lands.
 # INVALID_ARGUMENT is retired (over-long values are VALUE_TOO_LONG since issue 10), kept in the
 # enum as buf breaking wants.
-# Issue 24's reasons (backend keys, reserved seats, private tables, series, results) are in
-# the contract while their features are built; each leaves this set once the code raises it.
-PENDING = frozenset({"INVALID_ARGUMENT", "NOT_OWNER", "TABLE_MOVED",
-                     "NOT_YOUR_TABLE", "SEAT_RESERVED",
-                     "PRIVATE_TABLE", "SERIES_OVER", "INVALID_CURSOR", "TOKEN_REVOKED",
-                     "INVALID_SEAT_CONFIG"})
+# Issue 24's reasons for results and seat replacement are in the contract while those are
+# built; each leaves this set once the code raises it.
+PENDING = frozenset({"INVALID_ARGUMENT", "NOT_OWNER", "TABLE_MOVED", "INVALID_CURSOR",
+                     "TOKEN_REVOKED"})
 
 
 @pytest.fixture(scope="module")

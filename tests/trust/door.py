@@ -72,11 +72,13 @@ StartSecured = Callable[..., Awaitable[Secured]]
 """The ``start_secured`` fixture (tests/trust/conftest.py)."""
 
 
-async def play_war(stub: pb_grpc.GameServiceStub, game_id: str, tokens: list[str]) -> int:
-    """Reveal for whoever is awaited until the game is over; the actions played."""
+async def play_war(stub: pb_grpc.GameServiceStub, game_id: str, tokens: list[str],
+                   metadata: tuple[tuple[str, str], ...] | None = None) -> int:
+    """Reveal for whoever is awaited until the game is over (reading the table with
+    ``metadata``); the actions played."""
     actions = 0
     while True:
-        view = (await stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+        view = (await stub.GetGame(pb.GetGameRequest(game_id=game_id), metadata=metadata)).game
         if view.status != pb.GAME_STATUS_IN_PROGRESS:
             return actions
         await stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),

@@ -47,9 +47,14 @@ async def test_a_call_relayed_between_nodes_goes_over_mutual_tls(
         created = await first.CreateGame(war_request(), metadata=backend(KEY_A))
         game_id = created.game.game_id
         assert game_id in nodes[0].host.sessions and game_id not in nodes[1].host.sessions
-        joined = await second.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=0))
+        # a private table: its backend's key goes with the call relayed to the owner
+        with pytest.raises(grpc.aio.AioRpcError) as stranger_join:
+            await second.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=0))
+        assert stranger_join.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        joined = await second.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=0),
+                                       metadata=backend(KEY_A))
         assert joined.seat == 0 and joined.seat_token
-        view = await second.GetGame(pb.GetGameRequest(game_id=game_id))
+        view = await second.GetGame(pb.GetGameRequest(game_id=game_id), metadata=backend(KEY_A))
         assert view.game.seats[0].taken
         stranger = grpc.aio.secure_channel(
             f"localhost:{nodes[1].port}", channel_credentials(files.server.ca_bytes(),

@@ -1,6 +1,5 @@
-"""The contract's methods and fields not served yet are refused precisely (UNIMPLEMENTED /
-FEATURE_NOT_AVAILABLE), on a single server and on a cluster node's registration alike, and a
-refused CreateGame creates nothing."""
+"""The contract's methods not served yet are refused precisely (UNIMPLEMENTED /
+FEATURE_NOT_AVAILABLE), on a single server and on a cluster node's registration alike."""
 
 from __future__ import annotations
 
@@ -33,7 +32,6 @@ UNIMPLEMENTED = (grpc.StatusCode.UNIMPLEMENTED, "FEATURE_NOT_AVAILABLE")
 async def unary_calls(stub: pb_grpc.GameServiceStub) -> list[Callable[[], Awaitable[Any]]]:
     return [lambda: stub.ReplaceSeat(pb.ReplaceSeatRequest(game_id="g", seat=0, player_id="p")),
             lambda: stub.EndTable(pb.EndTableRequest(game_id="g")),
-            lambda: stub.CreateSpectatorToken(pb.CreateSpectatorTokenRequest(game_id="g")),
             lambda: stub.AckResults(pb.AckResultsRequest(cursor=1))]
 
 
@@ -73,25 +71,6 @@ def test_every_method_of_the_contract_is_served_or_refused() -> None:
     assert refused <= methods
     assert [name for name in sorted(methods) if getattr(GameServicer, name)
             is getattr(pb_grpc.GameServiceServicer, name)] == []
-
-
-@pytest.mark.parametrize("unserved", [
-    {"visibility": pb.VISIBILITY_PRIVATE},
-    {"series_length": 3},
-    {"seat_configs": [pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, player_id="alice"),
-                      pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)]},
-    {"seat_configs": [pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, display_name="Alice"),
-                      pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)]},
-])
-async def test_a_create_with_a_field_not_served_yet_is_refused_and_creates_nothing(
-        server: Harness, unserved: dict[str, Any]) -> None:
-    request = pb.CreateGameRequest(kind=pb.GAME_KIND_WAR, **unserved)
-    if not request.seat_configs:
-        request.seat_configs.extend(person_seats(2))
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        await server.stub.CreateGame(request)
-    assert refusal(raised.value) == UNIMPLEMENTED
-    assert not server.host.sessions
 
 
 async def test_a_public_table_is_today_s_lobby(server: Harness) -> None:

@@ -13,6 +13,7 @@ from tapis_service.ownership import (
     PUBLIC,
     Ownership,
     decide,
+    is_spectator_token,
     seat_token,
     spectator_token,
 )
@@ -133,5 +134,8 @@ def test_tokens_are_fixed_by_table_seat_and_generation() -> None:
     assert first == seat_token(key, "g", 0, 0)
     assert len({first, seat_token(key, "g", 0, 1), seat_token(key, "g", 1, 0),
                 seat_token(key, "h", 0, 0), seat_token(b"j" * 32, "g", 0, 0),
-                spectator_token(key, "g", 0)}) == 6
+                spectator_token(key, "g")}) == 6
     assert len(first) == 32
+    assert is_spectator_token(key, "g", spectator_token(key, "g"))
+    assert not is_spectator_token(key, "h", spectator_token(key, "g"))
+    assert not is_spectator_token(key, "g", first) and not is_spectator_token(key, "g", None)

@@ -104,7 +104,7 @@ async def test_sighup_reloads_the_certificates_and_the_keys(tmp_path: Path) -> N
                 await stub.CreateGame(war_request(), metadata=backend(KEY_A))
             assert refusal(old_key.value) == (grpc.StatusCode.UNAUTHENTICATED,
                                               "INVALID_API_KEY")
-            assert (await stub.ListGames(pb.ListGamesRequest())).games
+            assert (await stub.ListGames(pb.ListGamesRequest(), metadata=backend(KEY_B))).games
     finally:
         process.terminate()
         await asyncio.wait_for(process.wait(), timeout=60)

@@ -66,6 +66,7 @@ REQUESTS: dict[str, Any] = {
     "CreateGame": pb.CreateGameRequest, "JoinGame": pb.JoinGameRequest,
     "GetGame": pb.GetGameRequest, "SubmitAction": pb.SubmitActionRequest,
     "StreamEvents": pb.StreamEventsRequest, "ListGames": pb.ListGamesRequest,
+    "CreateSpectatorToken": pb.CreateSpectatorTokenRequest,
 }
 
 
@@ -321,6 +322,8 @@ class ClusterNode:
         methods["ListGames"] = grpc.unary_unary_rpc_method_handler(self._list(servicer))
         stream = self._stream(servicer)
         methods["StreamEvents"] = grpc.unary_stream_rpc_method_handler(stream)
+        methods["CreateSpectatorToken"] = grpc.unary_unary_rpc_method_handler(
+            self._unary(servicer, "CreateSpectatorToken"))  # relayed as a call of its own
         methods.update(not_served.method_handlers(servicer))
         self._tunnel_server = tunnel.TunnelServer(served, stream, self.relay_key, FORWARDED,
                                                   self.settings.max_in_flight)
