@@ -17,7 +17,7 @@ from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.exposure import Exposed
 from tapis_service.security import CannotSecure
 from tapis_service.server import create_server
-from tests.conftest import TEST_SETTINGS
+from tests.support.server import TEST_SETTINGS
 from tests.trust.door import (
     KEY_A,
     KEY_B,

@@ -14,7 +14,7 @@ from tapis_service.caller import Caller
 from tapis_service.clock import ManualClock
 from tapis_service.errors import ServiceError
 from tapis_service.game_api import GameApi
-from tests.conftest import ServerFactory
+from tests.support.server import ServerFactory
 from tests.trust.door import KEY_A, door
 
 ADDRESSES = [f"ipv4:10.0.{n // 250}.{n % 250 + 1}:40000" for n in range(200)]

@@ -15,7 +15,8 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service import not_served
 from tapis_service.servicer import SERVICE, GameServicer
-from tests.conftest import Harness, person_seats
+from tests.support.calls import person_seats
+from tests.support.server import Harness
 
 
 def refusal(error: grpc.aio.AioRpcError) -> tuple[grpc.StatusCode, str]:

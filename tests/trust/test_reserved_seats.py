@@ -11,7 +11,7 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tests.conftest import auth
+from tests.support.calls import auth
 from tests.trust.door import (
     KEY_A,
     KEY_B,

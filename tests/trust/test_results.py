@@ -19,7 +19,7 @@ from tapis_service.results_sqlite import SqliteResults
 Opener = Callable[[], Awaitable[ResultsStore]]
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
 async def opener(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Opener]:
     """Opens the ledger (again, on the same data, for the durable stores)."""
     opened: list[ResultsStore] = []

@@ -22,6 +22,7 @@ from tests.trust.certificates import issue
 from tests.trust.door import KEY_A, KEY_B, OWN_CONNECTION, backend, refusal, war_request
 
 SERVER = (sys.executable, "-m", "tapis_service.main")
+pytestmark = pytest.mark.slow  # server processes
 
 
 async def run(*arguments: str) -> tuple[int, str]:
