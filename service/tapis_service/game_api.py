@@ -36,6 +36,7 @@ from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
 from tapis_service.quotas import QuotaLimits, Quotas
 from tapis_service.ratelimit import PeerLimits
+from tapis_service.results import CursorAhead
 from tapis_service.security import Security
 from tapis_service.session import Session
 from tapis_service.streams import StreamGuard, stopping, too_slow
@@ -214,6 +215,32 @@ class GameApi:
         if seat is None:
             session.ownership.check_watch(False, self.backend_of(caller))
         return seat
+
+    async def watch_results(self, request: pb.WatchResultsRequest,
+                            caller: Caller) -> AsyncIterator[pb.WatchResultsResponse]:
+        """The calling backend's results after ``after_cursor``: the missed ones, then each
+        as it is filed."""
+        try:
+            backend = require(self.backend_of(caller), "WatchResults")
+        except ServiceError as error:
+            raise account("WatchResults", None, error) from None
+        async for batch in self.host.clerk.feed.watch(backend.name, request.after_cursor):
+            records = []
+            for filed in batch:
+                record = pb.ResultRecord.FromString(filed.payload)
+                record.cursor = filed.cursor
+                records.append(record)
+            yield pb.WatchResultsResponse(records=records)
+
+    @rpc
+    async def ack_results(self, request: pb.AckResultsRequest,
+                          caller: Caller) -> pb.AckResultsResponse:
+        backend = require(self.backend_of(caller), "AckResults")
+        try:
+            acknowledged = await self.host.clerk.acknowledge(backend.name, request.cursor)
+        except CursorAhead as error:
+            raise invalid_argument("INVALID_CURSOR", str(error)) from error
+        return pb.AckResultsResponse(acknowledged_cursor=acknowledged)
 
     @rpc
     async def create_spectator_token(self, request: pb.CreateSpectatorTokenRequest,

@@ -36,6 +36,8 @@ from tapis_service.healing import (
 from tapis_service.limits import quote
 from tapis_service.ownership import Ownership
 from tapis_service.recovery import RecoveryError, Restored, restore
+from tapis_service.results import MemoryResults, ResultsFeed
+from tapis_service.results_clerk import ResultsClerk
 from tapis_service.session import Applied, CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
 from tapis_service.store import MemoryStore, Store
@@ -71,6 +73,8 @@ class GameHost:
         self.lost_listeners: list[Callable[[str], None]] = []
         """Told the game id when the store says another writer appended first."""
         self.healing = Healing(self)
+        self.clerk = ResultsClerk(ResultsFeed(MemoryResults()), clock.now_ms)
+        """Files the results of backends' tables (a durable ledger set by the server)."""
         self.actor = TableActor(self)
         self._creating: dict[str, asyncio.Future[Any]] = {}
 
@@ -204,6 +208,7 @@ class GameHost:
         self.serve(session, restored.create_request_id)
         for digest, seat in restored.tokens.items():
             self.tokens.add(digest, session.game_id, seat)
+        self.clerk.restored(session)
 
     def forget(self, game_id: str) -> Session | None:
         """Stop serving a table (its timers stop, its tokens are forgotten; its streams are
@@ -240,14 +245,16 @@ class GameHost:
         if len(self.sessions) <= limit:
             return
         finished = [gid for gid, s in self.sessions.items()
-                    if gid != keep and s.table.game_over(s.rules)]
+                    if gid != keep and s.table.game_over(s.rules)
+                    and gid not in self.clerk.held]
         excess = len(finished) - limit + (1 if keep is not None else 0)
         for game_id in finished[:max(excess, 0)]:
             self.drop(game_id)
 
     def _evict_finished(self) -> None:
         """Drop the oldest finished tables beyond the retention limit (or to make room)."""
-        finished = [gid for gid, s in self.sessions.items() if s.table.game_over(s.rules)]
+        finished = [gid for gid, s in self.sessions.items()
+                    if s.table.game_over(s.rules) and gid not in self.clerk.held]
         excess = max(len(finished) - self.settings.finished_retention, 1)
         for game_id in finished[:excess]:
             self.drop(game_id)

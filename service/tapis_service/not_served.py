@@ -7,7 +7,6 @@ when it is served.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -22,9 +21,8 @@ log = structlog.get_logger("tapis.rpc")
 UNARY_METHODS: dict[str, type[Any]] = {
     "ReplaceSeat": pb.ReplaceSeatRequest,
     "EndTable": pb.EndTableRequest,
-    "AckResults": pb.AckResultsRequest,
 }
-STREAM_METHODS: dict[str, type[Any]] = {"WatchResults": pb.WatchResultsRequest}
+STREAM_METHODS: dict[str, type[Any]] = {}
 
 
 def not_available(what: str) -> ServiceError:
@@ -50,15 +48,6 @@ class NotServedYet:
     async def EndTable(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         await refuse("EndTable", context)
 
-    async def WatchResults(self, request: Any, context: grpc.aio.ServicerContext
-                           ) -> AsyncIterator[pb.WatchResultsResponse]:
-        await refuse("WatchResults", context)
-        nothing: tuple[pb.WatchResultsResponse, ...] = ()
-        for response in nothing:  # a stream that sends nothing before its refusal
-            yield response
-
-    async def AckResults(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        await refuse("AckResults", context)
 
 
 def method_handlers(servicer: NotServedYet) -> dict[str, grpc.RpcMethodHandler]:

@@ -23,6 +23,10 @@ from tapis_service.game_api import GameApi
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import MAX_METADATA_BYTES, MAX_RECEIVE_MESSAGE_BYTES
+from tapis_service.results import MemoryResults, ResultsFeed, ResultsStore
+from tapis_service.results_clerk import ResultsClerk
+from tapis_service.results_postgres import PostgresResults
+from tapis_service.results_sqlite import SqliteResults
 from tapis_service.security import Security
 from tapis_service.servicer import GameServicer, add_to_server
 from tapis_service.settings import Settings
@@ -96,6 +100,8 @@ class RunningServer:
         if self.api is not None:
             await self.api.housekeeping.drain()
         await self.host.close()
+        await self.host.clerk.settle()
+        await self.host.clerk.feed.store.close()
         if self.cluster is not None:
             await self.cluster.close()
         aclose = getattr(self.host.store, "aclose", None)
@@ -163,6 +169,16 @@ async def open_store(settings: Settings) -> Store:
     return SqliteStore(settings.data_dir)
 
 
+async def open_results(settings: Settings, store: Store) -> ResultsStore:
+    """The backends' results ledger, beside the store (tapis_service/results.py)."""
+    pool = getattr(store, "pool", None)
+    if pool is not None:  # PostgreSQL: shared by the cluster's nodes
+        return await PostgresResults.open(pool)
+    if settings.store == "sqlite" and settings.data_dir is not None:
+        return SqliteResults(settings.data_dir)
+    return MemoryResults()
+
+
 async def create_server(settings: Settings, clock: Clock | None = None,
                         store: Store | None = None) -> RunningServer:
     """Build and start the server; returns it with the port it listens on. Refuses to start
@@ -178,6 +194,11 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     shared_key = getattr(host.store, "join_key", None)
     if shared_key:  # a shared store keeps the join key (every node derives the same tokens)
         host.tokens.key = shared_key
+    feed = ResultsFeed(await open_results(settings, host.store))
+    host.clerk = ResultsClerk(feed, host.clock.now_ms)
+    await host.clerk.start()
+    if isinstance(feed.store, PostgresResults):  # records other nodes file wake this one's
+        await feed.store.listen(feed.wake)
     await host.recover()
     guard = CallGuard(settings.max_in_flight)
     server = grpc.aio.server(options=server_options(settings))

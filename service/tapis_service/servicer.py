@@ -128,6 +128,22 @@ class GameServicer(NotServedYet, pb_grpc.GameServiceServicer):
         except ServiceError as error:
             await refuse(context, error)
 
+    async def WatchResults(self, request: pb.WatchResultsRequest,
+                           context: grpc.aio.ServicerContext
+                           ) -> AsyncIterator[pb.WatchResultsResponse]:
+        try:
+            async for message in self.api.watch_results(request, caller_of(context)):
+                yield message
+        except ServiceError as error:
+            await refuse(context, error)
+
+    async def AckResults(self, request: pb.AckResultsRequest,
+                         context: grpc.aio.ServicerContext) -> pb.AckResultsResponse:
+        try:
+            return await self.api.ack_results(request, caller_of(context))
+        except ServiceError as error:
+            await refuse(context, error)
+
     async def CreateSpectatorToken(self, request: pb.CreateSpectatorTokenRequest,
                                    context: grpc.aio.ServicerContext
                                    ) -> pb.CreateSpectatorTokenResponse:
@@ -158,6 +174,10 @@ def method_handlers(servicer: GameServicer) -> dict[str, grpc.RpcMethodHandler]:
         "CreateSpectatorToken": _unary(servicer.CreateSpectatorToken,
                                        pb.CreateSpectatorTokenRequest,
                                        pb.CreateSpectatorTokenResponse),
+        "WatchResults": grpc.unary_stream_rpc_method_handler(
+            servicer.WatchResults, request_deserializer=pb.WatchResultsRequest.FromString,
+            response_serializer=pb.WatchResultsResponse.SerializeToString),
+        "AckResults": _unary(servicer.AckResults, pb.AckResultsRequest, pb.AckResultsResponse),
         **not_served_handlers(servicer),
     }
 

@@ -333,7 +333,9 @@ class TableActor:
             self.after_change(session)
 
     def after_change(self, session: Session) -> None:
-        """Publish what is durable, then arm the bots and timers the table now calls for."""
+        """File a backend's results, publish what is durable, then arm the bots and timers
+        the table now calls for."""
+        self.host.clerk.note(session)  # before the publication compacts a finished game
         fanout.publish(session)
         self.autoplay.rearm(session)
 

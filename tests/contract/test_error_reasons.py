@@ -21,10 +21,8 @@ SERVICE = Path(__file__).resolve().parents[2] / "service"
 # from this set when its branch lands.
 # INVALID_ARGUMENT is retired (over-long values are VALUE_TOO_LONG since issue 10), kept in the
 # enum as buf breaking wants.
-# Issue 24's reasons for results and seat replacement are in the contract while those are
-# built; each leaves this set once the code raises it.
-PENDING = frozenset({"INVALID_ARGUMENT", "NOT_OWNER", "TABLE_MOVED", "INVALID_CURSOR",
-                     "TOKEN_REVOKED"})
+# TOKEN_REVOKED (issue 24's ReplaceSeat) is in the contract while ReplaceSeat is built.
+PENDING = frozenset({"INVALID_ARGUMENT", "NOT_OWNER", "TABLE_MOVED", "TOKEN_REVOKED"})
 
 
 @pytest.fixture(scope="module")

@@ -32,8 +32,7 @@ UNIMPLEMENTED = (grpc.StatusCode.UNIMPLEMENTED, "FEATURE_NOT_AVAILABLE")
 
 async def unary_calls(stub: pb_grpc.GameServiceStub) -> list[Callable[[], Awaitable[Any]]]:
     return [lambda: stub.ReplaceSeat(pb.ReplaceSeatRequest(game_id="g", seat=0, player_id="p")),
-            lambda: stub.EndTable(pb.EndTableRequest(game_id="g")),
-            lambda: stub.AckResults(pb.AckResultsRequest(cursor=1))]
+            lambda: stub.EndTable(pb.EndTableRequest(game_id="g"))]
 
 
 async def check_every_method_is_refused(stub: pb_grpc.GameServiceStub) -> None:
@@ -41,10 +40,6 @@ async def check_every_method_is_refused(stub: pb_grpc.GameServiceStub) -> None:
         with pytest.raises(grpc.aio.AioRpcError) as raised:
             await call()
         assert refusal(raised.value) == UNIMPLEMENTED
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        async for _ in stub.WatchResults(pb.WatchResultsRequest()):
-            pass
-    assert refusal(raised.value) == UNIMPLEMENTED
 
 
 async def test_the_methods_not_served_yet_are_refused(server: Harness) -> None:

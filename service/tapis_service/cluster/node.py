@@ -34,7 +34,7 @@ from tapis_service.errors import ServiceError, to_status
 from tapis_service.game_api import MAX_PAGE, page_bounds
 from tapis_service.host import GameHost
 from tapis_service.postgres_store import PostgresStore
-from tapis_service.servicer import GameServicer, stream_ender
+from tapis_service.servicer import GameServicer, method_handlers, stream_ender
 from tapis_service.settings import Settings
 from tapis_service.streams import too_slow
 from tapis_service.tls import ClusterTls
@@ -324,6 +324,10 @@ class ClusterNode:
         methods["StreamEvents"] = grpc.unary_stream_rpc_method_handler(stream)
         methods["CreateSpectatorToken"] = grpc.unary_unary_rpc_method_handler(
             self._unary(servicer, "CreateSpectatorToken"))  # relayed as a call of its own
+        # results are the backend's, not a table's: any node serves them from the database
+        local = method_handlers(servicer)
+        methods["WatchResults"] = local["WatchResults"]
+        methods["AckResults"] = local["AckResults"]
         methods.update(not_served.method_handlers(servicer))
         self._tunnel_server = tunnel.TunnelServer(served, stream, self.relay_key, FORWARDED,
                                                   self.settings.max_in_flight)
