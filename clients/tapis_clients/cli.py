@@ -32,7 +32,7 @@ from rich.table import Table
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import games, seats_file
-from tapis_clients.connection import Connection, Unreachable, error_reason
+from tapis_clients.connection import Connection, Credentials, Unreachable, error_reason
 from tapis_clients.keys import KeyReader
 from tapis_clients.options import add_target, global_parent
 from tapis_clients.screen import Screen
@@ -336,7 +336,8 @@ async def list_games(conn: Connection, args: argparse.Namespace) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    conn = Connection(args.target, retry_for_s=None)
+    conn = Connection(args.target, retry_for_s=None,
+                      credentials=Credentials.from_options(args))
     try:
         await conn.reach()
         if args.command in ("play", "create"):

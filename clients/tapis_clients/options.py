@@ -14,8 +14,18 @@ AddOptions = Callable[[argparse.ArgumentParser, bool], None]
 
 
 def add_target(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    """Where the server is, and how to reach it (TLS, a backend's key)."""
     parser.add_argument("--target", default=argparse.SUPPRESS if suppress else None,
                         help=TARGET_HELP)
+    parser.add_argument("--tls-ca", metavar="FILE", default=argparse.SUPPRESS if suppress
+                        else None, help="reach the server over TLS, trusting this CA (PEM); "
+                        "default $TAPIS_TLS_CA")
+    parser.add_argument("--tls", action="store_true", default=argparse.SUPPRESS if suppress
+                        else False, help="reach the server over TLS, trusting the system's "
+                        "roots; default $TAPIS_TLS")
+    parser.add_argument("--api-key", metavar="KEY", default=argparse.SUPPRESS if suppress
+                        else None, help="a backend's API key (x-api-key), for a server with "
+                        "--api-keys-file; default $TAPIS_API_KEY")
 
 
 def global_parent(add: AddOptions) -> argparse.ArgumentParser:
