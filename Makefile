@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
-.PHONY: setup gen serve cluster test test-fast lint bench bench-quick selfplay clean proto-baseline api-docs settings-docs
+.PHONY: secrets setup gen serve cluster test test-fast lint bench bench-quick selfplay clean proto-baseline api-docs settings-docs
 
 setup: $(STAMP)
 
@@ -33,6 +33,10 @@ $(STAMP): pyproject.toml $(GEN_STAMP)
 	touch $(STAMP)
 
 gen: $(GEN_STAMP)
+
+# A self-signed TLS set and a backend key in ./var/secrets, for compose (docs/integration.md).
+secrets:
+	sh deploy/make-secrets.sh var/secrets
 
 serve: setup
 	$(BIN)/tapis-server --data-dir ./var $(ARGS)

@@ -16,7 +16,7 @@ from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_service.server import RunningServer
 from tests.support.calls import auth
-from tests.trust.certificates import Issued, issue
+from tests.support.certificates import Issued, issue
 
 KEY_A = "backend-a-key-0123456789abcdef"
 KEY_B = "backend-b-key-fedcba9876543210"

@@ -15,10 +15,10 @@ from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.security import CannotSecure
 from tapis_service.server import RunningServer, create_server
 from tapis_service.tls import channel_credentials
+from tests.support.certificates import issue
 from tests.support.postgres import Postgres
 from tests.support.process import free_port
 from tests.support.server import TEST_SETTINGS
-from tests.trust.certificates import issue
 from tests.trust.door import KEY_A, OWN_CONNECTION, backend, door, war_request
 
 

@@ -9,7 +9,7 @@ import structlog
 
 from tapis_service.exposure import Exposed
 from tapis_service.security import CannotSecure, Security
-from tests.trust.certificates import issue
+from tests.support.certificates import issue
 
 KEY = "backend-key-0123456789abcdef"
 OTHER = "other-backend-key-0123456789"

@@ -18,7 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.tls import channel_credentials
-from tests.trust.certificates import issue
+from tests.support.certificates import issue
 from tests.trust.door import KEY_A, KEY_B, OWN_CONNECTION, backend, refusal, war_request
 
 SERVER = (sys.executable, "-m", "tapis_service.main")

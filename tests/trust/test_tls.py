@@ -19,7 +19,7 @@ from tapis_service.tls import (
     cluster_tls,
     load,
 )
-from tests.trust.certificates import Issued, issue
+from tests.support.certificates import Issued, issue
 
 # a channel of its own for each test connection: grpc would otherwise share one connection
 # among channels with the same target and arguments
