@@ -204,7 +204,22 @@ class GameApi:
 
     def view(self, session: Session, seat: int | None) -> pb.GameView:
         """What ``seat`` (None: a spectator) sees of the table."""
-        return session.ownership.annotate(convert.view(session, seat))
+        view = session.ownership.annotate(convert.view(session, seat))
+        if session.table.abandoned:
+            view.abandon_reason = (pb.ABANDON_REASON_ENDED_BY_BACKEND
+                                   if session.ended_by_backend else pb.ABANDON_REASON_IDLE)
+        return view
+
+    @rpc
+    async def end_table(self, request: pb.EndTableRequest,
+                        caller: Caller) -> pb.EndTableResponse:
+        """The backend ends its table for good (idempotent: an ended table answers its
+        view)."""
+        convert.check_id(request.request_id, "request_id")
+        session = self.host.get(request.game_id)
+        session.ownership.check_backend(self.backend_of(caller), "EndTable")
+        await self.host.actor.abandon(session, by_backend=True)
+        return pb.EndTableResponse(game=self.view(self.host.get(request.game_id), None))
 
     def viewer(self, session: Session, caller: Caller) -> int | None:
         """The caller's seat (None: a spectator, which a private table allows to its backend

@@ -20,7 +20,6 @@ log = structlog.get_logger("tapis.rpc")
 
 UNARY_METHODS: dict[str, type[Any]] = {
     "ReplaceSeat": pb.ReplaceSeatRequest,
-    "EndTable": pb.EndTableRequest,
 }
 STREAM_METHODS: dict[str, type[Any]] = {}
 
@@ -44,9 +43,6 @@ class NotServedYet:
 
     async def ReplaceSeat(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         await refuse("ReplaceSeat", context)
-
-    async def EndTable(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        await refuse("EndTable", context)
 
 
 

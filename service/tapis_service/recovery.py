@@ -103,6 +103,8 @@ def _restore(game_id: str, record: JSON, snapshot: JSON | None,
         except RuleError as error:
             raise RecoveryError(f"game {game_id}: journal input {position} is refused on "
                                 f"replay ({error}); the journal or the code changed") from error
+        if isinstance(move, tbl.Abandon) and entry.get("ended_by") == "backend":
+            session.ended_by_backend = True
         if isinstance(move, tbl.Claim):
             session.names[move.seat] = entry.get("name", "")
             restored.tokens[entry["token_hash"]] = move.seat

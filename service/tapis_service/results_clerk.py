@@ -63,6 +63,11 @@ def series_ended(session: Session, records: tuple[tbl.GameRecord, ...], reason: 
     return result
 
 
+def _abandoned(session: Session) -> int:
+    return (pb.SERIES_END_REASON_ENDED_BY_BACKEND if session.ended_by_backend
+            else pb.SERIES_END_REASON_ABANDONED)
+
+
 class ResultsClerk:
     """Files results as tables commit them; knows the tables held for their backends."""
 
@@ -98,7 +103,7 @@ class ResultsClerk:
                 filings.extend(self._game_end(session, body.records, logged.time_ms))
             elif isinstance(body, tbl.GameAbandoned):
                 filings.append(self._series_end(session, session.table.records,
-                                                pb.SERIES_END_REASON_ABANDONED, logged.time_ms))
+                                                _abandoned(session), logged.time_ms))
         if filings:
             self._file(backend, session.game_id, filings)
 
@@ -113,8 +118,7 @@ class ResultsClerk:
         filings = [(f"{session.game_id}/game/{r.number}", game_ended(session, r, now))
                    for r in records]
         if session.table.abandoned:
-            filings.append(self._series_end(session, records, pb.SERIES_END_REASON_ABANDONED,
-                                            now))
+            filings.append(self._series_end(session, records, _abandoned(session), now))
         elif records and session.ownership.series_over(records[-1].number):
             filings.append(self._series_end(session, records, pb.SERIES_END_REASON_COMPLETED,
                                             now))

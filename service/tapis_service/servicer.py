@@ -144,6 +144,13 @@ class GameServicer(NotServedYet, pb_grpc.GameServiceServicer):
         except ServiceError as error:
             await refuse(context, error)
 
+    async def EndTable(self, request: pb.EndTableRequest,
+                       context: grpc.aio.ServicerContext) -> pb.EndTableResponse:
+        try:
+            return await self.api.end_table(request, caller_of(context))
+        except ServiceError as error:
+            await refuse(context, error)
+
     async def CreateSpectatorToken(self, request: pb.CreateSpectatorTokenRequest,
                                    context: grpc.aio.ServicerContext
                                    ) -> pb.CreateSpectatorTokenResponse:
@@ -178,6 +185,7 @@ def method_handlers(servicer: GameServicer) -> dict[str, grpc.RpcMethodHandler]:
             servicer.WatchResults, request_deserializer=pb.WatchResultsRequest.FromString,
             response_serializer=pb.WatchResultsResponse.SerializeToString),
         "AckResults": _unary(servicer.AckResults, pb.AckResultsRequest, pb.AckResultsResponse),
+        "EndTable": _unary(servicer.EndTable, pb.EndTableRequest, pb.EndTableResponse),
         **not_served_handlers(servicer),
     }
 

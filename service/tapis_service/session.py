@@ -142,6 +142,8 @@ class Session:
     names: list[str]
     ownership: Ownership = field(default_factory=Ownership)
     """Whose the table is (its backend, visibility, reserved seats, series length)."""
+    ended_by_backend: bool = False
+    """Abandoned because its backend ended it (EndTable), not for want of players."""
     events: list[LoggedEvent] = field(default_factory=list)
     """The live event log: the current game's events (and any not yet published); those of
     finished games move to ``compacted`` once published (see compaction.py)."""

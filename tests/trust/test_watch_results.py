@@ -145,3 +145,48 @@ async def test_the_ledger_survives_a_restart(tmp_path: Path,
     later = await finished_table(second.stub)
     assert [r.cursor for r in await records(second.stub, 2, 2)] == [3, 4]
     assert later in second.running.host.clerk.held
+
+
+async def test_a_backend_ends_its_table_for_good(tmp_path: Path,
+                                                 start_secured: StartSecured) -> None:
+    files = door(tmp_path)
+    data = tmp_path / "data"
+    data.mkdir()
+    secured = await start_secured(files, store="sqlite", data_dir=data)
+    stub = secured.stub
+    created = await stub.CreateGame(series_request(length=0), metadata=backend(KEY_A))
+    game_id, tokens = created.game.game_id, [t.seat_token for t in created.seat_tokens]
+    for key in (KEY_B, None):
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.EndTable(pb.EndTableRequest(game_id=game_id),
+                                metadata=backend(key) if key else None)
+        assert refusal(refused.value)[1] in ("NOT_YOUR_TABLE", "API_KEY_REQUIRED")
+    await play_war(stub, game_id, tokens, metadata=auth(tokens[0]))  # one game, then between
+    ended = await stub.EndTable(pb.EndTableRequest(game_id=game_id), metadata=backend(KEY_A))
+    assert ended.game.status == pb.GAME_STATUS_ABANDONED
+    assert ended.game.abandon_reason == pb.ABANDON_REASON_ENDED_BY_BACKEND
+    again = await stub.EndTable(pb.EndTableRequest(game_id=game_id), metadata=backend(KEY_A))
+    assert again.game.version == ended.game.version  # ending it again changes nothing
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await stub.SubmitAction(pb.SubmitActionRequest(
+            game_id=game_id, action=pb.Action(start_next_game=pb.StartNextGame())),
+            metadata=auth(tokens[0]))
+    assert refusal(refused.value) == (grpc.StatusCode.FAILED_PRECONDITION, "GAME_ABANDONED")
+    events = stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id), metadata=auth(tokens[0]))
+    last = None
+    async for response in events:
+        last = response.events[-1]
+        if last.WhichOneof("body") == "game_abandoned":
+            break
+    events.cancel()
+    assert last is not None
+    assert last.game_abandoned.reason == pb.ABANDON_REASON_ENDED_BY_BACKEND
+    got = await records(stub, 0, 2)
+    assert got[1].series_ended.reason == pb.SERIES_END_REASON_ENDED_BY_BACKEND
+    assert got[1].series_ended.scoreboard.games_played == 1
+    await secured.channel.close()
+    await secured.running.stop(0)
+    restarted = await start_secured(files, store="sqlite", data_dir=data)
+    view = (await restarted.stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                                         metadata=backend(KEY_A))).game
+    assert view.abandon_reason == pb.ABANDON_REASON_ENDED_BY_BACKEND

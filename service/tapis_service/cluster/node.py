@@ -66,7 +66,7 @@ REQUESTS: dict[str, Any] = {
     "CreateGame": pb.CreateGameRequest, "JoinGame": pb.JoinGameRequest,
     "GetGame": pb.GetGameRequest, "SubmitAction": pb.SubmitActionRequest,
     "StreamEvents": pb.StreamEventsRequest, "ListGames": pb.ListGamesRequest,
-    "CreateSpectatorToken": pb.CreateSpectatorTokenRequest,
+    "CreateSpectatorToken": pb.CreateSpectatorTokenRequest, "EndTable": pb.EndTableRequest,
 }
 
 
@@ -322,8 +322,8 @@ class ClusterNode:
         methods["ListGames"] = grpc.unary_unary_rpc_method_handler(self._list(servicer))
         stream = self._stream(servicer)
         methods["StreamEvents"] = grpc.unary_stream_rpc_method_handler(stream)
-        methods["CreateSpectatorToken"] = grpc.unary_unary_rpc_method_handler(
-            self._unary(servicer, "CreateSpectatorToken"))  # relayed as a call of its own
+        for name in ("CreateSpectatorToken", "EndTable"):  # relayed as calls of their own
+            methods[name] = grpc.unary_unary_rpc_method_handler(self._unary(servicer, name))
         # results are the backend's, not a table's: any node serves them from the database
         local = method_handlers(servicer)
         methods["WatchResults"] = local["WatchResults"]
