@@ -18,8 +18,17 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.tls import channel_credentials
+from tests.support.calls import auth
 from tests.support.certificates import issue
-from tests.trust.door import KEY_A, KEY_B, OWN_CONNECTION, backend, refusal, war_request
+from tests.trust.door import (
+    KEY_A,
+    KEY_B,
+    OWN_CONNECTION,
+    backend,
+    play_war,
+    refusal,
+    war_request,
+)
 
 SERVER = (sys.executable, "-m", "tapis_service.main")
 pytestmark = pytest.mark.slow  # server processes
@@ -109,3 +118,67 @@ async def test_sighup_reloads_the_certificates_and_the_keys(tmp_path: Path) -> N
     finally:
         process.terminate()
         await asyncio.wait_for(process.wait(), timeout=60)
+
+
+async def test_results_survive_a_sigkill_of_a_sqlite_server(tmp_path: Path) -> None:
+    """Every result delivered exactly once across a reconnect and a SIGKILL + restart."""
+    issued = issue(tmp_path, "server")
+    keys = tmp_path / "keys"
+    keys.write_text(f"{KEY_A} backend-a\n")
+    data = tmp_path / "data"
+    arguments = ("--port", "0", "--data-dir", str(data), "--allow-stacked-decks",
+                 "--tls-cert", str(issued.cert), "--tls-key", str(issued.key),
+                 "--api-keys-file", str(keys))
+
+    async def start() -> tuple[asyncio.subprocess.Process, str]:
+        process = await asyncio.create_subprocess_exec(*SERVER, *arguments,
+                                                       stderr=asyncio.subprocess.PIPE)
+        serving = await next_line(process, "serving")
+        return process, "localhost:" + str(serving["address"]).rsplit(":", 1)[1]
+
+    async def finish_a_table(stub: pb_grpc.GameServiceStub) -> str:
+        request = war_request(series_length=1)
+        for seat, config in enumerate(request.seat_configs):
+            config.player_id = f"u-{seat}"
+        created = await stub.CreateGame(request, metadata=backend(KEY_A))
+        tokens = [t.seat_token for t in created.seat_tokens]
+        await play_war(stub, created.game.game_id, tokens, metadata=auth(tokens[0]))
+        return created.game.game_id
+
+    async def watch(stub: pb_grpc.GameServiceStub, after: int,
+                    count: int) -> list[pb.ResultRecord]:
+        stream = stub.WatchResults(pb.WatchResultsRequest(after_cursor=after),
+                                   metadata=backend(KEY_A))
+        found: list[pb.ResultRecord] = []
+        async for response in stream:
+            found.extend(response.records)
+            if len(found) >= count:
+                break
+        stream.cancel()
+        return found[:count]
+
+    credentials = channel_credentials(issued.ca_bytes())
+    process, target = await start()
+    try:
+        async with grpc.aio.secure_channel(target, credentials,
+                                           options=OWN_CONNECTION) as channel:
+            stub = pb_grpc.GameServiceStub(channel)
+            first = [await finish_a_table(stub) for _ in range(2)]
+            stored = await watch(stub, 0, 2)  # the backend stores two, then loses its stream
+            stored += await watch(stub, stored[-1].cursor, 2)
+        process.kill()  # SIGKILL: no shutdown code runs
+        await process.wait()
+        process, target = await start()
+        async with grpc.aio.secure_channel(target, credentials,
+                                           options=OWN_CONNECTION) as channel:
+            stub = pb_grpc.GameServiceStub(channel)
+            later = await finish_a_table(stub)
+            stored += await watch(stub, stored[-1].cursor, 2)
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            await asyncio.wait_for(process.wait(), timeout=60)
+    assert [r.cursor for r in stored] == [1, 2, 3, 4, 5, 6]
+    assert [(r.game_id, r.WhichOneof("result")) for r in stored] == [
+        (game_id, kind) for game_id in [*first, later]
+        for kind in ("game_ended", "series_ended")]
