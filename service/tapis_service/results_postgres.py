@@ -120,7 +120,13 @@ class PostgresResults:
         await self.pool.execute("DELETE FROM tapis_results WHERE game_id = $1", game_id)
 
     async def close(self) -> None:
-        if self._listener is not None:
-            await self._listener.remove_listener(CHANNEL, self._notified)
-            await self.pool.release(self._listener)
-            self._listener = self._notified = None
+        """Stop listening (the pool is the store's: it closes it)."""
+        listener, notified = self._listener, self._notified
+        self._listener = self._notified = None
+        if listener is None or notified is None:
+            return
+        try:
+            await listener.remove_listener(CHANNEL, notified)
+            await self.pool.release(listener)
+        except (asyncpg.InterfaceError, asyncpg.PostgresError, OSError):
+            pass  # the pool was closed first: its connections, the listener's too, are gone
