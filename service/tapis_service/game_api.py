@@ -192,6 +192,13 @@ class GameApi:
                                 else "your backend creates tables faster than its quota")
         arguments = convert.create_arguments(request, self.host.settings.allow_stacked_decks)
         owned = ownership.decide(request, arguments["seats"], backend)
+        name = None if backend is None else backend.name
+        if (not request.request_id or request.request_id not in self.host.create_requests) \
+                and not self.quotas.may_hold_another(name, self.host.held_by[name or ""]):
+            raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_GAMES",
+                               "tables created without a key: as many as the server holds"
+                               if backend is None else "your backend holds as many tables "
+                               "as its quota allows; end some (EndTable) first")
         session = await self.host.create(**arguments, ownership=owned)
         tokens = []
         for seat in session.ownership.reserved_seats():  # claimed now (again, on a retry)
@@ -209,6 +216,14 @@ class GameApi:
             view.abandon_reason = (pb.ABANDON_REASON_ENDED_BY_BACKEND
                                    if session.ended_by_backend else pb.ABANDON_REASON_IDLE)
         return view
+
+    def spectators(self, session: Session, seat: int | None, caller: Caller) -> int:
+        """The streams a new one counts against the table's cap with: the spectators' — a
+        seated player's stream and its backend's are never locked out by strangers' (0)."""
+        if seat is not None or (session.ownership.backend is not None
+                                and session.ownership.belongs_to(self.backend_of(caller))):
+            return 0
+        return sum(1 for subscriber in session.subscribers if subscriber.seat is None)
 
     @rpc
     async def end_table(self, request: pb.EndTableRequest,
@@ -330,7 +345,8 @@ class GameApi:
             check_game_id(request.game_id)
             session = self.host.get(request.game_id)
             seat = self.viewer(session, caller)
-            stream = self.streams.open_stream(caller.peer, len(session.subscribers), end)
+            stream = self.streams.open_stream(caller.peer, self.spectators(session, seat, caller),
+                                              end)
         except (RuleError, ServiceError) as error:
             raise account("StreamEvents", request.game_id, error) from None
         clock = self.host.clock

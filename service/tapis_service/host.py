@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -58,6 +58,8 @@ class GameHost:
         """False for a store that keeps nothing (``--store memory``)."""
         self.sessions: OrderedDict[str, Session] = OrderedDict()
         self.tokens = SeatTokens(join_key(settings))
+        self.held_by: Counter[str] = Counter()
+        """Tables held per backend name ("": created without a key), for its quota."""
         self.create_requests: dict[str, str] = {}
         """CreateGame request id -> the table it created."""
         self.stopping = False
@@ -198,6 +200,7 @@ class GameHost:
     def serve(self, session: Session, request_id: str = "") -> None:
         """Serve a table just created (its record committed)."""
         self.sessions[session.game_id] = session
+        self.held_by[session.ownership.backend or ""] += 1
         metrics.GAMES.set(len(self.sessions))
         if request_id:
             self.create_requests[request_id] = session.game_id
@@ -216,6 +219,7 @@ class GameHost:
         session = self.sessions.pop(game_id, None)
         if session is None:
             return None
+        self.held_by[session.ownership.backend or ""] -= 1
         metrics.GAMES.set(len(self.sessions))
         session.cancel_timers()
         self.tokens.forget(game_id)

@@ -8,7 +8,6 @@ another's). Per-address limits (``ratelimit.PeerLimits``) still apply on top of 
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 from tapis_service.ratelimit import TokenBuckets
@@ -40,7 +39,9 @@ class QuotaLimits:
                    join_rate=settings.join_rate_per_s, join_burst=settings.join_burst,
                    list_rate=settings.list_rate_per_s, list_burst=settings.list_burst,
                    backend_create_rate=settings.backend_create_rate_per_s,
-                   backend_create_burst=settings.backend_create_burst)
+                   backend_create_burst=settings.backend_create_burst,
+                   keyless_max_tables=settings.keyless_max_tables,
+                   backend_max_tables=settings.backend_max_tables)
 
 
 def _buckets(rate: float, burst: int) -> TokenBuckets | None:
@@ -56,19 +57,17 @@ class Quotas:
         self._backend_creates = _buckets(limits.backend_create_rate, limits.backend_create_burst)
         self._joins = _buckets(limits.join_rate, limits.join_burst)
         self._lists = _buckets(limits.list_rate, limits.list_burst)
-        self.held: Counter[str] = Counter()
-        """Tables held, per backend name (``KEYLESS``: those created without a key)."""
 
     def allow_create(self, backend: str | None, now_ms: int) -> bool:
         """One more create within the caller's rate (the keyless share or its backend's)."""
         buckets = self._keyless_creates if backend is None else self._backend_creates
         return buckets is None or buckets.allow(backend or KEYLESS, now_ms)
 
-    def may_hold_another(self, backend: str | None) -> bool:
-        """Whether the caller may hold one more table."""
+    def may_hold_another(self, backend: str | None, held: int) -> bool:
+        """Whether the caller, holding ``held`` tables, may hold one more."""
         cap = self.limits.keyless_max_tables if backend is None \
             else self.limits.backend_max_tables
-        return cap <= 0 or self.held[backend or KEYLESS] < cap
+        return cap <= 0 or held < cap
 
     def allow_join(self, backend: str | None, now_ms: int) -> bool:
         """JoinGame without a key shares one server-wide rate; a backend's calls are not
@@ -78,12 +77,3 @@ class Quotas:
     def allow_list(self, backend: str | None, now_ms: int) -> bool:
         """ListGames: the keyless share, or the backend's own."""
         return self._lists is None or self._lists.allow(backend or KEYLESS, now_ms)
-
-    def created(self, backend: str | None) -> None:
-        self.held[backend or KEYLESS] += 1
-
-    def dropped(self, backend: str | None) -> None:
-        key = backend or KEYLESS
-        self.held[key] -= 1
-        if self.held[key] <= 0:
-            del self.held[key]

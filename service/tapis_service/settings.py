@@ -148,6 +148,11 @@ class Settings:
                                                flag="--keyless-create-rate")
     keyless_create_burst: int = setting(200, "keyless CreateGame calls the server takes at once",
                                         "limits")
+    keyless_max_tables: int = setting(20_000, "tables created without a backend key held at "
+                                      "most (beyond: TOO_MANY_GAMES; 0: no cap but "
+                                      "--max-games)", "limits")
+    backend_max_tables: int = setting(50_000, "tables one backend holds at most (beyond: "
+                                      "TOO_MANY_GAMES; 0: no cap but --max-games)", "limits")
     backend_create_rate_per_s: float = setting(200.0, "CreateGame calls per second per backend "
                                                "key (0: no limit)", "limits",
                                                flag="--backend-create-rate")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import grpc
 import pytest
 
 from tapis.v1 import game_service_pb2 as pb
@@ -14,8 +15,9 @@ from tapis_service.caller import Caller
 from tapis_service.clock import ManualClock
 from tapis_service.errors import ServiceError
 from tapis_service.game_api import GameApi
+from tests.support.calls import auth
 from tests.support.server import ServerFactory
-from tests.trust.door import KEY_A, door
+from tests.trust.door import KEY_A, KEY_B, door
 
 ADDRESSES = [f"ipv4:10.0.{n // 250}.{n % 250 + 1}:40000" for n in range(200)]
 
@@ -108,3 +110,48 @@ async def test_keyless_joins_and_listings_share_one_rate(make_server: ServerFact
         except ServiceError as error:
             listed.append(error.reason)
     assert listed == ["listed", "listed", "RATE_LIMITED"]
+
+
+async def test_tables_held_without_a_key_are_capped_and_a_backend_still_creates(
+        tmp_path: Path, make_server: ServerFactory) -> None:
+    clock = ManualClock()
+    harness = await make_server(clock=clock, keyless_max_tables=3, backend_max_tables=2,
+                                keyless_create_rate_per_s=0, create_rate_per_s=0)
+    api = harness.running.api
+    assert api is not None
+    for peer in ADDRESSES[:3]:
+        await api.create_game(request(), Caller(peer=peer))
+    with pytest.raises(ServiceError) as full:
+        await api.create_game(request(), Caller(peer=ADDRESSES[3]))
+    assert full.value.reason == "TOO_MANY_GAMES"
+    # open mode has no backends; a server with keys shows the backends' own caps
+    keyed = await make_server(clock=clock, api_keys_file=door(tmp_path).keys,
+                              backend_max_tables=2)
+    keyed_api = keyed.running.api
+    assert keyed_api is not None
+    backend = Caller(peer=ADDRESSES[0], api_key=KEY_A)
+    for _ in range(2):
+        await keyed_api.create_game(request(), backend)
+    with pytest.raises(ServiceError) as quota:
+        await keyed_api.create_game(request(), backend)
+    assert quota.value.reason == "TOO_MANY_GAMES"
+    await keyed_api.create_game(request(), Caller(peer=ADDRESSES[0], api_key=KEY_B))
+
+
+async def test_strangers_streams_never_lock_out_the_seated_players(
+        make_server: ServerFactory) -> None:
+    harness = await make_server(clock=ManualClock(), max_streams_per_table=2)
+    stub = harness.stub
+    game_id = (await stub.CreateGame(request())).game.game_id
+    token = (await stub.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=0))).seat_token
+    spectators = [stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id)) for _ in range(2)]
+    for stream in spectators:
+        await stream.read()
+    third = stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id))
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await third.read()
+    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    seated = stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id), metadata=auth(token))
+    assert (await seated.read()).events
+    for stream in [*spectators, seated]:
+        stream.cancel()

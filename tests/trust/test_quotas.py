@@ -27,17 +27,8 @@ def test_each_backend_has_its_own_bucket() -> None:
 
 def test_tables_held_are_capped_per_owner() -> None:
     quotas = Quotas(QuotaLimits(keyless_max_tables=2, backend_max_tables=1))
-    for _ in range(2):
-        assert quotas.may_hold_another(None)
-        quotas.created(None)
-    assert not quotas.may_hold_another(None)
-    assert quotas.may_hold_another("a")
-    quotas.created("a")
-    assert not quotas.may_hold_another("a") and quotas.may_hold_another("b")
-    quotas.dropped(None)
-    assert quotas.may_hold_another(None)
-    quotas.dropped("a")
-    assert "a" not in quotas.held
+    assert quotas.may_hold_another(None, 1) and not quotas.may_hold_another(None, 2)
+    assert quotas.may_hold_another("a", 0) and not quotas.may_hold_another("a", 1)
 
 
 def test_joins_and_lists_without_a_key_are_limited_server_wide() -> None:
@@ -53,5 +44,4 @@ def test_a_rate_of_zero_is_no_limit() -> None:
                                 keyless_max_tables=0))
     assert all(quotas.allow_create(None, 0) for _ in range(10_000))
     assert all(quotas.allow_join(None, 0) and quotas.allow_list(None, 0) for _ in range(1000))
-    quotas.created(None)
-    assert quotas.may_hold_another(None)
+    assert quotas.may_hold_another(None, 1_000_000)
