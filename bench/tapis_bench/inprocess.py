@@ -51,6 +51,7 @@ class Tables:
         self._cold_line = bytes(len(self._cold[::64]))
         self.host = GameHost(Settings(create_rate_per_s=0, keyless_create_rate_per_s=0,
                                       join_rate_per_s=0, list_rate_per_s=0,
+                                      keyless_max_tables=0,
                                       allow_stacked_decks=True),
                              SystemClock())
         self.api = GameApi(self.host)
