@@ -121,6 +121,12 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
         # connection and streams open long after keepalive_timeout_ms)
         ("grpc.http2.ping_timeout_ms", settings.keepalive_timeout_ms),
         ("grpc.keepalive_permit_without_calls", 1),
+        # idle and old connections (0: grpc's default, never); a file descriptor each
+        *([("grpc.max_connection_idle_ms", settings.max_connection_idle_ms)]
+          if settings.max_connection_idle_ms else []),
+        *([("grpc.max_connection_age_ms", settings.max_connection_age_ms),
+           ("grpc.max_connection_age_grace_ms", settings.max_connection_age_grace_ms)]
+          if settings.max_connection_age_ms else []),
         # let clients ping (every 10 s at most, with or without calls) without a GOAWAY
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
         ("grpc.http2.max_ping_strikes", 2),

@@ -195,6 +195,14 @@ class Settings:
                                      "twice as many)", "limits")
     keepalive_time_ms: int = setting(60_000, "ping a connection idle this long (dead peers are "
                                      "noticed and their calls ended)", "limits")
+    max_connection_idle_ms: int = setting(300_000, "close a connection with no call in flight "
+                                          "for this long (0: never)", "limits")
+    max_connection_age_ms: int = setting(0, "ask a connection to reconnect once it is this old "
+                                         "(its open streams end after "
+                                         "--max-connection-age-grace-ms and resume; 0: never)",
+                                         "limits")
+    max_connection_age_grace_ms: int = setting(30_000, "how long calls may go on once a "
+                                               "connection was asked to reconnect", "limits")
     keepalive_timeout_ms: int = setting(20_000, "drop a connection whose ping is not answered "
                                         "within this", "limits")
 

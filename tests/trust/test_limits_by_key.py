@@ -5,6 +5,7 @@ addresses on loopback) on a manual clock."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import grpc
@@ -155,3 +156,17 @@ async def test_strangers_streams_never_lock_out_the_seated_players(
     assert (await seated.read()).events
     for stream in [*spectators, seated]:
         stream.cancel()
+
+
+async def test_an_idle_connection_is_closed_by_the_server(make_server: ServerFactory) -> None:
+    """grpc closes a connection without calls after --max-connection-idle-ms (a GOAWAY the
+    channel sees as IDLE again); the next call reconnects."""
+    harness = await make_server(clock=ManualClock(), max_connection_idle_ms=200)
+    channel = harness.channel
+    await harness.stub.ListGames(pb.ListGamesRequest())
+    state = channel.get_state()
+    assert state == grpc.ChannelConnectivity.READY
+    while state == grpc.ChannelConnectivity.READY:  # the server's GOAWAY, not a timer of ours
+        await asyncio.wait_for(channel.wait_for_state_change(state), timeout=30)
+        state = channel.get_state()
+    await harness.stub.ListGames(pb.ListGamesRequest())
