@@ -8,8 +8,8 @@ STAMP  := $(VENV)/.installed
 GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
-.PHONY: setup gen serve cluster test test-fast lint bench bench-quick selfplay clean proto-baseline \
-	api-docs settings-docs lock messages screens
+.PHONY: secrets setup gen serve cluster test test-fast lint bench bench-quick selfplay clean \
+	proto-baseline api-docs settings-docs lock messages screens
 
 setup: $(STAMP)
 
@@ -34,6 +34,10 @@ $(STAMP): pyproject.toml $(GEN_STAMP)
 	touch $(STAMP)
 
 gen: $(GEN_STAMP)
+
+# A self-signed TLS set and a backend key in ./var/secrets, for compose (docs/integration.md).
+secrets:
+	sh deploy/make-secrets.sh var/secrets
 
 # The web client at http://127.0.0.1:$(WS_PORT)/ (the player WebSocket's plain HTTP side).
 WS_PORT ?= 8080

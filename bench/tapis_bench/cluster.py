@@ -108,7 +108,8 @@ class Nodes:
         # the load chooses seeds and creates its tables from one address
         command = [sys.executable, "-m", "tapis_service.main", "--port", str(port),
                    "--log-level", "warning", "--allow-stacked-decks", "--create-rate", "0",
-                   *extra]
+                   "--keyless-create-rate", "0", "--join-rate", "0", "--list-rate", "0",
+                   "--keyless-max-tables", "0", *extra]
         if database_url is not None:
             command += ["--database-url", database_url, "--advertise", f"127.0.0.1:{port}"]
         self.commands[port] = command

@@ -49,7 +49,10 @@ class Tables:
         self._cold = bytearray(cold_kib * 1024)
         """Written before each action (outside the timed window) to evict the caches."""
         self._cold_line = bytes(len(self._cold[::64]))
-        self.host = GameHost(Settings(create_rate_per_s=0, allow_stacked_decks=True),
+        self.host = GameHost(Settings(create_rate_per_s=0, keyless_create_rate_per_s=0,
+                                      join_rate_per_s=0, list_rate_per_s=0,
+                                      keyless_max_tables=0,
+                                      allow_stacked_decks=True),
                              SystemClock())
         self.api = GameApi(self.host)
         self.tables: list[tuple[str, list[Caller]]] = []

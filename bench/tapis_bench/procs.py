@@ -67,7 +67,9 @@ def servers(wanted: dict[str, tuple[str, str]], profile: Path | None = None,
                     # the load chooses seeds and creates thousands of tables from one address
                     command = [sys.executable, "-m", "tapis_service.main", "--port", str(port),
                                "--store", store, "--log-level", "warning",
-                               "--allow-stacked-decks", "--create-rate", "0"]
+                               "--allow-stacked-decks", "--create-rate", "0",
+                               "--keyless-create-rate", "0", "--join-rate", "0", "--list-rate", "0",
+                               "--keyless-max-tables", "0"]
                     if store == "sqlite":
                         command += ["--data-dir", str(Path(data_dir) / name)]
                     command += (extra_args or {}).get(name, [])

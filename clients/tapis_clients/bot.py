@@ -30,7 +30,13 @@ import grpc
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import games, strategies
-from tapis_clients.connection import Connection, Unreachable, error_reason, retry_delay_s
+from tapis_clients.connection import (
+    Connection,
+    Credentials,
+    Unreachable,
+    error_reason,
+    retry_delay_s,
+)
 from tapis_clients.game import Follower
 from tapis_clients.options import add_target, global_parent
 
@@ -317,7 +323,7 @@ async def selfplay(args: argparse.Namespace) -> dict[str, object]:
     """Play ``args.games`` self-play games; Ctrl-C or SIGTERM stops them and the summary says
     what finished (``"interrupted": true``)."""
     kind = games.KINDS[args.kind]
-    conn = Connection(args.target)
+    conn = Connection(args.target, credentials=Credentials.from_options(args))
     await conn.reach()
     stats = Stats()
     style = BotStyle(args.reaction_ms, args.mistake_rate)
@@ -380,7 +386,7 @@ async def selfplay(args: argparse.Namespace) -> dict[str, object]:
 
 
 async def play(args: argparse.Namespace) -> dict[str, object]:
-    conn = Connection(args.target)
+    conn = Connection(args.target, credentials=Credentials.from_options(args))
     await conn.reach()
     view = (await conn.call(conn.stub.GetGame, pb.GetGameRequest(game_id=args.game))).game
     request = pb.JoinGameRequest(game_id=args.game, display_name=args.name,

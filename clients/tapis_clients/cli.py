@@ -30,7 +30,7 @@ from rich.table import Table
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import app, games, i18n, refusals, seats_file
-from tapis_clients.connection import Connection, Unreachable
+from tapis_clients.connection import Connection, Credentials, Unreachable
 from tapis_clients.i18n import N_, _
 from tapis_clients.keys import KeyReader
 from tapis_clients.local_bots import DEFAULT_BOT_SPEED_S, LocalBots
@@ -272,7 +272,8 @@ async def list_games(conn: Connection, args: argparse.Namespace) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    conn = Connection(args.target, retry_for_s=None)
+    conn = Connection(args.target, retry_for_s=None,
+                      credentials=Credentials.from_options(args))
     try:
         await conn.reach()
         if args.command == "play":

@@ -8,6 +8,8 @@ import json
 import os
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
@@ -156,15 +158,70 @@ class Backoff:
         return delay
 
 
+TRUE = ("1", "true", "yes", "on")
+
+
+class _WithApiKey(grpc.aio.UnaryUnaryClientInterceptor,
+                  grpc.aio.UnaryStreamClientInterceptor):
+    """Adds a backend's ``x-api-key`` to every call."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def _with_key(self, details: Any) -> Any:
+        metadata = [*(details.metadata or ()), ("x-api-key", self.key)]
+        return details._replace(metadata=metadata)
+
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(self._with_key(details), request)
+
+    async def intercept_unary_stream(self, continuation: Any, details: Any,
+                                     request: Any) -> Any:
+        return await continuation(self._with_key(details), request)
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """How a client reaches the server: over TLS (trusting ``ca``, else the system's roots)
+    or in clear, and with a backend's API key or none."""
+
+    tls: bool = False
+    ca: bytes | None = None
+    api_key: str | None = None
+
+    @classmethod
+    def from_options(cls, options: Any, environ: Mapping[str, str] | None = None
+                     ) -> Credentials:
+        """From ``--tls-ca``, ``--tls`` and ``--api-key`` (tapis_clients.options), else
+        ``TAPIS_TLS_CA``, ``TAPIS_TLS`` and ``TAPIS_API_KEY``."""
+        environ = os.environ if environ is None else environ
+        ca_path = getattr(options, "tls_ca", None) or environ.get("TAPIS_TLS_CA") or None
+        tls = bool(getattr(options, "tls", False)) \
+            or environ.get("TAPIS_TLS", "").lower() in TRUE or ca_path is not None
+        api_key = getattr(options, "api_key", None) or environ.get("TAPIS_API_KEY") or None
+        return cls(tls, Path(ca_path).read_bytes() if ca_path else None, api_key)
+
+    def channel(self, target: str) -> grpc.aio.Channel:
+        interceptors = [_WithApiKey(self.api_key)] if self.api_key else None
+        if not self.tls:
+            return grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS,
+                                             interceptors=interceptors)
+        return grpc.aio.secure_channel(
+            target, grpc.ssl_channel_credentials(root_certificates=self.ca),
+            options=CHANNEL_OPTIONS, interceptors=interceptors)
+
+
 class Connection:
     """A channel to a Tapis server (or a cluster: every address of the target, round robin);
     calls are retried with backoff while the server is away or asks to slow down."""
 
-    def __init__(self, target: str | None = None, retry_for_s: float | None = 60.0) -> None:
-        """``retry_for_s``: give up retrying after this long without an answer (None: never)."""
+    def __init__(self, target: str | None = None, retry_for_s: float | None = 60.0,
+                 credentials: Credentials | None = None) -> None:
+        """``retry_for_s``: give up retrying after this long without an answer (None: never).
+        ``credentials``: TLS and an API key (default: from the environment)."""
         self.target = resolve_target(target)
         self.retry_for_s = retry_for_s
-        self.channel = grpc.aio.insecure_channel(self.target, options=CHANNEL_OPTIONS)
+        self.channel = (credentials or Credentials.from_options(None)).channel(self.target)
         self.stub = pb_grpc.GameServiceStub(self.channel)
         self.on_retry: Callable[[grpc.RpcError], None] | None = None
         """Called before each retry (a client may say "reconnecting…")."""

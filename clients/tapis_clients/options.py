@@ -11,13 +11,24 @@ from tapis_clients.i18n import N_, _
 TARGET_HELP = N_("the server: HOST:PORT, several (H1:P1,H2:P2: round robin over a cluster) or "
                  "any gRPC target; default $TAPIS_TARGET, else 127.0.0.1:$TAPIS_PORT, else "
                  "127.0.0.1:50051")
+TLS_CA_HELP = N_("reach the server over TLS, trusting this CA (PEM); default $TAPIS_TLS_CA")
+TLS_HELP = N_("reach the server over TLS, trusting the system's roots; default $TAPIS_TLS")
+API_KEY_HELP = N_("a backend's API key (x-api-key), for a server with --api-keys-file; "
+                  "default $TAPIS_API_KEY")
 
 AddOptions = Callable[[argparse.ArgumentParser, bool], None]
 
 
 def add_target(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    """Where the server is, and how to reach it (TLS, a backend's key)."""
     parser.add_argument("--target", default=argparse.SUPPRESS if suppress else None,
                         help=_(TARGET_HELP))
+    parser.add_argument("--tls-ca", metavar="FILE", default=argparse.SUPPRESS if suppress
+                        else None, help=_(TLS_CA_HELP))
+    parser.add_argument("--tls", action="store_true", default=argparse.SUPPRESS if suppress
+                        else False, help=_(TLS_HELP))
+    parser.add_argument("--api-key", metavar="KEY", default=argparse.SUPPRESS if suppress
+                        else None, help=_(API_KEY_HELP))
 
 
 def global_parent(add: AddOptions) -> argparse.ArgumentParser:

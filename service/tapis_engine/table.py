@@ -306,8 +306,7 @@ def pending_bot_seats(rules: Rules[Any, Any, Any], table: Table) -> list[int]:
 
 
 def _abandon(rules: Rules[Any, Any, Any], table: Table, events: list[TableEvent]) -> Table:
-    if table.game_over(rules):
-        raise precondition(Reason.GAME_OVER, "this game is over")
+    # accepted between two games of the series too (a backend ends its table: EndTable)
     _emit(table, events, GameAbandoned(table.game_number))
     return replace(table, abandoned=True, deadlines=(), version=table.version + 1,
                    next_sequence=table.next_sequence + len(events))

@@ -208,9 +208,12 @@ def health(target: str | None, service: str, timeout_s: float, pid: int | None =
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+    from tapis_service.healthcheck import channel_to
+
+    tls = bool(os.environ.get("TAPIS_TLS_CERT"))
     if target is None:
-        target = _server_target(Path(f"/proc/{pid or 1}"))
-    with grpc.insecure_channel(target) as channel:
+        target, tls = _server_target(Path(f"/proc/{pid or 1}"))
+    with channel_to(target, tls, os.environ) as channel:
         try:
             answer = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=service), timeout=timeout_s)
@@ -219,8 +222,9 @@ def health(target: str | None, service: str, timeout_s: float, pid: int | None =
     return str(health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status))
 
 
-def _server_target(process: Path) -> str:
-    """host:port that the server process ``process`` (a /proc entry) listens on."""
+def _server_target(process: Path) -> tuple[str, bool]:
+    """host:port that the server process ``process`` (a /proc entry) listens on, and whether
+    it serves TLS there."""
     from tapis_service import configuration
 
     try:
@@ -239,7 +243,8 @@ def _server_target(process: Path) -> str:
     settings = configuration.parse(flags, {k.decode(): v.decode() for k, v in environ.items()})
     host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(settings.host,
                                                                         settings.host)
-    return f"[{host}]:{settings.port}" if ":" in host else f"{host}:{settings.port}"
+    target = f"[{host}]:{settings.port}" if ":" in host else f"{host}:{settings.port}"
+    return target, settings.tls_cert is not None
 
 
 def _version() -> str:

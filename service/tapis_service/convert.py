@@ -232,7 +232,9 @@ def _table_body(session: Session, body: Any) -> tuple[str, Message] | None:
         return "game_started", pb.GameStarted(game_number=body.number, seats=body.seats,
                                               seed_commitment=body.seed_commitment)
     if isinstance(body, tbl.GameAbandoned):
-        return "game_abandoned", pb.GameAbandoned(game_number=body.number)
+        return "game_abandoned", pb.GameAbandoned(
+            game_number=body.number, reason=pb.ABANDON_REASON_ENDED_BY_BACKEND
+            if session.ended_by_backend else pb.ABANDON_REASON_IDLE)
     if isinstance(body, tbl.SeatTakenOver):
         return "seat_taken_over", pb.SeatTakenOver(seat=body.seat,
                                                    until_reclaimed=body.until_reclaimed)

@@ -20,14 +20,24 @@ import grpc
 import structlog
 
 from tapis.v1 import game_service_pb2 as pb
+from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
-from tapis_service import compaction, convert, logcontext, metrics
+from tapis_service import compaction, convert, logcontext, metrics, ownership
+from tapis_service.api_keys import Backend, require
 from tapis_service.caller import Caller
-from tapis_service.errors import ServiceError, from_rule_error, invalid_argument
+from tapis_service.errors import (
+    ServiceError,
+    failed_precondition,
+    from_rule_error,
+    invalid_argument,
+)
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
+from tapis_service.quotas import QuotaLimits, Quotas
 from tapis_service.ratelimit import PeerLimits
+from tapis_service.results import CursorAhead
+from tapis_service.security import Security
 from tapis_service.session import Session
 from tapis_service.streams import StreamGuard, stopping, too_slow
 
@@ -130,13 +140,16 @@ class GameApi:
 
     def __init__(self, host: GameHost, streams: StreamGuard | None = None,
                  peers: PeerLimits | None = None,
-                 housekeeping: Housekeeping | None = None) -> None:
+                 housekeeping: Housekeeping | None = None,
+                 security: Security | None = None) -> None:
         self.host = host
+        self.security = security or Security()
         self.housekeeping = housekeeping or Housekeeping(host)
         settings = host.settings
         self.streams = streams or StreamGuard(
             host.clock, settings.max_streams_per_table, settings.max_streams_per_connection,
             settings.max_streams_per_peer, settings.stream_stall_ms)
+        self.quotas = Quotas(QuotaLimits.from_settings(settings))
         self.peers = peers or PeerLimits(settings.create_rate_per_s, settings.create_burst,
                                          settings.bad_token_rate_per_s, settings.bad_token_burst)
 
@@ -154,30 +167,148 @@ class GameApi:
                     from error
             raise
 
+    def backend_of(self, caller: Caller) -> Backend | None:
+        """The backend the caller acts as (None: no key); a wrong key counts against the
+        caller's address like a wrong seat token."""
+        try:
+            return self.security.backend_of(caller.api_key)
+        except ServiceError as error:
+            if not self.peers.allow_bad_token(peer_host(caller.peer), self.host.clock.now_ms()):
+                raise _rate_limited("too many calls with a wrong key; slow down") from error
+            raise
+
     @rpc
     async def create_game(self, request: pb.CreateGameRequest,
                           caller: Caller) -> pb.CreateGameResponse:
-        if not self.peers.allow_create(peer_host(caller.peer), self.host.clock.now_ms()):
+        backend = self.backend_of(caller)
+        if backend is None and not self.security.open_mode:
+            require(backend, "CreateGame on this server")
+        now_ms = self.host.clock.now_ms()
+        if backend is None and not self.peers.allow_create(peer_host(caller.peer), now_ms):
             raise _rate_limited("too many tables created from your address; try again later")
+        if not self.quotas.allow_create(None if backend is None else backend.name, now_ms):
+            raise _rate_limited("too many tables created without a key right now; try again "
+                                "later" if backend is None
+                                else "your backend creates tables faster than its quota")
         arguments = convert.create_arguments(request, self.host.settings.allow_stacked_decks)
-        session = await self.host.create(**arguments)
-        return pb.CreateGameResponse(game=convert.view(session, None))
+        owned = ownership.decide(request, arguments["seats"], backend)
+        name = None if backend is None else backend.name
+        if (not request.request_id or request.request_id not in self.host.create_requests) \
+                and not self.quotas.may_hold_another(name, self.host.held_by[name or ""]):
+            raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_GAMES",
+                               "tables created without a key: as many as the server holds"
+                               if backend is None else "your backend holds as many tables "
+                               "as its quota allows; end some (EndTable) first")
+        session = await self.host.create(**arguments, ownership=owned)
+        tokens = []
+        for seat in session.ownership.reserved_seats():  # claimed now (again, on a retry)
+            _, _, token = await self.host.join(session.game_id, seat,
+                                               session.ownership.names[seat],
+                                               f"{ownership.RESERVED_REQUEST}{seat}")
+            tokens.append(pb.SeatToken(seat=seat, seat_token=token,
+                                       player_id=session.ownership.player_ids[seat]))
+        return pb.CreateGameResponse(game=self.view(session, None), seat_tokens=tokens)
+
+    def view(self, session: Session, seat: int | None) -> pb.GameView:
+        """What ``seat`` (None: a spectator) sees of the table."""
+        view = session.ownership.annotate(convert.view(session, seat))
+        if session.table.abandoned:
+            view.abandon_reason = (pb.ABANDON_REASON_ENDED_BY_BACKEND
+                                   if session.ended_by_backend else pb.ABANDON_REASON_IDLE)
+        return view
+
+    def spectators(self, session: Session, seat: int | None, caller: Caller) -> int:
+        """The streams a new one counts against the table's cap with: the spectators' — a
+        seated player's stream and its backend's are never locked out by strangers' (0)."""
+        if seat is not None or (session.ownership.backend is not None
+                                and session.ownership.belongs_to(self.backend_of(caller))):
+            return 0
+        return sum(1 for subscriber in session.subscribers if subscriber.seat is None)
+
+    @rpc
+    async def end_table(self, request: pb.EndTableRequest,
+                        caller: Caller) -> pb.EndTableResponse:
+        """The backend ends its table for good (idempotent: an ended table answers its
+        view)."""
+        convert.check_id(request.request_id, "request_id")
+        session = self.host.get(request.game_id)
+        session.ownership.check_backend(self.backend_of(caller), "EndTable")
+        await self.host.actor.abandon(session, by_backend=True)
+        return pb.EndTableResponse(game=self.view(self.host.get(request.game_id), None))
+
+    def viewer(self, session: Session, caller: Caller) -> int | None:
+        """The caller's seat (None: a spectator, which a private table allows to its backend
+        and to the holders of its spectator token only)."""
+        if ownership.is_spectator_token(self.host.tokens.key, session.game_id, caller.seat_token):
+            return None
+        seat = self.seat_of(session, caller)
+        if seat is None:
+            session.ownership.check_watch(False, self.backend_of(caller))
+        return seat
+
+    async def watch_results(self, request: pb.WatchResultsRequest,
+                            caller: Caller) -> AsyncIterator[pb.WatchResultsResponse]:
+        """The calling backend's results after ``after_cursor``: the missed ones, then each
+        as it is filed."""
+        try:
+            backend = require(self.backend_of(caller), "WatchResults")
+        except ServiceError as error:
+            raise account("WatchResults", None, error) from None
+        async for batch in self.host.clerk.feed.watch(backend.name, request.after_cursor):
+            records = []
+            for filed in batch:
+                record = pb.ResultRecord.FromString(filed.payload)
+                record.cursor = filed.cursor
+                records.append(record)
+            yield pb.WatchResultsResponse(records=records)
+
+    @rpc
+    async def ack_results(self, request: pb.AckResultsRequest,
+                          caller: Caller) -> pb.AckResultsResponse:
+        backend = require(self.backend_of(caller), "AckResults")
+        try:
+            acknowledged = await self.host.clerk.acknowledge(backend.name, request.cursor)
+        except CursorAhead as error:
+            raise invalid_argument("INVALID_CURSOR", str(error)) from error
+        return pb.AckResultsResponse(acknowledged_cursor=acknowledged)
+
+    @rpc
+    async def create_spectator_token(self, request: pb.CreateSpectatorTokenRequest,
+                                     caller: Caller) -> pb.CreateSpectatorTokenResponse:
+        session = self.host.get(request.game_id)
+        session.ownership.check_backend(self.backend_of(caller), "CreateSpectatorToken")
+        return pb.CreateSpectatorTokenResponse(
+            spectator_token=ownership.spectator_token(self.host.tokens.key, session.game_id))
 
     @rpc
     async def join_game(self, request: pb.JoinGameRequest,
                         caller: Caller) -> pb.JoinGameResponse:
+        backend = self.backend_of(caller)
+        if not self.quotas.allow_join(None if backend is None else backend.name,
+                                      self.host.clock.now_ms()):
+            raise _rate_limited("too many seats taken without a key right now; try again later")
         name = convert.check_id(request.display_name, "display_name")
         seat = request.seat if request.HasField("seat") else None
         request_id = convert.check_id(request.request_id, "request_id")
+        owned = self.host.get(request.game_id).ownership
+        if request_id.startswith(ownership.RESERVED_REQUEST):
+            raise failed_precondition("SEAT_RESERVED", "this request id names a reserved seat")
+        owned.check_join(seat, backend)
+        if seat is None and owned.player_ids:  # the first free seat that is not reserved
+            table = self.host.get(request.game_id).table
+            free = [i for i, slot in enumerate(table.seats)
+                    if not slot.claimed and not owned.reserved(i)]
+            if not free and request_id not in self.host.get(request.game_id).join_requests:
+                raise failed_precondition("NO_FREE_SEAT", "every free seat is reserved")
+            seat = free[0] if free else None
         session, seat, token = await self.host.join(request.game_id, seat, name, request_id)
         self.housekeeping.touched(session)
-        return pb.JoinGameResponse(seat=seat, seat_token=token,
-                                   game=convert.view(session, seat))
+        return pb.JoinGameResponse(seat=seat, seat_token=token, game=self.view(session, seat))
 
     @rpc
     async def get_game(self, request: pb.GetGameRequest, caller: Caller) -> pb.GetGameResponse:
         session = self.host.get(request.game_id)
-        return pb.GetGameResponse(game=convert.view(session, self.seat_of(session, caller)))
+        return pb.GetGameResponse(game=self.view(session, self.viewer(session, caller)))
 
     @rpc
     async def submit_action(self, request: pb.SubmitActionRequest, caller: Caller) -> bytes:
@@ -195,6 +326,8 @@ class GameApi:
             raise invalid_argument("INVALID_ACTION", "the request has no action")
         request_id = convert.check_id(request.request_id, "request_id")
         move = convert.move_from_proto(session, seat, request.action)
+        if isinstance(move, tbl.NextGame):
+            session.ownership.check_next_game(session.table.game_number)
         expected = request.expected_version if request.HasField("expected_version") else None
         logcontext.add(seat=seat)  # until the wrapper's reset
         applied = await self.host.submit(session, seat, move, request_id, expected, received)
@@ -211,8 +344,9 @@ class GameApi:
             check_sizes(request)
             check_game_id(request.game_id)
             session = self.host.get(request.game_id)
-            seat = self.seat_of(session, caller)
-            stream = self.streams.open_stream(caller.peer, len(session.subscribers), end)
+            seat = self.viewer(session, caller)
+            stream = self.streams.open_stream(caller.peer, self.spectators(session, seat, caller),
+                                              end)
         except (RuleError, ServiceError) as error:
             raise account("StreamEvents", request.game_id, error) from None
         clock = self.host.clock
@@ -265,11 +399,16 @@ class GameApi:
     async def list_games(self, request: pb.ListGamesRequest,
                          caller: Caller) -> pb.ListGamesResponse:
         start, size = page_bounds(request)
+        backend = self.backend_of(caller)
+        if not self.quotas.allow_list(None if backend is None else backend.name,
+                                      self.host.clock.now_ms()):
+            raise _rate_limited("too many listings right now; try again later")
         kind = convert.kind_of(request.kind) if request.kind else None
         listed: list[Session | tuple[str, str]] = [
             s for s in self.host.sessions.values()
             if (kind is None or s.rules.kind == kind)
-            and (request.include_finished or not s.table.game_over(s.rules))]
+            and (request.include_finished or not s.table.game_over(s.rules))
+            and s.ownership.listed_to(backend)]
         listed.extend((game_id, game_kind)
                       for game_id, (game_kind, _) in self.host.quarantined.items()
                       if kind is None or game_kind == kind)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,7 +35,10 @@ from tapis_service.healing import (
 )
 from tapis_service.joinkey import join_key
 from tapis_service.limits import quote
+from tapis_service.ownership import Ownership
 from tapis_service.recovery import RecoveryError, Restored, restore
+from tapis_service.results import MemoryResults, ResultsFeed
+from tapis_service.results_clerk import ResultsClerk
 from tapis_service.session import Applied, CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
 from tapis_service.store import MemoryStore, Store
@@ -56,6 +59,8 @@ class GameHost:
         """False for a store that keeps nothing (``--store memory``)."""
         self.sessions: OrderedDict[str, Session] = OrderedDict()
         self.tokens = SeatTokens(join_key(settings))
+        self.held_by: Counter[str] = Counter()
+        """Tables held per backend name ("": created without a key), for its quota."""
         self.create_requests: dict[str, str] = {}
         """CreateGame request id -> the table it created."""
         self.stopping = False
@@ -71,6 +76,8 @@ class GameHost:
         self.lost_listeners: list[Callable[[str], None]] = []
         """Told the game id when the store says another writer appended first."""
         self.healing = Healing(self)
+        self.clerk = ResultsClerk(ResultsFeed(MemoryResults()), clock.now_ms)
+        """Files the results of backends' tables (a durable ledger set by the server)."""
         self.actor = TableActor(self)
         self._creating: dict[str, asyncio.Future[Any]] = {}
 
@@ -103,6 +110,7 @@ class GameHost:
         stacked_deck: tuple[Any, ...] | None,
         stacked_first: int | None,
         request_id: str = "",
+        ownership: Ownership | None = None,
     ) -> Session:
         """Create a table (bots sit at once); refusals raise before anything is kept. The
         table is served (and its request id answered) only once its record is committed."""
@@ -140,6 +148,9 @@ class GameHost:
                       kind=kind, setup=setup, turn_time_ms=turn_time_ms,
                       seats=tuple(tbl.SeatSlot(bot=b, claimed=b is not None) for b in bots))),
                   "request_id": request_id}
+        if ownership is not None and ownership != Ownership():
+            session.ownership = ownership
+            record["ownership"] = ownership.encode()
         key = request_id or f"\0{game_id}"
         opening = self._creating[key] = asyncio.ensure_future(
             self.actor.open(session, record, request_id))
@@ -190,6 +201,7 @@ class GameHost:
     def serve(self, session: Session, request_id: str = "") -> None:
         """Serve a table just created (its record committed)."""
         self.sessions[session.game_id] = session
+        self.held_by[session.ownership.backend or ""] += 1
         metrics.GAMES.set(len(self.sessions))
         if request_id:
             self.create_requests[request_id] = session.game_id
@@ -200,6 +212,7 @@ class GameHost:
         self.serve(session, restored.create_request_id)
         for digest, seat in restored.tokens.items():
             self.tokens.add(digest, session.game_id, seat)
+        self.clerk.restored(session)
 
     def forget(self, game_id: str) -> Session | None:
         """Stop serving a table (its timers stop, its tokens are forgotten; its streams are
@@ -207,6 +220,7 @@ class GameHost:
         session = self.sessions.pop(game_id, None)
         if session is None:
             return None
+        self.held_by[session.ownership.backend or ""] -= 1
         metrics.GAMES.set(len(self.sessions))
         session.cancel_timers()
         self.tokens.forget(game_id)
@@ -236,14 +250,16 @@ class GameHost:
         if len(self.sessions) <= limit:
             return
         finished = [gid for gid, s in self.sessions.items()
-                    if gid != keep and s.table.game_over(s.rules)]
+                    if gid != keep and s.table.game_over(s.rules)
+                    and gid not in self.clerk.held]
         excess = len(finished) - limit + (1 if keep is not None else 0)
         for game_id in finished[:max(excess, 0)]:
             self.drop(game_id)
 
     def _evict_finished(self) -> None:
         """Drop the oldest finished tables beyond the retention limit (or to make room)."""
-        finished = [gid for gid, s in self.sessions.items() if s.table.game_over(s.rules)]
+        finished = [gid for gid, s in self.sessions.items()
+                    if s.table.game_over(s.rules) and gid not in self.clerk.held]
         excess = max(len(finished) - self.settings.finished_retention, 1)
         for game_id in finished[:excess]:
             self.drop(game_id)

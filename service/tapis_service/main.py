@@ -17,8 +17,10 @@ import structlog
 from tapis_service import configuration, gctune, logcontext, metrics, startup
 from tapis_service.configuration import BadSetting
 from tapis_service.entry import StopDuringStartup, stop_at_once_on_signals
+from tapis_service.exposure import Exposed
 from tapis_service.joinkey import JoinKeyMissing
 from tapis_service.recovery import RecoveryError
+from tapis_service.security import CannotSecure, Security
 from tapis_service.server import CannotListen, RunningServer, create_server
 from tapis_service.settings import Settings
 from tapis_service.startup import StartupFailed, WaitingRoom
@@ -76,6 +78,8 @@ async def serve(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):  # from here, a signal is a graceful stop
         loop.add_signal_handler(sig, stop.set)
+    if running.security is not None:  # certificates and keys are read again on SIGHUP
+        loop.add_signal_handler(signal.SIGHUP, running.security.reload)
     await stop.wait()
     log = structlog.get_logger("tapis.server")
     log.info("stopping", grace_s=settings.grace_s)
@@ -88,12 +92,15 @@ async def serve(settings: Settings) -> None:
 async def start(settings: Settings) -> RunningServer:
     """The server, serving; any failure on the way is a ``StartupFailed`` (or one of the
     known refusals) with a one-line reason."""
+    # before anything listens: TLS and keys that cannot be used, or a server that would listen
+    # beyond loopback without both, refuse to start (CannotSecure, Exposed)
+    security = Security.from_settings(settings)
     if settings.metrics_port:
         metrics.serve_metrics(settings.metrics_port, settings.host)
-    room = await WaitingRoom.open(settings)
+    room = await WaitingRoom.open(settings, security)
     try:
         store = await startup.open_store(settings)
-        return await create_server(settings, store=store, room=room)
+        return await create_server(settings, store=store, room=room, security=security)
     except KNOWN_REFUSALS:
         raise
     except OSError as error:  # a directory or file the server cannot use, a port
@@ -106,7 +113,8 @@ async def start(settings: Settings) -> RunningServer:
             await room.close()
 
 
-KNOWN_REFUSALS = (StoreCorrupt, StoreInUse, RecoveryError, CannotListen, JoinKeyMissing)
+KNOWN_REFUSALS = (StoreCorrupt, StoreInUse, RecoveryError, CannotListen, JoinKeyMissing,
+                  CannotSecure, Exposed)
 """Start-up failures whose message says it all."""
 
 

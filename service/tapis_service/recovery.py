@@ -26,6 +26,7 @@ from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.registry import rules_for
 from tapis_service.adapters import ADAPTERS
+from tapis_service.ownership import Ownership
 from tapis_service.session import Session
 
 JSON = dict[str, Any]
@@ -91,7 +92,8 @@ def _restore(game_id: str, record: JSON, snapshot: JSON | None,
         raise RecoveryError(f"game {game_id}: creating the table again does not give the "
                             "stored table (was the game's code changed?)")
     session = Session(game_id=game_id, rules=rules, adapter=ADAPTERS[str(kind)], table=table,
-                      created_ms=record["created_ms"], names=["" for _ in initial.seats])
+                      created_ms=record["created_ms"], names=["" for _ in initial.seats],
+                      ownership=Ownership.decode(record.get("ownership")))
     session.record(events)
     restored = Restored(session, create_request_id=str(record.get("request_id") or ""))
     for position, entry in enumerate(journal, start=1):
@@ -101,6 +103,8 @@ def _restore(game_id: str, record: JSON, snapshot: JSON | None,
         except RuleError as error:
             raise RecoveryError(f"game {game_id}: journal input {position} is refused on "
                                 f"replay ({error}); the journal or the code changed") from error
+        if isinstance(move, tbl.Abandon) and entry.get("ended_by") == "backend":
+            session.ended_by_backend = True
         if isinstance(move, tbl.Claim):
             session.names[move.seat] = entry.get("name", "")
             restored.tokens[entry["token_hash"]] = move.seat

@@ -23,6 +23,11 @@ from tapis_service.health import PROBE_EVERY_S, SERVICE_NAME, Readiness, new_hea
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import MAX_METADATA_BYTES, MAX_RECEIVE_MESSAGE_BYTES
+from tapis_service.results import MemoryResults, ResultsFeed, ResultsStore
+from tapis_service.results_clerk import ResultsClerk
+from tapis_service.results_postgres import PostgresResults
+from tapis_service.results_sqlite import SqliteResults
+from tapis_service.security import Security
 from tapis_service.servicer import GameServicer, add_to_server
 from tapis_service.settings import Settings
 from tapis_service.startup import WaitingRoom, listen_address, revision, version
@@ -83,6 +88,8 @@ class RunningServer:
     ws: WebSocketEndpoint | None = None
     """The player WebSocket and the web client (``--ws-port``), else None."""
     ws_port: int | None = None
+    security: Security | None = None
+    """Its TLS and API keys (``reload()`` on SIGHUP)."""
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, (a cluster node: hand its tables off),
@@ -103,6 +110,8 @@ class RunningServer:
         if self.api is not None:
             await self.api.housekeeping.drain()
         await self.host.close()
+        await self.host.clerk.settle()
+        await self.host.clerk.feed.store.close()
         if self.cluster is not None:
             await self.cluster.close()
         aclose = getattr(self.host.store, "aclose", None)
@@ -122,6 +131,12 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
         # connection and streams open long after keepalive_timeout_ms)
         ("grpc.http2.ping_timeout_ms", settings.keepalive_timeout_ms),
         ("grpc.keepalive_permit_without_calls", 1),
+        # idle and old connections (0: grpc's default, never); a file descriptor each
+        *([("grpc.max_connection_idle_ms", settings.max_connection_idle_ms)]
+          if settings.max_connection_idle_ms else []),
+        *([("grpc.max_connection_age_ms", settings.max_connection_age_ms),
+           ("grpc.max_connection_age_grace_ms", settings.max_connection_age_grace_ms)]
+          if settings.max_connection_age_ms else []),
         # let clients ping (every 10 s at most, with or without calls) without a GOAWAY
         ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
         ("grpc.http2.max_ping_strikes", 2),
@@ -153,11 +168,27 @@ async def open_store(settings: Settings) -> Store:
     return SqliteStore(settings.data_dir)
 
 
+async def open_results(settings: Settings, store: Store) -> ResultsStore:
+    """The backends' results ledger, beside the store (tapis_service/results.py)."""
+    pool = getattr(store, "pool", None)
+    if pool is not None:  # PostgreSQL: shared by the cluster's nodes
+        return await PostgresResults.open(pool)
+    if settings.store == "sqlite" and settings.data_dir is not None:
+        return SqliteResults(settings.data_dir)
+    return MemoryResults()
+
+
 async def create_server(settings: Settings, clock: Clock | None = None,
                         store: Store | None = None, room: WaitingRoom | None = None,
-                        probe_every_s: float = PROBE_EVERY_S) -> RunningServer:
+                        probe_every_s: float = PROBE_EVERY_S,
+                        security: Security | None = None) -> RunningServer:
     """Build and start the server; returns it with the port it listens on. ``room``: the
-    health-only server that held the port while the store opened (closed before listening)."""
+    health-only server that held the port while the store opened (closed before listening).
+    Refuses to start (``security.CannotSecure``, ``exposure.Exposed``) before anything else
+    when its TLS or keys cannot be used, or when it would listen beyond loopback without
+    both."""
+    security = security or Security.from_settings(settings)
+    cluster_tls = security.cluster_tls(settings) if settings.advertise else None
     if store is None and settings.advertise:
         from tapis_service.cluster.node import open_store as open_node_store
 
@@ -166,17 +197,23 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     shared_key = getattr(host.store, "join_key", None)
     if shared_key:  # a shared store keeps the join key (every node derives the same tokens)
         host.tokens.key = shared_key
+    feed = ResultsFeed(await open_results(settings, host.store))
+    host.clerk = ResultsClerk(feed, host.clock.now_ms)
+    await host.clerk.start()
+    if isinstance(feed.store, PostgresResults):  # records other nodes file wake this one's
+        await feed.store.listen(feed.wake)
     await host.recover()
     guard = CallGuard(settings.max_in_flight)
     server = grpc.aio.server(options=server_options(settings))
     registry = guard.registering(server)  # every handler below is added guarded
-    api = GameApi(host, housekeeping=Housekeeping(host))
+    api = GameApi(host, housekeeping=Housekeeping(host), security=security)
     servicer = GameServicer(api)
     cluster = None
     if settings.advertise:  # a cluster node routes every call (tapis_service/cluster/)
         from tapis_service.cluster.node import ClusterNode
 
-        cluster = ClusterNode(settings, host, api, host.store)  # type: ignore[arg-type]
+        cluster = ClusterNode(settings, host, api, host.store,  # type: ignore[arg-type]
+                              tls=cluster_tls)
         await cluster.start()
         registry.add_generic_rpc_handlers(cluster.handlers())
     else:
@@ -194,7 +231,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     if settings.port and not can_bind(settings.host, settings.port):
         raise CannotListen(f"cannot listen on {address} (is another server there?)")
     try:
-        port = server.add_insecure_port(address)
+        port = security.add_port(server, address)
     except RuntimeError as error:  # grpc: "Failed to bind to address ..."
         raise CannotListen(f"cannot listen on {address} (is another server there?)") from error
     if port == 0:
@@ -216,8 +253,11 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     metrics.set_build_info(version(), revision())
     metrics.TABLES.source = api.housekeeping.statuses
     log.info("serving", address=listen_address(settings.host, port), store=settings.store,
-             games=len(host.sessions), version=version(), revision=revision())
+             games=len(host.sessions), version=version(), revision=revision(),
+             tls=security.tls is not None,
+             mutual_tls=security.tls is not None and security.tls.mutual,
+             api_keys=not security.open_mode)
     if ws_port is not None:
         log.info("serving_web", address=f"http://{listen_address(settings.host, ws_port)}/")
     return RunningServer(server, port, host, health_servicer, api, guard, cluster,
-                         readiness, ws, ws_port)
+                         readiness, ws, ws_port, security)

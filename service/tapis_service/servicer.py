@@ -15,6 +15,8 @@ from tapis_service.caller import Caller, deadline_in
 from tapis_service.callguard import UNDECODABLE, checks_decoding, invalid_request
 from tapis_service.errors import ServiceError, to_status
 from tapis_service.game_api import EndStream, GameApi
+from tapis_service.not_served import NotServedYet
+from tapis_service.not_served import method_handlers as not_served_handlers
 
 SERVICE = pb.DESCRIPTOR.services_by_name["GameService"].full_name
 AUTHORIZATION = "authorization"
@@ -70,7 +72,7 @@ def stream_ender(context: grpc.aio.ServicerContext) -> EndStream:
     return start
 
 
-class GameServicer(pb_grpc.GameServiceServicer):
+class GameServicer(NotServedYet, pb_grpc.GameServiceServicer):
     """Every RPC of tapis.v1.GameService, served by ``api``."""
 
     def __init__(self, api: GameApi) -> None:
@@ -126,6 +128,37 @@ class GameServicer(pb_grpc.GameServiceServicer):
         except ServiceError as error:
             await refuse(context, error)
 
+    async def WatchResults(self, request: pb.WatchResultsRequest,
+                           context: grpc.aio.ServicerContext
+                           ) -> AsyncIterator[pb.WatchResultsResponse]:
+        try:
+            async for message in self.api.watch_results(request, caller_of(context)):
+                yield message
+        except ServiceError as error:
+            await refuse(context, error)
+
+    async def AckResults(self, request: pb.AckResultsRequest,
+                         context: grpc.aio.ServicerContext) -> pb.AckResultsResponse:
+        try:
+            return await self.api.ack_results(request, caller_of(context))
+        except ServiceError as error:
+            await refuse(context, error)
+
+    async def EndTable(self, request: pb.EndTableRequest,
+                       context: grpc.aio.ServicerContext) -> pb.EndTableResponse:
+        try:
+            return await self.api.end_table(request, caller_of(context))
+        except ServiceError as error:
+            await refuse(context, error)
+
+    async def CreateSpectatorToken(self, request: pb.CreateSpectatorTokenRequest,
+                                   context: grpc.aio.ServicerContext
+                                   ) -> pb.CreateSpectatorTokenResponse:
+        try:
+            return await self.api.create_spectator_token(request, caller_of(context))
+        except ServiceError as error:
+            await refuse(context, error)
+
 
 def _unary(behavior: Callable[..., Any], request: Any, response: Any
            ) -> grpc.RpcMethodHandler:
@@ -145,6 +178,15 @@ def method_handlers(servicer: GameServicer) -> dict[str, grpc.RpcMethodHandler]:
         "StreamEvents": grpc.unary_stream_rpc_method_handler(
             servicer.StreamEvents, request_deserializer=pb.StreamEventsRequest.FromString),
         "ListGames": _unary(servicer.ListGames, pb.ListGamesRequest, pb.ListGamesResponse),
+        "CreateSpectatorToken": _unary(servicer.CreateSpectatorToken,
+                                       pb.CreateSpectatorTokenRequest,
+                                       pb.CreateSpectatorTokenResponse),
+        "WatchResults": grpc.unary_stream_rpc_method_handler(
+            servicer.WatchResults, request_deserializer=pb.WatchResultsRequest.FromString,
+            response_serializer=pb.WatchResultsResponse.SerializeToString),
+        "AckResults": _unary(servicer.AckResults, pb.AckResultsRequest, pb.AckResultsResponse),
+        "EndTable": _unary(servicer.EndTable, pb.EndTableRequest, pb.EndTableResponse),
+        **not_served_handlers(servicer),
     }
 
 

@@ -17,6 +17,7 @@ from tapis_engine.frozen import fast_init
 from tapis_engine.protocol import Rules
 from tapis_service.adapters import GameAdapter
 from tapis_service.clock import TimerHandle
+from tapis_service.ownership import Ownership
 
 _AWAITED: dict[frozenset[int], tuple[int, ...]] = {}
 """``to_act`` sets -> the awaited seats in order (shared tuples: few distinct sets)."""
@@ -139,6 +140,10 @@ class Session:
     table: tbl.Table
     created_ms: int
     names: list[str]
+    ownership: Ownership = field(default_factory=Ownership)
+    """Whose the table is (its backend, visibility, reserved seats, series length)."""
+    ended_by_backend: bool = False
+    """Abandoned because its backend ended it (EndTable), not for want of players."""
     events: list[LoggedEvent] = field(default_factory=list)
     """The live event log: the current game's events (and any not yet published); those of
     finished games move to ``compacted`` once published (see compaction.py)."""

@@ -19,6 +19,7 @@ from typing import Any
 GROUPS = {
     "server": "where it listens and how it runs",
     "store": "the store",
+    "security": "TLS and backend keys (docs/integration.md)",
     "cluster": "the cluster (docs/cluster.md)",
     "games": "the games",
     "limits": "limits (docs/limits.md)",
@@ -99,6 +100,32 @@ class Settings:
                                 metavar="SECONDS")
     node_id: str | None = setting(None, "this node's id", "cluster",
                                   default_text="a fresh random one per process")
+    # --- security ----------------------------------------------------------------------------
+    tls_cert: Path | None = setting(None, "serve the gRPC port over TLS with this certificate "
+                                    "chain (PEM; reloaded on SIGHUP)", "security",
+                                    metavar="FILE")
+    tls_key: Path | None = setting(None, "the private key of --tls-cert (PEM)", "security",
+                                   metavar="FILE")
+    tls_client_ca: Path | None = setting(None, "require client certificates signed by this CA "
+                                         "(PEM): mutual TLS", "security", metavar="FILE")
+    api_keys_file: Path | None = setting(None, "the backends' API keys, one per line (or "
+                                         "sha256:HEX), each with an optional backend name; "
+                                         "reloaded on SIGHUP", "security", metavar="FILE")
+    insecure: bool = setting(False, "listen beyond loopback without TLS and API keys anyway "
+                             "(else the server refuses to start)", "security")
+    cluster_tls_cert: Path | None = setting(None, "the certificate a cluster node presents to "
+                                            "the others (PEM)", "security", metavar="FILE",
+                                            default_text="--tls-cert")
+    cluster_tls_key: Path | None = setting(None, "the private key of --cluster-tls-cert",
+                                           "security", metavar="FILE",
+                                           default_text="--tls-key")
+    cluster_tls_ca: Path | None = setting(None, "the CA that signed the cluster nodes' "
+                                          "certificates (PEM)", "security", metavar="FILE",
+                                          default_text="--tls-client-ca")
+    cluster_tls_name: str | None = setting(None, "the name the nodes' certificates carry, "
+                                           "checked instead of each node's address",
+                                           "security", metavar="NAME",
+                                           default_text="the address dialled")
     # --- games -------------------------------------------------------------------------------
     allow_stacked_decks: bool = setting(False, "accept explicit deck orders and chosen seeds "
                                         "(tests, tutorials, bug reports); every view then says "
@@ -115,6 +142,31 @@ class Settings:
     create_rate_per_s: float = setting(5.0, "CreateGame calls per second per client address "
                                        "(0: no limit)", "limits", flag="--create-rate")
     create_burst: int = setting(100, "CreateGame calls an address may make at once", "limits")
+    keyless_create_rate_per_s: float = setting(50.0, "CreateGame calls per second without a "
+                                               "backend key, all addresses together (0: no "
+                                               "limit)", "limits",
+                                               flag="--keyless-create-rate")
+    keyless_create_burst: int = setting(200, "keyless CreateGame calls the server takes at once",
+                                        "limits")
+    keyless_max_tables: int = setting(20_000, "tables created without a backend key held at "
+                                      "most (beyond: TOO_MANY_GAMES; 0: no cap but "
+                                      "--max-games)", "limits")
+    backend_max_tables: int = setting(50_000, "tables one backend holds at most (beyond: "
+                                      "TOO_MANY_GAMES; 0: no cap but --max-games)", "limits")
+    backend_create_rate_per_s: float = setting(200.0, "CreateGame calls per second per backend "
+                                               "key (0: no limit)", "limits",
+                                               flag="--backend-create-rate")
+    backend_create_burst: int = setting(1000, "CreateGame calls a backend may make at once",
+                                        "limits")
+    join_rate_per_s: float = setting(500.0, "JoinGame calls per second without a backend key, "
+                                     "all addresses together (0: no limit)", "limits",
+                                     flag="--join-rate")
+    join_burst: int = setting(1000, "keyless JoinGame calls the server takes at once", "limits")
+    list_rate_per_s: float = setting(50.0, "ListGames calls per second without a backend key, "
+                                     "all addresses together, and per backend (0: no limit)",
+                                     "limits", flag="--list-rate")
+    list_burst: int = setting(100, "ListGames calls taken at once (keyless, or one backend)",
+                              "limits")
     bad_token_rate_per_s: float = setting(1.0, "calls with a wrong seat token per second per "
                                           "client address (0: no limit)", "limits",
                                           flag="--bad-token-rate")
@@ -151,6 +203,14 @@ class Settings:
                                   "(beyond: TOO_MANY_STREAMS)", "limits")
     keepalive_time_ms: int = setting(60_000, "ping a connection idle this long (dead peers are "
                                      "noticed and their calls ended)", "limits")
+    max_connection_idle_ms: int = setting(300_000, "close a connection with no call in flight "
+                                          "for this long (0: never)", "limits")
+    max_connection_age_ms: int = setting(0, "ask a connection to reconnect once it is this old "
+                                         "(its open streams end after "
+                                         "--max-connection-age-grace-ms and resume; 0: never)",
+                                         "limits")
+    max_connection_age_grace_ms: int = setting(30_000, "how long calls may go on once a "
+                                               "connection was asked to reconnect", "limits")
     keepalive_timeout_ms: int = setting(20_000, "drop a connection whose ping is not answered "
                                         "within this", "limits")
 

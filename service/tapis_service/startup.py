@@ -26,6 +26,7 @@ from tapis_service.health import new_health
 from tapis_service.logrepeat import RepeatLimiter
 
 if TYPE_CHECKING:
+    from tapis_service.security import Security
     from tapis_service.settings import Settings
     from tapis_service.store import Store
 
@@ -79,7 +80,8 @@ class WaitingRoom:
         self.server: grpc.aio.Server | None = server
 
     @classmethod
-    async def open(cls, settings: Settings) -> WaitingRoom | None:
+    async def open(cls, settings: Settings, security: Security | None = None
+                   ) -> WaitingRoom | None:
         """The room on ``--host``/``--port`` (None on port 0: nothing to probe). Raises
         ``CannotListen`` when the port is taken."""
         from tapis_service.server import CannotListen, can_bind
@@ -92,7 +94,10 @@ class WaitingRoom:
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
         health_pb2_grpc.add_HealthServicer_to_server(await new_health(ready=False), server)
         try:
-            server.add_insecure_port(address)
+            if security is None:
+                server.add_insecure_port(address)
+            else:  # the port's own TLS: a probe over TLS reaches it as it will the server
+                security.add_port(server, address)
         except RuntimeError as error:
             raise CannotListen(f"cannot listen on {address} (is another server there?)") \
                 from error

@@ -237,25 +237,32 @@ class TableActor:
             return
         self._committed(session, upto)
 
-    async def abandon(self, session: Session) -> None:
-        """End a table nobody plays any more (housekeeping): the ``Abandon`` input, journaled
-        like any other so a restart replays it; its event tells every stream."""
+    async def abandon(self, session: Session, by_backend: bool = False) -> None:
+        """End a table nobody plays any more (housekeeping), or one its backend ends
+        (``by_backend``, between games too): the ``Abandon`` input, journaled like any other so
+        a restart replays it; its event tells every stream."""
         # 1. check
-        if self.host.sessions.get(session.game_id) is not session \
-                or session.table.game_over(session.rules):
+        if self.host.sessions.get(session.game_id) is not session or session.table.abandoned \
+                or (session.table.game_over(session.rules) and not by_backend):
             return
         # 2. apply
         now = self.clock.now_ms()
         move = tbl.Abandon()
         session.apply(move, now)
-        log.info("game_abandoned", game=session.game_id, version=session.table.version)
+        session.ended_by_backend = by_backend
+        log.info("game_abandoned", game=session.game_id, version=session.table.version,
+                 by_backend=by_backend)
         # 3. await the journal write (a refused one is healing's business)
         upto = session.last_sequence
-        write = self._queue(session, {"input": tbl.encode_input(session.rules, move),
-                                      "now_ms": now})
+        entry: dict[str, Any] = {"input": tbl.encode_input(session.rules, move), "now_ms": now}
+        if by_backend:
+            entry["ended_by"] = "backend"
+        write = self._queue(session, entry)
         try:
             await self._settle(session, write)
         except ServiceError:  # refused: healing's business
+            if by_backend:
+                raise
             return
         # 4. publish
         self._committed(session, upto)
@@ -335,7 +342,9 @@ class TableActor:
             self.after_change(session)
 
     def after_change(self, session: Session) -> None:
-        """Publish what is durable, then arm the bots and timers the table now calls for."""
+        """File a backend's results, publish what is durable, then arm the bots and timers
+        the table now calls for."""
+        self.host.clerk.note(session)  # before the publication compacts a finished game
         fanout.publish(session)
         self.autoplay.rearm(session)
 

@@ -52,7 +52,8 @@ class Node:
                 "--database-url", self.database_url, "--advertise", self.address,
                 "--node-ttl", str(TTL_S), "--bot-delay-ms", str(BOT_DELAY_MS),
                 "--metrics-port", str(self.metrics_port), "--log-level", "info",
-                "--allow-stacked-decks", "--create-rate", "0", *self.extra]
+                "--allow-stacked-decks", "--create-rate", "0", "--keyless-create-rate", "0",
+                "--join-rate", "0", "--list-rate", "0", "--keyless-max-tables", "0", *self.extra]
 
     async def start(self) -> None:
         with self.log.open("ab") as log:

@@ -16,6 +16,7 @@ from tests.support.deploy import tool as _tool
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 K8S = DEPLOY / "k8s" / "cluster"
 COMPOSE = DEPLOY / "compose.cluster.yaml"
+"""The probe over TLS (Kubernetes' gRPC probes do not speak it)."""
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -40,15 +41,17 @@ def test_the_deployment_runs_three_nodes_that_advertise_their_pod_address() -> N
     assert example["kind"] == "Secret" and secret["name"] == example["metadata"]["name"]
     assert secret["key"] in example["stringData"]
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-        assert container[probe]["grpc"]["port"] == port
-    assert container["livenessProbe"]["grpc"]["service"] == "liveness"
+        assert container[probe]["exec"]["command"][:2] == ["tapis-admin", "health"]
+    assert container["livenessProbe"]["exec"]["command"][-2:] == ["--service", "liveness"]
+    assert container["readinessProbe"]["exec"]["command"][-2:] == ["--service", ""]
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert pod["enableServiceLinks"] is False
     metrics_port = int(env["TAPIS_METRICS_PORT"]["value"])
     assert {"name": "metrics", "containerPort": metrics_port} in container["ports"]
     annotations = deployment["spec"]["template"]["metadata"]["annotations"]
     assert annotations["prometheus.io/port"] == str(metrics_port)
-    assert container["readinessProbe"]["grpc"]["service"] == ""
+    assert env["TAPIS_TLS_CERT"]["value"].startswith("/secrets/")
+    assert {"TAPIS_API_KEYS_FILE", "TAPIS_CLUSTER_TLS_CA"} <= set(env)
 
 
 def test_the_service_is_headless_and_the_budget_covers_the_pods() -> None:

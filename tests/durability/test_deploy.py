@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 from pathlib import Path
 
+import grpc
 import pytest
 
 from tapis_service.sqlite_store import FILE_NAME
+from tests.support.certificates import issue
 from tests.support.deploy import (
     BIN,
     DEPLOY,
@@ -83,6 +84,9 @@ def test_the_image_installs_locked_dependencies_with_hashes() -> None:
     assert "grpcio-tools" in locked(DEPLOY / "build-requirements.lock")
 
 
+LIVENESS = ["tapis-admin", "health", "--service", "liveness"]
+READINESS = ["tapis-admin", "health", "--service", ""]
+
 CLIENT_ONLY = {"rich", "textual", "babel"}
 """Runtime dependencies of the clients alone: not in the server's image."""
 
@@ -95,14 +99,23 @@ async def test_the_image_command_serves_health_and_its_healthcheck_passes(
     command = exec_form(words["CMD"])
     healthcheck = exec_form(words["HEALTHCHECK"].split(" CMD ", 1)[1])
     port = free_port()
-    env = {**os.environ, **image_env(), "TAPIS_HOST": "127.0.0.1", "TAPIS_PORT": str(port),
-           "TAPIS_DATA_DIR": str(tmp_path), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    # the image's /secrets, made here: a throwaway CA, a certificate for localhost, a key
+    issued = issue(tmp_path / "secrets", "server")
+    keys = tmp_path / "secrets" / "api-keys"
+    keys.write_text("a-backend-key-for-this-test-only backend\n")
+    secrets = {"TAPIS_TLS_CERT": str(issued.cert), "TAPIS_TLS_KEY": str(issued.key),
+               "TAPIS_TLS_CA": str(issued.ca), "TAPIS_API_KEYS_FILE": str(keys)}
+    assert set(secrets) <= set(image_env())
+    env = {**os.environ, **image_env(), **secrets, "TAPIS_HOST": "127.0.0.1",
+           "TAPIS_PORT": str(port), "TAPIS_DATA_DIR": str(tmp_path),
+           "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     server = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE)
     try:
-        await wait_serving(f"127.0.0.1:{port}", process=server)
+        await wait_serving(f"localhost:{port}", process=server,
+                           credentials=grpc.ssl_channel_credentials(issued.ca_bytes()))
         assert healthcheck == ["tapis-admin", "health"]
-        # in the image the server is PID 1; here it is told which process it is
+        # in the image the server is PID 1; here it is told which process it is (over TLS)
         probe = subprocess.run([str(BIN / "tapis-admin"), "health", "--pid", str(server.pid)],
                                env=env, timeout=30, check=False, capture_output=True)
         assert probe.returncode == 0, probe.stderr.decode()
@@ -144,7 +157,8 @@ def test_the_manifests_agree_with_the_image() -> None:
     assert "mountPath: /data" in statefulset and "terminationGracePeriodSeconds:" in statefulset
     for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
         block = statefulset.split(f"{probe}:", 1)[1].split("Probe:", 1)[0]
-        assert re.search(rf"grpc:\s+port: {port}\b", block), probe
+        assert '["python", "-m", "tapis_service.healthcheck"]' in block, probe
+    assert "secretName: tapis-tls" in statefulset and "TAPIS_API_KEYS_FILE" in statefulset
     service = (DEPLOY / "k8s" / "service.yaml").read_text()
     assert "kind: Service" in service and f"port: {port}" in service
     compose = (DEPLOY / "compose.yaml").read_text()
@@ -163,11 +177,12 @@ def test_the_manifests_parse_as_yaml() -> None:
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert pod["enableServiceLinks"] is False  # no TAPIS_* variables made by Services
     container = pod["containers"][0]
-    assert container["livenessProbe"]["grpc"]["port"] == int(image_env()["TAPIS_PORT"])
-    # liveness apart from readiness: a database outage or a long recovery restarts nothing
-    assert container["livenessProbe"]["grpc"]["service"] == "liveness"
-    assert container["startupProbe"]["grpc"]["service"] == "liveness"
-    assert container["readinessProbe"]["grpc"]["service"] == ""
+    # liveness apart from readiness: a database outage or a long recovery restarts nothing;
+    # over TLS, so by tapis-admin (Kubernetes' own gRPC probes do not speak TLS)
+    assert container["livenessProbe"]["exec"]["command"] == LIVENESS
+    assert container["startupProbe"]["exec"]["command"] == LIVENESS
+    assert container["readinessProbe"]["exec"]["command"] == READINESS
+    assert {"name": "secrets", "secret": {"secretName": "tapis-tls"}} in pod["volumes"]
 
 
 def test_the_statefulset_has_a_headless_service_and_a_scraped_metrics_port() -> None:

@@ -25,17 +25,22 @@ def free_port() -> int:
         return port
 
 
-def channel(target: str) -> grpc.aio.Channel:
-    """A channel that reconnects soon after a restart (the same options as the clients')."""
+def channel(target: str, credentials: grpc.ChannelCredentials | None = None
+            ) -> grpc.aio.Channel:
+    """A channel that reconnects soon after a restart (the same options as the clients'),
+    over TLS with ``credentials``."""
+    if credentials is not None:
+        return grpc.aio.secure_channel(target, credentials, options=RECONNECT_OPTIONS)
     return grpc.aio.insecure_channel(target, options=RECONNECT_OPTIONS)
 
 
 async def wait_serving(target: str, within_s: float = READY_WITHIN_S,
-                       process: subprocess.Popen[bytes] | None = None) -> None:
+                       process: subprocess.Popen[bytes] | None = None,
+                       credentials: grpc.ChannelCredentials | None = None) -> None:
     """Poll grpc health until SERVING (bounded); fail early if the process died."""
     loop = asyncio.get_running_loop()
     give_up = loop.time() + within_s
-    async with channel(target) as probe:
+    async with channel(target, credentials) as probe:
         health = health_pb2_grpc.HealthStub(probe)
         while True:
             if process is not None and process.poll() is not None:

@@ -20,7 +20,8 @@ from tapis_service.caller import Caller
 from tapis_service.errors import ServiceError, error_info, from_error_info
 from tapis_service.limits import MAX_RECEIVE_MESSAGE_BYTES
 
-METHODS = ("JoinGame", "GetGame", "SubmitAction", "ListGames")
+METHODS = ("JoinGame", "GetGame", "SubmitAction", "ListGames", "CreateSpectatorToken",
+           "EndTable")
 """The unary methods a tunnel carries, by their index in a request frame (a ListGames frame
 asks the owner for its own tables)."""
 STREAM = len(METHODS)

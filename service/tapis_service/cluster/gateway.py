@@ -15,7 +15,14 @@ from tapis_service.caller import Caller
 from tapis_service.cluster.listing import Listing
 from tapis_service.cluster.relay import Relay, parsed
 from tapis_service.errors import ServiceError
-from tapis_service.servicer import SERVICE, caller_of, refuse, stream_ender
+from tapis_service.servicer import (
+    SERVICE,
+    GameServicer,
+    caller_of,
+    method_handlers,
+    refuse,
+    stream_ender,
+)
 
 Serve = Callable[[bytes, Caller], Awaitable[bytes]]
 
@@ -52,5 +59,11 @@ def game_service(relay: Relay, listing: Listing) -> grpc.GenericRpcHandler:
         "SubmitAction": _unary(functools.partial(relay.call, "SubmitAction")),
         "StreamEvents": grpc.unary_stream_rpc_method_handler(stream_events),
         "ListGames": _unary(list_games),
+        "CreateSpectatorToken": _unary(functools.partial(relay.call, "CreateSpectatorToken")),
+        "EndTable": _unary(functools.partial(relay.call, "EndTable")),
     }
+    # results are the backend's, not a table's: any node serves them from the database; what
+    # is not served yet is refused alike everywhere
+    local = method_handlers(GameServicer(relay.api))
+    methods.update({name: handler for name, handler in local.items() if name not in methods})
     return grpc.method_handlers_generic_handler(SERVICE, methods)

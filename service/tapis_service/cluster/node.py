@@ -28,6 +28,7 @@ from tapis_service.game_api import GameApi
 from tapis_service.host import GameHost
 from tapis_service.postgres_store import PostgresStore
 from tapis_service.settings import Settings
+from tapis_service.tls import ClusterTls
 
 log = structlog.get_logger("tapis.cluster")
 
@@ -50,7 +51,7 @@ class ClusterNode:
     """This process as a member of the cluster."""
 
     def __init__(self, settings: Settings, host: GameHost, api: GameApi,
-                 store: PostgresStore) -> None:
+                 store: PostgresStore, tls: ClusterTls | None = None) -> None:
         assert settings.advertise is not None and store.node_id is not None
         self.settings = settings
         self.host = host
@@ -59,7 +60,7 @@ class ClusterNode:
         self.directory = Directory(store.pool, self.node_id, settings.advertise,
                                    settings.node_ttl_s)
         self.locator = Locator(host, self.directory, self.node_id, settings.node_ttl_s)
-        self.tunnels = Tunnels(store.relay_key.hex())
+        self.tunnels = Tunnels(store.relay_key.hex(), tls)
         self.relay = Relay(api, host, self.locator, self.tunnels, settings.stream_queue_size)
         self.listing = Listing(api, self.directory, self.locator, self.tunnels, self.node_id)
         self.membership = Membership(host, self.directory, self.locator, settings.node_ttl_s)

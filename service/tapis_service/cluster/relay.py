@@ -26,6 +26,7 @@ from tapis_service.game_api import EndStream, GameApi
 from tapis_service.host import GameHost
 from tapis_service.limits import check_sizes
 from tapis_service.streams import too_slow
+from tapis_service.tls import ClusterTls
 
 CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
                    ("grpc.min_reconnect_backoff_ms", 100),
@@ -40,6 +41,8 @@ REQUESTS: dict[str, tuple[type[Message], Unary]] = {
     "GetGame": (pb.GetGameRequest, GameApi.get_game),
     "SubmitAction": (pb.SubmitActionRequest, GameApi.submit_action),
     "ListGames": (pb.ListGamesRequest, GameApi.list_games),
+    "CreateSpectatorToken": (pb.CreateSpectatorTokenRequest, GameApi.create_spectator_token),
+    "EndTable": (pb.EndTableRequest, GameApi.end_table),
 }
 """Each unary method: its request message and its ``GameApi`` method."""
 
@@ -71,8 +74,11 @@ def _serialized(answer: Any) -> bytes:
 class Tunnels:
     """The open tunnel to each other node, by address."""
 
-    def __init__(self, relay_key: str) -> None:
+    def __init__(self, relay_key: str, tls: ClusterTls | None = None) -> None:
         self.relay_key = relay_key
+        self.tls = tls
+        """How the tunnels reach the other nodes over TLS (None: in clear, a server without
+        TLS)."""
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._tunnels: dict[str, tunnel.TunnelClient] = {}
 
@@ -81,8 +87,11 @@ class Tunnels:
         if client is None or client.broken:
             channel = self._channels.get(address)
             if channel is None:
-                channel = self._channels[address] = grpc.aio.insecure_channel(
-                    address, options=CHANNEL_OPTIONS)
+                channel = self._channels[address] = (
+                    grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+                    if self.tls is None else grpc.aio.secure_channel(
+                        address, self.tls.credentials(),
+                        options=[*CHANNEL_OPTIONS, *self.tls.channel_options()]))
             client = self._tunnels[address] = tunnel.TunnelClient(channel, self.relay_key)
         return client
 

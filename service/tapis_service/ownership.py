@@ -1,0 +1,185 @@
+"""Whose a table is, and what that allows (issue 24.3-24.5): its backend, its visibility, the
+players its seats are reserved for, its series length.
+
+A table created with a backend key belongs to that backend: private unless it asks for public,
+its person seats that name a ``player_id`` reserved (bound at creation, their tokens returned at
+once, never free for JoinGame), its names the backend's. A table created without a key belongs
+to nobody and is public (today's lobby). ``Ownership`` is plain data kept in the table's
+creation record (``encode``/``decode``); the checks below decide from it alone.
+
+Tokens the backend receives are HMACs under the server's join key (as retried joins' are): the
+same table, seat and *generation* give the same token, so a retried create or replace answers
+the same token without storing it; ``ReplaceSeat`` moves the seat to its next generation, which
+revokes the former token.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis_service.api_keys import Backend, require
+from tapis_service.errors import ServiceError, failed_precondition, invalid_argument
+
+PUBLIC = "public"
+PRIVATE = "private"
+MAX_ID_BYTES = 128
+RESERVED_REQUEST = "\0reserved:"
+"""The JoinGame request id under which a reserved seat is claimed at creation (``\0`` and the
+seat): a retried create claims it again harmlessly, and JoinGame refuses such ids."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ownership:
+    """What the backend decided about a table at its creation."""
+
+    backend: str | None = None
+    """The backend's name; None: created without a key."""
+    visibility: str = PUBLIC
+    player_ids: tuple[str, ...] = ()
+    """Per seat: the backend's player it is reserved for ("" : none)."""
+    names: tuple[str, ...] = ()
+    """Per seat: the name the backend gave ("" : none)."""
+    series_length: int = 0
+    """Games in the series (0: open-ended)."""
+
+    @property
+    def private(self) -> bool:
+        return self.visibility == PRIVATE
+
+    def reserved(self, seat: int) -> bool:
+        return seat < len(self.player_ids) and bool(self.player_ids[seat])
+
+    def reserved_seats(self) -> list[int]:
+        return [seat for seat, player in enumerate(self.player_ids) if player]
+
+    def belongs_to(self, backend: Backend | None) -> bool:
+        return backend is not None and self.backend == backend.name
+
+    def listed_to(self, backend: Backend | None) -> bool:
+        """ListGames shows the table (its id, its names) to this caller."""
+        return not self.private or self.belongs_to(backend)
+
+    def check_backend(self, backend: Backend | None, what: str) -> Backend:
+        """A backend call on this table: the caller must be its backend."""
+        caller = require(backend, what)
+        if self.backend != caller.name:
+            raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, "NOT_YOUR_TABLE",
+                               f"{what}: this table is not one your backend created")
+        return caller
+
+    def check_join(self, seat: int | None, backend: Backend | None) -> None:
+        """JoinGame of ``seat`` (None: the first free one) by this caller."""
+        if self.private and not self.belongs_to(backend):
+            raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, "PRIVATE_TABLE",
+                               "this table is private: its backend gives its seats")
+        if seat is not None and self.reserved(seat):
+            raise failed_precondition("SEAT_RESERVED",
+                                      f"seat {seat} is reserved for a player of the backend")
+
+    def check_watch(self, spectator: bool, backend: Backend | None) -> None:
+        """A view without a seat token: anyone on a public table; on a private one, its
+        backend or a spectator token."""
+        if self.private and not spectator and not self.belongs_to(backend):
+            raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, "PRIVATE_TABLE",
+                               "this table is private: watching it needs a spectator token")
+
+    def check_next_game(self, games_played: int) -> None:
+        """StartNextGame after ``games_played`` games."""
+        if self.series_length and games_played >= self.series_length:
+            raise failed_precondition("SERIES_OVER",
+                                      f"the series' {self.series_length} games are played")
+
+    def series_over(self, games_played: int) -> bool:
+        return bool(self.series_length) and games_played >= self.series_length
+
+    def annotate(self, view: pb.GameView) -> pb.GameView:
+        """Add to a view what the table's ownership says: reserved seats, visibility, series
+        length, and GAME_STATUS_SERIES_OVER once the last game of the series is over."""
+        for seat in self.reserved_seats():
+            if seat < len(view.seats):
+                view.seats[seat].reserved = True
+        view.settings.visibility = (pb.VISIBILITY_PRIVATE if self.private
+                                    else pb.VISIBILITY_PUBLIC)
+        view.settings.series_length = self.series_length
+        if view.status == pb.GAME_STATUS_GAME_OVER and self.series_over(view.game_number):
+            view.status = pb.GAME_STATUS_SERIES_OVER
+            del view.legal_actions[:]
+        return view
+
+    def encode(self) -> dict[str, Any]:
+        return {"backend": self.backend, "visibility": self.visibility,
+                "player_ids": list(self.player_ids), "names": list(self.names),
+                "series_length": self.series_length}
+
+    @classmethod
+    def decode(cls, data: dict[str, Any] | None) -> Ownership:
+        """From a creation record (None: a table from before ownership: nobody's, public)."""
+        if not data:
+            return cls()
+        return cls(data.get("backend"), data.get("visibility", PUBLIC),
+                   tuple(data.get("player_ids", ())), tuple(data.get("names", ())),
+                   int(data.get("series_length", 0)))
+
+
+def _checked_id(value: str, what: str) -> str:
+    if len(value.encode("utf-8")) > MAX_ID_BYTES:
+        raise invalid_argument("VALUE_TOO_LONG", f"{what} is longer than {MAX_ID_BYTES} bytes")
+    return value
+
+
+def decide(request: pb.CreateGameRequest, seats: int, backend: Backend | None) -> Ownership:
+    """The ownership a CreateGame asks for, checked: reserved seats and a private table need a
+    backend key; a player is named once, on a person seat."""
+    configs: Sequence[pb.SeatConfig] = request.seat_configs
+    players = [_checked_id(c.player_id, "player_id") for c in configs] + [""] * (seats
+                                                                               - len(configs))
+    names = [_checked_id(c.display_name, "display_name") for c in configs] + [""] * (
+        seats - len(configs))
+    for config in configs:
+        if config.display_name and not config.player_id:
+            raise invalid_argument("INVALID_SEAT_CONFIG",
+                                   "a display_name goes with the player_id it names")
+        if config.player_id and config.type == pb.SEAT_TYPE_BOT:
+            raise invalid_argument("INVALID_SEAT_CONFIG", "a bot seat has no player_id")
+    named = [p for p in players if p]
+    if len(set(named)) != len(named):
+        raise invalid_argument("INVALID_SEAT_CONFIG", "a player_id is named twice")
+    if named:
+        require(backend, "reserving seats (player_id)")
+    if request.visibility == pb.VISIBILITY_PRIVATE:
+        require(backend, "a private table")
+    if backend is None:
+        visibility = PUBLIC
+    else:
+        visibility = PUBLIC if request.visibility == pb.VISIBILITY_PUBLIC else PRIVATE
+    return Ownership(None if backend is None else backend.name, visibility,
+                     tuple(players) if named else (),
+                     tuple(n or p for n, p in zip(names, players, strict=True)) if named
+                     else (),
+                     request.series_length)
+
+
+def seat_token(join_key: bytes, game_id: str, seat: int, generation: int) -> str:
+    """The token of a reserved seat at its ``generation`` (0 at creation, +1 per replace)."""
+    mac = hmac.new(join_key, f"reserved\0{game_id}\0{seat}\0{generation}".encode(),
+                   hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac[:24]).decode()
+
+
+def spectator_token(join_key: bytes, game_id: str) -> str:
+    """The spectator token of a private table (one per table: whoever holds it may watch)."""
+    mac = hmac.new(join_key, f"spectator\0{game_id}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac[:24]).decode()
+
+
+def is_spectator_token(join_key: bytes, game_id: str, token: str | None) -> bool:
+    return token is not None and hmac.compare_digest(
+        token.encode(), spectator_token(join_key, game_id).encode())
