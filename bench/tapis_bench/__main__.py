@@ -1,9 +1,16 @@
 """`make bench`: every Tapis benchmark, side by side with the bare grpc.aio baseline.
 
+The bare server runs on the event loop Tapis runs on (uvloop): ``server_cpu_ratio`` compares
+like with like; the same bare server on plain asyncio takes its turns too, and
+``server_cpu_ratio_asyncio_bare`` is recorded beside it.
+
     python -m tapis_bench            the full run (a few minutes)
     python -m tapis_bench --quick    shorter runs (under a minute)
     python -m tapis_bench --smoke    a tiny run that checks every figure is produced
     python -m tapis_bench --profile  also profile the server (pyinstrument) under the action load
+    python -m tapis_bench --compare TREE
+                                     another tree's server (e.g. a worktree of main, set up
+                                     with its own `make setup`) in the same War load turns
 
 Prints a markdown table, writes bench/results.json and prints the JSON as the last line.
 """
@@ -153,11 +160,29 @@ def action_load(port: int, plan: Plan, server_kind: str, kind: str = "war",
                  "server_pid": pid})
 
 
-def run(plan: Plan, profile: bool) -> dict[str, Any]:
+def _by_turn(ours: dict[str, Any], theirs: dict[str, Any]) -> list[float]:
+    """Server CPU per action of ``ours`` ÷ ``theirs``, turn by turn (neighbouring turns)."""
+    out: list[float] = []
+    for mine, bare in zip(ours["rounds"], theirs["rounds"], strict=True):
+        value = ratio(mine["server_cpu_us_per_action"], bare["server_cpu_us_per_action"])
+        if value is not None:
+            out.append(value)
+    return out
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 2) if values else None
+
+
+def run(plan: Plan, profile: bool, compare: Path | None = None,
+        cluster_run: bool = True) -> dict[str, Any]:
+    """Every figure; ``compare``: another source tree (with its own ``make setup``) whose
+    server takes its turns in the same War load (``compare`` in the results)."""
     from tapis_engine.registry import GAMES
 
     durable_store = sqlite_available()
-    steps = 3 + len(GAMES) + int(profile) + (len(plan.curve) + 1 if plan.scale_games else 0)
+    steps = 2 + int(cluster_run) + len(GAMES) + int(profile) \
+        + (len(plan.curve) + 1 if plan.scale_games else 0)
     step = 0
 
     def begin(what: str) -> None:
@@ -166,17 +191,22 @@ def run(plan: Plan, profile: bool) -> dict[str, Any]:
         progress(f"[{step}/{steps}] {what}")
 
     results: dict[str, Any] = {"notes": []}
-    sides = ["bare", "memory"] + (["sqlite"] if durable_store else [])
+    # the bare server on the loop Tapis runs on (uvloop), and on plain asyncio beside it
+    sides = ["bare", "bare_asyncio", "memory"] + (["sqlite"] if durable_store else []) \
+        + (["compared"] if compare is not None else [])
     begin(f"War actions, {plan.games} games in flight, 2 streams each: "
           f"{' / '.join(sides)} taking {plan.turns} turns of {plan.turn_s} s each")
     per_kind: dict[str, Any] = {}
-    wanted = {side: ("bare", "") if side == "bare" else ("tapis", side) for side in sides}
-    with servers(wanted) as running:
+    wanted = {side: ("bare", "") if side == "bare" else ("bare-asyncio", "")
+              if side == "bare_asyncio" else ("tapis", "memory") if side == "compared"
+              else ("tapis", side) for side in sides}
+    pythons = {} if compare is None else {"compared": str(compare / ".venv" / "bin" / "python")}
+    with servers(wanted, pythons=pythons) as running:
         together = load({
             "mode": "interleaved", "kind": "war", "games": plan.games, "seats": 2,
             "channels": plan.channels, "warmup_s": plan.warmup_s, "turns": plan.turns,
             "turn_s": plan.turn_s,
-            "sides": [{"name": side, "server": wanted[side][0],
+            "sides": [{"name": side, "server": "tapis" if wanted[side][0] == "tapis" else "bare",
                        "target": f"127.0.0.1:{running[side][0]}",
                        "server_pid": running[side][1]} for side in sides]})
         for side in sides:
@@ -213,10 +243,12 @@ def run(plan: Plan, profile: bool) -> dict[str, Any]:
               f"for {plan.scale_s} s")
         scale = scale_run(plan.scale_games, plan.scale_rate, plan.scale_s)
         curve.append(scale)
-    begin("cluster: 1 and 2 nodes over an embedded PostgreSQL, relayed calls, failover")
-    from tapis_bench import cluster  # issue 11
+    cluster_figures: dict[str, Any] = {}
+    if cluster_run:
+        begin("cluster: 1 and 2 nodes over an embedded PostgreSQL, relayed calls, failover")
+        from tapis_bench import cluster  # issue 11
 
-    cluster_figures = cluster.run(plan, progress)
+        cluster_figures = cluster.run(plan, progress)
     begin("engine: random play in-process")
     engine_figures = engine.run(plan.engine_s)
     for kind, figures in engine_figures.items():
@@ -228,16 +260,27 @@ def run(plan: Plan, profile: bool) -> dict[str, Any]:
              f"{service['service_us_per_action']} µs/War action (runs {service['runs_us']})")
 
     server_cpu = war["server_cpu_us_per_action"]
-    by_turn: list[float] = []  # memory ÷ bare, turn by turn (neighbouring turns)
-    for ours, theirs in zip(war["rounds"], bare["rounds"], strict=True):
-        value = ratio(ours["server_cpu_us_per_action"], theirs["server_cpu_us_per_action"])
-        if value is not None:
-            by_turn.append(value)
+    by_turn = _by_turn(war, bare)  # memory ÷ bare (uvloop), turn by turn
+    bare_asyncio = together["bare_asyncio"]
+    by_turn_asyncio = _by_turn(war, bare_asyncio)
+    if compare is not None:
+        compared = together["compared"]
+        by_turn_compared = _by_turn(compared, bare)
+        results["compare"] = {
+            "tree": str(compare),
+            "server_cpu_us_per_action": compared["server_cpu_us_per_action"],
+            "server_cpu_ratio": ratio(compared["server_cpu_us_per_action"],
+                                      bare["server_cpu_us_per_action"]),
+            "server_cpu_ratio_by_round": by_turn_compared,
+            "server_cpu_ratio_median_of_rounds": _median(by_turn_compared),
+            "actions_per_s": compared["actions_per_s"]}
     results.update({
         "server_cpu_ratio": ratio(server_cpu, bare["server_cpu_us_per_action"]),
         "server_cpu_ratio_by_round": by_turn,
-        "server_cpu_ratio_median_of_rounds": round(statistics.median(by_turn), 2)
-        if by_turn else None,
+        "server_cpu_ratio_median_of_rounds": _median(by_turn),
+        "server_cpu_ratio_asyncio_bare": ratio(server_cpu,
+                                               bare_asyncio["server_cpu_us_per_action"]),
+        "server_cpu_ratio_asyncio_bare_median_of_rounds": _median(by_turn_asyncio),
         "engine_share": ratio(engine_figures["war"]["us_per_action"], server_cpu, 3),
         "action_throughput_ratio": ratio(war["actions_per_s"], bare["actions_per_s"]),
         "action_p50_ratio": ratio(war["submit_p50_ms"], bare["submit_p50_ms"]),
@@ -248,7 +291,8 @@ def run(plan: Plan, profile: bool) -> dict[str, Any]:
         "cost_growth": [curve_point(point) for point in curve],
         "durable_throughput_ratio": None if durable is None
         else ratio(durable["actions_per_s"], war["actions_per_s"]),
-        "detail": {"bare": bare, "service": per_kind, "durable": durable,
+        "detail": {"bare": bare, "bare_asyncio": bare_asyncio, "service": per_kind,
+                   "durable": durable,
                    "engine": engine_figures, "scale": scale, "curve": curve},
     })
     results.update(cluster_figures)
@@ -283,14 +327,27 @@ def table(results: dict[str, Any]) -> str:
         rows.append((name, str(base), str(ours), f"`{key}` = {value}",
                      " ".join(map(str, TARGETS[key])), _verdict(value, TARGETS[key])))
 
-    row("server CPU µs per action (every thread, /proc)", bare["server_cpu_us_per_action"],
-        war["server_cpu_us_per_action"], "server_cpu_ratio")
+    row("server CPU µs per action (every thread, /proc; both on uvloop)",
+        bare["server_cpu_us_per_action"], war["server_cpu_us_per_action"], "server_cpu_ratio")
     turns = results["server_cpu_ratio_by_round"]
     if turns:
         rows.append((f"the same, turn by turn ({len(turns)} turns): median (range)", "", "",
                      f"`server_cpu_ratio_median_of_rounds` = "
                      f"{results['server_cpu_ratio_median_of_rounds']} "
                      f"({min(turns)}-{max(turns)})", "", ""))
+    rows.append(("server CPU µs per action, the bare server on plain asyncio",
+                 str(d["bare_asyncio"]["server_cpu_us_per_action"]),
+                 str(war["server_cpu_us_per_action"]),
+                 f"`server_cpu_ratio_asyncio_bare` = {results['server_cpu_ratio_asyncio_bare']}",
+                 "recorded", ""))
+    compared = results.get("compare")
+    if compared is not None:
+        rows.append((f"server CPU µs per action, Tapis from {compared['tree']}",
+                     str(bare["server_cpu_us_per_action"]),
+                     str(compared["server_cpu_us_per_action"]),
+                     f"`compare.server_cpu_ratio` = {compared['server_cpu_ratio']} "
+                     f"(median of turns {compared['server_cpu_ratio_median_of_rounds']})",
+                     "recorded", ""))
     row(f"actions/s (War, {bare['games']} games × 2 streams)",
         bare["actions_per_s"], war["actions_per_s"],
         "action_throughput_ratio")
@@ -359,6 +416,14 @@ def main(argv: list[str] | None = None) -> None:
                         help="tables held in the scale run (full run: 20,000)")
     parser.add_argument("--scale-s", type=float, default=None,
                         help="seconds of load in the scale run (full run: 60)")
+    parser.add_argument("--compare", type=Path, default=None, metavar="TREE",
+                        help="another source tree (a git worktree with its own `make setup`) "
+                        "whose server takes its turns in the same War load: its "
+                        "server_cpu_ratio beside this tree's")
+    parser.add_argument("--turns", type=int, default=None,
+                        help="turns each server takes in the War load (full run: 20)")
+    parser.add_argument("--skip-cluster", action="store_true",
+                        help="leave out the cluster benchmarks")
     parser.add_argument("--curve-png", type=Path, default=None,
                         help="where to draw the curve (full run: docs/scale_curve.png)")
     args = parser.parse_args(argv)
@@ -373,7 +438,9 @@ def main(argv: list[str] | None = None) -> None:
         plan = replace(plan, scale_games=args.scale_games)
     if args.scale_s is not None:
         plan = replace(plan, scale_s=args.scale_s)
-    results = run(plan, args.profile)
+    if args.turns is not None:
+        plan = replace(plan, turns=args.turns)
+    results = run(plan, args.profile, args.compare, cluster_run=not args.skip_cluster)
     if results["cost_growth"]:
         png = args.curve_png or (CURVE_PNG if mode == "full" else
                                  args.output.parent / "scale_curve.png")

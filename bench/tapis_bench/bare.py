@@ -1,11 +1,14 @@
 """The bare baseline: a minimal grpc.aio server doing an action's transport work.
 
 ``Submit`` (unary) pushes one message to each open ``Stream`` of a game; nothing else. Run as
-``python -m tapis_bench.bare PORT``; it serves until SIGTERM.
+``python -m tapis_bench.bare PORT [--loop uvloop|asyncio]``; it serves until SIGTERM. It runs on
+the event loop Tapis runs on (uvloop) unless told ``--loop asyncio`` (the plain loop, measured
+beside it: a comparison of our code with a bare server is fair only on the same loop).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import signal
 import sys
@@ -71,5 +74,18 @@ async def serve_until_stopped(server: grpc.aio.Server, port: int) -> None:
     await server.stop(0)
 
 
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="tapis_bench.bare")
+    parser.add_argument("port", type=int)
+    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop",
+                        help="the event loop (default: uvloop, as the Tapis server runs)")
+    args = parser.parse_args(argv)
+    if args.loop == "uvloop":
+        import uvloop
+
+        uvloop.install()
+    asyncio.run(serve(args.port))
+
+
 if __name__ == "__main__":
-    asyncio.run(serve(int(sys.argv[1])))
+    main(sys.argv[1:])

@@ -51,21 +51,26 @@ def sqlite_available() -> bool:
 @contextmanager
 def servers(wanted: dict[str, tuple[str, str]], profile: Path | None = None,
             extra_args: dict[str, list[str]] | None = None,
-            env: dict[str, dict[str, str]] | None = None
+            env: dict[str, dict[str, str]] | None = None,
+            pythons: dict[str, str] | None = None
             ) -> Iterator[dict[str, tuple[int, int]]]:
-    """Server processes started side by side: name → (``tapis`` or ``bare``, store); yields
-    name → (port, pid). With ``profile``, every tapis server runs under pyinstrument;
-    ``extra_args`` and ``env`` (by name) add to a server's command line and environment."""
+    """Server processes started side by side: name → (``tapis``, ``bare`` (on uvloop, as
+    Tapis) or ``bare-asyncio``, store); yields name → (port, pid). With ``profile``, every
+    tapis server runs under pyinstrument; ``extra_args`` and ``env`` (by name) add to a
+    server's command line and environment; ``pythons`` (by name) runs a server with another
+    interpreter (another source tree's virtualenv: ``make bench ARGS="--compare TREE"``)."""
     processes: dict[str, tuple[int, subprocess.Popen[bytes]]] = {}
     with tempfile.TemporaryDirectory(prefix="tapis-bench-") as data_dir:
         try:
             for name, (kind, store) in wanted.items():
                 port = free_port()
-                if kind == "bare":
-                    command = [sys.executable, "-m", "tapis_bench.bare", str(port)]
+                python = (pythons or {}).get(name, sys.executable)
+                if kind in ("bare", "bare-asyncio"):
+                    command = [python, "-m", "tapis_bench.bare", str(port),
+                               "--loop", "uvloop" if kind == "bare" else "asyncio"]
                 else:
                     # the load chooses seeds and creates thousands of tables from one address
-                    command = [sys.executable, "-m", "tapis_service.main", "--port", str(port),
+                    command = [python, "-m", "tapis_service.main", "--port", str(port),
                                "--store", store, "--log-level", "warning",
                                "--allow-stacked-decks", "--create-rate", "0",
                                "--keyless-create-rate", "0", "--join-rate", "0", "--list-rate", "0",

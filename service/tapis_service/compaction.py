@@ -14,8 +14,8 @@ import zlib
 from array import array
 from collections.abc import Iterator
 
-from tapis_service import convert
-from tapis_service.session import Applied, CompactedEvents, LoggedEvent, Session
+from tapis_service import wire
+from tapis_service.session import CompactedEvents, LoggedEvent, Session
 
 
 def compact_finished(session: Session) -> None:
@@ -34,7 +34,7 @@ def compact_finished(session: Session) -> None:
         session.compacted.append(_compact(session, events[:count]))
         upto = events[count - 1].sequence
         del events[:count]
-        first_kept = convert.wire_key(upto + 1, convert.PUBLIC)
+        first_kept = wire.wire_key(upto + 1, wire.PUBLIC)
         session.wire = {key: frame for key, frame in session.wire.items() if key >= first_kept}
 
 
@@ -43,7 +43,7 @@ def _compact(session: Session, finished: list[LoggedEvent]) -> CompactedEvents:
     index_of: dict[bytes, int] = {}
     views: dict[int | None, int] = {}
     for recipient in (None, *range(len(session.table.seats))):
-        frames = [convert.framed_event(session, logged, recipient) for logged in finished]
+        frames = [wire.framed_event(session, logged, recipient) for logged in finished]
         raw = b"".join(frames)
         if raw not in index_of:
             offsets = array("I", [0])
@@ -69,25 +69,3 @@ def replay(compacted: list[CompactedEvents], seat: int | None, after: int,
         for begin in range(start, count, chunk):
             end = min(begin + chunk, count)
             yield raw[offsets[begin]:offsets[end]], games.first + end - 1
-
-
-def frames(compacted: list[CompactedEvents], seat: int | None, first: int,
-           last: int) -> list[bytes]:
-    """Each compacted event from ``first`` to ``last`` as ``seat`` sees it: one framed
-    ``StreamEventsResponse.events`` entry each (a retried SubmitAction's answer)."""
-    out: list[bytes] = []
-    for games in compacted:
-        if games.last < first or games.first > last:
-            continue
-        blob, offsets = games.blobs[games.views[seat]]
-        raw = zlib.decompress(blob)
-        begin, end = max(first, games.first) - games.first, min(last, games.last) - games.first
-        out.extend(raw[offsets[i]:offsets[i + 1]] for i in range(begin, end + 1))
-    return out
-
-
-def answer_wire(session: Session, applied: Applied, seat: int) -> bytes:
-    """The serialized ``SubmitActionResponse`` for ``applied``, whose events may have been
-    compacted since (a retry of an action of a finished game)."""
-    earlier = frames(session.compacted, seat, *applied.compacted) if applied.compacted else ()
-    return convert.answer_wire(session, applied.version, applied.events, seat, earlier)

@@ -8,7 +8,7 @@ that view; then the finished games' events leave the live log (``compaction``).
 
 from __future__ import annotations
 
-from tapis_service import compaction, convert
+from tapis_service import compaction, wire
 from tapis_service.session import LoggedEvent, Session
 
 
@@ -36,5 +36,5 @@ def fan_out(session: Session, batch: tuple[LoggedEvent, ...]) -> None:
         view = None if public else subscriber.seat
         message = messages.get(view)
         if message is None:
-            message = messages[view] = convert.events_wire(session, batch, view)
+            message = messages[view] = wire.events_wire(session, batch, view)
         subscriber.offer(batch, message)

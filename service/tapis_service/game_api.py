@@ -22,7 +22,7 @@ import structlog
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
-from tapis_service import compaction, convert, logcontext, metrics, ownership
+from tapis_service import compaction, convert, logcontext, metrics, ownership, wire
 from tapis_service.api_keys import Backend, require
 from tapis_service.caller import Caller
 from tapis_service.errors import (
@@ -332,7 +332,7 @@ class GameApi:
         logcontext.add(seat=seat)  # until the wrapper's reset
         applied = await self.host.submit(session, seat, move, request_id, expected, received)
         self.housekeeping.touched(session)
-        return compaction.answer_wire(session, applied, seat)
+        return wire.answer_wire(session, applied, seat)
 
     async def stream_events(self, request: pb.StreamEventsRequest, caller: Caller,
                             end: EndStream) -> AsyncIterator[bytes]:
@@ -364,7 +364,7 @@ class GameApi:
                 chunk = backlog[start:start + BACKLOG_CHUNK]
                 last = chunk[-1].sequence
                 stream.writing_since, stream.last = clock.now_ms(), last
-                yield convert.events_wire(session, chunk, seat)
+                yield wire.events_wire(session, chunk, seat)
                 stream.writing_since = None
             pending = subscriber.pending
             while True:
@@ -378,7 +378,7 @@ class GameApi:
                     batch = tuple(e for e in batch if e.sequence > last)
                     if not batch:
                         continue
-                    response = convert.events_wire(session, batch, seat)
+                    response = wire.events_wire(session, batch, seat)
                 last = batch[-1].event.sequence
                 if session.probes:
                     for logged in batch:

@@ -7,17 +7,20 @@ Inputs are applied one at a time, synchronously (the asyncio loop never interlea
 from __future__ import annotations
 
 import asyncio
+import zlib
 from collections import deque
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tapis_engine import table as tbl
 from tapis_engine.frozen import fast_init
 from tapis_engine.protocol import Rules
-from tapis_service.adapters import GameAdapter
 from tapis_service.clock import TimerHandle
 from tapis_service.ownership import Ownership
+
+if TYPE_CHECKING:  # the adapters' hand encoders build on the session (wire)
+    from tapis_service.adapters import GameAdapter
 
 _AWAITED: dict[frozenset[int], tuple[int, ...]] = {}
 """``to_act`` sets -> the awaited seats in order (shared tuples: few distinct sets)."""
@@ -52,6 +55,21 @@ class CompactedEvents:
     last: int
     blobs: tuple[tuple[bytes, Any], ...]
     views: dict[int | None, int]
+
+
+def compacted_frames(compacted: list[CompactedEvents], seat: int | None, first: int,
+                     last: int) -> list[bytes]:
+    """Each compacted event from ``first`` to ``last`` as ``seat`` sees it: one framed
+    ``StreamEventsResponse.events`` entry each (a retried SubmitAction's answer)."""
+    out: list[bytes] = []
+    for games in compacted:
+        if games.last < first or games.first > last:
+            continue
+        blob, offsets = games.blobs[games.views[seat]]
+        raw = zlib.decompress(blob)
+        begin, end = max(first, games.first) - games.first, min(last, games.last) - games.first
+        out.extend(raw[offsets[i]:offsets[i + 1]] for i in range(begin, end + 1))
+    return out
 
 
 @fast_init
@@ -151,7 +169,7 @@ class Session:
     wire: dict[int, bytes] = field(default_factory=dict)
     """(sequence, view) -> the live log's events as serialized stream frames, built once per
     recipient view and shared by the streams, the SubmitAction answer and the compaction
-    (keyed by ``convert.wire_key``: one integer, not a tuple, per lookup)."""
+    (keyed by ``wire.wire_key``: one integer, not a tuple, per lookup)."""
     request_ids: dict[int, dict[str, tuple[int, int, int]]] = field(default_factory=dict)
     """Seat -> request id -> (version, first and last event sequence) of its committed answer,
     for the life of the table (rebuilt from the journal after a restart)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import grpc
 import structlog
@@ -56,13 +56,18 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
         log.error("table_task_failed", error=repr(error)[:300])
 
 
-def shielded(method: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
-    """Run each call in a task of its own and wait for it shielded: the caller's
-    cancellation ends the wait, not the work."""
+def shielded(method: Callable[Concatenate[TableActor, P], Coroutine[Any, Any, R]]
+             ) -> Callable[Concatenate[TableActor, P], Coroutine[Any, Any, R]]:
+    """Run each call in a task of its own and wait for it shielded: the caller's cancellation
+    ends the wait, not the work. With a store that keeps nothing, a call never suspends (its
+    journal write is committed at once): nothing could interrupt it, and it runs in the
+    caller's task, without a task of its own."""
 
     @functools.wraps(method)
-    async def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        task = asyncio.ensure_future(method(*args, **kwargs))
+    async def run(actor: TableActor, *args: P.args, **kwargs: P.kwargs) -> R:
+        if not actor.host.keeps_journal:
+            return await method(actor, *args, **kwargs)
+        task = asyncio.ensure_future(method(actor, *args, **kwargs))
         task.add_done_callback(_retrieve)
         return await asyncio.shield(task)
 
@@ -127,7 +132,7 @@ class TableActor:
         # 3. await the journal write
         upto = session.last_sequence
         entry = self._entry(session, move, now)
-        if request_id:
+        if request_id and self.host.keeps_journal:
             entry["request_id"] = request_id
         await self._journal(session, entry, (seat, request_id) if request_id else None)
         # 4. publish (and remember the answer)

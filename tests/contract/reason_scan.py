@@ -193,8 +193,7 @@ def scan(root: Path) -> Scan:
 
 def status_without_error_info(root: Path) -> list[str]:
     """Places that end a call with a status that may lack the ErrorInfo: ``context.abort(...)``,
-    ``set_code(...)``, or ``abort_with_status`` of anything but ``to_status(...)`` (or, on a
-    cluster node, ``relayed_status(...)``: the owner's own status, ErrorInfo and all)."""
+    ``set_code(...)``, or ``abort_with_status`` of anything but ``to_status(...)``."""
     found = []
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
@@ -204,7 +203,7 @@ def status_without_error_info(root: Path) -> list[str]:
             name = _name(node.func)
             where = f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(node)[:100]}"
             wraps_to_status = bool(node.args) and isinstance(node.args[0], ast.Call) \
-                and _name(node.args[0].func) in ("to_status", "relayed_status")
+                and _name(node.args[0].func) == "to_status"
             if name in ("abort", "set_code") \
                     or (name == "abort_with_status" and not wraps_to_status):
                 found.append(where)

@@ -24,7 +24,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis_engine import table as tbl
 from tapis_engine.war import Reveal, WarOptions
-from tapis_service import compaction
+from tapis_service import wire
 from tapis_service.clock import ManualClock
 from tapis_service.errors import ServiceError
 from tapis_service.host import GameHost
@@ -356,7 +356,7 @@ async def test_a_retry_of_the_first_action_after_2000_more_gets_the_first_answer
     version = session.table.version
     again = await host.submit(session, me, tbl.Act(me, Reveal()), "mine-0", None)
     # as the caller gets it: the first game's events are compacted to bytes by now
-    assert compaction.answer_wire(session, again, me) == compaction.answer_wire(session, first, me)
+    assert wire.answer_wire(session, again, me) == wire.answer_wire(session, first, me)
     assert session.table.version == version
     await host.close()
 
@@ -364,7 +364,7 @@ async def test_a_retry_of_the_first_action_after_2000_more_gets_the_first_answer
     await restarted.recover()
     reloaded = restarted.sessions[session.game_id]
     after = await restarted.submit(reloaded, me, tbl.Act(me, Reveal()), "mine-0", None)
-    assert compaction.answer_wire(reloaded, after, me) == \
-        compaction.answer_wire(session, first, me)
+    assert wire.answer_wire(reloaded, after, me) == \
+        wire.answer_wire(session, first, me)
     assert reloaded.table.version == version
     await restarted.close()

@@ -8,7 +8,7 @@ import asyncio
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.registry import rules_for
-from tapis_service import compaction, convert
+from tapis_service import compaction, wire
 from tapis_service.clock import ManualClock
 from tapis_service.host import GameHost
 from tests.support.calls import REVEAL, auth, new_war
@@ -84,9 +84,9 @@ async def test_private_views_are_kept_per_seat_byte_for_byte() -> None:
         while stream.pending:
             queued = stream.pending.popleft()
             assert queued is not None
-            batch, wire = queued
-            frames = [convert.framed_event(session, e, recipient) for e in batch]
-            assert wire == b"".join(frames)  # what the stream was handed, as it sees them
+            batch, message = queued
+            frames = [wire.framed_event(session, e, recipient) for e in batch]
+            assert message == b"".join(frames)  # what the stream was handed, as it sees them
             sent[recipient].extend(frames)
     compacted_upto = session.compacted[-1].last
     assert session.events[0].sequence == compacted_upto + 1

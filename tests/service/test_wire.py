@@ -17,12 +17,12 @@ from tapis_engine.cards import standard_deck
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup, Outcome
 from tapis_engine.registry import DESCRIPTORS, rules_for
-from tapis_service import convert
+from tapis_service import convert, wire
 from tapis_service.adapters import ADAPTERS
 from tapis_service.adapters.war import WarAdapter
 from tapis_service.clock import ManualClock
 from tapis_service.host import GameHost
-from tapis_service.session import LoggedEvent, Session
+from tapis_service.session import Applied, LoggedEvent, Session
 from tests.support.server import TEST_SETTINGS
 
 
@@ -41,28 +41,28 @@ async def _table(kind: str, seats: int, seed: int) -> Session:
 def test_varint() -> None:
     for value in (0, 1, 127, 128, 300, 2**32 + 5):
         assert pb.SubmitActionResponse.FromString(
-            convert.ANSWER_VERSION_TAG + convert.varint(value)).version == value
+            wire.ANSWER_VERSION_TAG + wire.varint(value)).version == value
 
 
 async def test_answers_and_stream_messages_parse_to_the_converted_events() -> None:
     session = await _table("basra", 2, 7)
     events = session.events_after(0)
-    assert any(convert.view_key(session, e, 0) == 0 for e in events)  # a private hand
+    assert any(wire.view_key(session, e, 0) == 0 for e in events)  # a private hand
     for seat in (None, 0, 1):
         expected = [convert.event(session, e, seat) for e in events]
-        stream = pb.StreamEventsResponse.FromString(convert.events_wire(session, events, seat))
+        stream = pb.StreamEventsResponse.FromString(wire.events_wire(session, events, seat))
         assert list(stream.events) == expected
         answer = pb.SubmitActionResponse.FromString(
-            convert.answer_wire(session, session.table.version, events, seat))
+            wire.answer_wire(session, Applied(session.table.version, tuple(events)), seat))
         assert answer == pb.SubmitActionResponse(version=session.table.version, events=expected)
-    assert pb.SubmitActionResponse.FromString(convert.answer_wire(session, 0, [], 0)) == \
+    assert pb.SubmitActionResponse.FromString(wire.answer_wire(session, Applied(0, ()), 0)) == \
         pb.SubmitActionResponse()
 
 
 def test_wire_keys_order_events_and_tell_every_view_apart() -> None:
     widest = max(rules.max_seats for rules in map(rules_for, ADAPTERS) if rules is not None)
-    views: list[int | None] = [convert.PUBLIC, None, *range(widest)]
-    keys = [convert.wire_key(sequence, view) for sequence in (1, 2, 300) for view in views]
+    views: list[int | None] = [wire.PUBLIC, None, *range(widest)]
+    keys = [wire.wire_key(sequence, view) for sequence in (1, 2, 300) for view in views]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
 
 
@@ -70,8 +70,8 @@ async def test_frames_are_kept_under_their_view_key() -> None:
     session = await _table("basra", 2, 7)
     for logged in session.events_after(0):
         for seat in (None, 0, 1):
-            framed = convert.framed_event(session, logged, seat)
-            key = convert.wire_key(logged.sequence, convert.view_key(session, logged, seat))
+            framed = wire.framed_event(session, logged, seat)
+            key = wire.wire_key(logged.sequence, wire.view_key(session, logged, seat))
             assert session.wire[key] is framed
 
 
@@ -79,10 +79,10 @@ async def test_public_events_are_serialized_once_for_every_view() -> None:
     session = await _table("war", 2, 3)
     session.apply(tbl.Act(0, session.rules.legal_actions(session.table.state, 0)[0]), 0)
     for logged in session.events_after(0):
-        assert convert.view_key(session, logged, None) == convert.PUBLIC
-        shared = convert.framed_event(session, logged, 0)
-        assert convert.framed_event(session, logged, 1) is shared
-        assert convert.framed_event(session, logged, None) is shared
+        assert wire.view_key(session, logged, None) == wire.PUBLIC
+        shared = wire.framed_event(session, logged, 0)
+        assert wire.framed_event(session, logged, 1) is shared
+        assert wire.framed_event(session, logged, None) is shared
 
 
 # --- hand-encoded events: byte for byte what protobuf serializes ----------------------------
@@ -123,7 +123,7 @@ def _session(kind: str, seats: int, seed: int, turn_time_ms: int = 0) -> Session
 def _assert_hand_encoded(session: Session, logged: LoggedEvent) -> None:
     for seat in (None, *range(len(session.table.seats))):
         expected = convert.event(session, logged, seat).SerializeToString()
-        assert convert.event_wire(session, logged, seat) == expected, (logged, seat)
+        assert wire.event_wire(session, logged, seat) == expected, (logged, seat)
 
 
 _TABLE_BODIES = st.one_of(

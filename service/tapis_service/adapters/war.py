@@ -7,6 +7,7 @@ from typing import Any
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis_engine import war
+from tapis_engine.cards import standard_deck
 from tapis_engine.errors import Reason, invalid
 from tapis_service.adapters.cards import card_to_proto, card_wire
 from tapis_service.wire import flag, nested, optional_uint, packed, tag, uint, varint
@@ -50,15 +51,14 @@ _K_ENDED_POINTS = tag(_ENDED, "points")
 _K_ENDED_SIZES = tag(_ENDED, "deck_sizes")
 
 
-_CARD_FIELDS: dict[Any, bytes] = {}
+_CARD_FIELDS = {card: nested(_K_REVEALED_CARD, card_wire(card)) for card in standard_deck()}
+"""``WarCardRevealed.card`` of each card of the deck, encoded (a constant table)."""
 
 
 def _card_field(card: Any) -> bytes:
-    """``WarCardRevealed.card``, encoded (cached per card)."""
+    """``WarCardRevealed.card``, encoded."""
     field = _CARD_FIELDS.get(card)
-    if field is None:
-        field = _CARD_FIELDS[card] = nested(_K_REVEALED_CARD, card_wire(card))
-    return field
+    return field if field is not None else nested(_K_REVEALED_CARD, card_wire(card))
 
 
 def _laid(cards: tuple[war.Laid | None, ...]) -> list[war_pb2.WarLaidCard]:
