@@ -14,7 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tapis_service.server import create_server
 from tapis_service.sqlite_store import SqliteStore
-from tests.conftest import TEST_SETTINGS
+from tests.support.server import TEST_SETTINGS
 
 
 async def test_an_idle_server_follows_its_store(tmp_path: Path) -> None:
