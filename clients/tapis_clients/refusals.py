@@ -42,6 +42,14 @@ SENTENCES: dict[str, str] = {
     "OVERLOADED": N_("the server is busy: try again"),
     "TOO_MANY_STREAMS": N_("too many open screens on this table"),
     "VALUE_TOO_LONG": N_("a name or value is too long"),
+    "API_KEY_REQUIRED": N_("this needs a backend's API key (--api-key)"),
+    "INVALID_API_KEY": N_("this API key is not one the server knows"),
+    "NOT_YOUR_TABLE": N_("this table belongs to another backend"),
+    "SEAT_RESERVED": N_("this seat is kept for another player"),
+    "PRIVATE_TABLE": N_("this table is private"),
+    "SERIES_OVER": N_("every game of this series is played"),
+    "TOKEN_REVOKED": N_("this seat was given to someone else"),
+    "COMMIT_UNKNOWN": N_("the server lost track of that move: look again before playing"),
 }
 """Reason -> what the player reads. Reasons missing here are not ones a player meets through
 this client (malformed requests, cluster internals); they get the generic sentence."""

@@ -13,6 +13,7 @@ from tapis.v1 import errors_pb2
 from tapis_engine.errors import ErrorKind, Reason
 from tapis_service import errors as service_errors
 from tests.contract.reason_scan import KIND_CODES, Scan, scan, status_without_error_info
+from tests.support.fresh import in_fresh_interpreter
 from tools.api_docs import REASON_PREFIX, DocumentedReason, error_reasons
 
 SERVICE = Path(__file__).resolve().parents[2] / "service"
@@ -32,7 +33,7 @@ def documented() -> dict[str, DocumentedReason]:
 
 @pytest.fixture(scope="module")
 def found() -> Scan:
-    return scan(SERVICE)
+    return in_fresh_interpreter(scan, SERVICE)
 
 
 def test_the_scan_sees_the_service_and_the_engine(found: Scan) -> None:
@@ -51,7 +52,7 @@ def test_every_refusal_names_its_reason_literally(found: Scan) -> None:
 
 
 def test_every_status_the_service_ends_a_call_with_carries_the_error_info() -> None:
-    assert status_without_error_info(SERVICE) == []
+    assert in_fresh_interpreter(status_without_error_info, SERVICE) == []
 
 
 def test_every_reason_raised_is_in_the_enum_with_its_code(
@@ -116,7 +117,7 @@ def test_the_scan_reports_a_reason_outside_the_enum_and_a_computed_one(tmp_path:
         def engine():
             raise RuleError(Reason.GAME_OVER, "over")
     '''))
-    result = scan(tmp_path)
+    result = in_fresh_interpreter(scan, tmp_path)
     assert {(r.reason, r.code) for r in result.raised} == {
         ("NOT_A_REASON", "UNAVAILABLE"), ("GAME_OVER", "FAILED_PRECONDITION")}
     assert len(result.unchecked) == 1 and "name.upper()" in result.unchecked[0]
@@ -125,4 +126,5 @@ def test_the_scan_reports_a_reason_outside_the_enum_and_a_computed_one(tmp_path:
             await context.abort_with_status(to_status(error))
             await context.abort(grpc.StatusCode.INTERNAL, "boom")
     '''))
-    assert [line.split(":")[1] for line in status_without_error_info(tmp_path)] == ["4"]
+    lines = in_fresh_interpreter(status_without_error_info, tmp_path)
+    assert [line.split(":")[1] for line in lines] == ["4"]

@@ -134,7 +134,7 @@ def test_a_signal_during_start_up_interrupts_even_code_that_never_yields() -> No
 
 async def test_sigterm_half_a_second_into_a_start_up_with_a_large_store_exits_0_within_2_s(
         tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "data", "--create-rate", "0")
+    server = ServerProcess(tmp_path / "data", "--create-rate", "0", "--keyless-create-rate", "0")
     (tmp_path / "data").mkdir()
     await server.start()
     try:

@@ -47,7 +47,7 @@ async def test_create_with_a_key_and_list_over_tls(tmp_path: Path,
     assert code == 0, err
     assert game_id not in out  # a backend's table is private: listed to its backend only
     code, _, err = await tapis("create", "war", "--target", secured.target, "--tls-ca", ca)
-    assert code != 0 and "API_KEY_REQUIRED" in err + _
+    assert code != 0 and "this needs a backend's API key" in err + _
 
 
 def test_credentials_come_from_the_options_else_the_environment(tmp_path: Path) -> None:
