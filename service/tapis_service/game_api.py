@@ -28,6 +28,7 @@ from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
 from tapis_service.ratelimit import PeerLimits
+from tapis_service.resting import RestingTable
 from tapis_service.session import Session
 from tapis_service.streams import StreamGuard, stopping, too_slow
 
@@ -176,14 +177,14 @@ class GameApi:
 
     @rpc
     async def get_game(self, request: pb.GetGameRequest, caller: Caller) -> pb.GetGameResponse:
-        session = self.host.get(request.game_id)
+        session = await self.host.find(request.game_id)
         return pb.GetGameResponse(game=convert.view(session, self.seat_of(session, caller)))
 
     @rpc
     async def submit_action(self, request: pb.SubmitActionRequest, caller: Caller) -> bytes:
         """The serialized ``SubmitActionResponse``, once the action is committed."""
         received = time.perf_counter()
-        session = self.host.get(request.game_id)
+        session = await self.host.find(request.game_id)
         if caller.seat_token is None and not caller.bad_authorization:
             raise _token_required()
         seat = self.seat_of(session, caller)
@@ -210,7 +211,7 @@ class GameApi:
         try:
             check_sizes(request)
             check_game_id(request.game_id)
-            session = self.host.get(request.game_id)
+            session = await self.host.find(request.game_id)
             seat = self.seat_of(session, caller)
             stream = self.streams.open_stream(caller.peer, len(session.subscribers), end)
         except (RuleError, ServiceError) as error:
@@ -266,15 +267,14 @@ class GameApi:
                          caller: Caller) -> pb.ListGamesResponse:
         start, size = page_bounds(request)
         kind = convert.kind_of(request.kind) if request.kind else None
-        listed: list[Session | tuple[str, str]] = [
-            s for s in self.host.sessions.values()
-            if (kind is None or s.rules.kind == kind)
-            and (request.include_finished or not s.table.game_over(s.rules))]
+        listed: list[Session | RestingTable | tuple[str, str]] = [
+            *self.host.listed(kind, request.include_finished)]
         listed.extend((game_id, game_kind)
                       for game_id, (game_kind, _) in self.host.quarantined.items()
                       if kind is None or game_kind == kind)
         page = listed[start:start + size]
         return pb.ListGamesResponse(
             games=[convert.listing(s) if isinstance(s, Session)
+                   else s.listing if isinstance(s, RestingTable)
                    else convert.quarantined_listing(*s) for s in page],
             next_page_token=page_token(start, size, len(listed)))

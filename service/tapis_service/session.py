@@ -172,6 +172,10 @@ class Session:
     epoch: int = 1
     """The fencing epoch this server holds the table under: 1 from its creation, bumped by
     each takeover in a cluster (a store that is not fenced ignores it)."""
+    create_request_id: str = ""
+    """The CreateGame request id that created the table ("" for none)."""
+    at_rest: bool = False
+    """Loaded back from rest (resting.py): its next input first clears its stored listing."""
     seats_without_bots: tuple[tbl.SeatSlot, ...] | None = None
     """The table's seats when last seen with no bot-controlled seat (the host then skips the
     bot scheduling while they are the same object: seats are immutable)."""
