@@ -105,7 +105,8 @@ class GameHost:
             session = await self.wake(game_id)
         if session is None:
             return self.get(game_id)
-        self._used.add(game_id)
+        if self.rest_store is not None:
+            self._used.add(game_id)
         return session
 
     def seat_of(self, session: Session, token: str | None) -> int | None:

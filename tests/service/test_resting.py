@@ -4,6 +4,7 @@ that needs it brings it back unchanged (resting.py)."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 
 import grpc
@@ -13,7 +14,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_service.clock import ManualClock
-from tapis_service.sqlite_store import SqliteStore
+from tapis_service.sqlite_store import FILE_NAME, SqliteStore
 from tests.support.calls import auth, person_seats, reason_of
 from tests.support.driver import all_events
 from tests.support.server import Harness, Restartable, ServerFactory
@@ -203,3 +204,17 @@ async def test_the_sweep_rests_finished_tables(durable: Harness) -> None:
     for _ in range(2):
         clock.advance(60_000)
     assert game_id in durable.host.resting
+
+
+async def test_a_damaged_resting_table_is_quarantined_when_it_comes_back(
+        durable: Harness, tmp_path: Path) -> None:
+    game_id, _, _ = await finished_war(durable.stub)
+    assert rest(durable) == 1
+    with sqlite3.connect(tmp_path / FILE_NAME) as connection:
+        connection.execute("UPDATE journal SET entry = '{' WHERE game_id = ? AND idx = 3",
+                           (game_id,))
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await durable.stub.GetGame(pb.GetGameRequest(game_id=game_id))
+    assert reason_of(refused.value) == "GAME_QUARANTINED"
+    assert [(g.game_id, g.status) for g in await listed(durable.stub, True)] == [
+        (game_id, pb.GAME_STATUS_QUARANTINED)]
