@@ -275,6 +275,6 @@ class GameApi:
         page = listed[start:start + size]
         return pb.ListGamesResponse(
             games=[convert.listing(s) if isinstance(s, Session)
-                   else s.listing if isinstance(s, RestingTable)
+                   else s.to_proto() if isinstance(s, RestingTable)
                    else convert.quarantined_listing(*s) for s in page],
             next_page_token=page_token(start, size, len(listed)))
