@@ -36,6 +36,7 @@ from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
 from tapis_service.quotas import QuotaLimits, Quotas
 from tapis_service.ratelimit import PeerLimits
+from tapis_service.resting import RestingTable
 from tapis_service.results import CursorAhead
 from tapis_service.security import Security
 from tapis_service.session import Session
@@ -231,7 +232,7 @@ class GameApi:
         """The backend ends its table for good (idempotent: an ended table answers its
         view)."""
         convert.check_id(request.request_id, "request_id")
-        session = self.host.get(request.game_id)
+        session = await self.host.find(request.game_id)
         session.ownership.check_backend(self.backend_of(caller), "EndTable")
         await self.host.actor.abandon(session, by_backend=True)
         return pb.EndTableResponse(game=self.view(self.host.get(request.game_id), None))
@@ -275,7 +276,7 @@ class GameApi:
     @rpc
     async def create_spectator_token(self, request: pb.CreateSpectatorTokenRequest,
                                      caller: Caller) -> pb.CreateSpectatorTokenResponse:
-        session = self.host.get(request.game_id)
+        session = await self.host.find(request.game_id)
         session.ownership.check_backend(self.backend_of(caller), "CreateSpectatorToken")
         return pb.CreateSpectatorTokenResponse(
             spectator_token=ownership.spectator_token(self.host.tokens.key, session.game_id))
@@ -290,15 +291,16 @@ class GameApi:
         name = convert.check_id(request.display_name, "display_name")
         seat = request.seat if request.HasField("seat") else None
         request_id = convert.check_id(request.request_id, "request_id")
-        owned = self.host.get(request.game_id).ownership
+        found = await self.host.find(request.game_id)
+        owned = found.ownership
         if request_id.startswith(ownership.RESERVED_REQUEST):
             raise failed_precondition("SEAT_RESERVED", "this request id names a reserved seat")
         owned.check_join(seat, backend)
         if seat is None and owned.player_ids:  # the first free seat that is not reserved
-            table = self.host.get(request.game_id).table
+            table = found.table
             free = [i for i, slot in enumerate(table.seats)
                     if not slot.claimed and not owned.reserved(i)]
-            if not free and request_id not in self.host.get(request.game_id).join_requests:
+            if not free and request_id not in found.join_requests:
                 raise failed_precondition("NO_FREE_SEAT", "every free seat is reserved")
             seat = free[0] if free else None
         session, seat, token = await self.host.join(request.game_id, seat, name, request_id)
@@ -307,14 +309,14 @@ class GameApi:
 
     @rpc
     async def get_game(self, request: pb.GetGameRequest, caller: Caller) -> pb.GetGameResponse:
-        session = self.host.get(request.game_id)
+        session = await self.host.find(request.game_id)
         return pb.GetGameResponse(game=self.view(session, self.viewer(session, caller)))
 
     @rpc
     async def submit_action(self, request: pb.SubmitActionRequest, caller: Caller) -> bytes:
         """The serialized ``SubmitActionResponse``, once the action is committed."""
         received = time.perf_counter()
-        session = self.host.get(request.game_id)
+        session = await self.host.find(request.game_id)
         if caller.seat_token is None and not caller.bad_authorization:
             raise _token_required()
         seat = self.seat_of(session, caller)
@@ -343,7 +345,7 @@ class GameApi:
         try:
             check_sizes(request)
             check_game_id(request.game_id)
-            session = self.host.get(request.game_id)
+            session = await self.host.find(request.game_id)
             seat = self.viewer(session, caller)
             stream = self.streams.open_stream(caller.peer, self.spectators(session, seat, caller),
                                               end)
@@ -404,16 +406,15 @@ class GameApi:
                                       self.host.clock.now_ms()):
             raise _rate_limited("too many listings right now; try again later")
         kind = convert.kind_of(request.kind) if request.kind else None
-        listed: list[Session | tuple[str, str]] = [
-            s for s in self.host.sessions.values()
-            if (kind is None or s.rules.kind == kind)
-            and (request.include_finished or not s.table.game_over(s.rules))
-            and s.ownership.listed_to(backend)]
+        listed: list[Session | RestingTable | tuple[str, str]] = [
+            table for table in self.host.listed(kind, request.include_finished)
+            if table.listed_to(backend)]
         listed.extend((game_id, game_kind)
                       for game_id, (game_kind, _) in self.host.quarantined.items()
                       if kind is None or game_kind == kind)
         page = listed[start:start + size]
         return pb.ListGamesResponse(
             games=[convert.listing(s) if isinstance(s, Session)
+                   else s.to_proto() if isinstance(s, RestingTable)
                    else convert.quarantined_listing(*s) for s in page],
             next_page_token=page_token(start, size, len(listed)))

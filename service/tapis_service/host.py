@@ -4,8 +4,9 @@ It keeps the live sessions (by game id), the seat tokens, the create request ids
 whose last write failed (``healing``) and the quarantined ones; it creates tables, claims seats
 and hands inputs to the table actor (``table_actor``), which applies, journals and publishes
 them; it restores tables from the store at start (``recover``) and one by one in a cluster
-(``adopt``), and forgets finished ones beyond the retention limit. Refusals are
-``ServiceError`` or the engine's ``RuleError``.
+(``adopt``), lets finished ones rest out of memory and loads them back on demand
+(``rest_idle``, ``find``; see resting.py), and forgets finished ones beyond the retention
+limit. Refusals are ``ServiceError`` or the engine's ``RuleError``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tapis_service.errors import ServiceError, failed_precondition, not_found
 from tapis_service.healing import (
     Healing,
     quarantined_refusal,
+    store_refusal,
     store_unavailable,
     stored_kind,
 )
@@ -37,11 +39,12 @@ from tapis_service.joinkey import join_key
 from tapis_service.limits import quote
 from tapis_service.ownership import Ownership
 from tapis_service.recovery import RecoveryError, Restored, restore
+from tapis_service.resting import RestingTable, listing_of, restable
 from tapis_service.results import MemoryResults, ResultsFeed
 from tapis_service.results_clerk import ResultsClerk
 from tapis_service.session import Applied, CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
-from tapis_service.store import MemoryStore, Store
+from tapis_service.store import MemoryStore, RestingStore, Store, StoreError
 from tapis_service.table_actor import TableActor
 from tapis_service.tokens import SeatTokens
 
@@ -58,6 +61,12 @@ class GameHost:
         self.keeps_journal = self.store.keeps_journal
         """False for a store that keeps nothing (``--store memory``)."""
         self.sessions: OrderedDict[str, Session] = OrderedDict()
+        self.resting: dict[str, RestingTable] = {}
+        """Tables at rest (finished, out of memory, kept by the store) -> their listing."""
+        self.rest_store: RestingStore | None = \
+            self.store if isinstance(self.store, RestingStore) else None
+        """The store, when tables may rest in it (None: a store that keeps nothing, or one
+        without listings: finished tables stay in memory until the retention drops them)."""
         self.tokens = SeatTokens(join_key(settings))
         self.held_by: Counter[str] = Counter()
         """Tables held per backend name ("": created without a key), for its quota."""
@@ -80,6 +89,9 @@ class GameHost:
         """Files the results of backends' tables (a durable ledger set by the server)."""
         self.actor = TableActor(self)
         self._creating: dict[str, asyncio.Future[Any]] = {}
+        self._waking: dict[str, asyncio.Future[Session]] = {}
+        self._used: set[str] = set()
+        """Tables found since the last rest sweep (they stay in memory one more period)."""
 
     # --- lookups --------------------------------------------------------------------------
 
@@ -91,6 +103,17 @@ class GameHost:
             if game_id in self.quarantined:
                 raise quarantined_refusal(game_id)
             raise not_found(f"no game {quote(game_id)} on this server")
+        return session
+
+    async def find(self, game_id: str) -> Session:
+        """The table of a call: in memory, or loaded back from rest; refused as ``get``."""
+        session = self.sessions.get(game_id)
+        if session is None and game_id in self.resting:
+            session = await self.wake(game_id)
+        if session is None:
+            return self.get(game_id)
+        if self.rest_store is not None:
+            self._used.add(game_id)
         return session
 
     def seat_of(self, session: Session, token: str | None) -> int | None:
@@ -117,9 +140,12 @@ class GameHost:
         if request_id:
             if request_id in self._creating:
                 await asyncio.wait([self._creating[request_id]])
-            existing = self.sessions.get(self.create_requests.get(request_id, ""))
+            created = self.create_requests.get(request_id, "")
+            existing = self.sessions.get(created)
             if existing is not None:
                 return existing
+            if created in self.resting:
+                return await self.wake(created)
         if len(self.sessions) + len(self._creating) >= self.settings.max_games:
             self._evict_finished()
             if len(self.sessions) + len(self._creating) >= self.settings.max_games:
@@ -166,7 +192,7 @@ class GameHost:
                    request_id: str = "") -> tuple[Session, int, str]:
         """Claim a person's seat: the session, the seat and its secret token (a retry with
         the same ``request_id`` gets the same seat and token)."""
-        return await self.actor.claim(self.get(game_id), seat, name, request_id)
+        return await self.actor.claim(await self.find(game_id), seat, name, request_id)
 
     async def submit(self, session: Session, seat: int, move: tbl.Input, request_id: str,
                      expected_version: int | None, received: float | None = None) -> Applied:
@@ -204,6 +230,7 @@ class GameHost:
         self.held_by[session.ownership.backend or ""] += 1
         metrics.GAMES.set(len(self.sessions))
         if request_id:
+            session.create_request_id = request_id
             self.create_requests[request_id] = session.game_id
 
     def install(self, restored: Restored) -> None:
@@ -237,32 +264,121 @@ class GameHost:
         return True
 
     def drop(self, game_id: str) -> None:
-        """Forget a table, in memory and in the store."""
-        session = self.sessions.get(game_id)
-        if session is None or not self.discard(game_id):
-            return
-        written = self.store.dropped(game_id, session.epoch)
+        """Forget a table (in memory or at rest), and delete it from the store."""
+        if self.resting.pop(game_id, None) is not None:
+            epoch = 1
+        else:
+            session = self.sessions.get(game_id)
+            if session is None or not self.discard(game_id):
+                return
+            epoch = session.epoch
+        written = self.store.dropped(game_id, epoch)
         asyncio.ensure_future(written).add_done_callback(_retrieved)
+
+    def _finished(self, keep: str | None = None) -> list[str]:
+        """The finished tables (at rest and in memory) but ``keep``, oldest first."""
+        found = [(r.created_ms, gid) for gid, r in self.resting.items()]
+        found.extend((s.created_ms, gid) for gid, s in self.sessions.items()
+                     if gid != keep and s.table.game_over(s.rules))
+        found.sort(key=lambda item: item[0])  # stable: ties keep the order above
+        return [gid for _, gid in found]
 
     def enforce_retention(self, keep: str | None = None) -> None:
         """Drop (from memory and from the store) the oldest finished tables beyond the limit."""
         limit = self.settings.finished_retention
-        if len(self.sessions) <= limit:
+        if len(self.sessions) + len(self.resting) <= limit:
             return
-        finished = [gid for gid, s in self.sessions.items()
-                    if gid != keep and s.table.game_over(s.rules)
-                    and gid not in self.clerk.held]
+        finished = [gid for gid in self._finished(keep) if gid not in self.clerk.held]
         excess = len(finished) - limit + (1 if keep is not None else 0)
         for game_id in finished[:max(excess, 0)]:
             self.drop(game_id)
 
     def _evict_finished(self) -> None:
-        """Drop the oldest finished tables beyond the retention limit (or to make room)."""
+        """Make room: finished tables rest (when the store keeps them), else the oldest
+        finished ones beyond the retention limit are dropped (at least one), never one whose
+        results its backend has not acknowledged."""
+        if self.rest_store is not None and self.rest_idle(force=True):
+            return
         finished = [gid for gid, s in self.sessions.items()
                     if s.table.game_over(s.rules) and gid not in self.clerk.held]
         excess = max(len(finished) - self.settings.finished_retention, 1)
         for game_id in finished[:excess]:
             self.drop(game_id)
+
+    # --- tables at rest (resting.py) -------------------------------------------------------------
+
+    def rest_idle(self, force: bool = False) -> int:
+        """Let every finished table that nobody used since the last sweep (``force``: even
+        then) and that may rest leave memory; how many did."""
+        if self.rest_store is None:
+            return 0
+        used, self._used = self._used, set()
+        rested = 0
+        for game_id, session in list(self.sessions.items()):
+            if (force or game_id not in used) and restable(session) \
+                    and game_id not in self._waking:
+                self.rest(session)
+                rested += 1
+        return rested
+
+    def rest(self, session: Session) -> None:
+        """The table leaves memory; the store keeps it with its listing."""
+        assert self.rest_store is not None
+        listing = listing_of(session)
+        game_id = session.game_id
+        self.forget(game_id)
+        self.resting[game_id] = RestingTable.of(game_id, listing)
+        written = self.rest_store.rested(game_id, listing, session.epoch)
+        asyncio.ensure_future(written).add_done_callback(_retrieved)
+
+    def unrest(self, session: Session) -> None:
+        """The first input of a table loaded back from rest: its stored listing goes (queued
+        before the input's own journal write), so a restart loads it."""
+        session.at_rest = False
+        if self.rest_store is not None:
+            written = self.rest_store.woken(session.game_id, session.epoch)
+            asyncio.ensure_future(written).add_done_callback(_retrieved)
+
+    async def wake(self, game_id: str) -> Session:
+        """Load a resting table back (one load however many calls ask at once)."""
+        waking = self._waking.get(game_id)
+        if waking is None:
+            waking = self._waking[game_id] = asyncio.ensure_future(self._load_resting(game_id))
+            waking.add_done_callback(lambda _: self._waking.pop(game_id, None))
+            waking.add_done_callback(_retrieved)
+        return await asyncio.shield(waking)
+
+    async def _load_resting(self, game_id: str) -> Session:
+        try:
+            stored = await self.store.load_game(game_id)
+        except StoreError as error:
+            raise store_refusal(error) from error
+        if game_id in self.sessions:
+            return self.sessions[game_id]
+        if self.resting.pop(game_id, None) is None or stored is None:  # dropped meanwhile
+            raise not_found(f"no game {quote(game_id)} on this server")
+        try:
+            restored = restore(game_id, *stored)
+        except RecoveryError as error:
+            self.healing.quarantine(game_id, str(error), stored_kind(stored[0]))
+            raise quarantined_refusal(game_id) from error
+        restored.session.at_rest = True
+        self.install(restored)
+        self._used.add(game_id)
+        self.actor.after_change(restored.session)
+        log.info("game_woken", game=game_id, inputs=restored.session.journal_length)
+        return restored.session
+
+    def listed(self, kind: str | None, include_finished: bool) -> list[Session | RestingTable]:
+        """The tables ``ListGames`` shows (in memory and at rest), oldest first."""
+        found: list[Session | RestingTable] = [
+            s for s in self.sessions.values()
+            if (kind is None or s.rules.kind == kind)
+            and (include_finished or not s.table.game_over(s.rules))]
+        if include_finished and self.resting:
+            found.extend(r for r in self.resting.values() if kind is None or r.kind == kind)
+            found.sort(key=lambda t: t.created_ms)  # stable: ties keep the order above
+        return found
 
     async def adopt(self, game_id: str, epoch: int) -> Session | None:
         """Load one table from the store (snapshot-checked journal replay) under the fencing
@@ -276,6 +392,7 @@ class GameHost:
             return None
         if game_id in self.sessions:  # adopted meanwhile
             return self.sessions[game_id]
+        self.resting.pop(game_id, None)
         try:
             restored = restore(game_id, *stored)
         except RecoveryError as error:
@@ -290,9 +407,25 @@ class GameHost:
     # --- start and stop ------------------------------------------------------------------------
 
     async def recover(self) -> None:
-        """Restore every stored table before serving; a damaged one is quarantined alone."""
+        """Restore every stored table not at rest before serving (those at rest are only
+        listed, from their stored listing); a damaged one is quarantined alone."""
         started = time.perf_counter()
+        resting = await self.rest_store.resting() if self.rest_store is not None else []
+        unreadable = []
+        for game_id, listing in resting:
+            try:
+                table = RestingTable.of(game_id, listing or {})
+            except (KeyError, TypeError, ValueError):
+                unreadable.append(game_id)  # loaded below instead
+                continue
+            self.resting[game_id] = table
+            if table.request_id:
+                self.create_requests[table.request_id] = game_id
         stored = await self.store.load()
+        for game_id in unreadable:
+            one = await self.store.load_game(game_id)
+            if one is not None:
+                stored.append((game_id, *one))
         inputs = 0
         for game_id, record, snapshot, journal in stored:
             inputs += len(journal)
@@ -301,13 +434,16 @@ class GameHost:
             except RecoveryError as error:
                 self.healing.quarantine(game_id, str(error), stored_kind(record))
                 continue
+            restored.session.at_rest = game_id in unreadable  # its listing is still stored
             self.install(restored)
+        held = len(self.sessions) + len(self.resting)
         self.enforce_retention()
         for session in self.sessions.values():
             self.actor.after_change(session)  # publish nothing yet, arm the timers and the bots
-        if stored:
-            log.info("recovered", games=len(self.sessions), quarantined=len(self.quarantined),
-                     dropped=len(stored) - len(self.sessions) - len(self.quarantined),
+        if stored or resting:
+            log.info("recovered", games=len(self.sessions), resting=len(self.resting),
+                     quarantined=len(self.quarantined),
+                     dropped=held - len(self.sessions) - len(self.resting),
                      inputs=inputs, seconds=round(time.perf_counter() - started, 3))
 
     def end_streams(self) -> None:

@@ -1,4 +1,10 @@
-"""Housekeeping: tables nobody joined expire, tables nobody plays end as abandoned.
+"""Housekeeping: finished tables rest, tables nobody joined expire, tables nobody plays end
+as abandoned.
+
+Each sweep first lets the finished tables nobody used since the previous sweep leave memory
+(``GameHost.rest_idle``, resting.py: the store keeps them; the next call loads them back). An
+unfinished table stays in memory while it may still need its timers, bots or housekeeping: an
+idle one is ended as abandoned (below), then rests like any finished table.
 
 A sweep runs on the injected clock. A table still waiting for players where no person took a
 seat is dropped (from memory and the store) ``unjoined_ttl_s`` after its creation. A table not
@@ -51,7 +57,7 @@ class Housekeeping:
     def period_ms(self) -> int:
         wanted = [t for t in (self.unjoined_ms, self.abandon_ms) if t > 0]
         if not wanted:
-            return 0
+            return MAX_PERIOD_MS if self.host.rest_store is not None else 0
         return max(MIN_PERIOD_MS, min(MAX_PERIOD_MS, min(wanted) // 10))
 
     def start(self) -> None:
@@ -72,8 +78,12 @@ class Housekeeping:
                                               self.sweep)
 
     def sweep(self) -> None:
-        """Drop expired tables and end abandoned ones; then arm the next sweep."""
+        """Let unused finished tables rest, drop expired tables and end abandoned ones; then
+        arm the next sweep."""
         self._timer = None
+        rested = self.host.rest_idle()
+        if rested:
+            log.info("tables_rested", tables=rested, resting=len(self.host.resting))
         now = self.host.clock.now_ms()
         sessions = self.host.sessions
         for game_id in [g for g in self.last_person_ms if g not in sessions]:
@@ -114,6 +124,7 @@ class Housekeeping:
             table = session.table
             found.append("finished" if table.game_over(session.rules)
                          else "live" if table.started else "waiting")
+        found.extend(["resting"] * len(self.host.resting))
         return found
 
     async def drain(self) -> None:

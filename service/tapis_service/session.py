@@ -21,6 +21,7 @@ from tapis_service.ownership import Ownership
 
 if TYPE_CHECKING:  # the adapters' hand encoders build on the session (wire)
     from tapis_service.adapters import GameAdapter
+    from tapis_service.api_keys import Backend
 
 _AWAITED: dict[frozenset[int], tuple[int, ...]] = {}
 """``to_act`` sets -> the awaited seats in order (shared tuples: few distinct sets)."""
@@ -195,6 +196,10 @@ class Session:
     epoch: int = 1
     """The fencing epoch this server holds the table under: 1 from its creation, bumped by
     each takeover in a cluster (a store that is not fenced ignores it)."""
+    create_request_id: str = ""
+    """The CreateGame request id that created the table ("" for none)."""
+    at_rest: bool = False
+    """Loaded back from rest (resting.py): its next input first clears its stored listing."""
     seats_without_bots: tuple[tbl.SeatSlot, ...] | None = None
     """The table's seats when last seen with no bot-controlled seat (the host then skips the
     bot scheduling while they are the same object: seats are immutable)."""
@@ -244,6 +249,10 @@ class Session:
         first = self.events[0].event.sequence
         start = max(0, sequence + 1 - first)
         return self.events[start:]
+
+    def listed_to(self, backend: Backend | None) -> bool:
+        """ListGames shows the table to this caller (its ``ownership`` decides)."""
+        return self.ownership.listed_to(backend)
 
     def remembered(self, seat: int, request_id: str) -> Applied | None:
         """The committed answer to ``request_id`` of ``seat``, if there is one."""

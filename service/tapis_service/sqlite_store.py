@@ -85,6 +85,12 @@ MIGRATIONS: tuple[str, ...] = (
         value TEXT NOT NULL
     );
     """,
+    # 2: the listing of a table at rest (not held in memory): NULL while the table must be
+    # loaded at start; set when the host lets a finished table leave memory, cleared by its
+    # next input. ListGames reads it instead of loading the table.
+    """
+    ALTER TABLE games ADD COLUMN listing TEXT;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this server writes and reads."""
@@ -118,6 +124,7 @@ class SqliteStore:
     """Tables, their journals and snapshots in ``<data_dir>/tapis.sqlite3``."""
 
     keeps_journal = True
+    can_rest = True
 
     def __init__(self, data_dir: Path | str, synchronous: str = SYNCHRONOUS,
                  max_batch: int = 0, failpoint: Failpoint | None = None) -> None:
@@ -177,7 +184,7 @@ class SqliteStore:
 
     def created(self, game_id: str, record: JSON) -> asyncio.Future[None]:
         self._order += 1
-        return self._submit([("INSERT INTO games VALUES (?, ?, ?, 0)",
+        return self._submit([("INSERT INTO games VALUES (?, ?, ?, 0, NULL)",
                               (game_id, self._order, canonical_json(record)), "")])
 
     def appended(self, game_id: str, index: int, entry: JSON,
@@ -201,28 +208,60 @@ class SqliteStore:
         return self._submit([(f"DELETE FROM {name} WHERE game_id = ?", (game_id,), "")
                              for name in ("journal", "snapshots", "games")])
 
+    def rested(self, game_id: str, listing: JSON, epoch: int = 1) -> asyncio.Future[None]:
+        return self._submit([("UPDATE games SET listing = ? WHERE game_id = ?",
+                              (canonical_json(listing), game_id), "")])
+
+    def woken(self, game_id: str, epoch: int = 1) -> asyncio.Future[None]:
+        return self._submit([("UPDATE games SET listing = NULL WHERE game_id = ?",
+                              (game_id,), "")])
+
+    async def resting(self) -> list[tuple[str, JSON | None]]:
+        """The tables at rest, oldest first: (game_id, its listing; None when the listing
+        cannot be decoded: the host loads that table instead). Nothing else is read."""
+        try:
+            reader = self._reader()
+            try:
+                rows = reader.execute("SELECT game_id, listing FROM games WHERE listing IS NOT "
+                                      "NULL ORDER BY created_order").fetchall()
+            finally:
+                reader.close()
+        except sqlite3.Error as error:
+            raise StoreCorrupt(f"{self.path}: cannot be read ({_short(error)})") from error
+        found: list[tuple[str, JSON | None]] = []
+        for raw_id, listing in rows:
+            try:
+                decoded = json.loads(listing)
+            except (ValueError, TypeError):
+                decoded = None
+            found.append((_text(raw_id), decoded if isinstance(decoded, dict) else None))
+        return found
+
     def probe(self) -> asyncio.Future[None]:
         """A small write of its own: completes once the store commits writes again."""
         return self._submit([("INSERT OR REPLACE INTO meta VALUES ('probe', ?)",
                               (str(self.commits),), "")])
 
     async def load(self) -> list[tuple[str, JSON, JSON | None, list[JSON]]]:
-        """Every stored table, oldest first: (game_id, creation record, last snapshot or None,
-        the whole journal). A snapshot comes back as ``{"index", "format", "checksum_ok",
-        "text"}``; recovery decodes and checks it (see recovery.py). A table whose rows cannot
-        be decoded comes back as ``({"damaged": why}, None, [])``: recovery quarantines it. A
-        file that cannot be read raises ``StoreCorrupt``."""
+        """Every stored table not at rest (``resting`` lists those), oldest first: (game_id,
+        creation record, last snapshot or None, the whole journal). A snapshot comes back as
+        ``{"index", "format", "checksum_ok", "text"}``; recovery decodes and checks it (see
+        recovery.py). A table whose rows cannot be decoded comes back as ``({"damaged": why},
+        None, [])``: recovery quarantines it. A file that cannot be read raises
+        ``StoreCorrupt``."""
         try:
             reader = self._reader()
             try:
                 games = reader.execute(
-                    "SELECT game_id, record FROM games ORDER BY created_order").fetchall()
+                    "SELECT game_id, record FROM games WHERE listing IS NULL "
+                    "ORDER BY created_order").fetchall()
                 snapshots = {row[0]: row[1:] for row in reader.execute(
-                    "SELECT game_id, idx, format, checksum, data FROM snapshots")}
-                journals: dict[str, list[tuple[int, str]]] = {}
-                for game_id, index, entry in reader.execute(
-                        "SELECT game_id, idx, entry FROM journal ORDER BY game_id, idx"):
-                    journals.setdefault(game_id, []).append((index, entry))
+                    "SELECT s.game_id, s.idx, s.format, s.checksum, s.data FROM snapshots s "
+                    "JOIN games g ON g.game_id = s.game_id WHERE g.listing IS NULL")}
+                journals = {game_id: reader.execute(  # by primary key: only these games
+                    "SELECT idx, entry FROM journal WHERE game_id = CAST(? AS TEXT) "
+                    "ORDER BY idx",
+                    (game_id,)).fetchall() for game_id, _ in games}
             finally:
                 reader.close()
         except sqlite3.Error as error:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Generator
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 JSON = dict[str, Any]
 StoredGame = tuple[JSON, JSON | None, list[JSON]]
@@ -90,6 +90,27 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class RestingStore(Store, Protocol):
+    """A store that keeps, beside a table, its listing while the table rests (out of memory):
+    the host then lets finished tables leave memory and loads them back on demand (see
+    resting.py). ``load`` gives only the tables not at rest."""
+
+    def rested(self, game_id: str, listing: JSON, epoch: int) -> Awaitable[None]:
+        """The table leaves memory: keep its listing (a failure costs nothing: it is then
+        loaded at the next start)."""
+        ...
+
+    def woken(self, game_id: str, epoch: int) -> Awaitable[None]:
+        """The table changes again (its first input since it was loaded back): forget its
+        listing, so a restart loads it."""
+        ...
+
+    async def resting(self) -> list[tuple[str, JSON | None]]:
+        """The tables at rest, oldest first: (game_id, listing; None when it cannot be read)."""
+        ...
 
 
 class _Committed:

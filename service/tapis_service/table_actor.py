@@ -308,6 +308,8 @@ class TableActor:
     def _queue(self, session: Session, entry: dict[str, Any]) -> Awaitable[None]:
         """Queue the journal write of the input just applied (and a snapshot when one is
         due): the store commits a table's writes in the order they are queued."""
+        if session.at_rest:  # loaded back from rest: a restart must load it from now on
+            self.host.unrest(session)
         write = self.store.appended(session.game_id, session.journal_length, entry,
                                     session.epoch)
         self._checkpoint(session)

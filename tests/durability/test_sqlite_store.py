@@ -197,3 +197,24 @@ async def test_a_commit_that_fails_says_whether_it_may_have_been_applied(
     assert await store.load_game("g") is None  # read again: what the file holds decides
     await must(store.created("g", {"kind": "war"}))  # the writer goes on
     store.close()
+
+
+async def test_a_resting_table_is_listed_and_not_loaded_until_it_is_woken(
+        tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path)
+    for game_id in ("a", "b", "c"):
+        await must(store.created(game_id, {"kind": "war"}))
+    await must(store.appended("a", 1, {"i": 1}))
+    await must(store.rested("a", {"status": "over"}))
+    await must(store.rested("c", {"status": "over"}))
+    raw = sqlite3.connect(tmp_path / FILE_NAME)
+    raw.execute("UPDATE games SET listing = 'not json' WHERE game_id = 'c'")
+    raw.commit()
+    raw.close()
+    assert [game_id for game_id, *_ in await store.load()] == ["b"]
+    assert await store.resting() == [("a", {"status": "over"}), ("c", None)]
+    assert await store.load_game("a") == ({"kind": "war"}, None, [{"i": 1}])
+    await must(store.woken("a"))
+    assert [game_id for game_id, *_ in await store.load()] == ["a", "b"]
+    assert [game_id for game_id, _ in await store.resting()] == ["c"]
+    store.close()
