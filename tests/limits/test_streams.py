@@ -12,15 +12,12 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_service.clock import ManualClock
-from tests.support.calls import reason_of, refusal, war_for_two
+from tests.support.calls import STREAM_DEADLINE_S, reason_of, refusal, war_for_two
 from tests.support.server import ServerFactory
 
 # a client that buffers little and does not grow its window: flow control fills up fast
 SMALL_WINDOW = [("grpc.http2.bdp_probe", 0), ("grpc.http2.lookahead_bytes", 16_384),
                 ("grpc.use_local_subchannel_pool", 1)]
-CALL_DEADLINE_S = 60
-"""A stream a test reads to its end has this deadline: one the server never ends fails the test
-with DEADLINE_EXCEEDED instead of waiting forever."""
 
 
 async def first_message(call: grpc.aio.UnaryStreamCall) -> pb.StreamEventsResponse:
@@ -33,17 +30,20 @@ async def test_streams_beyond_a_tables_cap_are_refused(make_server: ServerFactor
     h = await make_server(clock=ManualClock(), max_streams_per_table=2)
     game_id, _ = await war_for_two(h)
     other_id, _ = await war_for_two(h)
-    calls = [h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id)) for _ in range(2)]
+    calls = [h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
+                                 timeout=STREAM_DEADLINE_S) for _ in range(2)]
     for call in calls:
         await first_message(call)
     code, reason, _ = await refusal(h.stub.StreamEvents(pb.StreamEventsRequest(
-        game_id=game_id)).read())
+        game_id=game_id), timeout=STREAM_DEADLINE_S).read())
     assert (code, reason) == ("RESOURCE_EXHAUSTED", "TOO_MANY_STREAMS")
-    await first_message(h.stub.StreamEvents(pb.StreamEventsRequest(game_id=other_id)))
+    await first_message(h.stub.StreamEvents(pb.StreamEventsRequest(game_id=other_id),
+                                            timeout=STREAM_DEADLINE_S))
     calls[0].cancel()
     while len(h.host.sessions[game_id].subscribers) > 1:  # the cancel reaches the server
         await asyncio.sleep(0.01)
-    await first_message(h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id)))
+    await first_message(h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
+                                            timeout=STREAM_DEADLINE_S))
 
 
 async def test_streams_beyond_a_connections_or_an_addresss_cap_are_refused(
@@ -52,18 +52,20 @@ async def test_streams_beyond_a_connections_or_an_addresss_cap_are_refused(
                           max_streams_per_peer=3)
     games = [(await war_for_two(h))[0] for _ in range(4)]
     for game_id in games[:2]:
-        await first_message(h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id)))
+        await first_message(h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
+                                                timeout=STREAM_DEADLINE_S))
     code, reason, details = await refusal(h.stub.StreamEvents(pb.StreamEventsRequest(
-        game_id=games[2])).read())
+        game_id=games[2]), timeout=STREAM_DEADLINE_S).read())
     assert (code, reason) == ("RESOURCE_EXHAUSTED", "TOO_MANY_STREAMS")
     assert "connection" in details
     second = grpc.aio.insecure_channel(f"127.0.0.1:{h.running.port}",
                                        options=[("grpc.use_local_subchannel_pool", 1)])
     try:
         stub = pb_grpc.GameServiceStub(second)
-        await first_message(stub.StreamEvents(pb.StreamEventsRequest(game_id=games[2])))
+        await first_message(stub.StreamEvents(pb.StreamEventsRequest(game_id=games[2]),
+                                              timeout=STREAM_DEADLINE_S))
         code, reason, details = await refusal(stub.StreamEvents(pb.StreamEventsRequest(
-            game_id=games[3])).read())
+            game_id=games[3]), timeout=STREAM_DEADLINE_S).read())
         assert (code, reason) == ("RESOURCE_EXHAUSTED", "TOO_MANY_STREAMS")
         assert "address" in details
     finally:
@@ -83,7 +85,7 @@ async def test_a_stream_that_stops_reading_is_cut_and_freed(make_server: ServerF
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{h.running.port}", options=SMALL_WINDOW)
     try:
         call = pb_grpc.GameServiceStub(channel).StreamEvents(
-            pb.StreamEventsRequest(game_id=game_id), timeout=CALL_DEADLINE_S)
+            pb.StreamEventsRequest(game_id=game_id), timeout=STREAM_DEADLINE_S)
         guard = h.running.api.streams  # type: ignore[union-attr]
         for _ in range(1000):  # until the server's write waits on the client that never reads
             stalled = [s for s in guard.open if s.writing_since is not None]
@@ -111,7 +113,7 @@ async def test_a_stream_cut_while_its_first_message_is_in_flight_still_ends(
     clock = ManualClock()
     h = await make_server(clock=clock, stream_stall_ms=5_000)
     game_id, _ = await war_for_two(h)
-    call = h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id), timeout=CALL_DEADLINE_S)
+    call = h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id), timeout=STREAM_DEADLINE_S)
     guard = h.running.api.streams  # type: ignore[union-attr]
     # one loop turn at a time: a grpc write completes through the loop, so the handler is still
     # suspended in its first write on the turn after it began it
