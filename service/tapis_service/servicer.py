@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, NoReturn
 
 import grpc
+import structlog
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
@@ -52,17 +53,26 @@ async def refuse(context: grpc.aio.ServicerContext, error: ServiceError) -> NoRe
 
 
 _ENDING: set[asyncio.Future[None]] = set()
+log = structlog.get_logger("tapis.rpc")
 
 
-def stream_ender(context: grpc.aio.ServicerContext) -> EndStream:
+async def stream_ender(context: grpc.aio.ServicerContext) -> EndStream:
     """How a server stream of ``context`` is ended from another task (the watchdog): its
-    status is queued behind the messages grpc holds, then the stream's task is cancelled."""
+    status is queued behind the messages grpc holds, then the stream's task is cancelled.
+
+    The stream's headers go out first, here, before any message: grpc sends them with the
+    first message otherwise, and an abort while that first write is pending would queue the
+    headers a second time, which grpc refuses (``TOO_MANY_OPERATIONS``). The status would then
+    never be sent, and a client reading the cut stream would wait for its end forever."""
+    await context.send_initial_metadata(())
 
     async def end(error: ServiceError) -> None:
         try:
             await context.abort_with_status(to_status(error))
-        except Exception:  # abort_with_status raises AbortError once the status is queued
+        except grpc.aio.AbortError:  # raised once the status is queued: the normal end
             return
+        except Exception as failure:  # the status is not sent: say so, never silently
+            log.warning("stream_end_failed", reason=error.reason, error=repr(failure))
 
     def start(error: ServiceError) -> None:
         ending = asyncio.ensure_future(end(error))
@@ -115,8 +125,8 @@ class GameServicer(NotServedYet, pb_grpc.GameServiceServicer):
         try:
             if request is UNDECODABLE:  # CallGuard's decoder: bytes that are no request
                 raise invalid_request("StreamEvents")
-            async for message in self.api.stream_events(request, caller_of(context),
-                                                        stream_ender(context)):
+            end = await stream_ender(context)
+            async for message in self.api.stream_events(request, caller_of(context), end):
                 yield message
         except ServiceError as error:
             await refuse(context, error)

@@ -29,7 +29,7 @@ from tapis_service.clock import ManualClock
 from tapis_service.errors import ServiceError
 from tapis_service.host import GameHost
 from tapis_service.sqlite_store import FILE_NAME, SqliteStore
-from tests.support.calls import auth, person_seats, reason_of
+from tests.support.calls import STREAM_DEADLINE_S, auth, person_seats, reason_of
 from tests.support.server import TEST_SETTINGS, Harness, ServerFactory
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
@@ -143,7 +143,8 @@ async def test_a_call_cancelled_mid_commit_still_publishes_and_the_bot_moves_eve
     clock = durable.clock
     assert isinstance(clock, ManualClock)
     clock.advance(0)
-    stream = durable.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id))
+    stream = durable.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
+                                       timeout=STREAM_DEADLINE_S)
     view = (await durable.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
     await next_events(stream, view.last_sequence)
     for attempt in range(50):
@@ -216,7 +217,8 @@ async def test_a_cancelled_submit_task_completes_its_commit_and_rearms_the_bot(
 async def test_a_refused_write_answers_unavailable_and_the_retry_is_applied_once(
         durable: Harness, failpoint: Failpoint, tmp_path: Path) -> None:
     game_id, tokens = await two_people(durable)
-    stream = durable.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id))
+    stream = durable.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
+                                       timeout=STREAM_DEADLINE_S)
     for _ in range(4):
         await durable.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),
                                         metadata=auth(tokens[await awaited(durable, game_id)]))

@@ -14,7 +14,7 @@ from tapis_engine.protocol import GameSetup
 from tapis_engine.war import RULES as WAR
 from tapis_service.adapters.cards import card_to_proto
 from tapis_service.clock import ManualClock
-from tests.support.calls import view_of
+from tests.support.calls import STREAM_DEADLINE_S, view_of
 from tests.support.server import Harness, Restartable
 
 BOTS = [pb.SeatConfig(type=pb.SEAT_TYPE_BOT), pb.SeatConfig(type=pb.SEAT_TYPE_BOT)]
@@ -40,7 +40,8 @@ async def test_a_finished_games_seed_and_salt_hash_to_the_commitment_shown_at_it
     assert start.status == pb.GAME_STATUS_IN_PROGRESS and len(committed) == 64
     assert not start.fairness.deal_chosen
     assert (start.fairness.seed, start.fairness.seed_salt) == (0, "")  # secret while in play
-    stream = server.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id))
+    stream = server.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
+                                      timeout=STREAM_DEADLINE_S)
     first = await stream.read()
     started = [e.game_started for e in first.events if e.HasField("game_started")]
     assert started and started[0].seed_commitment == committed

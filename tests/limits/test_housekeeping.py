@@ -12,7 +12,15 @@ from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.war import RULES as WAR
 from tapis_service.clock import ManualClock
-from tests.support.calls import REVEAL, auth, person_seats, refusal, view_of, war_for_two
+from tests.support.calls import (
+    REVEAL,
+    STREAM_DEADLINE_S,
+    auth,
+    person_seats,
+    refusal,
+    view_of,
+    war_for_two,
+)
 from tests.support.server import Restartable, ServerFactory
 
 MINUTE = 60_000
@@ -62,7 +70,7 @@ async def test_a_table_where_nobody_acts_ends_as_abandoned_and_stays_so(
         assert (await stub.GetGame(pb.GetGameRequest(game_id=game_id))).game.status \
             == pb.GAME_STATUS_IN_PROGRESS
         stream = stub.StreamEvents(pb.StreamEventsRequest(
-            game_id=game_id, after_sequence=view.last_sequence + 1))
+            game_id=game_id, after_sequence=view.last_sequence + 1), timeout=STREAM_DEADLINE_S)
         clock.advance(11 * MINUTE)
         assert servers.running is not None
         await servers.running.api.housekeeping.drain()  # type: ignore[union-attr]

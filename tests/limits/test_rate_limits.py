@@ -5,7 +5,7 @@ from __future__ import annotations
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import ManualClock
 from tapis_service.ratelimit import PeerLimits, TokenBuckets
-from tests.support.calls import auth, refusal, view_of, war_for_two
+from tests.support.calls import STREAM_DEADLINE_S, auth, refusal, view_of, war_for_two
 from tests.support.server import ServerFactory
 
 
@@ -37,7 +37,7 @@ async def test_wrong_tokens_beyond_the_rate_of_an_address_are_refused(
                  h.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id),
                                      metadata=auth("guess")),
                  h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
-                                     metadata=auth("guess")).read()):
+                                     metadata=auth("guess"), timeout=STREAM_DEADLINE_S).read()):
         code, reason, _ = await refusal(call)
         assert (code, reason) == ("RESOURCE_EXHAUSTED", "RATE_LIMITED")
     # the right token is never limited, and the address gets its rate back

@@ -16,7 +16,7 @@ from tapis_service.adapters.cards import card_to_proto
 from tapis_service.clock import ManualClock
 from tapis_service.server import server_options
 from tapis_service.settings import Settings
-from tests.support.calls import REVEAL, auth, refusal, view_of, war_for_two
+from tests.support.calls import REVEAL, STREAM_DEADLINE_S, auth, refusal, view_of, war_for_two
 from tests.support.games import KINDS, proto_kind
 from tests.support.server import Harness, ServerFactory
 
@@ -39,7 +39,8 @@ async def test_a_20000_byte_game_id_is_invalid_everywhere_and_its_log_line_is_sh
             code, reason, details = await refusal(call)
             assert (code, reason) == ("INVALID_ARGUMENT", "VALUE_TOO_LONG")
             assert len(details) < 100 and "g" * 50 not in details
-        stream = server.stub.StreamEvents(pb.StreamEventsRequest(game_id=HUGE_ID))
+        stream = server.stub.StreamEvents(pb.StreamEventsRequest(game_id=HUGE_ID),
+                                          timeout=STREAM_DEADLINE_S)
         code, reason, _ = await refusal(stream.read())
         assert (code, reason) == ("INVALID_ARGUMENT", "VALUE_TOO_LONG")
     refused = [entry for entry in logs if entry["event"] == "refused"]
@@ -55,7 +56,7 @@ async def test_an_empty_game_id_is_a_missing_argument_everywhere(server: Harness
         server.stub.JoinGame(pb.JoinGameRequest(display_name="ana")),
         server.stub.SubmitAction(pb.SubmitActionRequest(action=REVEAL),
                                  metadata=auth(tokens[0])),
-        server.stub.StreamEvents(pb.StreamEventsRequest()).read(),
+        server.stub.StreamEvents(pb.StreamEventsRequest(), timeout=STREAM_DEADLINE_S).read(),
     ]
     for call in calls:
         code, reason, details = await refusal(call)

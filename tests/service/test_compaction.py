@@ -11,7 +11,7 @@ from tapis_engine.registry import rules_for
 from tapis_service import compaction, wire
 from tapis_service.clock import ManualClock
 from tapis_service.host import GameHost
-from tests.support.calls import REVEAL, auth, new_war
+from tests.support.calls import REVEAL, STREAM_DEADLINE_S, auth, new_war
 from tests.support.driver import all_events, play_to_end
 from tests.support.server import TEST_SETTINGS, Harness
 
@@ -22,7 +22,7 @@ GAMES = 8
 async def _follow(h: Harness, game_id: str, token: str | None,
                   into: list[pb.Event]) -> None:
     stream = h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
-                                 metadata=auth(token) if token else None)
+                                 metadata=auth(token) if token else None, timeout=STREAM_DEADLINE_S)
     async for response in stream:
         into.extend(response.events)
 

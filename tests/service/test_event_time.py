@@ -13,7 +13,7 @@ from tapis.v1 import war_pb2
 from tapis_service.clock import ManualClock
 from tapis_service.server import create_server
 from tapis_service.sqlite_store import SqliteStore
-from tests.support.calls import auth
+from tests.support.calls import STREAM_DEADLINE_S, auth
 from tests.support.driver import all_events
 from tests.support.server import TEST_SETTINGS, Harness, ServerFactory
 
@@ -66,7 +66,7 @@ async def test_each_event_has_the_time_its_input_was_applied(make_server: Server
     assert times(streamed[-len(first) - len(second):]) == times(first + second)
     # The player sees the same times as the spectator.
     seat_stream = harness.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
-                                            metadata=auth(tokens[0]))
+                                            metadata=auth(tokens[0]), timeout=STREAM_DEADLINE_S)
     seen: list[pb.Event] = []
     async for response in seat_stream:
         seen.extend(response.events)

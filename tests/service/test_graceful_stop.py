@@ -13,7 +13,7 @@ from grpc_status import rpc_status
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.sqlite_store import SqliteStore
-from tests.support.calls import REVEAL, auth, view_of, war_for_two
+from tests.support.calls import REVEAL, STREAM_DEADLINE_S, auth, view_of, war_for_two
 from tests.support.server import ServerFactory
 
 GRACE_S = 120.0
@@ -35,7 +35,7 @@ async def test_stopping_ends_streams_with_where_to_resume(make_server: ServerFac
     game_id, tokens = await war_for_two(first)
     seen: list[pb.Event] = []
     stream = first.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
-                                     metadata=auth(tokens[0]))
+                                     metadata=auth(tokens[0]), timeout=STREAM_DEADLINE_S)
 
     async def read() -> grpc.aio.AioRpcError:
         try:
@@ -67,7 +67,7 @@ async def test_stopping_ends_streams_with_where_to_resume(make_server: ServerFac
     view = (await second.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
     resumed = second.stub.StreamEvents(pb.StreamEventsRequest(
         game_id=game_id, after_sequence=int(info.metadata["resume_after_sequence"])),
-        metadata=auth(tokens[0]))
+        metadata=auth(tokens[0]), timeout=STREAM_DEADLINE_S)
     async for response in resumed:
         seen.extend(response.events)
         if seen[-1].sequence >= view.last_sequence:

@@ -14,7 +14,7 @@ from tapis.v1 import cards_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import ManualClock
 from tapis_service.store import COMMITTED
-from tests.support.calls import REVEAL, auth, new_war, reason_of, view_of
+from tests.support.calls import REVEAL, STREAM_DEADLINE_S, auth, new_war, reason_of, view_of
 from tests.support.driver import all_events, play_to_end
 from tests.support.server import Harness, ServerFactory
 
@@ -416,7 +416,7 @@ async def test_no_stream_sees_an_event_before_its_action_is_committed(
     created = await h.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR, seed=1))
     game_id = created.game.game_id
     session = h.host.sessions[game_id]
-    stream = h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id))
+    stream = h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id), timeout=STREAM_DEADLINE_S)
     first_join = asyncio.ensure_future(
         h.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=0)))
     while len(store.pending) < 1:

@@ -10,6 +10,10 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tests.support.server import Harness
 
+STREAM_DEADLINE_S = 60.0
+"""The deadline of every event stream a test opens: a stream the server never ends fails its test
+with DEADLINE_EXCEEDED instead of waiting forever."""
+
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 
 

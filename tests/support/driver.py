@@ -12,7 +12,7 @@ import grpc
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.adapters import ADAPTERS
-from tests.support.calls import auth
+from tests.support.calls import STREAM_DEADLINE_S, auth
 from tests.support.server import Harness
 
 T = TypeVar("T")
@@ -131,7 +131,7 @@ async def all_events(stub: pb_grpc.GameServiceStub, game_id: str, after: int, un
     if until <= after:
         return out
     stream = stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id, after_sequence=after),
-                               metadata=auth(token) if token else None)
+                               metadata=auth(token) if token else None, timeout=STREAM_DEADLINE_S)
     async for response in stream:
         out.extend(response.events)
         if response.events[-1].sequence >= until:

@@ -47,7 +47,7 @@ def game_service(relay: Relay, listing: Listing) -> grpc.GenericRpcHandler:
     async def stream_events(raw: bytes, context: grpc.aio.ServicerContext
                             ) -> AsyncIterator[bytes]:
         try:
-            async for message in relay.stream(raw, caller_of(context), stream_ender(context)):
+            async for message in relay.stream(raw, caller_of(context), await stream_ender(context)):
                 yield message
         except ServiceError as error:
             await refuse(context, error)
