@@ -67,7 +67,12 @@ StreamServe = Callable[[bytes, Caller, EndStream], AsyncIterator[bytes]]
 
 class OwnerUnreachable(Exception):
     """The tunnel closed before the owner answered: the owner died, stopped or cannot be
-    reached (the relaying node looks the table up again)."""
+    reached (the relaying node looks the table up again). ``sent``: the call had been handed
+    to the tunnel, so the owner may have served it (a write may have been applied)."""
+
+    def __init__(self, why: str, sent: bool = True) -> None:
+        super().__init__(why)
+        self.sent = sent
 
 
 # --- the relaying side ----------------------------------------------------------------------------
@@ -128,7 +133,7 @@ class TunnelClient:
         """The owner's answer to one call; its refusal is raised (``OwnerUnreachable`` when
         the tunnel closed first)."""
         if self.broken:
-            raise OwnerUnreachable("the tunnel to the table's owner is closed")
+            raise OwnerUnreachable("the tunnel to the table's owner is closed", sent=False)
         call_id = next(self._ids) & 0xFFFFFFFF
         waiting: asyncio.Future[bytes | ServiceError] = self._loop.create_future()
         self._pending[call_id] = waiting
