@@ -109,8 +109,9 @@ async def test_a_write_relayed_to_a_lost_owner_is_in_doubt_and_listing_says_part
         await play_to_the_end(at_survivor, stats, there, rng, max_actions=2)
         seat, request = await _next_move(at_survivor, stats, there, rng)
 
-        lost.kill()
         await _pin_membership(cluster_url, lost, alive=True)  # lost, not yet known dead
+        lost.kill()
+        await _pin_membership(cluster_url, lost, alive=True)  # (over its last renewal)
         listed = await at_survivor.ListGames(pb.ListGamesRequest(), timeout=10)
         assert listed.partial
         assert list(listed.missing_nodes) == [lost.address]

@@ -36,6 +36,12 @@ LEASE_SHARE = 0.9
 """The share of the TTL a renewal's lease runs (the rest: a margin for clock rates)."""
 
 
+def _retrieved(task: asyncio.Task[None]) -> None:
+    """A renewal's failure is logged by the heartbeat (or is a caller's STORE_UNAVAILABLE)."""
+    if not task.cancelled():
+        task.exception()
+
+
 def lease_clock() -> float:
     """Seconds on a monotonic clock that counts a suspended machine's time too (Linux's
     ``CLOCK_BOOTTIME``; elsewhere ``time.monotonic``): never the wall clock."""
@@ -191,6 +197,7 @@ class Locator:
         """The membership renewal under way, or a new one."""
         if self._renewal is None or self._renewal.done():
             self._renewal = asyncio.ensure_future(self._renew())
+            self._renewal.add_done_callback(_retrieved)
         return self._renewal
 
     async def _renew(self) -> None:
@@ -204,6 +211,8 @@ class Locator:
         node took meanwhile (the renewal, just committed, is ordered after every takeover)."""
         self.lease_until = -math.inf
         self._lapses += 1
+        if not self.host.sessions:  # (a node's first renewal, too)
+            return
         owned = await self.directory.owned()
         for game_id, session in list(self.host.sessions.items()):
             if owned.get(game_id) != session.epoch:

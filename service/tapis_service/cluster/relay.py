@@ -36,8 +36,6 @@ from tapis_service.streams import too_slow
 DEADLINE_TTLS = 2.0
 """The longest a relayed unary call waits for the owner's answer, in TTLs (the tunnel's
 deadline; a client's shorter deadline is passed on as it is)."""
-WRITES = frozenset({"JoinGame", "SubmitAction"})
-"""The relayed methods that change a table."""
 
 
 def commit_unknown(game_id: str) -> ServiceError:
@@ -161,15 +159,17 @@ class Relay:
     async def call(self, method: str, raw: bytes, caller: Caller) -> bytes:
         """A unary call for the table named in ``raw``, answered wherever it is served."""
         game_id = game_id_of(raw)
+        if method == "ListGames":  # this node's part: only while its ownership is confirmed
+            await self.locator.confirm()
         try:
             return await self._once(method, raw, caller, game_id)
         except tunnel.OwnerUnreachable as error:
             self.locator.forget(game_id)  # it died, is stopping or frozen: look again, once
-            in_doubt = error.sent and method in WRITES
+            in_doubt = error.sent and method in frames.WRITES
         try:
             return await self._once(method, raw, caller, game_id)
         except tunnel.OwnerUnreachable as error:
-            if in_doubt or (error.sent and method in WRITES):
+            if in_doubt or (error.sent and method in frames.WRITES):
                 raise commit_unknown(game_id) from error
             raise table_moved(game_id) from error
         except ServiceError as refused:  # "not applied" would be wrong: the first may have
