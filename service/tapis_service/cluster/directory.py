@@ -90,7 +90,14 @@ class Directory:
         """Become the table's owner if its epoch is still ``seen_epoch`` and its owner is dead
         or gone (checked under a lock on the owner's membership): the new epoch, or None if
         another node moved it first or its owner renewed meanwhile."""
-        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection, \
+                connection.transaction():
+            # wait (a TTL at most) for the appends in flight: what they commit is loaded
+            await connection.execute(f"SET LOCAL lock_timeout = {int(self.ttl_s * 1000)}")
+            locked = await connection.fetchval(
+                "SELECT epoch FROM games WHERE game_id = $1 FOR UPDATE", game_id)
+            if locked != seen_epoch:
+                return None
             epoch = await connection.fetchval(
                 "WITH owner_alive AS (SELECT m.expires_at > now() AS alive FROM games g "
                 "JOIN members m ON m.node_id = g.owner WHERE g.game_id = $2 FOR SHARE OF m) "
