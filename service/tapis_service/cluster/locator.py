@@ -88,10 +88,10 @@ class Locator:
         served here or refused TABLE_MOVED, never relayed again."""
         if not game_id:
             return None
-        if game_id in self.host.sessions and game_id not in self._unconfirmed \
-                and self.confirmed():
+        held = game_id in self.host.sessions
+        if held and game_id not in self._unconfirmed and self.confirmed():
             return None
-        cached = self._routes.get(game_id)
+        cached = None if held else self._routes.get(game_id)
         if cached is not None and not forwarded and cached[1] > time.monotonic():
             return cached[0]
         lock = self._locks.setdefault(game_id, asyncio.Lock())
@@ -170,6 +170,7 @@ class Locator:
             raise
         finally:
             self._unconfirmed.discard(game_id)
+        self.forget(game_id)
         if trigger:
             metrics.TAKEOVERS.labels(trigger).inc()
             log.info("table_taken_over", game=game_id, epoch=epoch, trigger=trigger)
@@ -182,8 +183,9 @@ class Locator:
 
     async def confirm(self) -> None:
         """Return once the lease runs (renewing it if it is out); STORE_UNAVAILABLE when the
-        database does not confirm it within a TTL."""
-        if self.confirmed():
+        database does not confirm it within a TTL. A leaving node holds nothing and renews
+        nothing (its membership is gone)."""
+        if self.confirmed() or self.leaving:
             return
         try:
             async with asyncio.timeout(self.ttl_s):
