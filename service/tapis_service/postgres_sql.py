@@ -111,7 +111,8 @@ async def append(connection: asyncpg.Connection, appends: Sequence[Append],
         "INSERT INTO journal (game_id, idx, entry) "
         "SELECT u.g, u.i, u.e FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[]) "
         "AS u(g, i, e, ep) JOIN games ON games.game_id = u.g AND games.epoch = u.ep "
-        "RETURNING game_id, idx",
+        # the table's row stays locked until this commits: a takeover waits for it
+        "FOR KEY SHARE OF games RETURNING game_id, idx",
         games, indexes, entries, [a.epoch for a in appends])
     written = {(r["game_id"], r["idx"]) for r in rows}
     return [(a.game_id, a.index) in written for a in appends]

@@ -50,6 +50,9 @@ JSON = dict[str, Any]
 
 COMMAND_TIMEOUT_S = 30.0
 """A statement the database does not answer within this fails (never hangs)."""
+FENCED_SETTINGS = {"idle_in_transaction_session_timeout": "10000"}
+"""A cluster node's sessions: a transaction left open by a frozen node (its appends lock
+their tables' rows against a takeover) is ended by the database after 10 s."""
 LANES = 1
 """Writers per store: a table's writes go through one of them (by its id), in order. One: more
 lanes measured no better on 2 shared cores, and the reconnect path is only proven with one."""
@@ -109,7 +112,8 @@ class PostgresStore:
         for recovery. ``DatabaseUnreachable`` / ``SchemaError`` when it cannot serve."""
         try:
             pool = await asyncpg.create_pool(url, min_size=1, max_size=LANES + 4, timeout=10,
-                                             command_timeout=COMMAND_TIMEOUT_S)
+                                             command_timeout=COMMAND_TIMEOUT_S,
+                                             server_settings=FENCED_SETTINGS if fenced else None)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError,
                 TimeoutError) as error:
             raise DatabaseUnreachable(

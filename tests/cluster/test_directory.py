@@ -1,8 +1,13 @@
 """The cluster's directory queries on a real PostgreSQL, rows written by hand: which tables the
-orphan sweep takes over."""
+orphan sweep takes over, and what a takeover waits for."""
 
 from __future__ import annotations
 
+import asyncio
+
+import asyncpg
+
+from tapis_service import postgres_sql
 from tapis_service.cluster.directory import Directory
 from tapis_service.postgres_store import PostgresStore
 
@@ -31,5 +36,48 @@ async def test_the_sweep_takes_dead_and_departed_owners_tables_never_its_own(
         assert {r["game_id"]: (r["owner"], r["epoch"]) for r in rows} == {
             "mine": ("me", 3), "of-the-dead": ("me", 4), "of-the-living": ("alive", 3),
             "handed-off": ("me", 4), "over": ("dead", 3)}
+    finally:
+        await store.aclose()
+
+
+async def test_a_takeover_waits_for_an_append_in_flight_and_never_takes_a_live_owners_table(
+        database_url: str) -> None:
+    """The old owner's append, begun at its epoch and not yet committed (a node frozen between
+    its INSERT and its COMMIT), holds the table's row: the takeover waits for it, so what it
+    commits is in what the new owner loads; and a takeover of a live owner's table fails."""
+    store = await PostgresStore.open(database_url)
+    try:
+        async with store.pool.acquire() as connection:
+            await connection.execute(
+                "INSERT INTO members (node_id, address, expires_at) VALUES "
+                "('old', 'a', now() - interval '1 second'), "
+                "('live', 'b', now() + interval '1 hour')")
+            await connection.execute(
+                "INSERT INTO games (game_id, record, owner, epoch) VALUES "
+                "('moving', '{}', 'old', 1), ('kept', '{}', 'live', 1)")
+        heir = Directory(store.pool, "heir", "c", 3.0)
+        assert await heir.take_over("kept", 1) is None
+        frozen = await asyncpg.connect(database_url)
+        try:
+            transaction = frozen.transaction()
+            await transaction.start()
+            assert await postgres_sql.append(
+                frozen, [postgres_sql.Append("moving", 1, "{}", 1)], fenced=True) == [True]
+            taking = asyncio.ensure_future(heir.take_over("moving", 1))
+            async with store.pool.acquire() as connection:  # until it waits on the row
+                while not await connection.fetchval(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = "
+                        "'Lock' AND datname = current_database()"):
+                    assert not taking.done()
+                    await asyncio.sleep(0.01)
+            assert not taking.done()
+            await transaction.commit()
+            assert await taking == 2
+        finally:
+            await frozen.close()
+        async with store.pool.acquire() as connection:
+            assert await connection.fetchval(
+                "SELECT count(*) FROM journal WHERE game_id = 'moving'") == 1
+        assert await heir.holds("moving", 2) and not await heir.holds("moving", 1)
     finally:
         await store.aclose()

@@ -1,7 +1,7 @@
 """Takeover in the cases that need no client to notice: an all-bot table on a killed node
 finishes on another with no client call (the orphan sweep), and a paused node (a zombie) that
-comes back after its table was taken over has its appends refused, gives its tables up and
-never applies an action twice."""
+comes back after its table was taken over gives its tables up (its renewal finds its
+membership lapsed, or its appends are refused) and never applies an action twice."""
 
 from __future__ import annotations
 
@@ -94,13 +94,15 @@ async def test_a_zombie_node_is_refused_gives_its_tables_up_and_applies_nothing_
                 e["game"] for e in survivor.events("table_taken_over")}
 
         await until(bots_moved_on, "the survivor sweeps the bot table")
-        zombie.signal(signal.SIGCONT)  # its bot timers fire at once: appends at a stale epoch
+        # its bot timers fire at once (appends at a stale epoch, refused) and its lapsed
+        # membership is renewed (its tables given up before it serves them): either comes first
+        zombie.signal(signal.SIGCONT)
 
         async def zombie_gave_up() -> bool:
-            return bool(zombie.events("append_refused")) and bool(
-                zombie.events("table_lost_to_another_node"))
+            lost = {e["game"] for e in zombie.events("table_lost_to_another_node")}
+            return {table.game_id, bots.game.game_id} <= lost
 
-        await until(zombie_gave_up, "the zombie's appends are refused and it lets go")
+        await until(zombie_gave_up, "the zombie lets both tables go")
 
         async def zombie_forwards() -> bool:  # it serves the survivor's table, not its own
             view = (await retrying(stats, lambda: at_zombie.GetGame(
@@ -111,7 +113,8 @@ async def test_a_zombie_node_is_refused_gives_its_tables_up_and_applies_nothing_
         await until(zombie_forwards, "the zombie relays to the new owner")
         await play_to_the_end(at_zombie, stats, table, rng, max_actions=18)
     assert stats.errors == []
-    assert zombie.metric("tapis_appends_refused_total") >= 1
+    assert zombie.metric("tapis_appends_refused_total") >= 1 or zombie.events(
+        "membership_lapsed")
     assert zombie.metric("tapis_cluster_forwards_total", method="SubmitAction") >= 1
     assert len(table.acks) == 18
     stored = await journals(cluster_url)

@@ -1,8 +1,11 @@
 """The cluster's directory in the database: who is alive (``members``) and who owns which
 table at which fencing epoch (``games.owner``, ``games.epoch``).
 
-Liveness is an expiry renewed by each node; it only decides who *should* serve a table. Who
-*may* write it is decided by the journal's primary key (and, to fail fast, the epoch).
+Liveness is an expiry renewed by each node; it decides who *should* serve a table, and no
+takeover succeeds while the owner's membership is live: a takeover locks the owner's
+``members`` row (``FOR SHARE``), so it is ordered against the owner's renewal, and a renewal
+that finds its membership had lapsed sees every takeover made meanwhile. Who *may* write is
+decided by the journal's primary key (and, to fail fast, the epoch).
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ from tapis_service.postgres_store import ACQUIRE_TIMEOUT_S
 _ORPHAN = ("(owner IS NULL OR NOT EXISTS (SELECT 1 FROM members m "
            "WHERE m.node_id = games.owner AND m.expires_at > now()))")
 """A games row whose owner is dead (its membership expired) or gone (handed off)."""
+_DEAD = "dead AS (SELECT node_id FROM members WHERE expires_at <= now() FOR SHARE)"
+"""The expired members, their rows locked until the takeover commits: an owner's renewal
+waits for it (and one that committed first makes its row not expired any more)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +53,7 @@ class Directory:
                 "VALUES ($1, $2, now() + make_interval(secs => $3)) "
                 "ON CONFLICT (node_id) DO UPDATE SET address = EXCLUDED.address, "
                 "expires_at = EXCLUDED.expires_at "
-                "RETURNING COALESCE((SELECT expires_at FROM old) < now(), TRUE)",
+                "RETURNING COALESCE((SELECT expires_at FROM old) <= now(), TRUE)",
                 self.node_id, self.address, self.ttl_s)
         return bool(lapsed)
 
@@ -81,14 +87,33 @@ class Directory:
         return None if game_id is None else str(game_id)
 
     async def take_over(self, game_id: str, seen_epoch: int) -> int | None:
-        """Become the table's owner if its epoch is still ``seen_epoch``: the new epoch, or
-        None if another node moved it first."""
-        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+        """Become the table's owner if its epoch is still ``seen_epoch`` and its owner is dead
+        or gone (checked under a lock on the owner's membership): the new epoch, or None if
+        another node moved it first or its owner renewed meanwhile."""
+        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection, \
+                connection.transaction():
+            # wait (a TTL at most) for the appends in flight: what they commit is loaded
+            await connection.execute(f"SET LOCAL lock_timeout = {int(self.ttl_s * 1000)}")
+            locked = await connection.fetchval(
+                "SELECT epoch FROM games WHERE game_id = $1 FOR UPDATE", game_id)
+            if locked != seen_epoch:
+                return None
             epoch = await connection.fetchval(
+                "WITH owner_alive AS (SELECT m.expires_at > now() AS alive FROM games g "
+                "JOIN members m ON m.node_id = g.owner WHERE g.game_id = $2 FOR SHARE OF m) "
                 "UPDATE games SET owner = $1, epoch = epoch + 1 "
-                "WHERE game_id = $2 AND epoch = $3 RETURNING epoch",
+                "WHERE game_id = $2 AND epoch = $3 "
+                "AND NOT COALESCE((SELECT alive FROM owner_alive), FALSE) RETURNING epoch",
                 self.node_id, game_id, seen_epoch)
         return None if epoch is None else int(epoch)
+
+    async def holds(self, game_id: str, epoch: int) -> bool:
+        """Whether this node still owns the table at ``epoch`` (a takeover installs the table
+        only then)."""
+        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+            return bool(await connection.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM games WHERE game_id = $1 AND owner = $2 "
+                "AND epoch = $3)", game_id, self.node_id, epoch))
 
     async def sweep_orphans(self, limit: int) -> list[tuple[str, int]]:
         """Take over up to ``limit`` unfinished tables whose owner is dead or gone, those that
@@ -98,8 +123,10 @@ class Directory:
             rows = await connection.fetch(
                 # never this node's own tables: a heartbeat late under load must not make it
                 # "take over" what it holds (its renewal keeps them)
-                "WITH orphans AS (SELECT game_id FROM games WHERE NOT finished "
-                f"AND owner IS DISTINCT FROM $1 AND {_ORPHAN} "
+                f"WITH {_DEAD}, orphans AS (SELECT game_id FROM games WHERE NOT finished "
+                "AND owner IS DISTINCT FROM $1 AND (owner IS NULL "
+                "OR owner IN (SELECT node_id FROM dead) "
+                "OR NOT EXISTS (SELECT 1 FROM members m WHERE m.node_id = games.owner)) "
                 "ORDER BY timed DESC, created_order LIMIT $2 FOR UPDATE SKIP LOCKED) "
                 "UPDATE games SET owner = $1, epoch = games.epoch + 1 FROM orphans "
                 "WHERE games.game_id = orphans.game_id RETURNING games.game_id, games.epoch",

@@ -24,6 +24,8 @@ METHODS = ("JoinGame", "GetGame", "SubmitAction", "ListGames", "CreateSpectatorT
            "EndTable")
 """The unary methods a tunnel carries, by their index in a request frame (a ListGames frame
 asks the owner for its own tables)."""
+WRITES = frozenset({"JoinGame", "SubmitAction"})
+"""The relayed methods that change a table (an answer lost on the way leaves them in doubt)."""
 STREAM = len(METHODS)
 """The method of a request frame that opens a relayed StreamEvents call."""
 CANCEL = STREAM + 1

@@ -1,18 +1,21 @@
 """ListGames on a cluster: every live node's tables, this node's and the others' (asked
 through the tunnel), in one list paged as a single node pages its own; tables of dead or
 departed owners that the sweep has not reached yet are taken over first, so the list has them.
+The nodes are asked at once; a node that does not answer within ``NODE_TIMEOUT_S`` (or the
+client's deadline) makes the answer ``partial``, with its address in ``missing_nodes``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 
 import structlog
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service import convert
-from tapis_service.caller import Caller
+from tapis_service.caller import Caller, deadline_in
 from tapis_service.cluster import frames, tunnel
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.locator import DATABASE_ERRORS, Locator, database_away
@@ -54,11 +57,18 @@ class Listing:
             members = await self.directory.live_members()
         except DATABASE_ERRORS as error:
             raise database_away() from error
-        games: list[pb.GameListing] = []
-        for node_id in sorted(members):
-            games.extend(await self._list_node(node_id, members[node_id], request, caller))
+        if self.node_id not in members:  # our own membership lapsed: our tables still count
+            members[self.node_id] = ""
+        await self.locator.confirm()
+        ordered = sorted(members)
+        lists = await asyncio.gather(*(self._list_node(node_id, members[node_id], request,
+                                                       caller) for node_id in ordered))
+        games = [game for listed in lists if listed is not None for game in listed]
+        missing = [members[node_id] for node_id, listed in zip(ordered, lists, strict=True)
+                   if listed is None]
         return pb.ListGamesResponse(games=games[start:start + size],
-                                    next_page_token=page_token(start, size, len(games)))
+                                    next_page_token=page_token(start, size, len(games)),
+                                    partial=bool(missing), missing_nodes=missing)
 
     async def _adopt_orphans(self, include_finished: bool) -> None:
         """Take over (up to ``LIST_ADOPTS``) the tables of dead or departed owners (the
@@ -78,10 +88,12 @@ class Listing:
                 log.warning("adopt_failed", game=game_id, error=str(error)[:200])
 
     async def _list_node(self, node_id: str, address: str, request: pb.ListGamesRequest,
-                         caller: Caller) -> list[pb.GameListing]:
-        """One node's tables (all its pages); a node that does not answer has none."""
+                         caller: Caller) -> list[pb.GameListing] | None:
+        """One node's tables (all its pages); None when it does not answer them all."""
         out: list[pb.GameListing] = []
         token = ""
+        left = caller.time_remaining()
+        wait_s = NODE_TIMEOUT_S if left is None else min(left, NODE_TIMEOUT_S)
         while True:
             ask = pb.ListGamesRequest(kind=request.kind, include_finished=request.include_finished,
                                       page_size=MAX_PAGE, page_token=token)
@@ -91,12 +103,15 @@ class Listing:
                 answer = await self.api.list_games(ask, caller)
             else:
                 try:
-                    async with asyncio.timeout(NODE_TIMEOUT_S):
+                    async with asyncio.timeout(wait_s):
                         raw = await self.tunnels.to(address).call(
-                            LIST, caller.relayed(), ask.SerializeToString())
+                            LIST, replace(caller.relayed(), deadline=deadline_in(wait_s)),
+                            ask.SerializeToString())
                 except (ServiceError, tunnel.OwnerUnreachable, TimeoutError):
-                    return out
+                    return None
                 answer = pb.ListGamesResponse.FromString(raw)
+                if answer.partial:
+                    return None
             out.extend(answer.games)
             token = answer.next_page_token
             if not token:

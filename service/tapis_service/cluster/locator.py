@@ -1,11 +1,21 @@
 """Where a table is served: here, or at its owner's address — looked up in the directory and
 cached; a table whose owner is dead or gone is taken over (the fencing epoch bumped) and
 adopted from the database on the way.
+
+This node answers for the tables it holds only while its ownership is confirmed: its
+**lease** runs one TTL (less a margin) from the moment it last sent a membership renewal that
+the database accepted, measured on a monotonic clock that keeps counting through a suspend;
+no other node can take a table over before the database sees the membership expire, which is
+later. A renewal that finds the membership had lapsed (a pause, a partition) first gives up
+every table another node took meanwhile. A call for a held table while the lease is out waits
+for a renewal (the first such call starts one). A table taken over is served only once the
+database confirms, after it is loaded, that its epoch is still this node's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 
 import asyncpg
@@ -22,6 +32,21 @@ log = structlog.get_logger("tapis.cluster")
 DATABASE_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
 LOOKUPS = 3
 """Directory lookups for one call at most (each a takeover race lost to another node)."""
+LEASE_SHARE = 0.9
+"""The share of the TTL a renewal's lease runs (the rest: a margin for clock rates)."""
+
+
+def _retrieved(task: asyncio.Task[None]) -> None:
+    """A renewal's failure is logged by the heartbeat (or is a caller's STORE_UNAVAILABLE)."""
+    if not task.cancelled():
+        task.exception()
+
+
+def lease_clock() -> float:
+    """Seconds on a monotonic clock that counts a suspended machine's time too (Linux's
+    ``CLOCK_BOOTTIME``; elsewhere ``time.monotonic``): never the wall clock."""
+    boottime = getattr(time, "CLOCK_BOOTTIME", None)
+    return time.monotonic() if boottime is None else time.clock_gettime(boottime)
 
 
 def table_moved(game_id: str) -> ServiceError:
@@ -44,6 +69,13 @@ class Locator:
         self.node_id = node_id
         self.ttl_s = ttl_s
         self.leaving = False
+        self.lease_until = -math.inf
+        """Until when (``lease_clock``) this node's ownership is confirmed."""
+        self._renewal: asyncio.Task[None] | None = None
+        self._lapses = 0
+        """How many renewals found the membership lapsed."""
+        self._unconfirmed: set[str] = set()
+        """Tables being adopted: installed, not yet confirmed at their epoch."""
         self._locks: dict[str, asyncio.Lock] = {}
         self._routes: dict[str, tuple[str, float]] = {}
         """game id -> (its owner's address, until when that is trusted without a look in the
@@ -54,14 +86,18 @@ class Locator:
         """Where a call for ``game_id`` is served: None here (or nowhere: the table is not
         found), else its owner's address. A call another node relayed (``forwarded``) is
         served here or refused TABLE_MOVED, never relayed again."""
-        if game_id in self.host.sessions or not game_id:
+        if not game_id:
             return None
-        cached = self._routes.get(game_id)
+        held = game_id in self.host.sessions
+        if held and game_id not in self._unconfirmed and self.confirmed():
+            return None
+        cached = None if held else self._routes.get(game_id)
         if cached is not None and not forwarded and cached[1] > time.monotonic():
             return cached[0]
         lock = self._locks.setdefault(game_id, asyncio.Lock())
         try:
             async with lock:
+                await self.confirm()
                 return await self._look_up(game_id, forwarded)
         except DATABASE_ERRORS as error:
             log.warning("route_failed", game=game_id, error=str(error)[:200])
@@ -80,7 +116,7 @@ class Locator:
             if owner.node_id == self.node_id:
                 if self.leaving:
                     raise table_moved(game_id)
-                await self.adopt(game_id, owner.epoch, "")
+                await self._adopt(game_id, owner.epoch, "")
                 return None
             if owner.alive and owner.address:
                 if forwarded:
@@ -91,7 +127,7 @@ class Locator:
                 raise table_moved(game_id)
             epoch = await self.directory.take_over(game_id, owner.epoch)
             if epoch is not None:
-                await self.adopt(game_id, epoch, "call")
+                await self._adopt(game_id, epoch, "call")
                 return None
         raise table_moved(game_id)  # every takeover race lost: the client retries
 
@@ -100,11 +136,91 @@ class Locator:
         self._routes.pop(game_id, None)
 
     async def adopt(self, game_id: str, epoch: int, trigger: str) -> None:
-        """Serve a table this node now owns at ``epoch`` (loaded from the database)."""
-        session = await self.host.adopt(game_id, epoch)
-        if session is not None and trigger:
+        """Serve a table this node now owns at ``epoch`` (loaded from the database), once the
+        database confirms the epoch is still this node's (else TABLE_MOVED)."""
+        lock = self._locks.setdefault(game_id, asyncio.Lock())
+        try:
+            async with lock:
+                await self._adopt(game_id, epoch, trigger)
+        finally:
+            if not lock.locked():
+                self._locks.pop(game_id, None)
+
+    async def _adopt(self, game_id: str, epoch: int, trigger: str) -> None:
+        held = self.host.sessions.get(game_id)
+        if held is not None and held.epoch == epoch:
+            return
+        self._unconfirmed.add(game_id)
+        try:
+            session = await self.host.adopt(game_id, epoch)
+            if session is None:
+                return
+            while True:  # confirmed by a look taken after any lapse seen meanwhile
+                lapses = self._lapses
+                if not await self.directory.holds(game_id, epoch) \
+                        or self.host.sessions.get(game_id) is not session:
+                    self.host.discard(game_id)  # another node took it while it loaded
+                    self.lost(game_id)
+                    raise table_moved(game_id)
+                if lapses == self._lapses:
+                    break
+        except BaseException:
+            if game_id in self._unconfirmed:
+                self.host.discard(game_id)
+            raise
+        finally:
+            self._unconfirmed.discard(game_id)
+        self.forget(game_id)
+        if trigger:
             metrics.TAKEOVERS.labels(trigger).inc()
             log.info("table_taken_over", game=game_id, epoch=epoch, trigger=trigger)
+
+    # --- the lease ---------------------------------------------------------------------------
+
+    def confirmed(self) -> bool:
+        """Whether this node's ownership of what it holds is confirmed now."""
+        return lease_clock() < self.lease_until
+
+    async def confirm(self) -> None:
+        """Return once the lease runs (renewing it if it is out); STORE_UNAVAILABLE when the
+        database does not confirm it within a TTL. A leaving node holds nothing and renews
+        nothing (its membership is gone)."""
+        if self.confirmed() or self.leaving:
+            return
+        try:
+            async with asyncio.timeout(self.ttl_s):
+                await asyncio.shield(self.renewal())
+        except (TimeoutError, *DATABASE_ERRORS) as error:
+            raise database_away() from error
+        if not self.confirmed():
+            raise database_away()
+
+    def renewal(self) -> asyncio.Task[None]:
+        """The membership renewal under way, or a new one."""
+        if self._renewal is None or self._renewal.done():
+            self._renewal = asyncio.ensure_future(self._renew())
+            self._renewal.add_done_callback(_retrieved)
+        return self._renewal
+
+    async def _renew(self) -> None:
+        sent = lease_clock()
+        if await self.directory.renew():
+            await self._recheck()
+        self.lease_until = sent + self.ttl_s * LEASE_SHARE
+
+    async def _recheck(self) -> None:
+        """Our membership had lapsed (a pause, a partition): give up every table another
+        node took meanwhile (the renewal, just committed, is ordered after every takeover)."""
+        self.lease_until = -math.inf
+        self._lapses += 1
+        if not self.host.sessions:  # (a node's first renewal, too)
+            return
+        owned = await self.directory.owned()
+        for game_id, session in list(self.host.sessions.items()):
+            if owned.get(game_id) != session.epoch:
+                self.host.discard(game_id)
+                self.lost(game_id)
+        log.warning("membership_lapsed", kept=len(self.host.sessions))
 
     def lost(self, game_id: str) -> None:
         """Another node owns the table now (its append was refused)."""

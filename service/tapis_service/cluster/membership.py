@@ -1,5 +1,7 @@
-"""This node's membership: renewed every second (a lapsed one gives up the tables another
-node took meanwhile), and the sweep that takes over the tables of dead or departed owners."""
+"""This node's membership: renewed three times per TTL (at most every second; the renewal is
+the locator's lease: a lapsed one gives up the tables another node took meanwhile), tunnels
+to nodes whose membership expired closed (their waiting calls go elsewhere), and the sweep
+that takes over the tables of dead or departed owners."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import structlog
 from tapis_service.cluster import metrics
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.locator import Locator
+from tapis_service.cluster.relay import Tunnels
 from tapis_service.host import GameHost
 
 log = structlog.get_logger("tapis.cluster")
@@ -22,10 +25,11 @@ class Membership:
     """The heartbeat and the orphan sweep, as tasks of their own."""
 
     def __init__(self, host: GameHost, directory: Directory, locator: Locator,
-                 ttl_s: float) -> None:
+                 tunnels: Tunnels, ttl_s: float) -> None:
         self.host = host
         self.directory = directory
         self.locator = locator
+        self.tunnels = tunnels
         self.ttl_s = ttl_s
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -42,21 +46,13 @@ class Membership:
         while True:
             await asyncio.sleep(every)
             try:
-                if await self.directory.renew():
-                    await self._recheck()
-            except Exception as error:  # the database is away: writes fail on their own
+                await self.locator.renewal()
+                if self.tunnels.addresses():
+                    live = await self.directory.live_members()
+                    self.tunnels.close_others(set(live.values()))
+            except Exception as error:  # the database is away: the lease runs out
                 log.warning("heartbeat_failed", error=str(error)[:200])
             metrics.TABLES_OWNED.set(len(self.host.sessions))
-
-    async def _recheck(self) -> None:
-        """Our membership had lapsed (a pause, a partition): give up every table another
-        node took meanwhile."""
-        owned = await self.directory.owned()
-        for game_id, session in list(self.host.sessions.items()):
-            if owned.get(game_id) != session.epoch:
-                self.host.discard(game_id)
-                self.locator.lost(game_id)
-        log.warning("membership_lapsed", kept=len(self.host.sessions))
 
     async def _sweep(self) -> None:
         while True:

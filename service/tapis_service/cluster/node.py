@@ -61,9 +61,11 @@ class ClusterNode:
                                    settings.node_ttl_s)
         self.locator = Locator(host, self.directory, self.node_id, settings.node_ttl_s)
         self.tunnels = Tunnels(store.relay_key.hex(), tls)
-        self.relay = Relay(api, host, self.locator, self.tunnels, settings.stream_queue_size)
+        self.relay = Relay(api, host, self.locator, self.tunnels, settings.stream_queue_size,
+                           settings.node_ttl_s)
         self.listing = Listing(api, self.directory, self.locator, self.tunnels, self.node_id)
-        self.membership = Membership(host, self.directory, self.locator, settings.node_ttl_s)
+        self.membership = Membership(host, self.directory, self.locator, self.tunnels,
+                                     settings.node_ttl_s)
         self.tunnel_server = tunnel.TunnelServer(self.relay.call, self.relay.stream,
                                                  self.tunnels.relay_key, settings.max_in_flight)
         host.lost_listeners.append(self.locator.lost)
@@ -76,7 +78,7 @@ class ClusterNode:
         """Join. A node that restarts with the same ``--node-id`` holds nothing in memory yet:
         what its earlier life owned is handed off first, for the others (or itself) to adopt."""
         stale = await self.directory.hand_off()
-        await self.directory.renew()
+        await self.locator.renewal()
         if stale:
             log.info("stale_ownership_released", tables=stale)
         self.membership.start()

@@ -4,6 +4,11 @@ owner through the tunnel with the same ``Caller``.
 Only the table id is read from the request bytes to route it (``cluster.wire``); the request is
 parsed once, by the node that serves it. An owner that cannot be reached (dead, stopping) is
 looked past once: the table is looked up again (and taken over if its owner is gone).
+
+A relayed call carries the client's deadline, capped at ``DEADLINE_TTLS`` TTLs: the relaying
+node waits no longer for the owner (a frozen one), then looks the table up again. A write
+whose request went to an owner lost before it answered may have been applied there: unless
+the second attempt answers it, it is answered ``COMMIT_UNKNOWN``, never as not applied.
 """
 
 from __future__ import annotations
@@ -11,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError, Message
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.caller import Caller
+from tapis_service.caller import Caller, deadline_in
 from tapis_service.cluster import frames, metrics, tunnel
 from tapis_service.cluster.locator import DATABASE_ERRORS, Locator, database_away, table_moved
 from tapis_service.cluster.wire import game_id_of
@@ -27,6 +33,17 @@ from tapis_service.host import GameHost
 from tapis_service.limits import check_sizes
 from tapis_service.streams import too_slow
 from tapis_service.tls import ClusterTls
+
+DEADLINE_TTLS = 2.0
+"""The longest a relayed unary call waits for the owner's answer, in TTLs (the tunnel's
+deadline; a client's shorter deadline is passed on as it is)."""
+
+
+def commit_unknown(game_id: str) -> ServiceError:
+    """A write relayed to an owner lost before it answered: it may have been applied."""
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "COMMIT_UNKNOWN",
+                        f"the node serving game {game_id} was lost while it served this "
+                        "request: it may have been applied; retry with the same request_id")
 
 CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
                    ("grpc.min_reconnect_backoff_ms", 100),
@@ -82,6 +99,16 @@ class Tunnels:
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._tunnels: dict[str, tunnel.TunnelClient] = {}
 
+    def addresses(self) -> set[str]:
+        """The owners a tunnel is open to."""
+        return {address for address, client in self._tunnels.items() if not client.broken}
+
+    def close_others(self, live: set[str]) -> None:
+        """Close the tunnels to nodes not in ``live`` (their membership expired: frozen or
+        dead); the calls waiting in them fail as unreachable and are routed again."""
+        for address in self.addresses() - live:
+            self._tunnels.pop(address).close()
+
     def to(self, address: str) -> tunnel.TunnelClient:
         client = self._tunnels.get(address)
         if client is None or client.broken:
@@ -106,7 +133,8 @@ class Relay:
     """Serves each call here or at its table's owner."""
 
     def __init__(self, api: GameApi, host: GameHost, locator: Locator, tunnels: Tunnels,
-                 stream_queue_size: int) -> None:
+                 stream_queue_size: int, ttl_s: float) -> None:
+        self.deadline_s = DEADLINE_TTLS * ttl_s
         self.api = api
         self.host = host
         self.locator = locator
@@ -140,14 +168,23 @@ class Relay:
     async def call(self, method: str, raw: bytes, caller: Caller) -> bytes:
         """A unary call for the table named in ``raw``, answered wherever it is served."""
         game_id = game_id_of(raw)
-        try:
-            return await self._once(method, raw, caller, game_id)
-        except tunnel.OwnerUnreachable:
-            self.locator.forget(game_id)  # it died, or is stopping: look again, once
+        if method == "ListGames":  # this node's part: only while its ownership is confirmed
+            await self.locator.confirm()
         try:
             return await self._once(method, raw, caller, game_id)
         except tunnel.OwnerUnreachable as error:
+            self.locator.forget(game_id)  # it died, is stopping or frozen: look again, once
+            in_doubt = error.sent and method in frames.WRITES
+        try:
+            return await self._once(method, raw, caller, game_id)
+        except tunnel.OwnerUnreachable as error:
+            if in_doubt or (error.sent and method in frames.WRITES):
+                raise commit_unknown(game_id) from error
             raise table_moved(game_id) from error
+        except ServiceError as refused:  # "not applied" would be wrong: the first may have
+            if in_doubt and refused.code == grpc.StatusCode.UNAVAILABLE:
+                raise commit_unknown(game_id) from refused
+            raise
 
     async def _once(self, method: str, raw: bytes, caller: Caller, game_id: str) -> bytes:
         address = await self.locator.route(game_id, caller.forwarded)
@@ -156,9 +193,16 @@ class Relay:
         index = frames.METHODS.index(method)
         if not frames.fits(index, caller, raw):
             raw = _compacted(REQUESTS[method][0], raw)
+        left = caller.time_remaining()
+        wait_s = self.deadline_s if left is None else min(left, self.deadline_s)
         started = time.perf_counter()
         try:
-            answer = await self.tunnels.to(address).call(index, caller, raw)
+            async with asyncio.timeout(wait_s):
+                answer = await self.tunnels.to(address).call(
+                    index, replace(caller, deadline=deadline_in(wait_s)), raw)
+        except TimeoutError as error:  # a frozen owner, or one too slow to count on
+            raise tunnel.OwnerUnreachable(
+                f"the table's owner did not answer within {wait_s:.1f} s") from error
         except ServiceError as refused:
             if refused.code == grpc.StatusCode.UNAVAILABLE:  # moved, or its owner stopping
                 self.locator.forget(game_id)

@@ -37,6 +37,7 @@ from tapis_service.cluster.frames import (
     NO_DEADLINE,
     REQUEST,
     STREAM,
+    WRITES,
     Outbox,
     decode_answer,
     decode_request,
@@ -67,7 +68,12 @@ StreamServe = Callable[[bytes, Caller, EndStream], AsyncIterator[bytes]]
 
 class OwnerUnreachable(Exception):
     """The tunnel closed before the owner answered: the owner died, stopped or cannot be
-    reached (the relaying node looks the table up again)."""
+    reached (the relaying node looks the table up again). ``sent``: the call had been handed
+    to the tunnel, so the owner may have served it (a write may have been applied)."""
+
+    def __init__(self, why: str, sent: bool = True) -> None:
+        super().__init__(why)
+        self.sent = sent
 
 
 # --- the relaying side ----------------------------------------------------------------------------
@@ -128,7 +134,7 @@ class TunnelClient:
         """The owner's answer to one call; its refusal is raised (``OwnerUnreachable`` when
         the tunnel closed first)."""
         if self.broken:
-            raise OwnerUnreachable("the tunnel to the table's owner is closed")
+            raise OwnerUnreachable("the tunnel to the table's owner is closed", sent=False)
         call_id = next(self._ids) & 0xFFFFFFFF
         waiting: asyncio.Future[bytes | ServiceError] = self._loop.create_future()
         self._pending[call_id] = waiting
@@ -234,10 +240,14 @@ OVERLOADED = ServiceError(
     "the table's owner has too many relayed calls in flight; retry with backoff")
 
 
-def _owner_failed(error: BaseException) -> ServiceError:
+def _owner_failed(error: BaseException, method: str = "") -> ServiceError:
     """What a relayed call is answered when serving it failed unexpectedly (a bug, logged):
-    the client retries, routed afresh."""
+    the client retries (with the same request id: a write may have been applied)."""
     log.error("tunneled_call_failed", error=repr(error)[:200])
+    if method in WRITES:
+        return ServiceError(grpc.StatusCode.UNAVAILABLE, "COMMIT_UNKNOWN",
+                            "the table's owner failed to answer: the request may have been "
+                            "applied; retry with the same request_id")
     return ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
                         "the table's owner failed to answer; retry")
 
@@ -379,7 +389,7 @@ class _Tunnel:
         except ServiceError as refused:
             answer = encode_refusal(call_id, refused)
         except Exception as error:  # a bug: logged, and the client retries elsewhere
-            answer = encode_refusal(call_id, _owner_failed(error))
+            answer = encode_refusal(call_id, _owner_failed(error, method))
         self._send(answer)
 
     def stop_reading(self) -> None:
