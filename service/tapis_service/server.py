@@ -240,8 +240,9 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     if settings.ws_port is not None:  # players over WebSocket, and the web client
         ws = WebSocketEndpoint(api, EndpointLimits.of(settings))
         try:
-            # TLS: the gRPC port's certificate as an ssl.SSLContext here serves wss and https
-            ws_port = await ws.start(settings.host, settings.ws_port, ssl_context=None)
+            # with TLS, the gRPC port's certificate serves wss and https: no token in clear
+            tls = None if security.tls is None else security.tls.ssl_context()
+            ws_port = await ws.start(settings.host, settings.ws_port, ssl_context=tls)
         except OSError as error:
             raise CannotListen(f"cannot listen on {settings.host}:{settings.ws_port} for "
                                f"WebSocket ({error.strerror or error})") from error
@@ -258,6 +259,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
              mutual_tls=security.tls is not None and security.tls.mutual,
              api_keys=not security.open_mode)
     if ws_port is not None:
-        log.info("serving_web", address=f"http://{listen_address(settings.host, ws_port)}/")
+        scheme = "http" if security.tls is None else "https"
+        log.info("serving_web", address=f"{scheme}://{listen_address(settings.host, ws_port)}/")
     return RunningServer(server, port, host, health_servicer, api, guard, cluster,
                          readiness, ws, ws_port, security)

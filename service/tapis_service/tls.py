@@ -100,6 +100,17 @@ class ReloadingTls:
         """The certificates in force (or about to be, after a reload)."""
         return self._pem
 
+    def ssl_context(self) -> ssl.SSLContext:
+        """The same files for a server socket of the standard library (the WebSocket port:
+        wss and https): loaded once; a reload on SIGHUP reaches new connections of the gRPC
+        port only."""
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.files.cert, self.files.key)
+        if self.files.client_ca is not None:
+            context.load_verify_locations(cafile=self.files.client_ca)
+            context.verify_mode = ssl.CERT_REQUIRED
+        return context
+
     def credentials(self) -> grpc.ServerCredentials:
         """The credentials to give ``add_secure_port``."""
         return grpc.dynamic_ssl_server_credentials(
