@@ -407,7 +407,7 @@ class GameApi:
             raise _rate_limited("too many listings right now; try again later")
         kind = convert.kind_of(request.kind) if request.kind else None
         listed: list[Session | RestingTable | tuple[str, str]] = [
-            table for table in self.host.listed(kind, request.include_finished)
+            table for table in self.host.shelf.listed(kind, request.include_finished)
             if table.listed_to(backend)]
         listed.extend((game_id, game_kind)
                       for game_id, (game_kind, _) in self.host.quarantined.items()

@@ -5,8 +5,8 @@ whose last write failed (``healing``) and the quarantined ones; it creates table
 and hands inputs to the table actor (``table_actor``), which applies, journals and publishes
 them; it restores tables from the store at start (``recover``) and one by one in a cluster
 (``adopt``), lets finished ones rest out of memory and loads them back on demand
-(``rest_idle``, ``find``; see resting.py), and forgets finished ones beyond the retention
-limit. Refusals are ``ServiceError`` or the engine's ``RuleError``.
+(``find``; shelf.py and resting.py), and forgets finished ones beyond the retention
+limit (shelf.py). Refusals are ``ServiceError`` or the engine's ``RuleError``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from tapis_service.errors import ServiceError, failed_precondition, not_found
 from tapis_service.healing import (
     Healing,
     quarantined_refusal,
-    store_refusal,
     store_unavailable,
     stored_kind,
 )
@@ -39,12 +38,13 @@ from tapis_service.joinkey import join_key
 from tapis_service.limits import quote
 from tapis_service.ownership import Ownership
 from tapis_service.recovery import RecoveryError, Restored, restore
-from tapis_service.resting import RestingTable, listing_of, restable
+from tapis_service.resting import RestingTable
 from tapis_service.results import MemoryResults, ResultsFeed
 from tapis_service.results_clerk import ResultsClerk
 from tapis_service.session import Applied, CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
-from tapis_service.store import MemoryStore, RestingStore, Store, StoreError
+from tapis_service.shelf import Shelf
+from tapis_service.store import MemoryStore, RestingStore, Store
 from tapis_service.table_actor import TableActor
 from tapis_service.tokens import SeatTokens
 
@@ -89,9 +89,8 @@ class GameHost:
         """Files the results of backends' tables (a durable ledger set by the server)."""
         self.actor = TableActor(self)
         self._creating: dict[str, asyncio.Future[Any]] = {}
-        self._waking: dict[str, asyncio.Future[Session]] = {}
-        self._used: set[str] = set()
-        """Tables found since the last rest sweep (they stay in memory one more period)."""
+        self.shelf = Shelf(self)
+        """The finished tables' life: rest, wake, retention (shelf.py)."""
 
     # --- lookups --------------------------------------------------------------------------
 
@@ -109,11 +108,11 @@ class GameHost:
         """The table of a call: in memory, or loaded back from rest; refused as ``get``."""
         session = self.sessions.get(game_id)
         if session is None and game_id in self.resting:
-            session = await self.wake(game_id)
+            session = await self.shelf.wake(game_id)
         if session is None:
             return self.get(game_id)
         if self.rest_store is not None:
-            self._used.add(game_id)
+            self.shelf.used(game_id)
         return session
 
     def seat_of(self, session: Session, token: str | None) -> int | None:
@@ -145,9 +144,9 @@ class GameHost:
             if existing is not None:
                 return existing
             if created in self.resting:
-                return await self.wake(created)
+                return await self.shelf.wake(created)
         if len(self.sessions) + len(self._creating) >= self.settings.max_games:
-            self._evict_finished()
+            self.shelf.make_room()
             if len(self.sessions) + len(self._creating) >= self.settings.max_games:
                 raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_GAMES",
                                    "this server holds as many games as it may; try later")
@@ -275,111 +274,6 @@ class GameHost:
         written = self.store.dropped(game_id, epoch)
         asyncio.ensure_future(written).add_done_callback(_retrieved)
 
-    def _finished(self, keep: str | None = None) -> list[str]:
-        """The finished tables (at rest and in memory) but ``keep``, oldest first."""
-        found = [(r.created_ms, gid) for gid, r in self.resting.items()]
-        found.extend((s.created_ms, gid) for gid, s in self.sessions.items()
-                     if gid != keep and s.table.game_over(s.rules))
-        found.sort(key=lambda item: item[0])  # stable: ties keep the order above
-        return [gid for _, gid in found]
-
-    def enforce_retention(self, keep: str | None = None) -> None:
-        """Drop (from memory and from the store) the oldest finished tables beyond the limit."""
-        limit = self.settings.finished_retention
-        if len(self.sessions) + len(self.resting) <= limit:
-            return
-        finished = [gid for gid in self._finished(keep) if gid not in self.clerk.held]
-        excess = len(finished) - limit + (1 if keep is not None else 0)
-        for game_id in finished[:max(excess, 0)]:
-            self.drop(game_id)
-
-    def _evict_finished(self) -> None:
-        """Make room: finished tables rest (when the store keeps them), else the oldest
-        finished ones beyond the retention limit are dropped (at least one), never one whose
-        results its backend has not acknowledged."""
-        if self.rest_store is not None and self.rest_idle(force=True):
-            return
-        finished = [gid for gid, s in self.sessions.items()
-                    if s.table.game_over(s.rules) and gid not in self.clerk.held]
-        excess = max(len(finished) - self.settings.finished_retention, 1)
-        for game_id in finished[:excess]:
-            self.drop(game_id)
-
-    # --- tables at rest (resting.py) -------------------------------------------------------------
-
-    def rest_idle(self, force: bool = False) -> int:
-        """Let every finished table that nobody used since the last sweep (``force``: even
-        then) and that may rest leave memory; how many did."""
-        if self.rest_store is None:
-            return 0
-        used, self._used = self._used, set()
-        rested = 0
-        for game_id, session in list(self.sessions.items()):
-            if (force or game_id not in used) and restable(session) \
-                    and game_id not in self._waking:
-                self.rest(session)
-                rested += 1
-        return rested
-
-    def rest(self, session: Session) -> None:
-        """The table leaves memory; the store keeps it with its listing."""
-        assert self.rest_store is not None
-        listing = listing_of(session)
-        game_id = session.game_id
-        self.forget(game_id)
-        self.resting[game_id] = RestingTable.of(game_id, listing)
-        written = self.rest_store.rested(game_id, listing, session.epoch)
-        asyncio.ensure_future(written).add_done_callback(_retrieved)
-
-    def unrest(self, session: Session) -> None:
-        """The first input of a table loaded back from rest: its stored listing goes (queued
-        before the input's own journal write), so a restart loads it."""
-        session.at_rest = False
-        if self.rest_store is not None:
-            written = self.rest_store.woken(session.game_id, session.epoch)
-            asyncio.ensure_future(written).add_done_callback(_retrieved)
-
-    async def wake(self, game_id: str) -> Session:
-        """Load a resting table back (one load however many calls ask at once)."""
-        waking = self._waking.get(game_id)
-        if waking is None:
-            waking = self._waking[game_id] = asyncio.ensure_future(self._load_resting(game_id))
-            waking.add_done_callback(lambda _: self._waking.pop(game_id, None))
-            waking.add_done_callback(_retrieved)
-        return await asyncio.shield(waking)
-
-    async def _load_resting(self, game_id: str) -> Session:
-        try:
-            stored = await self.store.load_game(game_id)
-        except StoreError as error:
-            raise store_refusal(error) from error
-        if game_id in self.sessions:
-            return self.sessions[game_id]
-        if self.resting.pop(game_id, None) is None or stored is None:  # dropped meanwhile
-            raise not_found(f"no game {quote(game_id)} on this server")
-        try:
-            restored = restore(game_id, *stored)
-        except RecoveryError as error:
-            self.healing.quarantine(game_id, str(error), stored_kind(stored[0]))
-            raise quarantined_refusal(game_id) from error
-        restored.session.at_rest = True
-        self.install(restored)
-        self._used.add(game_id)
-        self.actor.after_change(restored.session)
-        log.info("game_woken", game=game_id, inputs=restored.session.journal_length)
-        return restored.session
-
-    def listed(self, kind: str | None, include_finished: bool) -> list[Session | RestingTable]:
-        """The tables ``ListGames`` shows (in memory and at rest), oldest first."""
-        found: list[Session | RestingTable] = [
-            s for s in self.sessions.values()
-            if (kind is None or s.rules.kind == kind)
-            and (include_finished or not s.table.game_over(s.rules))]
-        if include_finished and self.resting:
-            found.extend(r for r in self.resting.values() if kind is None or r.kind == kind)
-            found.sort(key=lambda t: t.created_ms)  # stable: ties keep the order above
-        return found
-
     async def adopt(self, game_id: str, epoch: int) -> Session | None:
         """Load one table from the store (snapshot-checked journal replay) under the fencing
         ``epoch`` this server now holds it at, arm its timers and bots, and serve it; None
@@ -437,7 +331,7 @@ class GameHost:
             restored.session.at_rest = game_id in unreadable  # its listing is still stored
             self.install(restored)
         held = len(self.sessions) + len(self.resting)
-        self.enforce_retention()
+        self.shelf.enforce_retention()
         for session in self.sessions.values():
             self.actor.after_change(session)  # publish nothing yet, arm the timers and the bots
         if stored or resting:

@@ -2,7 +2,7 @@
 as abandoned.
 
 Each sweep first lets the finished tables nobody used since the previous sweep leave memory
-(``GameHost.rest_idle``, resting.py: the store keeps them; the next call loads them back). An
+(``Shelf.rest_idle``, resting.py: the store keeps them; the next call loads them back). An
 unfinished table stays in memory while it may still need its timers, bots or housekeeping: an
 idle one is ended as abandoned (below), then rests like any finished table.
 
@@ -81,7 +81,7 @@ class Housekeeping:
         """Let unused finished tables rest, drop expired tables and end abandoned ones; then
         arm the next sweep."""
         self._timer = None
-        rested = self.host.rest_idle()
+        rested = self.host.shelf.rest_idle()
         if rested:
             log.info("tables_rested", tables=rested, resting=len(self.host.resting))
         now = self.host.clock.now_ms()

@@ -1,7 +1,7 @@
 """Tables at rest: finished tables that left memory while the store keeps them.
 
 A finished table nobody watches leaves memory at the next housekeeping sweep that finds it
-unused (``GameHost.rest_idle``): the store keeps its records and, beside them, its listing (the
+unused (``Shelf.rest_idle``): the store keeps its records and, beside them, its listing (the
 ``ListGames`` line, a small JSON object: ``listing_of``); the host keeps only that line
 (``RestingTable``). The next call that needs the table (``GetGame``, ``JoinGame``, a retried
 request id, ``StreamEvents``, ``StartNextGame``, a retried ``CreateGame``) loads it back from

@@ -309,7 +309,7 @@ class TableActor:
         """Queue the journal write of the input just applied (and a snapshot when one is
         due): the store commits a table's writes in the order they are queued."""
         if session.at_rest:  # loaded back from rest: a restart must load it from now on
-            self.host.unrest(session)
+            self.host.shelf.unrest(session)
         write = self.store.appended(session.game_id, session.journal_length, entry,
                                     session.epoch)
         self._checkpoint(session)
@@ -338,7 +338,7 @@ class TableActor:
             # a failed snapshot costs nothing: the journal has it all
             asyncio.ensure_future(written).add_done_callback(_ignore)
         if finished:
-            self.host.enforce_retention(keep=session.game_id)
+            self.host.shelf.enforce_retention(keep=session.game_id)
 
     def _committed(self, session: Session, upto: int) -> None:
         """The store committed every input up to the one whose last event is ``upto``: its

@@ -75,7 +75,7 @@ async def streams_closed(h: Harness, game_id: str) -> None:
 
 def rest(h: Harness) -> int:
     """Two sweeps' worth: the first forgets what was used before it, the second rests."""
-    return int(h.host.rest_idle()) + int(h.host.rest_idle())
+    return int(h.host.shelf.rest_idle()) + int(h.host.shelf.rest_idle())
 
 
 @pytest.fixture

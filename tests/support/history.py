@@ -49,7 +49,7 @@ async def finished_war_tables(data_dir: Path, count: int) -> str:
                 break
             await stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),
                                     metadata=auth(tokens[view.awaiting_seats[0]]))
-        running.host.rest_idle(force=True)
+        running.host.shelf.rest_idle(force=True)
         assert game_id in running.host.resting
     finally:
         await channel.close()

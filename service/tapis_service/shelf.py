@@ -1,0 +1,147 @@
+"""The finished tables' life on this server: the ones at rest (out of memory, kept by the
+store with their ``ListGames`` line: resting.py), loading them back on demand, and the
+retention that forgets the oldest finished ones — never one whose results its backend has not
+acknowledged."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from tapis_service.errors import not_found
+from tapis_service.healing import quarantined_refusal, store_refusal, stored_kind
+from tapis_service.limits import quote
+from tapis_service.recovery import RecoveryError, restore
+from tapis_service.resting import RestingTable, listing_of, restable
+from tapis_service.session import Session
+from tapis_service.store import StoreError
+
+if TYPE_CHECKING:
+    from tapis_service.host import GameHost
+
+log = structlog.get_logger("tapis.host")
+
+
+class Shelf:
+    """Rests, wakes and retires the finished tables of a host."""
+
+    def __init__(self, host: GameHost) -> None:
+        self.host = host
+        self._waking: dict[str, asyncio.Future[Session]] = {}
+        self._used: set[str] = set()
+        """Tables found since the last rest sweep (they stay in memory one more period)."""
+
+    def used(self, game_id: str) -> None:
+        """A call found the table: it stays in memory one more sweep."""
+        self._used.add(game_id)
+
+    def finished(self, keep: str | None = None) -> list[str]:
+        """The finished tables (at rest and in memory) but ``keep``, oldest first."""
+        found = [(r.created_ms, gid) for gid, r in self.host.resting.items()]
+        found.extend((s.created_ms, gid) for gid, s in self.host.sessions.items()
+                     if gid != keep and s.table.game_over(s.rules))
+        found.sort(key=lambda item: item[0])  # stable: ties keep the order above
+        return [gid for _, gid in found]
+
+    def enforce_retention(self, keep: str | None = None) -> None:
+        """Drop (from memory and from the store) the oldest finished tables beyond the limit."""
+        limit = self.host.settings.finished_retention
+        if len(self.host.sessions) + len(self.host.resting) <= limit:
+            return
+        finished = [gid for gid in self.finished(keep) if gid not in self.host.clerk.held]
+        excess = len(finished) - limit + (1 if keep is not None else 0)
+        for game_id in finished[:max(excess, 0)]:
+            self.host.drop(game_id)
+
+    def make_room(self) -> None:
+        """Make room: finished tables rest (when the store keeps them), else the oldest
+        finished ones beyond the retention limit are dropped (at least one), never one whose
+        results its backend has not acknowledged."""
+        if self.host.rest_store is not None and self.rest_idle(force=True):
+            return
+        finished = [gid for gid, s in self.host.sessions.items()
+                    if s.table.game_over(s.rules) and gid not in self.host.clerk.held]
+        excess = max(len(finished) - self.host.settings.finished_retention, 1)
+        for game_id in finished[:excess]:
+            self.host.drop(game_id)
+
+    def rest_idle(self, force: bool = False) -> int:
+        """Let every finished table that nobody used since the last sweep (``force``: even
+        then) and that may rest leave memory; how many did."""
+        if self.host.rest_store is None:
+            return 0
+        used, self._used = self._used, set()
+        rested = 0
+        for game_id, session in list(self.host.sessions.items()):
+            if (force or game_id not in used) and restable(session) \
+                    and game_id not in self._waking:
+                self.rest(session)
+                rested += 1
+        return rested
+
+    def rest(self, session: Session) -> None:
+        """The table leaves memory; the store keeps it with its listing."""
+        assert self.host.rest_store is not None
+        listing = listing_of(session)
+        game_id = session.game_id
+        self.host.forget(game_id)
+        self.host.resting[game_id] = RestingTable.of(game_id, listing)
+        written = self.host.rest_store.rested(game_id, listing, session.epoch)
+        asyncio.ensure_future(written).add_done_callback(_retrieved)
+
+    def unrest(self, session: Session) -> None:
+        """The first input of a table loaded back from rest: its stored listing goes (queued
+        before the input's own journal write), so a restart loads it."""
+        session.at_rest = False
+        if self.host.rest_store is not None:
+            written = self.host.rest_store.woken(session.game_id, session.epoch)
+            asyncio.ensure_future(written).add_done_callback(_retrieved)
+
+    async def wake(self, game_id: str) -> Session:
+        """Load a resting table back (one load however many calls ask at once)."""
+        waking = self._waking.get(game_id)
+        if waking is None:
+            waking = self._waking[game_id] = asyncio.ensure_future(self._load_resting(game_id))
+            waking.add_done_callback(lambda _: self._waking.pop(game_id, None))
+            waking.add_done_callback(_retrieved)
+        return await asyncio.shield(waking)
+
+    async def _load_resting(self, game_id: str) -> Session:
+        try:
+            stored = await self.host.store.load_game(game_id)
+        except StoreError as error:
+            raise store_refusal(error) from error
+        if game_id in self.host.sessions:
+            return self.host.sessions[game_id]
+        if self.host.resting.pop(game_id, None) is None or stored is None:  # dropped meanwhile
+            raise not_found(f"no game {quote(game_id)} on this server")
+        try:
+            restored = restore(game_id, *stored)
+        except RecoveryError as error:
+            self.host.healing.quarantine(game_id, str(error), stored_kind(stored[0]))
+            raise quarantined_refusal(game_id) from error
+        restored.session.at_rest = True
+        self.host.install(restored)
+        self._used.add(game_id)
+        self.host.actor.after_change(restored.session)
+        log.info("game_woken", game=game_id, inputs=restored.session.journal_length)
+        return restored.session
+
+    def listed(self, kind: str | None, include_finished: bool) -> list[Session | RestingTable]:
+        """The tables ``ListGames`` shows (in memory and at rest), oldest first."""
+        found: list[Session | RestingTable] = [
+            s for s in self.host.sessions.values()
+            if (kind is None or s.rules.kind == kind)
+            and (include_finished or not s.table.game_over(s.rules))]
+        if include_finished and self.host.resting:
+            found.extend(r for r in self.host.resting.values() if kind is None or r.kind == kind)
+            found.sort(key=lambda t: t.created_ms)  # stable: ties keep the order above
+        return found
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Mark a future's exception retrieved (its failure is handled elsewhere)."""
+    if not future.cancelled():
+        future.exception()
