@@ -1,17 +1,5 @@
-"""`tapis`: play and watch Tapis games in a terminal.
-
-    tapis play war                      play Bataille against the computer
-    tapis play KIND --players 4         you and three computer players
-    tapis create war --people 2         a table for two people (prints its id)
-    tapis join GAME_ID                  take a free seat (or the one you left) and play
-    tapis watch GAME_ID                 follow a table as a spectator, game after game
-    tapis list [--json]                 the tables on the server
-
---target HOST:PORT (before or after the subcommand; or TAPIS_TARGET, or TAPIS_PORT) names the
-server; --lang fr|en the language (else LC_ALL, LC_MESSAGES, LANG). While playing: the keys or
-numbers of the menu act at once (Enter = the first move); q or Ctrl-C leave at any moment, and
-`tapis join GAME_ID` takes your seat back later.
-"""
+"""`tapis`: play and watch Tapis games in a terminal (``USAGE`` below is what `tapis --help`
+says first, in the reader's language)."""
 
 from __future__ import annotations
 

@@ -73,13 +73,6 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _fsync(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
 
 # --- the commands ------------------------------------------------------------------------------
 
@@ -116,8 +109,8 @@ def backup(data_dir: Path, out: Path) -> dict[str, Any]:
                   for name in (DATABASE_NAME, KEY_NAME)}}
     (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     for name in (DATABASE_NAME, KEY_NAME, MANIFEST_NAME):
-        _fsync(out / name)
-    joinkey.sync_directory(out)
+        joinkey.sync_path(out / name)
+    joinkey.sync_path(out)
     return manifest
 
 
@@ -159,9 +152,9 @@ def restore(backup_dir: Path, data_dir: Path) -> dict[str, Any]:
             partial = data_dir / f".{name}.restoring"
             shutil.copyfile(backup_dir / name, partial)
             partial.chmod(0o600 if name == KEY_NAME else 0o644)
-            _fsync(partial)
+            joinkey.sync_path(partial)
             partial.rename(data_dir / name)
-        joinkey.sync_directory(data_dir)
+        joinkey.sync_path(data_dir)
     finally:
         os.close(lock)
     return manifest

@@ -60,12 +60,12 @@ def create(path: Path) -> None:
         key_file.write(secrets.token_bytes(KEY_BYTES))
         key_file.flush()
         os.fsync(key_file.fileno())
-    sync_directory(path.parent)
+    sync_path(path.parent)
 
 
-def sync_directory(directory: Path) -> None:
-    """fsync a directory: the names created in it are durable."""
-    descriptor = os.open(directory, os.O_RDONLY)
+def sync_path(path: Path) -> None:
+    """fsync a file, or a directory (the names created in it become durable)."""
+    descriptor = os.open(path, os.O_RDONLY)
     try:
         os.fsync(descriptor)
     finally:
