@@ -121,6 +121,23 @@ class Terminal:
     async def exit_status(self) -> int:
         return await asyncio.wait_for(self.process.wait(), PATIENCE_S)
 
+    async def quit(self) -> int:
+        """Press ``q`` until the client exits; its exit status.
+
+        The client throws away keys typed for an older screen (``tcflush`` when the table moves
+        on), so a ``q`` that reaches the terminal just before a redraw can be dropped, as it
+        would be for a person, who presses it again: so does this, once a second.
+        """
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + PATIENCE_S
+        while True:
+            self.type("q")
+            try:
+                return await asyncio.wait_for(asyncio.shield(self.process.wait()), 1.0)
+            except TimeoutError:
+                if loop.time() > give_up:
+                    raise
+
     def slave_modes(self) -> list[int]:
         """The pty's line modes now (lflag): ICANON and ECHO are back after the client."""
         return termios.tcgetattr(self.slave)

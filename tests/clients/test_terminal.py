@@ -147,8 +147,7 @@ async def test_a_whole_war_game_ends_on_a_window_listing_the_series(
     text = await term.wait_for(lambda text: text.startswith(" Bataille · game 2")
                                and re.search(r"series: you (0 · basic bot 1|1 · basic bot 0)",
                                              text) is not None, "game 2 and the series")
-    term.type("q")
-    assert await term.exit_status() == 0
+    assert await term.quit() == 0
     await term.wait_for(f"`tapis join {game_id}` takes it back")
 
 
@@ -247,8 +246,7 @@ async def test_every_game_fits_80_by_24(make_server: ServerFactory, terminal: St
     assert rows[0].startswith(" " + games.by_command(args[0]).title), text
     assert "q quit" in rows[-1], text  # the last row still on screen
     assert "ana (you)" in text
-    term.type("q")
-    assert await term.exit_status() == 0
+    assert await term.quit() == 0
 
 
 async def test_two_terminals_never_share_a_seat(make_server: ServerFactory,
@@ -276,8 +274,7 @@ async def test_quit_mid_game_then_take_the_seat_back(
     modes_before = termios.tcgetattr(term.slave)
     await cli_to_move(h, game_id, token, term)
     assert not termios.tcgetattr(term.slave)[3] & termios.ICANON  # raw keys while playing
-    term.type("q")
-    assert await term.exit_status() == 0
+    assert await term.quit() == 0
     await term.wait_for(f"`tapis join {game_id}` takes it back")
     assert term.slave_modes()[3] == modes_before[3]  # the terminal is given back as it was
     held = seats_file.find(game_id, tmp_path / "seats.json")
@@ -357,8 +354,7 @@ async def test_watch_shows_a_waiting_table_then_follows_the_series(
     text = await term.wait_for(f"series: ana {board.wins[0]} · bo {board.wins[1]} · draws 0")
     assert "(you)" not in text and "watching" in text
     assert term.process.returncode is None  # still watching
-    term.type("q")
-    assert await term.exit_status() == 0
+    assert await term.quit() == 0
 
 
 async def close_the_window(term: Terminal) -> None:
@@ -399,8 +395,7 @@ async def test_flipping_out_of_turn_says_whose_turn_it_is(
     term.type("f")  # now seat 0 is due to flip
     await term.wait_for("not your turn: tester flips")
     assert (await view(h, game_id)).version == flipped.version
-    term.type("q")
-    assert await term.exit_status() == 0
+    assert await term.quit() == 0
 
 
 async def test_a_slap_is_captioned_with_its_combination_and_cards(
@@ -435,8 +430,7 @@ async def test_the_clis_own_computer_players_come_back_with_the_seat(
     assert held is not None and held.bot_ms == 50 and [seat for seat, _ in held.bots] == [1]
     term.type("f")
     await term.wait_for("reflex bot flips")  # the CLI's computer player answers
-    term.type("q")
-    assert await term.exit_status() == 0
+    assert await term.quit() == 0
     before = (await view(h, game_id)).version
     again = await terminal("join", game_id, "--target", target(h))
     await again.wait_for("take it back? [Y/n]")
