@@ -38,7 +38,9 @@ async def run_under(disrupt: str, nodes: list[Node], cluster_url: str) -> None:
             for i, table in enumerate(tables))))
         for round_ in range(3):
             await progress(stats, PROGRESS_BETWEEN, playing)
-            assert not playing.done(), "the games ended before the disruptions"
+            if playing.done():
+                playing.result()  # a driver's own error (one that gave up), raised as it is
+                raise AssertionError("the games ended before the disruptions")
             node = nodes[round_ % len(nodes)]
             if disrupt == "sigkill":
                 node.kill()
