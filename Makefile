@@ -125,7 +125,7 @@ proto-baseline: setup
 .PHONY: web web-check test-browser web-screens bench-ws bench-peers
 
 # The web client (web/, TypeScript + protobuf-es, bundled by esbuild) is served from its built
-# files in service/tapis_service/webclient/, committed so that `make serve` needs no Node.js.
+# files in clients/tapis_webclient/static/ (the package tapis_webclient), committed so that `make serve` needs no Node.js.
 # `make web` rebuilds them; `make web-check` rebuilds into a scratch folder and fails if the
 # committed files differ. Both install the npm packages of web/package-lock.json first.
 WEB_CHECK_DIR ?= build/webclient-check
@@ -135,7 +135,7 @@ web: setup
 web-check: setup
 	rm -rf $(WEB_CHECK_DIR)
 	cd web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs ../$(WEB_CHECK_DIR)
-	diff -r $(WEB_CHECK_DIR) service/tapis_service/webclient
+	diff -r $(WEB_CHECK_DIR) clients/tapis_webclient/static
 
 # The browser tests (tests/browser/): Debian's Chromium, installed with apt-get when missing,
 # driven by Playwright for Python; the web client's built files are checked against web/ first.

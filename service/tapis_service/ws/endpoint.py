@@ -1,7 +1,7 @@
 """The WebSocket port: picows on the server's event loop, the web client on its plain HTTP side.
 
 ``GET /ws`` with an upgrade opens a player socket (a ``Connection``); any other ``GET`` is
-answered from the built web client (``tapis_service/webclient/``: ``/`` is its index.html).
+answered from the built web client (the package ``tapis_webclient``: ``/`` is its index.html).
 Sockets are capped in all and per client address (beyond: a ``TOO_MANY_STREAMS`` refusal and
 close 1013, as gRPC refuses event streams beyond its caps); idle sockets are pinged and dropped
 when the pong does not come.
@@ -30,6 +30,7 @@ from picows import (
     ws_create_server,
 )
 
+import tapis_webclient
 from tapis_service.errors import ServiceError
 from tapis_service.limits import peer_host
 from tapis_service.settings import Settings
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
     from tapis_service.game_api import GameApi
 
 SOCKET_PATH = b"/ws"
-WEBCLIENT = Path(__file__).resolve().parent.parent / "webclient"
-"""The built web client (``make web``), served at ``/``."""
 _HARD_FRAME_LIMIT = 4 * frames.MAX_FRAME_BYTES
 """picows drops a socket sending a frame over this; up to it, a frame over the limit gets a
 VALUE_TOO_LONG refusal first."""
@@ -87,7 +86,7 @@ def grpc_peer(transport: WSTransport) -> str:
 class WebClient:
     """The built web client's files, read once, by URL path."""
 
-    def __init__(self, folder: Path = WEBCLIENT) -> None:
+    def __init__(self, folder: Path = tapis_webclient.STATIC) -> None:
         self.files: dict[bytes, tuple[bytes, str]] = {}
         if folder.is_dir():
             for path in sorted(folder.iterdir()):
