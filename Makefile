@@ -104,14 +104,11 @@ lock: setup
 		--no-emit-index-url --no-emit-find-links --strip-extras --pip-args=--isolated \
 		-o deploy/build-requirements.lock deploy/build-requirements.in
 
-# The CLI's texts: extract the marked ones into the template and merge it into each language's
-# catalog (then translate the new entries; a test fails on any left empty).
-LOCALE := clients/tapis_clients/locale
+# The CLI's texts: extract the marked ones into the templates (tapis.pot, and one per game for
+# the texts of its own files) and merge them into each language's catalogs (then translate the
+# new entries; a test fails on any left empty).
 messages: setup
-	$(BIN)/pybabel extract -k N_ -k _ -k ngettext:1,2 --no-location --sort-output --omit-header \
-		-o $(LOCALE)/tapis.pot clients/tapis_clients
-	$(BIN)/pybabel update -i $(LOCALE)/tapis.pot -d $(LOCALE) -D tapis --no-fuzzy-matching \
-		--ignore-obsolete
+	$(BIN)/python -m tools.messages
 
 # The README's pictures of the client: each game's screen at 80x24, as SVG, in docs/screens/.
 screens: setup
