@@ -104,14 +104,11 @@ lock: setup
 		--no-emit-index-url --no-emit-find-links --strip-extras --pip-args=--isolated \
 		-o deploy/build-requirements.lock deploy/build-requirements.in
 
-# The CLI's texts: extract the marked ones into the template and merge it into each language's
-# catalog (then translate the new entries; a test fails on any left empty).
-LOCALE := clients/tapis_clients/locale
+# The CLI's texts: extract the marked ones into the templates (tapis.pot, and one per game for
+# the texts of its own files) and merge them into each language's catalogs (then translate the
+# new entries; a test fails on any left empty).
 messages: setup
-	$(BIN)/pybabel extract -k N_ -k _ -k ngettext:1,2 --no-location --sort-output --omit-header \
-		-o $(LOCALE)/tapis.pot clients/tapis_clients
-	$(BIN)/pybabel update -i $(LOCALE)/tapis.pot -d $(LOCALE) -D tapis --no-fuzzy-matching \
-		--ignore-obsolete
+	$(BIN)/python -m tools.messages
 
 # The README's pictures of the client: each game's screen at 80x24, as SVG, in docs/screens/.
 screens: setup
@@ -125,7 +122,7 @@ proto-baseline: setup
 .PHONY: web web-check test-browser web-screens bench-ws bench-peers
 
 # The web client (web/, TypeScript + protobuf-es, bundled by esbuild) is served from its built
-# files in service/tapis_service/webclient/, committed so that `make serve` needs no Node.js.
+# files in clients/tapis_webclient/static/ (the package tapis_webclient), committed so that `make serve` needs no Node.js.
 # `make web` rebuilds them; `make web-check` rebuilds into a scratch folder and fails if the
 # committed files differ. Both install the npm packages of web/package-lock.json first.
 WEB_CHECK_DIR ?= build/webclient-check
@@ -135,7 +132,7 @@ web: setup
 web-check: setup
 	rm -rf $(WEB_CHECK_DIR)
 	cd web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs ../$(WEB_CHECK_DIR)
-	diff -r $(WEB_CHECK_DIR) service/tapis_service/webclient
+	diff -r $(WEB_CHECK_DIR) clients/tapis_webclient/static
 
 # The browser tests (tests/browser/): Debian's Chromium, installed with apt-get when missing,
 # driven by Playwright for Python; the web client's built files are checked against web/ first.

@@ -1,17 +1,27 @@
-"""The suite's own house rules: tests share helpers through ``tests/support/`` (or a helper
+"""The house rules a test can check: tests share helpers through ``tests/support/`` (or a helper
 module beside them), never by importing a test module or a ``conftest``; measurement scripts
-live in ``bench/``."""
+live in ``bench/``; a game is named only in its own files and its registries; the built web
+client ships in the wheel."""
 
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
+import tomllib
+from fnmatch import fnmatch
 from pathlib import Path
 
+import tapis_webclient
+from tapis_engine.registry import DESCRIPTORS
 from tests.support.layout import imported, is_test_module
 
 TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+GAME_WORDS = ("basra", "boutons", "corse")
+"""The game names issue 23's rule counts ("war" is inside common words: forward, aware)."""
+MAX_FILES_NAMING_A_GAME = 3
+"""The engine's registry, the service's adapters' index, the clients' games index."""
 
 
 def test_no_module_of_the_suite_imports_a_test_module_or_a_conftest() -> None:
@@ -33,3 +43,46 @@ def test_measurement_scripts_live_in_bench() -> None:
     scripts = [path.relative_to(TESTS) for path in TESTS.rglob("*.py")
                if "measure" in path.name]
     assert not scripts, f"move {scripts} to bench/tapis_bench/"
+
+
+def files_naming(word: str, base: Path, *folders: str) -> list[str]:
+    """The text files under ``base``'s ``folders`` that contain ``word`` (any case), but whose
+    path there does not (a game's own files name it freely)."""
+    found = []
+    for folder in folders:
+        for path in sorted((base / folder).rglob("*")):
+            relative = path.relative_to(base).as_posix()
+            if not path.is_file() or "__pycache__" in relative or word in relative.lower():
+                continue
+            try:
+                text = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                continue
+            if word in text.lower():
+                found.append(relative)
+    return found
+
+
+def test_a_game_is_named_outside_its_own_files_only_by_the_registries() -> None:
+    registered = {descriptor.rules.__module__.split(".")[1] for descriptor in DESCRIPTORS}
+    assert set(GAME_WORDS) <= registered
+    for word in GAME_WORDS:
+        naming = files_naming(word, ROOT, "service", "clients/tapis_clients")
+        assert len(naming) <= MAX_FILES_NAMING_A_GAME, \
+            f"{word} is named in {naming}: read the registries (descriptors) instead"
+
+
+def test_the_check_sees_a_game_named_in_a_generic_file(tmp_path: Path) -> None:
+    (tmp_path / "service" / "basra").mkdir(parents=True)
+    (tmp_path / "service" / "basra" / "rules.py").write_text("basra", encoding="utf-8")
+    (tmp_path / "service" / "protocol.py").write_text("Basra's dealer", encoding="utf-8")
+    assert files_naming("basra", tmp_path, "service") == ["service/protocol.py"]
+
+
+def test_the_wheel_carries_every_file_of_the_built_web_client() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = config["tool"]["setuptools"]["package-data"]["tapis_webclient"]
+    package = tapis_webclient.STATIC.parent
+    files = [path.relative_to(package).as_posix() for path in tapis_webclient.STATIC.iterdir()]
+    assert "index.html" in [name.rsplit("/", 1)[-1] for name in files]
+    assert all(any(fnmatch(name, pattern) for pattern in patterns) for name in files), files

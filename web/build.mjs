@@ -1,4 +1,4 @@
-// Build the web client into the server's package (or into the folder given): generate the
+// Build the web client into its package, clients/tapis_webclient/static (or into the folder given): generate the
 // TypeScript of the contract (buf + protoc-gen-es), bundle with esbuild, copy the page and
 // its style. `node build.mjs gen` only generates.
 import { execFileSync } from "node:child_process";
@@ -14,7 +14,7 @@ rmSync(join(here, "src/gen"), { recursive: true, force: true });
 execFileSync(buf, ["generate"], { cwd: here, stdio: "inherit" });
 if (process.argv[2] === "gen") process.exit(0);
 
-const out = resolve(process.argv[2] ?? join(here, "../service/tapis_service/webclient"));
+const out = resolve(process.argv[2] ?? join(here, "../clients/tapis_webclient/static"));
 mkdirSync(out, { recursive: true });
 await build({
   entryPoints: [join(here, "src/main.ts")],

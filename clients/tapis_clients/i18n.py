@@ -1,10 +1,12 @@
 """The CLI's language: English (the texts in the code) or French (a gettext catalog).
 
-The catalog is ``locale/fr/LC_MESSAGES/tapis.po``, read and compiled by Babel when the language
-is chosen, so a fresh clone needs no build step. Texts are marked ``_("...")`` where they are
-said, ``N_("...")`` where they are only named (tables of texts, translated when shown), and
-``ngettext`` for a count. ``make messages`` extracts the marked texts into ``tapis.pot`` and
-merges them into the French catalog; a test fails on a text the catalog lacks.
+The catalogs are ``locale/fr/LC_MESSAGES/*.po``: ``tapis.po`` for the generic texts and one per
+game for its own (``GAME.po``), read, merged and compiled by Babel when the language is chosen,
+so a fresh clone needs no build step. Texts are marked ``_("...")`` where they are said,
+``N_("...")`` where they are only named (tables of texts, translated when shown), and
+``ngettext`` for a count. ``make messages`` (``tools/messages.py``) extracts the marked texts
+into the templates (``tapis.pot``, ``GAME.pot``) and merges them into the French catalogs; a
+test fails on a text its catalog lacks.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from babel.messages.catalog import Catalog
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 
@@ -40,18 +43,36 @@ def language_from(flag: str | None, environ: Mapping[str, str] | None = None) ->
     return "en"
 
 
-def catalog_path(lang: str) -> Path:
-    return LOCALE_DIR / lang / "LC_MESSAGES" / f"{DOMAIN}.po"
+def catalog_path(lang: str, domain: str = DOMAIN) -> Path:
+    """The catalog of ``domain`` (the generic texts, or a game's) in ``lang``."""
+    return LOCALE_DIR / lang / "LC_MESSAGES" / f"{domain}.po"
+
+
+def catalog_paths(lang: str) -> list[Path]:
+    """Every catalog of ``lang``: the generic one first, then each game's."""
+    first = catalog_path(lang)
+    return [first, *sorted(path for path in first.parent.glob("*.po") if path != first)]
 
 
 def load(lang: str) -> gettext.NullTranslations:
-    """The translations of ``lang`` compiled from its catalog (none for English)."""
+    """The translations of ``lang`` compiled from its catalogs, merged (none for English)."""
     if lang == "en":
         return gettext.NullTranslations()
-    with catalog_path(lang).open("rb") as source:
-        catalog = read_po(source, locale=lang)
+    merged: Catalog | None = None
+    for path in catalog_paths(lang):
+        with path.open("rb") as source:
+            catalog = read_po(source, locale=lang)
+        if merged is None:
+            merged = catalog
+            continue
+        for message in catalog:
+            if not message.id or not message.string:
+                continue
+            known = merged.get(message.id)
+            if known is None or not known.string:
+                merged[message.id] = message
     compiled = io.BytesIO()
-    write_mo(compiled, catalog)
+    write_mo(compiled, merged or Catalog(locale=lang))
     compiled.seek(0)
     return gettext.GNUTranslations(compiled)
 

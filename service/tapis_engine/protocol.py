@@ -26,7 +26,7 @@ class GameSetup(Generic[Options]):
     """Everything a game needs to start: seat count, seed, options and an optional stacked deck.
 
     ``stacked_deck`` is the card order to deal instead of a shuffle, top card first.
-    ``stacked_first`` fixes the random choice of who starts (War's first player, Basra's first
+    ``stacked_first`` fixes the game's random choice of who starts (its first player or first
     dealer) when a deck is stacked; ``None`` leaves it to the seeded PRNG.
     ``salt`` is the table's secret for the seed commitments (``tapis_engine.fairness``), and
     ``seed_chosen`` says the creator chose the seed (the rules ignore both).

@@ -32,7 +32,7 @@ from tapis_service.servicer import GameServicer, add_to_server
 from tapis_service.settings import Settings
 from tapis_service.startup import WaitingRoom, listen_address, revision, version
 from tapis_service.store import MemoryStore, Store
-from tapis_service.ws.endpoint import EndpointLimits, WebSocketEndpoint
+from tapis_service.ws.endpoint import EndpointLimits, WebClient, WebSocketEndpoint
 
 log = structlog.get_logger("tapis.server")
 # Files reflection serves beyond those of the services: what a refusal carries (google.rpc.Status
@@ -238,7 +238,8 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         raise CannotListen(f"cannot listen on {address} (is another server there?)")
     ws, ws_port = None, None
     if settings.ws_port is not None:  # players over WebSocket, and the web client
-        ws = WebSocketEndpoint(api, EndpointLimits.of(settings))
+        ws = WebSocketEndpoint(api, EndpointLimits.of(settings),
+                               WebClient(api_keys=not security.open_mode))
         try:
             # with TLS, the gRPC port's certificate serves wss and https: no token in clear
             tls = None if security.tls is None else security.tls.ssl_context()

@@ -101,9 +101,9 @@ class Settings:
     node_id: str | None = setting(None, "this node's id", "cluster",
                                   default_text="a fresh random one per process")
     # --- security ----------------------------------------------------------------------------
-    tls_cert: Path | None = setting(None, "serve the gRPC port over TLS with this certificate "
-                                    "chain (PEM; reloaded on SIGHUP)", "security",
-                                    metavar="FILE")
+    tls_cert: Path | None = setting(None, "serve the gRPC and WebSocket ports over TLS "
+                                    "with this certificate chain (PEM; reloaded on SIGHUP)",
+                                    "security", metavar="FILE")
     tls_key: Path | None = setting(None, "the private key of --tls-cert (PEM)", "security",
                                    metavar="FILE")
     tls_client_ca: Path | None = setting(None, "require client certificates signed by this CA "

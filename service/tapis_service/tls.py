@@ -1,11 +1,13 @@
-"""TLS for the gRPC port: server credentials that reload their certificates, and the channel
+"""TLS for the server's ports: credentials that reload their certificates, and the channel
 credentials a node (or a client) reaches a TLS server with.
 
-The server's credentials are grpc's *dynamic* SSL credentials: grpc asks ``ReloadingTls`` for
-the certificates at every new connection's handshake, so a ``reload()`` (on SIGHUP) takes effect
-for the next connection without a restart, and connections already open keep theirs. Files are
-checked with the standard library's ``ssl`` before they are used: a bad reload keeps the
-certificates in force and says why.
+The gRPC port's credentials are grpc's *dynamic* SSL credentials: grpc asks ``ReloadingTls``
+for the certificates at every new connection's handshake. The WebSocket port's ``SSLContext``
+is the live one its server socket uses: a reload loads the new chain into it, and OpenSSL gives
+each new handshake the context's certificate of the moment. So a ``reload()`` (on SIGHUP)
+takes effect on both ports for the next connection without a restart, and connections already
+open keep theirs. Files are checked with the standard library's ``ssl`` before they are used: a
+bad reload keeps the certificates in force and says why.
 """
 
 from __future__ import annotations
@@ -89,6 +91,8 @@ class ReloadingTls:
         self._pem = load(files)
         self._lock = threading.Lock()
         self._pending: grpc.ServerCertificateConfiguration | None = None
+        self._contexts: list[ssl.SSLContext] = []
+        """The live contexts handed out by ``ssl_context()``, reloaded with the files."""
 
     @property
     def mutual(self) -> bool:
@@ -102,13 +106,15 @@ class ReloadingTls:
 
     def ssl_context(self) -> ssl.SSLContext:
         """The same files for a server socket of the standard library (the WebSocket port:
-        wss and https): loaded once; a reload on SIGHUP reaches new connections of the gRPC
-        port only."""
+        wss and https), kept live: ``reload()`` loads the new chain into it, for the next
+        handshake. (A reloaded client CA is added to the ones it trusts: one taken away stays
+        trusted on this port until a restart.)"""
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(self.files.cert, self.files.key)
         if self.files.client_ca is not None:
             context.load_verify_locations(cafile=self.files.client_ca)
             context.verify_mode = ssl.CERT_REQUIRED
+        self._contexts.append(context)
         return context
 
     def credentials(self) -> grpc.ServerCredentials:
@@ -131,6 +137,14 @@ class ReloadingTls:
         except TlsFilesError as error:
             log.error("tls_reload_failed", error=str(error))
             return False
+        for context in self._contexts:
+            try:
+                context.load_cert_chain(self.files.cert, self.files.key)
+                if self.files.client_ca is not None:
+                    context.load_verify_locations(cafile=self.files.client_ca)
+            except (ssl.SSLError, OSError) as error:  # the files changed again meanwhile
+                log.error("tls_reload_failed", error=str(error))
+                return False
         with self._lock:
             self._pem = pem
             self._pending = _configuration(pem)

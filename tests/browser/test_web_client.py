@@ -1,11 +1,13 @@
 """The web client in headless Chromium against a real server: a whole War game against the
-computer, a Basra capture chosen, a Corse slap, a reconnect after a restart, the French texts.
+computer, a Basra capture chosen, a Corse slap, a reconnect after a restart, the French texts,
+and on a server with API keys a seat taken from a backend's ticket.
 Every wait is on a DOM condition, never a fixed time."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -17,11 +19,13 @@ from tests.browser.tables import (
     boutons_against_the_computer,
     corse_for_two,
     war_against_the_computer,
+    war_deck,
 )
 from tests.support.browser import screenshot_path
 from tests.support.server import Harness, Restartable, ServerFactory
 from tests.support.websocket import Client
 
+BACKEND_KEY = "backend-a-key-0123456789abcdef"
 expect = pytest.importorskip(  # installed by `make test-browser`
     "playwright.async_api", reason="needs Playwright for Python (make test-browser)").expect
 
@@ -209,3 +213,29 @@ async def test_the_turn_countdown_then_the_computer_then_the_seat_taken_back(
     await expect(page.locator(".status")).not_to_contain_text("The computer plays for you")
     assert page.errors == []
     client.close()
+
+
+async def test_with_api_keys_the_page_plays_a_ticket_handed_out_by_a_backend(
+        browser: Any, make_server: ServerFactory, tmp_path: Path) -> None:
+    keys = tmp_path / "api-keys"
+    keys.write_text(f"{BACKEND_KEY} backend-a\n", encoding="utf-8")
+    served = await make_server(ws_port=0, api_keys_file=keys)
+    page = await open_page(browser, served, locale="fr-FR")  # the sentence, no create button
+    await expect(page.locator("#tickets-only")).to_contain_text("ouvrez le lien")
+    await expect(page.get_by_role("heading", name="Basra")).to_be_visible()
+    await expect(page.locator("button.play")).to_have_count(0)
+    created = await served.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, stacked_deck=war_deck(), stacked_first_seat=0,
+        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, player_id="u-17",
+                                    display_name="Ada"),
+                      pb.SeatConfig(type=pb.SEAT_TYPE_BOT)]),
+        metadata=(("x-api-key", BACKEND_KEY),))
+    game_id, token = created.game.game_id, created.seat_tokens[0].seat_token
+    await page.goto(address(served) + f"#/ticket/{game_id}/{quote(token, safe='')}")
+    await expect(page.locator(".war-player")).to_have_count(2)
+    assert await page.evaluate("location.hash") == f"#/table/{game_id}"  # the token left it
+    version = await page.locator("body").get_attribute("data-version")
+    await page.locator("#reveal").click()  # the ticket's seat plays
+    await expect(page.locator(".bataille-bubble")).to_have_count(2)
+    await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
+    assert page.errors == []

@@ -1,34 +1,25 @@
-"""Every text the CLI marks for translation has its French in the catalog, with the same
-placeholders; the catalog compiles."""
+"""Every text the CLI marks for translation has its French in its catalog (the generic one, or
+its game's), with the same placeholders; the catalogs compile and merge."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-from babel.messages.extract import extract_from_dir
+import pytest
 from babel.messages.pofile import read_po
 
 from tapis_clients import i18n
+from tools.messages import domain_of, games, marked
 
-CLIENTS = Path(__file__).resolve().parents[2] / "clients" / "tapis_clients"
-KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
 PLACEHOLDER = re.compile(r"\{(\w*)\}")
 
 
-def marked() -> set[str | tuple[str, ...]]:
-    found: set[str | tuple[str, ...]] = set()
-    for _file, _line, message, _comments, _context in extract_from_dir(
-            str(CLIENTS), keywords=KEYWORDS, comment_tags=()):
-        found.add(message if isinstance(message, str) else tuple(message))
-    return found
-
-
-def test_every_marked_text_is_translated_to_french() -> None:
-    with i18n.catalog_path("fr").open("rb") as source:
+@pytest.mark.parametrize("domain", [i18n.DOMAIN, *games()])
+def test_every_marked_text_is_translated_to_french_in_its_catalog(domain: str) -> None:
+    with i18n.catalog_path("fr", domain).open("rb") as source:
         catalog = read_po(source, locale="fr")
     missing = []
-    for message in marked():
+    for message in marked().get(domain, set()):
         key = message[0] if isinstance(message, tuple) else message
         entry = catalog.get(key)
         if entry is None or not entry.string or (isinstance(entry.string, tuple)
@@ -40,8 +31,23 @@ def test_every_marked_text_is_translated_to_french() -> None:
     assert not missing, f"texts without French (run `make messages`, then translate): {missing}"
 
 
+def test_the_client_speaks_every_catalog_merged() -> None:
+    """Each marked text reads, once the catalogs are merged, as its own catalog says."""
+    found = marked()
+    assert set(found) == {i18n.DOMAIN, *games()}
+    assert domain_of("games/war.py") == "war" and domain_of("cli.py") == i18n.DOMAIN
+    french = i18n.load("fr")
+    for domain, texts in found.items():
+        with i18n.catalog_path("fr", domain).open("rb") as source:
+            catalog = read_po(source, locale="fr")
+        for text in texts:
+            if isinstance(text, str):
+                assert french.gettext(text) == catalog[text].string, (domain, text)
+
+
 def test_the_catalog_compiles_and_translates() -> None:
     translations = i18n.load("fr")
     assert translations.gettext("reveal your top card") == "retourner votre carte du dessus"
     assert translations.ngettext("{count} try left", "{count} tries left", 2) == \
         "{count} essais restants"
+    assert translations.gettext("Lebanese") == "libanaise"  # from a game's catalog

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
@@ -95,3 +96,16 @@ def reason(frame: ws_pb.ServerFrame) -> str:
     assert info.domain == "tapis.v1"
     return info.reason
 
+
+
+async def tls_handshake(port: int, ca: Path) -> bool:
+    """A TLS handshake with ``localhost:port`` trusting only ``ca``: True if it succeeds (the
+    port showed a certificate that CA signed)."""
+    trusting = ssl.create_default_context(cafile=str(ca))
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection("localhost", port, ssl=trusting), timeout=30)
+    except ssl.SSLCertVerificationError:
+        return False
+    writer.close()
+    return True

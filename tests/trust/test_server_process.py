@@ -1,5 +1,5 @@
 """`tapis-server` as a process: it refuses to listen beyond loopback unprotected (one line,
-exit 2, naming --insecure), and reloads its certificates and keys on SIGHUP."""
+exit 2, naming --insecure), and reloads its certificates (on both ports) and keys on SIGHUP."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.tls import channel_credentials
 from tests.support.calls import auth
 from tests.support.certificates import issue
+from tests.support.websocket import tls_handshake
 from tests.trust.door import (
     KEY_A,
     KEY_B,
@@ -91,14 +92,17 @@ async def test_sighup_reloads_the_certificates_and_the_keys(tmp_path: Path) -> N
     key.write_bytes(first.key_bytes())
     keys.write_text(f"{KEY_A} backend-a\n")
     process = await asyncio.create_subprocess_exec(
-        *SERVER, "--port", "0", "--allow-stacked-decks", "--tls-cert", str(cert),
-        "--tls-key", str(key), stderr=asyncio.subprocess.PIPE,
+        *SERVER, "--port", "0", "--ws-port", "0", "--allow-stacked-decks", "--tls-cert",
+        str(cert), "--tls-key", str(key), stderr=asyncio.subprocess.PIPE,
         env={**os.environ, "TAPIS_API_KEYS_FILE": str(keys)})
     try:
         serving = await next_line(process, "serving")
         target = "localhost:" + str(serving["address"]).rsplit(":", 1)[1]
         assert serving["tls"] is True and serving["api_keys"] is True
+        web = int(str((await next_line(process, "serving_web"))["address"]).rsplit(":", 1)[1]
+                  .rstrip("/"))
         assert await health(target, first.ca_bytes()) == health_pb2.HealthCheckResponse.SERVING
+        assert await tls_handshake(web, first.ca)
         cert.write_bytes(second.cert_bytes())
         key.write_bytes(second.key_bytes())
         keys.write_text(f"{KEY_B} backend-b\n")
@@ -106,6 +110,8 @@ async def test_sighup_reloads_the_certificates_and_the_keys(tmp_path: Path) -> N
         await next_line(process, "tls_reloaded")
         await next_line(process, "api_keys_reloaded")
         assert await health(target, second.ca_bytes()) == health_pb2.HealthCheckResponse.SERVING
+        # the WebSocket port (wss, https) too: a new connection sees the new certificate
+        assert await tls_handshake(web, second.ca) and not await tls_handshake(web, first.ca)
         async with grpc.aio.secure_channel(target, channel_credentials(second.ca_bytes()),
                                            options=OWN_CONNECTION) as channel:
             stub = pb_grpc.GameServiceStub(channel)

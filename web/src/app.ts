@@ -20,9 +20,10 @@ export function switchLanguage(): void {
   document.documentElement.lang = ui.language;
 }
 
-/** A seat taken from this browser: its number and secret token. */
+/** A seat taken from this browser (or handed out by a backend): its secret token, and its
+ * number when known (the table's view says it too). */
 export interface SeatKey {
-  seat: number;
+  seat?: number;
   token: string;
 }
 
@@ -33,6 +34,21 @@ export function seatKey(gameId: string): SeatKey | undefined {
 
 export function keepSeatKey(gameId: string, key: SeatKey): void {
   localStorage.setItem(`tapis.seat.${gameId}`, JSON.stringify(key));
+}
+
+/** What this server lets the page do (`/capabilities.json`): `api_keys` means tables are
+ * created by a backend holding a key, never by a player. */
+export interface Capabilities {
+  api_keys: boolean;
+}
+
+let capabilities: Promise<Capabilities> | undefined;
+
+export function serverCapabilities(): Promise<Capabilities> {
+  capabilities ??= fetch("/capabilities.json")
+    .then((answer) => (answer.ok ? answer.json() : { api_keys: false }))
+    .catch(() => ({ api_keys: false }));
+  return capabilities;
 }
 
 /** A fresh request id: makes a retried request safe. */

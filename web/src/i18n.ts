@@ -4,6 +4,7 @@ const en = {
   title: "Tapis — card games",
   chooseGame: "Choose a game",
   playComputer: "Play against the computer",
+  ticketsOnly: "On this server, tables are set up by the site you play from: open the link it gives you to take your seat.",
   players: "Players",
   turnTime: "Turn time",
   noLimit: "none",
@@ -92,6 +93,7 @@ const en = {
     NO_FREE_SEAT: "No free seat at this table.",
     RATE_LIMITED: "Slow down.",
     DISCONNECTED: "The connection was lost: try again.",
+    API_KEY_REQUIRED: "On this server, tables are set up by the site you play from.",
   } as Record<string, string>,
 };
 
@@ -101,6 +103,7 @@ const fr: Texts = {
   title: "Tapis — jeux de cartes",
   chooseGame: "Choisissez un jeu",
   playComputer: "Jouer contre l’ordinateur",
+  ticketsOnly: "Sur ce serveur, les tables sont préparées par le site d’où vous jouez : ouvrez le lien qu’il vous donne pour prendre votre place.",
   players: "Joueurs",
   turnTime: "Temps par coup",
   noLimit: "aucun",
@@ -189,6 +192,7 @@ const fr: Texts = {
     NO_FREE_SEAT: "Plus de place libre à cette table.",
     RATE_LIMITED: "Moins vite !",
     DISCONNECTED: "La connexion a été perdue : réessayez.",
+    API_KEY_REQUIRED: "Sur ce serveur, les tables sont préparées par le site d’où vous jouez.",
   },
 };
 

@@ -1,10 +1,12 @@
-// The lobby: a game against the computer in one click, or a table joined by its id.
+// The lobby: a game against the computer in one click, or a table joined by its id. On a server
+// whose tables a backend creates (API keys), a sentence saying so instead of the create buttons.
 import { SeatType } from "./gen/tapis/v1/game_service_pb";
 import { h } from "./dom";
 import { GAMES } from "./games/index";
-import { keepSeatKey, languageToggle, message, requestId, say, socket, ui } from "./app";
+import { keepSeatKey, languageToggle, message, requestId, say, socket, ui,
+         type Capabilities } from "./app";
 
-export function lobby(redraw: () => void): HTMLElement {
+export function lobby(redraw: () => void, capabilities: Capabilities): HTMLElement {
   const t = ui.t;
   const name = h("input", { id: "name", value: localStorage.getItem("tapis.name") ?? t.defaultName,
                             maxlength: "40" }) as HTMLInputElement;
@@ -30,6 +32,10 @@ export function lobby(redraw: () => void): HTMLElement {
         say(message(error), "error");
       }
     };
+    if (capabilities.api_keys) {
+      return h("section", { class: `game-choice ${game.key}`, "data-game": game.key },
+        h("h2", {}, t.games[game.key]));
+    }
     return h("section", { class: `game-choice ${game.key}`, "data-game": game.key },
       h("h2", {}, t.games[game.key]),
       h("label", {}, t.players, " ", seats),
@@ -41,6 +47,7 @@ export function lobby(redraw: () => void): HTMLElement {
     h("header", {}, h("h1", {}, t.title), languageToggle(redraw)),
     h("label", { class: "name" }, t.yourName, " ", name),
     h("h2", {}, t.chooseGame),
+    capabilities.api_keys ? h("p", { class: "tickets-only", id: "tickets-only" }, t.ticketsOnly) : "",
     h("div", { class: "games" }, games),
     h("form", { class: "join", onsubmit: (event) => {
       event.preventDefault();

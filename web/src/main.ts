@@ -1,6 +1,7 @@
-// The web client: routes between the lobby and a table (`#/table/ID`, `#/join/ID`), follows the
-// socket's state, and hands keys to the table's game.
-import { banner, message, say, seatKey, socket, ui } from "./app";
+// The web client: routes between the lobby and a table (`#/table/ID`, `#/join/ID`, and
+// `#/ticket/ID/TOKEN`: a seat a backend handed out), follows the socket's state, and hands keys
+// to the table's game.
+import { banner, keepSeatKey, message, say, seatKey, serverCapabilities, socket, ui } from "./app";
 import { screenFor } from "./games/index";
 import { join, lobby } from "./lobby";
 import { Table } from "./table";
@@ -26,6 +27,15 @@ document.addEventListener("keydown", (event) => {
 });
 
 async function route(): Promise<void> {
+  const ticket = location.hash.match(/^#\/ticket\/([^/]+)\/([^/]+)$/);
+  if (ticket) {
+    // A ticket: the seat's token, in the fragment (never sent to a server, so never in its
+    // logs). Keep it like a seat taken here, and leave the token out of the address and history.
+    const [, ticketGame, token] = ticket.map(decodeURIComponent);
+    keepSeatKey(ticketGame, { token });
+    location.replace(`#/table/${encodeURIComponent(ticketGame)}`);
+    return;
+  }
   const [, page, gameId] = location.hash.match(/^#\/(table|join)\/([^/]+)$/) ?? [];
   document.documentElement.lang = ui.language;
   document.title = ui.t.title;
@@ -51,7 +61,9 @@ async function route(): Promise<void> {
     }
     return;
   }
-  app.replaceChildren(banner, lobby(() => void route()));
+  const capabilities = await serverCapabilities();
+  if (location.hash.match(/^#\/(table|join|ticket)\//)) return; // moved on meanwhile
+  app.replaceChildren(banner, lobby(() => void route(), capabilities));
 }
 
 window.addEventListener("hashchange", () => void route());

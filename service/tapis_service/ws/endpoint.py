@@ -1,7 +1,8 @@
 """The WebSocket port: picows on the server's event loop, the web client on its plain HTTP side.
 
 ``GET /ws`` with an upgrade opens a player socket (a ``Connection``); any other ``GET`` is
-answered from the built web client (``tapis_service/webclient/``: ``/`` is its index.html).
+answered from the built web client (the package ``tapis_webclient``: ``/`` is its index.html)
+or with the server's public capabilities (``/capabilities.json``).
 Sockets are capped in all and per client address (beyond: a ``TOO_MANY_STREAMS`` refusal and
 close 1013, as gRPC refuses event streams beyond its caps); idle sockets are pinged and dropped
 when the pong does not come.
@@ -10,6 +11,7 @@ when the pong does not come.
 from __future__ import annotations
 
 import asyncio
+import json
 import mimetypes
 import ssl
 from collections import Counter
@@ -30,6 +32,7 @@ from picows import (
     ws_create_server,
 )
 
+import tapis_webclient
 from tapis_service.errors import ServiceError
 from tapis_service.limits import peer_host
 from tapis_service.settings import Settings
@@ -41,8 +44,7 @@ if TYPE_CHECKING:
     from tapis_service.game_api import GameApi
 
 SOCKET_PATH = b"/ws"
-WEBCLIENT = Path(__file__).resolve().parent.parent / "webclient"
-"""The built web client (``make web``), served at ``/``."""
+CAPABILITIES = b"/capabilities.json"
 _HARD_FRAME_LIMIT = 4 * frames.MAX_FRAME_BYTES
 """picows drops a socket sending a frame over this; up to it, a frame over the limit gets a
 VALUE_TOO_LONG refusal first."""
@@ -85,10 +87,13 @@ def grpc_peer(transport: WSTransport) -> str:
 
 
 class WebClient:
-    """The built web client's files, read once, by URL path."""
+    """The built web client's files, read once, by URL path; and ``/capabilities.json``, what
+    the page may do on this server (public: ``{"api_keys": true}`` when creating a table needs
+    a backend's key, so the page offers no create button)."""
 
-    def __init__(self, folder: Path = WEBCLIENT) -> None:
-        self.files: dict[bytes, tuple[bytes, str]] = {}
+    def __init__(self, folder: Path = tapis_webclient.STATIC, *, api_keys: bool = False) -> None:
+        self.files: dict[bytes, tuple[bytes, str]] = {
+            CAPABILITIES: (json.dumps({"api_keys": api_keys}).encode(), "application/json")}
         if folder.is_dir():
             for path in sorted(folder.iterdir()):
                 if path.is_file():
