@@ -1,10 +1,11 @@
 """ReplaceSeat over a real channel: a backend gives a seat to another player; the former token
 is refused UNAUTHENTICATED / TOKEN_REVOKED at once (calls and open streams), a bot plays the
 seat until the new holder takes it back, a retry answers the same token, and a durable server
-keeps it all across a restart."""
+keeps it all across a restart; in a cluster, through any node."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
@@ -13,10 +14,15 @@ import pytest
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.clock import ManualClock
+from tapis_service.server import RunningServer, create_server
 from tests.support.calls import STREAM_DEADLINE_S, auth
+from tests.support.postgres import Postgres
+from tests.support.process import free_port
+from tests.support.server import TEST_SETTINGS
 from tests.trust.door import (
     KEY_A,
     KEY_B,
+    OWN_CONNECTION,
     REVEAL,
     Secured,
     StartSecured,
@@ -232,3 +238,51 @@ async def test_a_durable_server_keeps_a_replacement_across_a_restart(
     await stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=RECLAIM),
                             metadata=auth(second_replace.seat_token.seat_token))
     await play_out(second, game_id, {0: old, 1: second_replace.seat_token.seat_token})
+
+
+async def test_a_replace_through_another_node_of_a_cluster(tmp_path: Path,
+                                                           postgres: Postgres) -> None:
+    """Relayed to the table's owner (the stream of the former token too); once the owner
+    stops, the node that takes the table over rebuilds the replacement from PostgreSQL."""
+    files = door(tmp_path)
+    database = await postgres.create_database()
+    nodes: list[RunningServer] = []
+    channels: list[grpc.aio.Channel] = []
+    try:
+        for _ in range(2):
+            port = free_port()
+            nodes.append(await create_server(replace(
+                TEST_SETTINGS, port=port, store="postgres", database_url=postgres.url(database),
+                advertise=f"127.0.0.1:{port}", node_ttl_s=3.0, api_keys_file=files.keys)))
+            channels.append(grpc.aio.insecure_channel(f"127.0.0.1:{port}",
+                                                      options=OWN_CONNECTION))
+        owner, other = (pb_grpc.GameServiceStub(c) for c in channels)
+        created = await owner.CreateGame(reserved_request(), metadata=backend(KEY_A))
+        game_id = created.game.game_id
+        assert game_id in nodes[0].host.sessions and game_id not in nodes[1].host.sessions
+        old = created.seat_tokens[0].seat_token
+        stream = other.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
+                                    metadata=auth(old), timeout=STREAM_DEADLINE_S)
+        assert (await stream.read()).events
+        request = replace_seat(game_id, 0, "u-99", "Linus", "replace-1")
+        replaced = await other.ReplaceSeat(request, metadata=backend(KEY_A))
+        assert (await other.ReplaceSeat(request, metadata=backend(KEY_A))) == replaced
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            while True:
+                await stream.read()
+        assert refusal(ended.value) == REVOKED
+        new = replaced.seat_token.seat_token
+        assert (await get(other, game_id, new)).your_seat == 0
+        await nodes.pop(0).stop(0)
+        assert await refused(other.GetGame(pb.GetGameRequest(game_id=game_id),
+                                           metadata=auth(old))) == REVOKED
+        assert game_id in nodes[0].host.sessions  # taken over, from the journal
+        view = await get(other, game_id, new)
+        assert view.your_seat == 0 and view.seats[0].display_name == "Linus"
+        assert (await other.ReplaceSeat(request, metadata=backend(KEY_A))) == replaced
+    finally:
+        for channel in channels:
+            await channel.close()
+        for node in reversed(nodes):
+            await node.stop(0)
+        await postgres.drop_database(database)
