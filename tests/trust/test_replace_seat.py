@@ -286,3 +286,25 @@ async def test_a_replace_through_another_node_of_a_cluster(tmp_path: Path,
         for node in reversed(nodes):
             await node.stop(0)
         await postgres.drop_database(database)
+
+
+async def test_the_new_holder_sees_its_seat_s_hand_only(tmp_path: Path,
+                                                        start_secured: StartSecured) -> None:
+    """Basra hides hands: the new token sees seat 1's hand — the one seat 1 held — and not
+    seat 0's; the backend's answer shows no hand at all."""
+    secured = await start_secured(door(tmp_path))
+    stub = secured.stub
+    created = await stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_BASRA, seats=2, seed=7, seat_configs=[
+            pb.SeatConfig(type=PERSON, player_id=f"u-{seat}") for seat in (0, 1)]),
+        metadata=backend(KEY_A))
+    game_id = created.game.game_id
+    first, second = (t.seat_token for t in created.seat_tokens)
+    hands = [list((await get(stub, game_id, token)).basra.hand) for token in (first, second)]
+    assert hands[0] and hands[1] and hands[0] != hands[1]
+    replaced = await stub.ReplaceSeat(replace_seat(game_id, 1, "u-9"), metadata=backend(KEY_A))
+    assert not replaced.game.basra.hand and not replaced.game.basra.HasField("seat")
+    seen = (await get(stub, game_id, replaced.seat_token.seat_token)).basra
+    assert seen.seat == 1 and list(seen.hand) == hands[1]
+    assert not {c.SerializeToString() for c in seen.hand} & {
+        c.SerializeToString() for c in hands[0]}
