@@ -8,6 +8,9 @@
    legal action, whenever its seat is awaited).
 3. The backend follows its results (``WatchResults``), stores them (here: prints them), and
    acknowledges them (``AckResults``) so the server may forget them.
+4. Before the game, one player is replaced (``ReplaceSeat``): the former ticket stops working
+   at once, the new player gets a ticket of its own and takes the seat back from the bot that
+   plays it meanwhile (``ReclaimSeat``, the first legal action its view offers).
 
 docs/integration.md walks through it. The test suite runs it against a server with TLS and
 keys (tests/trust/test_integration_example.py).
@@ -71,6 +74,17 @@ async def play(target: str, ca: bytes, game_id: str, ticket: str) -> int:
             stream.cancel()
 
 
+async def replace_player(backend: pb_grpc.GameServiceStub, key: str, game_id: str,
+                         seat: int, player: str) -> str:
+    """Step 4: give ``seat`` to ``player``; its new ticket. The former ticket's calls and
+    streams end UNAUTHENTICATED / TOKEN_REVOKED from now on; a retry with the same request_id
+    would answer the same ticket."""
+    replaced = await backend.ReplaceSeat(pb.ReplaceSeatRequest(
+        game_id=game_id, seat=seat, player_id=player, display_name=player.title(),
+        request_id=str(uuid.uuid4())), metadata=(("x-api-key", key),))
+    return replaced.seat_token.seat_token
+
+
 async def follow_results(backend: pb_grpc.GameServiceStub, key: str, after: int,
                          wanted: int) -> list[pb.ResultRecord]:
     """Step 3: the results after cursor ``after`` until ``wanted`` have come, each stored
@@ -96,6 +110,14 @@ async def run(target: str, ca: bytes, key: str) -> list[pb.ResultRecord]:
         game_id = created.game.game_id
         tickets = {t.player_id: t.seat_token for t in created.seat_tokens}
         print(f"table {game_id}: tickets for {', '.join(sorted(tickets))}")
+        seat = next(t.seat for t in created.seat_tokens if t.player_id == "grace")
+        former = tickets.pop("grace")
+        tickets["linus"] = await replace_player(backend, key, game_id, seat, "linus")
+        try:
+            await backend.GetGame(pb.GetGameRequest(game_id=game_id),
+                                  metadata=(("authorization", f"Bearer {former}"),))
+        except grpc.aio.AioRpcError as error:
+            print(f"seat {seat} given to linus; grace's ticket: {error.code().name}")
         moves = await asyncio.gather(*(play(target, ca, game_id, ticket)
                                        for ticket in tickets.values()))
         print(f"played: {sum(moves)} moves")

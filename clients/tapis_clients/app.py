@@ -8,7 +8,8 @@ given back as it was on any exit (Textual's alternate screen).
 Keys are read only while a move can apply, and keys typed before the menu on screen was drawn
 are thrown away; a move is sent with the table version it was chosen on (slaps excepted), so a
 table that moved meanwhile refuses it instead of taking it blindly. The event stream resumes by
-sequence after a server restart. q leaves (status 0), Ctrl-C too (status 130)."""
+sequence after a server restart. q leaves (status 0), Ctrl-C too (status 130); a seat its
+backend gives to someone else (ReplaceSeat) ends the screen, saying so (status 1)."""
 
 from __future__ import annotations
 
@@ -323,29 +324,50 @@ class TableApp(App[int]):
     async def _follow(self) -> None:
         """Every event of the table from its first (the log, the reasons games ended)."""
         log = self.query_one("#log", RichLog)
-        async for event in self.conn.events(self.game_id, 0, self.token):
-            if event.WhichOneof("body") == "seat_claimed":
-                self.table = Table.of(self.view)
-            if event.WhichOneof("body") == "game_started" and event.game_started.seed_commitment:
-                self.commitments[event.game_started.game_number] = \
-                    event.game_started.seed_commitment
-            self.memory.see(event, self.table)
-            paused = self.memory.take_pause()
-            if paused is not None and event.sequence > self.first_sequence:
-                self.notes.append(paused)
-            line = lines.describe_event(self.game, event, self.table)
-            if line:
-                log.write(Text.from_markup(line))
-            if event.HasField("time"):
-                self.skew_ms = event.time.ToMilliseconds() - int(time.time() * 1000)
-            self.changed.set()
+        try:
+            async for event in self.conn.events(self.game_id, 0, self.token):
+                self._note(event, log)
+        except grpc.aio.AioRpcError as error:
+            if not self._given_away(error):
+                raise
+            return
         self.exit(return_code=0)
+
+    def _note(self, event: pb.Event, log: RichLog) -> None:
+        if event.WhichOneof("body") == "seat_claimed":
+            self.table = Table.of(self.view)
+        if event.WhichOneof("body") == "game_started" and event.game_started.seed_commitment:
+            self.commitments[event.game_started.game_number] = \
+                event.game_started.seed_commitment
+        self.memory.see(event, self.table)
+        paused = self.memory.take_pause()
+        if paused is not None and event.sequence > self.first_sequence:
+            self.notes.append(paused)
+        line = lines.describe_event(self.game, event, self.table)
+        if line:
+            log.write(Text.from_markup(line))
+        if event.HasField("time"):
+            self.skew_ms = event.time.ToMilliseconds() - int(time.time() * 1000)
+        self.changed.set()
+
+    def _given_away(self, error: grpc.aio.AioRpcError) -> bool:
+        """The table's backend gave the seat to someone else (its token is revoked): leave
+        (status 1), saying so."""
+        if error_reason(error) != "TOKEN_REVOKED":
+            return False
+        self.exit(return_code=1, message=refusals.explain(error))
+        return True
 
     async def _refresh_loop(self) -> None:
         while True:
             await self.changed.wait()
             self.changed.clear()
-            view = await self._fetch()
+            try:
+                view = await self._fetch()
+            except grpc.aio.AioRpcError as error:
+                if self._given_away(error):
+                    return
+                raise
             if self.status.startswith("[yellow]"):
                 self.status = ""
             self.view = view

@@ -34,6 +34,9 @@ USAGE = N_("""\
     tapis join GAME_ID                  take a free seat (or the one you left) and play
     tapis watch GAME_ID                 follow a table as a spectator, game after game
     tapis list [--json]                 the tables on the server
+    tapis replace-seat GAME_ID SEAT --api-key KEY [--player-id ID --name NAME]
+                                        a backend gives a seat of its table to a player
+                                        (without --player-id: to a bot for good)
 
 --target HOST:PORT (before or after the subcommand; or TAPIS_TARGET, or TAPIS_PORT) names the
 server; --lang fr|en the language (else LC_ALL, LC_MESSAGES, LANG). While playing: the keys or
@@ -144,6 +147,9 @@ async def sit(conn: Connection, held: seats_file.HeldSeat, lock: seats_file.Seat
         if bots is not None:
             await bots.stop()
         lock.release()
+    if status == 1:  # the seat was given to someone else: it is not this person's any more
+        seats_file.forget(held.game_id, seat=held.seat)
+        return status
     console.print(_("You left seat {seat}; `tapis join {game_id}` takes it back.").format(
         seat=held.seat, game_id=held.game_id), markup=False)
     return status
@@ -259,6 +265,26 @@ async def list_games(conn: Connection, args: argparse.Namespace) -> None:
         console.print(_("no tables yet: `tapis create` or `tapis play` makes one"), markup=False)
 
 
+async def replace_seat(conn: Connection, args: argparse.Namespace) -> int:
+    """A backend's ReplaceSeat: print the new holder's token (the ticket to hand over), or
+    nothing when a bot keeps the seat."""
+    replaced = (await conn.call(conn.stub.ReplaceSeat, pb.ReplaceSeatRequest(
+        game_id=args.game_id, seat=args.seat, player_id=args.player_id,
+        display_name=args.name, request_id=uuid.uuid4().hex))).seat_token
+    if not sys.stdout.isatty():
+        if replaced.seat_token:
+            print(replaced.seat_token)
+        return 0
+    if replaced.seat_token:
+        console.print(_("Seat {seat} is {player}'s now; their token: {token}").format(
+            seat=replaced.seat, player=replaced.player_id, token=replaced.seat_token),
+            markup=False)
+    else:
+        console.print(_("Seat {seat} is played by a bot from now on.").format(
+            seat=replaced.seat), markup=False)
+    return 0
+
+
 async def run(args: argparse.Namespace) -> int:
     conn = Connection(args.target, retry_for_s=None,
                       credentials=Credentials.from_options(args))
@@ -284,6 +310,8 @@ async def run(args: argparse.Namespace) -> int:
             return await sit(conn, held, lock)
         if args.command == "watch":
             return await app.show(conn, args.game_id, None, None)
+        if args.command == "replace-seat":
+            return await replace_seat(conn, args)
         if args.command == "list":
             await list_games(conn, args)
         return 0
@@ -361,6 +389,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p_watch = sub.add_parser("watch", help=_("follow a table as a spectator"),
                              parents=[common])
     p_watch.add_argument("game_id")
+    p_replace = sub.add_parser(
+        "replace-seat", parents=[common],
+        help=_("a backend gives a seat of its table to a player (needs --api-key)"))
+    p_replace.add_argument("game_id")
+    p_replace.add_argument("seat", type=int, help=_("the seat (a number from 0)"))
+    p_replace.add_argument("--player-id", default="", help=_(
+        "the backend's player who holds the seat from now on (none: a bot keeps it)"))
+    p_replace.add_argument("--name", default="", help=_("the name others see (default: the "
+                                                       "player id)"))
     p_list = sub.add_parser("list", help=_("list the tables"), parents=[common])
     p_list.add_argument("--all", action="store_true",
                         help=_("include finished tables nobody plays on"))

@@ -1,5 +1,6 @@
-"""What the screens say about the parts of a table common to every game: seats claimed, games
-started and ended, bots taking a seat over, the series, the deal's fairness check."""
+"""What the screens say about the parts of a table common to every game: seats claimed (or
+given by the table's backend), games started and ended, bots taking a seat over, the series,
+the deal's fairness check."""
 
 from __future__ import annotations
 
@@ -52,6 +53,16 @@ def describe_event(game: ClientGame, event: pb.Event, table: Table) -> str | Non
     if which == "seat_reclaimed":
         return table.said(event.seat_reclaimed.seat, N_("you take your seat back"),
                           N_("{name} takes their seat back"))
+    if which == "seat_replaced":
+        replaced = event.seat_replaced
+        if replaced.seat == table.me:
+            line = _("this seat is yours now: a bot plays it until you take it back")
+        elif replaced.display_name:
+            line = _("{holder} gets seat {seat}: a bot plays it until they take it").format(
+                holder=replaced.display_name, seat=replaced.seat)
+        else:
+            line = _("a bot plays seat {seat} from now on").format(seat=replaced.seat)
+        return "[yellow]" + line + "[/]"
     if which == "game_ended":
         ended = event.game_ended
         return "[bold green]" + _("game {number} over: {verdict}").format(

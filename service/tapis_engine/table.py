@@ -96,6 +96,13 @@ class SeatReclaimed:
 
 
 @dataclass(frozen=True, slots=True)
+class SeatReplaced:
+    """The seat has a new holder (or none): a bot plays it until the holder reclaims it."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
 class GameEnded:
     """A game of the series ended; ``records`` summarises every game of the series so far."""
 
@@ -159,6 +166,14 @@ class NextGame:
 
 
 @dataclass(frozen=True, slots=True)
+class Replace:
+    """A person's seat changes holder (the service decides who): the seat is taken (a free
+    one too) and a bot plays it until its new holder reclaims it (``Reclaim``)."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
 class Abandon:
     """The server ends the table as abandoned (nobody acted for too long; the service decides
     when, from its clock: the time is an input like any other)."""
@@ -167,7 +182,7 @@ class Abandon:
     """No seat: the server's own input."""
 
 
-Input = Claim | Act | BotMove | Timeout | Reclaim | NextGame | Abandon
+Input = Claim | Act | BotMove | Timeout | Reclaim | NextGame | Replace | Abandon
 
 
 # --- the table --------------------------------------------------------------------------------
@@ -268,6 +283,8 @@ def step(
     _check_seat(table, move.seat)
     if isinstance(move, Claim):
         table = _claim(rules, table, move.seat, now_ms, events)
+    elif isinstance(move, Replace):
+        table = _replace(rules, table, move.seat, now_ms, events)
     elif isinstance(move, NextGame):
         if not table.started or not table.game_over(rules):
             raise precondition(Reason.GAME_NOT_OVER, "the current game is not over yet")
@@ -346,6 +363,19 @@ def _claim(
     else:
         table = replace(table, next_sequence=table.next_sequence + len(events))
     return table
+
+
+def _replace(
+    rules: Rules[Any, Any, Any], table: Table, seat: int, now_ms: int, events: list[TableEvent]
+) -> Table:
+    if table.seats[seat].bot is not None:
+        raise precondition(Reason.NOT_ALLOWED_NOW, f"seat {seat} is played by a server bot")
+    table = _set_seat(table, seat, SeatSlot(claimed=True, taken_over=True))
+    _emit(table, events, SeatReplaced(seat))
+    if not table.started and all(s.claimed for s in table.seats):
+        return _start_game(rules, table, 1, now_ms, events)
+    table = replace(table, next_sequence=table.next_sequence + len(events))
+    return _refresh_deadlines(rules, table, table.state, now_ms, set())
 
 
 def _start_game(
@@ -524,7 +554,8 @@ def encode_input(rules: Rules[Any, Any, Any], move: Input) -> JSON:
     return {"input": name, "seat": move.seat}
 
 
-_INPUTS: dict[str, type] = {c.__name__: c for c in (Claim, BotMove, Timeout, Reclaim, NextGame)}
+_INPUTS: dict[str, type] = {c.__name__: c for c in (Claim, BotMove, Timeout, Reclaim, NextGame,
+                                                     Replace)}
 
 
 def decode_input(rules: Rules[Any, Any, Any], data: Mapping[str, Any]) -> Input:

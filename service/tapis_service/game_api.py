@@ -40,7 +40,7 @@ from tapis_service.resting import RestingTable
 from tapis_service.results import CursorAhead
 from tapis_service.security import Security
 from tapis_service.session import Session
-from tapis_service.streams import StreamGuard, stopping, too_slow
+from tapis_service.streams import StreamGuard, revoked, stopping, too_slow
 
 log = structlog.get_logger("tapis.rpc")
 
@@ -237,6 +237,22 @@ class GameApi:
         await self.host.actor.abandon(session, by_backend=True)
         return pb.EndTableResponse(game=self.view(self.host.get(request.game_id), None))
 
+    @rpc
+    async def replace_seat(self, request: pb.ReplaceSeatRequest,
+                           caller: Caller) -> pb.ReplaceSeatResponse:
+        """The backend gives a seat to a player (``replacing``): the former token is revoked
+        at once and a bot plays the seat until the new holder reclaims it."""
+        request_id = convert.check_id(request.request_id, "request_id")
+        player_id = convert.check_id(request.player_id, "player_id")
+        name = convert.check_id(request.display_name, "display_name")
+        session = await self.host.find(request.game_id)
+        session.ownership.check_backend(self.backend_of(caller), "ReplaceSeat")
+        session, replaced = await self.host.actor.replace(session, request.seat, player_id,
+                                                          name, request_id)
+        return pb.ReplaceSeatResponse(
+            seat_token=replaced.to_proto(self.host.tokens.key, session.game_id),
+            game=self.view(self.host.get(request.game_id), None))
+
     def viewer(self, session: Session, caller: Caller) -> int | None:
         """The caller's seat (None: a spectator, which a private table allows to its backend
         and to the holders of its spectator token only)."""
@@ -388,6 +404,8 @@ class GameApi:
                 stream.writing_since, stream.last = clock.now_ms(), last
                 yield response
                 stream.writing_since = None
+            if subscriber.revoked:
+                raise revoked()
             if subscriber.overflowed:
                 raise too_slow(last)
             if self.host.stopping:

@@ -238,6 +238,8 @@ class GameHost:
         self.serve(session, restored.create_request_id)
         for digest, seat in restored.tokens.items():
             self.tokens.add(digest, session.game_id, seat)
+        for digest in restored.revoked:
+            self.tokens.add_revoked(digest, session.game_id)
         self.clerk.restored(session)
 
     def forget(self, game_id: str) -> Session | None:

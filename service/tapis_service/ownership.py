@@ -19,7 +19,7 @@ import base64
 import hashlib
 import hmac
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import grpc
@@ -113,6 +113,16 @@ class Ownership:
             view.status = pb.GAME_STATUS_SERIES_OVER
             del view.legal_actions[:]
         return view
+
+    def holding(self, seat: int, player_id: str, name: str, seats: int) -> Ownership:
+        """The same, with ``seat`` bound to ``player_id`` ("": to nobody) under ``name``
+        (ReplaceSeat)."""
+        players = list(self.player_ids or [""] * seats)
+        names = list(self.names or [""] * seats)
+        players[seat], names[seat] = player_id, name if player_id else ""
+        if not any(players):
+            return replace(self, player_ids=(), names=())
+        return replace(self, player_ids=tuple(players), names=tuple(names))
 
     def encode(self) -> dict[str, Any]:
         return {"backend": self.backend, "visibility": self.visibility,

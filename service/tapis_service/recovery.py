@@ -6,7 +6,8 @@ reports SERVING, and a table whose write failed is rebuilt the same way from its
 ``new_table`` is called exactly as ``GameHost.create`` called it (from the creation record),
 then the journal is replayed input by input with the time each was applied at. The engine is
 deterministic, so this regenerates the table, the event log (``StreamEvents`` from sequence 0
-keeps working), the seat tokens (their hashes), the names and the request ids already answered.
+keeps working), the seat tokens (their hashes, and those ReplaceSeat revoked), the names, the
+players the seats are bound to and the request ids already answered.
 The last snapshot is the checkpoint: the replayed table must equal it at its index, else the
 game is refused.
 
@@ -25,6 +26,7 @@ from typing import Any
 from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.registry import rules_for
+from tapis_service import replacing
 from tapis_service.adapters import ADAPTERS
 from tapis_service.ownership import Ownership
 from tapis_service.session import Session
@@ -58,7 +60,10 @@ class Restored:
 
     session: Session
     tokens: dict[str, int] = field(default_factory=dict)
-    """Seat-token hash -> seat, for every seat claimed in the journal."""
+    """Seat-token hash -> seat, for every seat claimed (or given by ReplaceSeat) in the
+    journal and not revoked since."""
+    revoked: list[str] = field(default_factory=list)
+    """The hashes of the seat tokens ReplaceSeat revoked."""
     create_request_id: str = ""
 
 
@@ -110,12 +115,26 @@ def _restore(game_id: str, record: JSON, snapshot: JSON | None,
             restored.tokens[entry["token_hash"]] = move.seat
             if entry.get("join_request_id"):
                 session.join_requests[entry["join_request_id"]] = move.seat
+        if isinstance(move, tbl.Replace):
+            _replaced(restored, move.seat, entry)
         if entry.get("request_id"):
             session.remember(move.seat, entry["request_id"], applied)
         if checkpoint is not None and position == checkpoint[0]:
             _verify(game_id, rules, session, checkpoint[1])
     session.durable_sequence = session.last_sequence  # all of it came from the store
     return restored
+
+
+def _replaced(restored: Restored, seat: int, entry: JSON) -> None:
+    """A ReplaceSeat in the journal: the seat's tokens revoked, its new holder's known."""
+    replacing.hand_over(restored.session, replacing.Replacement.of_entry(seat, entry),
+                        str(entry.get("replace_request_id") or ""))
+    for digest, holder in list(restored.tokens.items()):
+        if holder == seat:
+            del restored.tokens[digest]
+            restored.revoked.append(digest)
+    if entry.get("token_hash"):
+        restored.tokens[entry["token_hash"]] = seat
 
 
 def _checked_snapshot(game_id: str, snapshot: JSON | None,

@@ -16,8 +16,6 @@ from tapis_service.caller import Caller, deadline_in
 from tapis_service.callguard import UNDECODABLE, checks_decoding, invalid_request
 from tapis_service.errors import ServiceError, to_status
 from tapis_service.game_api import EndStream, GameApi
-from tapis_service.not_served import NotServedYet
-from tapis_service.not_served import method_handlers as not_served_handlers
 
 SERVICE = pb.DESCRIPTOR.services_by_name["GameService"].full_name
 AUTHORIZATION = "authorization"
@@ -82,7 +80,7 @@ async def stream_ender(context: grpc.aio.ServicerContext) -> EndStream:
     return start
 
 
-class GameServicer(NotServedYet, pb_grpc.GameServiceServicer):
+class GameServicer(pb_grpc.GameServiceServicer):
     """Every RPC of tapis.v1.GameService, served by ``api``."""
 
     def __init__(self, api: GameApi) -> None:
@@ -161,6 +159,13 @@ class GameServicer(NotServedYet, pb_grpc.GameServiceServicer):
         except ServiceError as error:
             await refuse(context, error)
 
+    async def ReplaceSeat(self, request: pb.ReplaceSeatRequest,
+                          context: grpc.aio.ServicerContext) -> pb.ReplaceSeatResponse:
+        try:
+            return await self.api.replace_seat(request, caller_of(context))
+        except ServiceError as error:
+            await refuse(context, error)
+
     async def CreateSpectatorToken(self, request: pb.CreateSpectatorTokenRequest,
                                    context: grpc.aio.ServicerContext
                                    ) -> pb.CreateSpectatorTokenResponse:
@@ -196,7 +201,8 @@ def method_handlers(servicer: GameServicer) -> dict[str, grpc.RpcMethodHandler]:
             response_serializer=pb.WatchResultsResponse.SerializeToString),
         "AckResults": _unary(servicer.AckResults, pb.AckResultsRequest, pb.AckResultsResponse),
         "EndTable": _unary(servicer.EndTable, pb.EndTableRequest, pb.EndTableResponse),
-        **not_served_handlers(servicer),
+        "ReplaceSeat": _unary(servicer.ReplaceSeat, pb.ReplaceSeatRequest,
+                              pb.ReplaceSeatResponse),
     }
 
 

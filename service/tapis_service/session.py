@@ -22,6 +22,7 @@ from tapis_service.ownership import Ownership
 if TYPE_CHECKING:  # the adapters' hand encoders build on the session (wire)
     from tapis_service.adapters import GameAdapter
     from tapis_service.api_keys import Backend
+    from tapis_service.replacing import Replacement
 
 _AWAITED: dict[frozenset[int], tuple[int, ...]] = {}
 """``to_act`` sets -> the awaited seats in order (shared tuples: few distinct sets)."""
@@ -94,7 +95,8 @@ class Subscriber:
     """One open event stream: a bounded mailbox fed by the session (lighter than an
     ``asyncio.Queue``: one deque and at most one waiting future)."""
 
-    __slots__ = ("capacity", "closed", "loop", "overflowed", "pending", "seat", "waiter")
+    __slots__ = ("capacity", "closed", "loop", "overflowed", "pending", "revoked", "seat",
+                 "waiter")
 
     def __init__(self, seat: int | None, capacity: int) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -106,6 +108,8 @@ class Subscriber:
         self.waiter: asyncio.Future[None] | None = None
         self.overflowed = False
         self.closed = False
+        self.revoked = False
+        """Ended because its seat's token was revoked (ReplaceSeat)."""
 
     def _put(self, item: Queued | None) -> None:
         self.pending.append(item)
@@ -138,6 +142,11 @@ class Subscriber:
         if not self.closed:
             self.closed = True
             self._put(None)
+
+    def revoke(self) -> None:
+        """End the stream: its seat's token was revoked (what is queued is still sent)."""
+        self.revoked = True
+        self.close()
 
     def arrival(self) -> asyncio.Future[None]:
         """A future set once something is queued: awaited while ``pending`` is empty (a bare
@@ -189,6 +198,10 @@ class Session:
     published, so no stream ever sees an event that a crash could take back."""
     join_requests: dict[str, int] = field(default_factory=dict)
     """JoinGame request id -> the seat it claimed (retries get the same seat and token)."""
+    generations: dict[int, int] = field(default_factory=dict)
+    """Seat -> its holder's generation: how many times its backend replaced it (0: never)."""
+    replace_requests: dict[str, Replacement] = field(default_factory=dict)
+    """ReplaceSeat request id -> the replacement it made (retries get the same token)."""
     probes: dict[int, float] = field(default_factory=dict)
     """Event sequence -> perf_counter at the arrival of the slap that caused it (metrics)."""
     journal_length: int = 0

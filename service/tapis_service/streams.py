@@ -37,6 +37,12 @@ def too_slow(last: int) -> ServiceError:
                         resume_at(last))
 
 
+def revoked() -> ServiceError:
+    """The end of a stream whose seat token its backend revoked (ReplaceSeat)."""
+    return ServiceError(grpc.StatusCode.UNAUTHENTICATED, "TOKEN_REVOKED",
+                        "this seat token was revoked by the table's backend")
+
+
 def stopping(last: int) -> ServiceError:
     """The end of a stream the server closes because it is stopping; it may resume after
     ``last`` once the server (or another node) serves again."""

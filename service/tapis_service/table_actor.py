@@ -1,13 +1,14 @@
 """The table actor: every input to a table this server holds goes through here.
 
-A person's action (``submit``), a join (``claim``), a new table (``open``), a server move
-(``play``: a bot's, a turn timer's) and the end of an abandoned table (``abandon``) each take
-the same steps in one function: check, apply (the engine; a refusal changes nothing), await the
-journal write, publish, answer. Each call runs in a task of its own (``shielded``): a caller
-that goes away (cancelled, past its deadline) changes nothing of its input's fate — what is
-applied is committed (then published, and remembered under its request id, whether or not
-anyone still waits) or discarded with its table's session (``healing``). Memory never runs ahead
-of the journal for long: only committed inputs' events are published.
+A person's action (``submit``), a join (``claim``), a backend's replacement of a seat's holder
+(``replace``), a new table (``open``), a server move (``play``: a bot's, a turn timer's) and
+the end of an abandoned table (``abandon``) each take the same steps in one function: check,
+apply (the engine; a refusal changes nothing), await the journal write, publish, answer. Each
+call runs in a task of its own (``shielded``): a caller that goes away (cancelled, past its
+deadline) changes nothing of its input's fate — what is applied is committed (then published,
+and remembered under its request id, whether or not anyone still waits) or discarded with its
+table's session (``healing``). Memory never runs ahead of the journal for long: only committed
+inputs' events are published.
 
 The loop never interleaves inside a step, so a table's inputs are applied one at a time without
 a lock, and their journal writes are queued in the order they were applied.
@@ -31,6 +32,7 @@ from tapis_service.errors import ServiceError, from_rule_error
 from tapis_service.healing import store_refusal
 from tapis_service.ratelimit import TokenBuckets
 from tapis_service.recovery import snapshot_data
+from tapis_service.replacing import Replacement, hand_over, replacement
 from tapis_service.session import Applied, Session
 from tapis_service.store import COMMITTED, CommitUnknown, StoreError
 from tapis_service.tokens import token_hash
@@ -44,6 +46,8 @@ P = ParamSpec("P")
 R = TypeVar("R")
 JOIN = -1
 """The seat under which a join's request id is pending (a joiner has no seat yet)."""
+REPLACE = -2
+"""The seat under which a ReplaceSeat's request id is pending (the backend has no seat)."""
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:
@@ -185,6 +189,54 @@ class TableActor:
         self._committed(session, upto)
         # 5. answer
         return session, seat, token
+
+    @shielded
+    async def replace(self, session: Session, seat: int, player_id: str, name: str,
+                      request_id: str) -> tuple[Session, Replacement]:
+        """The backend gives ``seat`` to ``player_id`` ("": to nobody; ``replacing``): the
+        former token is revoked and its streams end at once; answered (the session and the
+        replacement) once committed. A retry with the same ``request_id`` gets the same
+        answer."""
+        session = self.host.get(session.game_id)
+        tokens = self.host.tokens
+        # 1. check
+        if request_id:
+            earlier = session.pending.get((REPLACE, request_id))
+            if earlier is not None:
+                return await earlier
+            if request_id in session.replace_requests:
+                return session, session.replace_requests[request_id]
+        replaced = replacement(session, seat, player_id, name)
+        # 2. apply (and revoke the former token, end its streams: what is queued still goes)
+        now = self.clock.now_ms()
+        move = tbl.Replace(seat)
+        self._apply(session, seat, move, now)
+        hand_over(session, replaced, "")
+        tokens.revoke(session.game_id, seat)
+        for subscriber in list(session.subscribers):
+            if subscriber.seat == seat:
+                subscriber.revoke()
+        log.info("seat_replaced", game=session.game_id, seat=seat,
+                 generation=replaced.generation, holder=bool(player_id))
+        # 3. await the journal write
+        upto = session.last_sequence
+        token = replaced.token(tokens.key, session.game_id)
+        entry = {"input": tbl.encode_input(session.rules, move), "now_ms": now,
+                 **replaced.entry()}
+        if token:
+            entry["token_hash"] = token_hash(token)
+        if request_id:
+            entry["replace_request_id"] = request_id
+        await self._journal(session, entry, (REPLACE, request_id) if request_id else None)
+        # 4. publish (and know the new token)
+        if self.host.sessions.get(session.game_id) is session:
+            if token:
+                tokens.add(token_hash(token), session.game_id, seat)
+            if request_id:
+                session.replace_requests[request_id] = replaced
+        self._committed(session, upto)
+        # 5. answer
+        return session, replaced
 
     async def open(self, session: Session, record: dict[str, Any], request_id: str) -> Session:
         """A new table: served (and its request id answered) once its record is committed

@@ -27,7 +27,7 @@ def scoreboard(seats: int, records: tuple[tbl.GameRecord, ...]) -> pb.Scoreboard
 
 
 TABLE_EVENTS = (tbl.SeatClaimed, tbl.GameStarted, tbl.GameAbandoned, tbl.SeatTakenOver,
-                tbl.SeatReclaimed, tbl.GameEnded)
+                tbl.SeatReclaimed, tbl.SeatReplaced, tbl.GameEnded)
 """The table's own events (not a game's): nothing of them is hidden from anyone."""
 
 
@@ -48,6 +48,9 @@ def table_body(session: Session, body: Any) -> tuple[str, Message] | None:
                                                    until_reclaimed=body.until_reclaimed)
     if isinstance(body, tbl.SeatReclaimed):
         return "seat_reclaimed", pb.SeatReclaimed(seat=body.seat)
+    if isinstance(body, tbl.SeatReplaced):
+        return "seat_replaced", pb.SeatReplaced(seat=body.seat,
+                                                display_name=session.names[body.seat])
     if isinstance(body, tbl.GameEnded):
         return "game_ended", pb.GameEnded(
             game_number=body.number, winners=body.outcome.winners,

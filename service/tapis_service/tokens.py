@@ -3,7 +3,9 @@
 A join with a ``request_id`` gets a token derived from the game, the seat and the id under the
 server's join key (an HMAC, never stored), so a retried join is answered with the same token,
 after a restart too. The key lives in the data directory (``join.key``), or in the shared
-database of a cluster (every node derives the same tokens), or per process without either.
+database of a cluster (every node derives the same tokens), or per process without either. A
+token its backend revoked (``ReplaceSeat``) is known as revoked, and refused as such
+(TOKEN_REVOKED), for as long as its table is served here.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import grpc
 
 from tapis_service.errors import ServiceError
 from tapis_service.session import Session
+from tapis_service.streams import revoked
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -33,6 +36,8 @@ class SeatTokens:
     def __init__(self, key: bytes) -> None:
         self.key = key
         self._seats: dict[str, tuple[str, int]] = {}
+        self._revoked: dict[str, str] = {}
+        """Hashes of revoked tokens -> their table."""
 
     def issue(self, game_id: str, seat: int, request_id: str) -> str:
         """A new seat token: derived from the join's ``request_id``, else random."""
@@ -46,17 +51,35 @@ class SeatTokens:
         """Know the token whose hash is ``digest`` as ``seat`` of ``game_id``."""
         self._seats[digest] = (game_id, seat)
 
+    def revoke(self, game_id: str, seat: int) -> list[str]:
+        """Revoke every token of ``seat`` of ``game_id``; the hashes revoked."""
+        revoked = [digest for digest, owner in self._seats.items() if owner == (game_id, seat)]
+        for digest in revoked:
+            self.add_revoked(digest, game_id)
+        return revoked
+
+    def add_revoked(self, digest: str, game_id: str) -> None:
+        """Know the token whose hash is ``digest`` as revoked at ``game_id``."""
+        self._seats.pop(digest, None)
+        self._revoked[digest] = game_id
+
     def forget(self, game_id: str) -> None:
-        """Forget every token of a table (it left this server)."""
+        """Forget every token of a table (it left this server), revoked ones too."""
         for digest, (known, _) in list(self._seats.items()):
             if known == game_id:
                 del self._seats[digest]
+        for digest, known in list(self._revoked.items()):
+            if known == game_id:
+                del self._revoked[digest]
 
     def seat_of(self, session: Session, token: str | None) -> int | None:
         """The caller's seat at ``session`` from its token; None for a spectator (no token)."""
         if token is None:
             return None
-        owner = self._seats.get(token_hash(token))
+        digest = token_hash(token)
+        owner = self._seats.get(digest)
+        if owner is None and self._revoked.get(digest) == session.game_id:
+            raise revoked()
         if owner is None:
             raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN",
                                "this seat token is not valid on this server")

@@ -1,4 +1,5 @@
-"""`tapis list` piped into another program: plain lines, and a reader that leaves early."""
+"""`tapis list` piped into another program: plain lines, and a reader that leaves early;
+`tapis replace-seat` piped: the new holder's token alone."""
 
 from __future__ import annotations
 
@@ -6,10 +7,13 @@ import asyncio
 import os
 import sys
 import uuid
+from pathlib import Path
 
 from tapis.v1 import game_service_pb2 as pb
-from tests.support.calls import person_seats
+from tests.support.calls import auth, person_seats, refusal
 from tests.support.server import ServerFactory
+
+KEY = "backend-a-key-0123456789abcdef"
 
 
 async def tapis(*args: str, stdout: int) -> tuple[int, bytes]:
@@ -51,3 +55,32 @@ async def test_list_names_bot_seats_and_leaves_a_closed_pipe_quietly(
     os.close(write_end)
     assert code == 0
     assert err == b""
+
+
+async def test_replace_seat_prints_the_new_holder_s_token(make_server: ServerFactory,
+                                                          tmp_path: Path) -> None:
+    keys = tmp_path / "api-keys"
+    keys.write_text(f"{KEY} backend-a\n", encoding="utf-8")
+    h = await make_server(api_keys_file=keys)
+    created = await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, seat_configs=[
+            pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, player_id=f"u-{seat}") for seat in (0, 1)]),
+        metadata=(("x-api-key", KEY),))
+    game_id, old = created.game.game_id, created.seat_tokens[1].seat_token
+    target = f"127.0.0.1:{h.running.port}"
+    read_end, write_end = os.pipe()
+    code, err = await tapis("replace-seat", game_id, "1", "--player-id", "u-9", "--name", "Linus",
+                            "--api-key", KEY, "--target", target, stdout=write_end)
+    os.close(write_end)
+    with os.fdopen(read_end) as out:
+        token = out.read().strip()
+    assert code == 0, err
+    view = (await h.stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                                 metadata=auth(token))).game
+    assert view.your_seat == 1 and view.seats[1].display_name == "Linus"
+    assert await refusal(h.stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                                        metadata=auth(old))) == (
+        "UNAUTHENTICATED", "TOKEN_REVOKED", "this seat token was revoked by the table's backend")
+    code, err = await tapis("replace-seat", game_id, "1", "--target", target,
+                            stdout=asyncio.subprocess.DEVNULL)
+    assert code == 1 and b"API key" in err

@@ -1,7 +1,8 @@
 """The `tapis` CLI in a real terminal (a pty at 80x24, its screen emulated by pyte): every game
 fits, War draws the bataille beside both players and ends on a window listing the series, the
 countdown runs, a resize redraws, French texts, one seat per terminal, quitting and coming back,
-keys typed ahead thrown away, a bot taking a seat over, watching, and Bataille Corse's slaps."""
+keys typed ahead thrown away, a bot taking a seat over, a seat its backend gives away, watching,
+and Bataille Corse's slaps."""
 
 from __future__ import annotations
 
@@ -326,6 +327,27 @@ async def test_a_timeout_takeover_shows_a_banner_with_the_key_to_take_the_seat_b
     await term.wait_for(lambda text: "Press t" not in text, "the banner gone")
     assert not (await view(h, game_id)).seats[1].bot_controlled
     await term.wait_for("│you take your seat back")
+
+
+async def test_a_seat_its_backend_gives_away_ends_the_screen_saying_so(
+        make_server: ServerFactory, terminal: StartTerminal, tmp_path: Path) -> None:
+    keys = tmp_path / "api-keys"
+    keys.write_text("backend-a-key-0123456789abcdef backend-a\n", encoding="utf-8")
+    backend = (("x-api-key", "backend-a-key-0123456789abcdef"),)
+    h = await make_server(api_keys_file=keys)
+    created = await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, seed=4, visibility=pb.VISIBILITY_PUBLIC,
+        war=war_pb2.WarOptions(target_points=20), seat_configs=[
+            pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, player_id="u-1", display_name="tester"),
+            pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)]), metadata=backend)
+    game_id = created.game.game_id
+    term = await terminal("join", game_id, "--target", target(h), "--name", "bo")
+    await cli_to_move(h, game_id, created.seat_tokens[0].seat_token, term)
+    await h.stub.ReplaceSeat(pb.ReplaceSeatRequest(game_id=game_id, seat=1, player_id="u-2"),
+                             metadata=backend)
+    assert await term.exit_status() == 1
+    await term.wait_for("this seat was given to someone else")
+    assert seats_file.find(game_id, tmp_path / "seats.json") is None
 
 
 async def test_watch_shows_a_waiting_table_then_follows_the_series(

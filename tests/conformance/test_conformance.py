@@ -111,7 +111,7 @@ def _check_views(rules: Rules[Any, Any, Any], table: tbl.Table, events: list[tbl
 
 def _is_table_event(body: Any) -> bool:
     return isinstance(body, (tbl.SeatClaimed, tbl.GameStarted, tbl.SeatTakenOver,
-                             tbl.SeatReclaimed, tbl.GameEnded))
+                             tbl.SeatReclaimed, tbl.SeatReplaced, tbl.GameEnded))
 
 
 def _check_illegal_changes_nothing(rules: Rules[Any, Any, Any], table: tbl.Table) -> None:

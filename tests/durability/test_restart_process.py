@@ -18,7 +18,7 @@ from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_clients.connection import Connection
 from tapis_engine.registry import GAMES
-from tests.support.calls import auth
+from tests.support.calls import auth, reason_of
 from tests.support.driver import Game, all_events, play, start_game
 from tests.support.process import ServerProcess, channel
 
@@ -122,3 +122,38 @@ def test_the_server_module_runs(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "tapis_service.main", "--help"],
                          capture_output=True, timeout=30, check=True)
     assert b"--data-dir" in out.stdout
+
+
+async def test_a_replaced_seat_survives_a_sigkill(tmp_path: Path) -> None:
+    """ReplaceSeat answered OK is durable: after SIGKILL and a restart the former token is
+    still revoked, the new one still acts for the seat, and a retry answers the same token."""
+    keys = tmp_path / "api-keys"
+    keys.write_text("backend-key-0123456789abcdef backend-a\n", encoding="utf-8")
+    backend = (("x-api-key", "backend-key-0123456789abcdef"),)
+    server = ServerProcess(tmp_path, "--api-keys-file", str(keys))
+    await server.start()
+    try:
+        async with channel(server.target) as grpc_channel:
+            stub = pb_grpc.GameServiceStub(grpc_channel)
+            created = await stub.CreateGame(pb.CreateGameRequest(
+                kind=pb.GAME_KIND_WAR, seats=2, seed=3, seat_configs=[
+                    pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, player_id=f"u-{seat}")
+                    for seat in (0, 1)]), metadata=backend)
+            game_id, old = created.game.game_id, created.seat_tokens[1].seat_token
+            request = pb.ReplaceSeatRequest(game_id=game_id, seat=1, player_id="u-9",
+                                            display_name="Linus", request_id="replace-1")
+            replaced = await stub.ReplaceSeat(request, metadata=backend)
+        server.kill()
+        await server.start()
+        async with channel(server.target) as grpc_channel:
+            stub = pb_grpc.GameServiceStub(grpc_channel)
+            with pytest.raises(grpc.aio.AioRpcError) as revoked:
+                await stub.GetGame(pb.GetGameRequest(game_id=game_id), metadata=auth(old))
+            assert revoked.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert reason_of(revoked.value) == "TOKEN_REVOKED"
+            view = (await stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                                       metadata=auth(replaced.seat_token.seat_token))).game
+            assert view.your_seat == 1 and view.seats[1].display_name == "Linus"
+            assert (await stub.ReplaceSeat(request, metadata=backend)) == replaced
+    finally:
+        server.stop()

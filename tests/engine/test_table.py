@@ -146,3 +146,50 @@ def test_unknown_bot_and_bad_seat_are_refused() -> None:
         tbl.new_table(RULES, GameSetup(2, 1, WarOptions()), ["genius", None], 0, 0)
     with pytest.raises(RuleError):
         tbl.step(RULES, new(), tbl.Claim(5), 0)
+
+
+def test_a_replaced_seat_is_played_by_the_bot_until_its_new_holder_reclaims_it() -> None:
+    table, _ = claimed(turn_ms=1000)
+    first = table.state.first
+    table, events = tbl.step(RULES, table, tbl.Replace(first), 500)
+    assert [type(e.body) for e in events] == [tbl.SeatReplaced]
+    assert events[0].body.seat == first and table.version == 3
+    assert table.seats[first].taken_over and table.seats[first].claimed
+    assert table.deadline_of(first) is None  # the bot needs no timer
+    assert tbl.pending_bot_seats(RULES, table) == [first]
+    with pytest.raises(RuleError) as refused:
+        tbl.step(RULES, table, tbl.Act(first, Reveal()), 600)
+    assert refused.value.reason is Reason.SEAT_BOT_CONTROLLED
+    table, events = tbl.step(RULES, table, tbl.Reclaim(first), 600)
+    assert isinstance(events[0].body, tbl.SeatReclaimed)
+    assert table.deadline_of(first) == 1600
+    tbl.step(RULES, table, tbl.Act(first, Reveal()), 700)
+
+
+def test_replacing_a_free_seat_takes_it_and_may_start_the_game() -> None:
+    table, _ = tbl.step(RULES, new(), tbl.Claim(0), 0)
+    table, events = tbl.step(RULES, table, tbl.Replace(1), 0)
+    assert [type(e.body).__name__ for e in events] == ["SeatReplaced", "GameStarted", *[
+        type(e.body).__name__ for e in events[2:]]]
+    assert table.started and table.seats[1].taken_over
+    assert [e.sequence for e in events] == list(range(2, 2 + len(events)))
+
+
+def test_a_bot_seat_or_a_seat_that_does_not_exist_is_not_replaced() -> None:
+    table = new(bots=(None, "basic"))
+    with pytest.raises(RuleError) as bot:
+        tbl.step(RULES, table, tbl.Replace(1), 0)
+    assert bot.value.reason is Reason.NOT_ALLOWED_NOW
+    with pytest.raises(RuleError) as missing:
+        tbl.step(RULES, table, tbl.Replace(2), 0)
+    assert missing.value.reason is Reason.INVALID_ACTION
+    ended, _ = tbl.step(RULES, table, tbl.Abandon(), 0)
+    with pytest.raises(RuleError) as abandoned:
+        tbl.step(RULES, ended, tbl.Replace(0), 0)
+    assert abandoned.value.reason is Reason.GAME_ABANDONED
+
+
+def test_a_replace_is_journaled_like_any_input() -> None:
+    encoded = tbl.encode_input(RULES, tbl.Replace(1))
+    assert encoded == {"input": "Replace", "seat": 1}
+    assert tbl.decode_input(RULES, json.loads(json.dumps(encoded))) == tbl.Replace(1)

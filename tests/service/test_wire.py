@@ -132,6 +132,7 @@ _TABLE_BODIES = st.one_of(
     st.builds(tbl.GameAbandoned, _SMALL),
     st.builds(tbl.SeatTakenOver, st.integers(0, 1), st.booleans()),
     st.builds(tbl.SeatReclaimed, st.integers(0, 1)),
+    st.builds(tbl.SeatReplaced, st.integers(0, 1)),
     st.builds(tbl.GameEnded, _SMALL,
               st.builds(Outcome, st.tuples(st.integers(0, 1)),
                         st.tuples(st.integers(-2**63, 2**63 - 1)), st.text(max_size=30)),

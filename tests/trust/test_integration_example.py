@@ -1,6 +1,7 @@
 """clients/examples/backend_integration.py, the example of docs/integration.md, runs against a
 server with TLS and API keys: it creates a private table with reserved seats, its players play
-with their tickets over TLS, and it stores and acknowledges the game's and the series' results."""
+with their tickets over TLS (one of them replaced by another player first), and it stores and
+acknowledges the game's and the series' results."""
 
 from __future__ import annotations
 
@@ -35,3 +36,5 @@ async def test_the_integration_example_runs_end_to_end(
     assert secured.running.host.clerk.held == set()  # acknowledged: the server may forget it
     printed = capsys.readouterr().out
     assert "tickets for ada, grace" in printed and "series ended" in printed
+    assert "seat 1 given to linus; grace's ticket: UNAUTHENTICATED" in printed
+    assert set(results[0].player_ids) == {"ada", "linus"}

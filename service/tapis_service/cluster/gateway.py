@@ -61,9 +61,9 @@ def game_service(relay: Relay, listing: Listing) -> grpc.GenericRpcHandler:
         "ListGames": _unary(list_games),
         "CreateSpectatorToken": _unary(functools.partial(relay.call, "CreateSpectatorToken")),
         "EndTable": _unary(functools.partial(relay.call, "EndTable")),
+        "ReplaceSeat": _unary(functools.partial(relay.call, "ReplaceSeat")),
     }
-    # results are the backend's, not a table's: any node serves them from the database; what
-    # is not served yet is refused alike everywhere
+    # results are the backend's, not a table's: any node serves them from the database
     local = method_handlers(GameServicer(relay.api))
     methods.update({name: handler for name, handler in local.items() if name not in methods})
     return grpc.method_handlers_generic_handler(SERVICE, methods)

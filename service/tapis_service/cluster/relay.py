@@ -60,6 +60,7 @@ REQUESTS: dict[str, tuple[type[Message], Unary]] = {
     "ListGames": (pb.ListGamesRequest, GameApi.list_games),
     "CreateSpectatorToken": (pb.CreateSpectatorTokenRequest, GameApi.create_spectator_token),
     "EndTable": (pb.EndTableRequest, GameApi.end_table),
+    "ReplaceSeat": (pb.ReplaceSeatRequest, GameApi.replace_seat),
 }
 """Each unary method: its request message and its ``GameApi`` method."""
 
