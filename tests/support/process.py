@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import socket
@@ -18,11 +19,33 @@ from tapis_clients.connection import CHANNEL_OPTIONS as RECONNECT_OPTIONS
 READY_WITHIN_S = 20.0
 
 
+def _ephemeral_low() -> int:
+    """The first port the kernel hands out for outgoing connections (and for ``bind(0)``)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_LOW = 10_000
+_HIGH = max(_LOW + 1_000, _ephemeral_low())
+_picked = itertools.count(os.getpid() * 7_919)  # apart from other test processes' picks
+
+
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
+    """A port free now and below the ephemeral range, so that no outgoing connection (a node's
+    own, a client's) takes it before the server binds it, or while a killed server is down and
+    about to start again on it; each test process walks the range from its own place."""
+    span = _HIGH - _LOW
+    for _ in range(span):
+        port = _LOW + next(_picked) % span
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
         return port
+    raise RuntimeError(f"no free port in {_LOW}..{_HIGH}")
 
 
 def channel(target: str, credentials: grpc.ChannelCredentials | None = None
