@@ -89,6 +89,11 @@ class Settings:
                                   "game end)", "store")
     finished_retention: int = setting(10_000, "finished tables kept queryable (oldest dropped "
                                       "first)", "store", flag="--retention")
+    results_max_age_s: float = setting(7 * 24 * 3600.0, "drop a backend's results it has not "
+                                       "acknowledged (AckResults) after this long, which "
+                                       "frees their tables (0: never)", "store",
+                                       flag="--results-max-age", metavar="SECONDS",
+                                       default_text="604800 (7 days)")
     store_retry_ms: int = setting(500, "after a failed write: how often the store is probed "
                                   "until it commits again", "store")
     # --- cluster -----------------------------------------------------------------------------
