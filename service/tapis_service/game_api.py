@@ -34,6 +34,7 @@ from tapis_service.errors import (
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
+from tapis_service.proxies import TrustedProxies
 from tapis_service.quotas import QuotaLimits, Quotas
 from tapis_service.ratelimit import PeerLimits
 from tapis_service.resting import RestingTable
@@ -151,6 +152,8 @@ class GameApi:
             host.clock, settings.max_streams_per_table, settings.max_streams_per_connection,
             settings.max_streams_per_peer, settings.stream_stall_ms)
         self.quotas = Quotas(QuotaLimits.from_settings(settings))
+        self.proxies = TrustedProxies.parse(settings.trusted_proxies)
+        """Whose ``x-forwarded-for`` the transports believe (the Caller's peer)."""
         self.peers = peers or PeerLimits(settings.create_rate_per_s, settings.create_burst,
                                          settings.bad_token_rate_per_s, settings.bad_token_burst)
 

@@ -23,6 +23,7 @@ from tapis_service.health import PROBE_EVERY_S, SERVICE_NAME, Readiness, new_hea
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import MAX_METADATA_BYTES, MAX_RECEIVE_MESSAGE_BYTES
+from tapis_service.proxies import TrustedProxies
 from tapis_service.results import MemoryResults, ResultsFeed, ResultsStore
 from tapis_service.results_clerk import ResultsClerk
 from tapis_service.results_postgres import PostgresResults
@@ -203,7 +204,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     if isinstance(feed.store, PostgresResults):  # records other nodes file wake this one's
         await feed.store.listen(feed.wake)
     await host.recover()
-    guard = CallGuard(settings.max_in_flight)
+    guard = CallGuard(settings.max_in_flight, TrustedProxies.parse(settings.trusted_proxies))
     server = grpc.aio.server(options=server_options(settings))
     registry = guard.registering(server)  # every handler below is added guarded
     api = GameApi(host, housekeeping=Housekeeping(host), security=security)
@@ -238,7 +239,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         raise CannotListen(f"cannot listen on {address} (is another server there?)")
     ws, ws_port = None, None
     if settings.ws_port is not None:  # players over WebSocket, and the web client
-        ws = WebSocketEndpoint(api, EndpointLimits.of(settings))
+        ws = WebSocketEndpoint(api, EndpointLimits.of(settings), proxies=api.proxies)
         try:
             # with TLS, the gRPC port's certificate serves wss and https: no token in clear
             tls = None if security.tls is None else security.tls.ssl_context()

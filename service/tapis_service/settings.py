@@ -118,6 +118,11 @@ class Settings:
                                          "reloaded on SIGHUP", "security", metavar="FILE")
     insecure: bool = setting(False, "listen beyond loopback without TLS and API keys anyway "
                              "(else the server refuses to start)", "security")
+    trusted_proxies: str = setting("", "take a call's client address from x-forwarded-for (its "
+                                   "right-most entry not in these networks) when it comes "
+                                   "from one of them, a TLS-terminating ingress; never "
+                                   "otherwise (empty: never)", "security",
+                                   metavar="CIDR,...")
     cluster_tls_cert: Path | None = setting(None, "the certificate a cluster node presents to "
                                             "the others (PEM)", "security", metavar="FILE",
                                             default_text="--tls-cert")
