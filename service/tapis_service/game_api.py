@@ -412,9 +412,9 @@ class GameApi:
         listed: list[Session | RestingTable | tuple[str, str]] = [
             table for table in self.host.shelf.listed(kind, request.include_finished)
             if table.listed_to(backend)]
-        listed.extend((game_id, game_kind)
-                      for game_id, (game_kind, _) in self.host.quarantined.items()
-                      if kind is None or game_kind == kind)
+        listed.extend((game_id, damaged.kind)
+                      for game_id, damaged in self.host.quarantined.items()
+                      if (kind is None or damaged.kind == kind) and damaged.listed_to(backend))
         page = listed[start:start + size]
         return pb.ListGamesResponse(
             games=[convert.listing(s) if isinstance(s, Session)

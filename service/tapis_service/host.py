@@ -30,9 +30,9 @@ from tapis_service.clock import Clock
 from tapis_service.errors import ServiceError, failed_precondition, not_found
 from tapis_service.healing import (
     Healing,
+    Quarantined,
     quarantined_refusal,
     store_unavailable,
-    stored_kind,
 )
 from tapis_service.joinkey import join_key
 from tapis_service.limits import quote
@@ -74,9 +74,9 @@ class GameHost:
         """CreateGame request id -> the table it created."""
         self.stopping = False
         """Set once the server is stopping (``end_streams``)."""
-        self.quarantined: dict[str, tuple[str, str]] = {}
-        """Stored games that cannot be restored faithfully -> (kind, why); kept on disk
-        untouched, listed, and refused with GAME_QUARANTINED."""
+        self.quarantined: dict[str, Quarantined] = {}
+        """Stored games that cannot be restored faithfully; kept on disk untouched, listed
+        (to whom their ownership allows), and refused with GAME_QUARANTINED."""
         self.unavailable: dict[str, Session] = {}
         """Games whose last write failed -> their discarded session (its streams wait on it),
         until they are rebuilt from the store."""
@@ -290,7 +290,7 @@ class GameHost:
         try:
             restored = restore(game_id, *stored)
         except RecoveryError as error:
-            self.healing.quarantine(game_id, str(error), stored_kind(stored[0]))
+            self.healing.quarantine(game_id, str(error), stored[0])
             raise quarantined_refusal(game_id) from error
         self.quarantined.pop(game_id, None)
         restored.session.epoch = epoch
@@ -326,7 +326,7 @@ class GameHost:
             try:
                 restored = restore(game_id, record, snapshot, journal)
             except RecoveryError as error:
-                self.healing.quarantine(game_id, str(error), stored_kind(record))
+                self.healing.quarantine(game_id, str(error), record)
                 continue
             restored.session.at_rest = game_id in unreadable  # its listing is still stored
             self.install(restored)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from tapis_service.errors import not_found
-from tapis_service.healing import quarantined_refusal, store_refusal, stored_kind
+from tapis_service.healing import quarantined_refusal, store_refusal
 from tapis_service.limits import quote
 from tapis_service.recovery import RecoveryError, restore
 from tapis_service.resting import RestingTable, listing_of, restable
@@ -120,7 +120,7 @@ class Shelf:
         try:
             restored = restore(game_id, *stored)
         except RecoveryError as error:
-            self.host.healing.quarantine(game_id, str(error), stored_kind(stored[0]))
+            self.host.healing.quarantine(game_id, str(error), stored[0])
             raise quarantined_refusal(game_id) from error
         restored.session.at_rest = True
         self.host.install(restored)
