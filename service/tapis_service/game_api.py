@@ -22,7 +22,7 @@ import structlog
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
-from tapis_service import compaction, convert, logcontext, metrics, ownership, wire
+from tapis_service import compaction, convert, lobby, logcontext, metrics, ownership, wire
 from tapis_service.api_keys import Backend, require
 from tapis_service.caller import Caller
 from tapis_service.errors import (
@@ -95,11 +95,17 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
     return wrapper
 
 
-def page_bounds(request: pb.ListGamesRequest) -> tuple[int, int]:
-    """(first position, page size) of a ListGames page, checked."""
+def page_size(request: pb.ListGamesRequest) -> int:
+    """The lines of a ListGames page, checked."""
     size = request.page_size or 100
     if size > MAX_PAGE:
         raise invalid_argument("INVALID_PAGE_SIZE", f"page_size is at most {MAX_PAGE}")
+    return size
+
+
+def page_bounds(request: pb.ListGamesRequest) -> tuple[int, int]:
+    """(first position, page size) of a page of a list built whole (a cluster's)."""
+    size = page_size(request)
     start = 0
     if request.page_token:
         try:
@@ -403,21 +409,41 @@ class GameApi:
     @rpc
     async def list_games(self, request: pb.ListGamesRequest,
                          caller: Caller) -> pb.ListGamesResponse:
-        start, size = page_bounds(request)
+        """A page of the tables the caller may see, oldest first, then the quarantined ones:
+        the work of a page is the page (lobby.py), whatever the tables held."""
+        size = page_size(request)
+        try:
+            cursor = lobby.cursor_of(request.page_token)
+        except (ValueError, UnicodeDecodeError) as error:
+            raise invalid_argument("INVALID_PAGE_TOKEN", "page_token is not valid") from error
         backend = self.backend_of(caller)
-        if not self.quotas.allow_list(None if backend is None else backend.name,
-                                      self.host.clock.now_ms()):
+        name = None if backend is None else backend.name
+        if not self.quotas.allow_list(name, self.host.clock.now_ms()):
             raise _rate_limited("too many listings right now; try again later")
         kind = convert.kind_of(request.kind) if request.kind else None
-        listed: list[Session | RestingTable | tuple[str, str]] = [
-            table for table in self.host.shelf.listed(kind, request.include_finished)
-            if table.listed_to(backend)]
-        listed.extend((game_id, damaged.kind)
-                      for game_id, damaged in self.host.quarantined.items()
-                      if (kind is None or damaged.kind == kind) and damaged.listed_to(backend))
-        page = listed[start:start + size]
-        return pb.ListGamesResponse(
-            games=[convert.listing(s) if isinstance(s, Session)
-                   else s.to_proto() if isinstance(s, RestingTable)
-                   else convert.quarantined_listing(*s) for s in page],
-            next_page_token=page_token(start, size, len(listed)))
+        host, finished_too = self.host, request.include_finished
+        found: list[tuple[str, pb.GameListing]] = []
+        more = False  # a line beyond the page: there is a next one
+        if cursor.quarantined_after is None:
+            for row in host.lobby.page(name, kind, finished_too, cursor.after):
+                table: Session | RestingTable | None = host.sessions.get(row[2]) \
+                    or host.resting.get(row[2])
+                if table is None or (isinstance(table, Session) and not finished_too
+                                     and table.table.game_over(table.rules)):
+                    continue  # unlisted meanwhile, or its game just ended
+                if len(found) == size:
+                    more = True
+                    break
+                found.append((lobby.token_after(row), convert.listing(table)
+                              if isinstance(table, Session) else table.to_proto()))
+        for game_id in [] if more else sorted(host.quarantined):
+            damaged = host.quarantined[game_id]
+            if (cursor.quarantined_after is None or game_id > cursor.quarantined_after) \
+                    and (kind is None or damaged.kind == kind) and damaged.listed_to(backend):
+                if len(found) == size:
+                    more = True
+                    break
+                found.append((lobby.token_after(quarantined=game_id),
+                              convert.quarantined_listing(game_id, damaged.kind)))
+        return pb.ListGamesResponse(games=[line for _, line in found],
+                                    next_page_token=found[-1][0] if more else "")

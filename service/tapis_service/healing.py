@@ -108,6 +108,7 @@ class Healing:
         if session is not None and host.sessions.get(session.game_id) is session:
             game_id = session.game_id
             host.forget(game_id)
+            host.lobby.remove(game_id)
             if isinstance(error, JournalConflict):
                 log.warning("table_lost", game=game_id, error=str(error)[:200])
                 for subscriber in session.subscribers:
