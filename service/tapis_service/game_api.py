@@ -25,6 +25,7 @@ from tapis_engine.errors import RuleError
 from tapis_service import compaction, convert, lobby, logcontext, metrics, ownership, wire
 from tapis_service.api_keys import Backend, require
 from tapis_service.caller import Caller
+from tapis_service.capacity import Capacity
 from tapis_service.errors import (
     ServiceError,
     failed_precondition,
@@ -154,9 +155,11 @@ class GameApi:
         self.security = security or Security()
         self.housekeeping = housekeeping or Housekeeping(host)
         settings = host.settings
+        capacity = Capacity.of(settings)
         self.streams = streams or StreamGuard(
             host.clock, settings.max_streams_per_table, settings.max_streams_per_connection,
-            settings.max_streams_per_peer, settings.stream_stall_ms)
+            settings.max_streams_per_peer, settings.stream_stall_ms,
+            spectators=capacity.spectator_streams, seated=capacity.seat_streams)
         self.quotas = Quotas(QuotaLimits.from_settings(settings))
         self.proxies = TrustedProxies.parse(settings.trusted_proxies)
         """Whose ``x-forwarded-for`` the transports believe (the Caller's peer)."""
@@ -227,13 +230,11 @@ class GameApi:
                                    if session.ended_by_backend else pb.ABANDON_REASON_IDLE)
         return view
 
-    def spectators(self, session: Session, seat: int | None, caller: Caller) -> int:
-        """The streams a new one counts against the table's cap with: the spectators' — a
-        seated player's stream and its backend's are never locked out by strangers' (0)."""
-        if seat is not None or (session.ownership.backend is not None
-                                and session.ownership.belongs_to(self.backend_of(caller))):
-            return 0
-        return sum(1 for subscriber in session.subscribers if subscriber.seat is None)
+    def seated(self, session: Session, seat: int | None, caller: Caller) -> bool:
+        """A seated player's stream or its backend's: counted apart from spectators', on the
+        table and server-wide, so strangers never lock it out."""
+        return seat is not None or (session.ownership.backend is not None
+                                    and session.ownership.belongs_to(self.backend_of(caller)))
 
     @rpc
     async def end_table(self, request: pb.EndTableRequest,
@@ -356,8 +357,10 @@ class GameApi:
             check_game_id(request.game_id)
             session = await self.host.find(request.game_id)
             seat = self.viewer(session, caller)
-            stream = self.streams.open_stream(caller.peer, self.spectators(session, seat, caller),
-                                              end)
+            seated = self.seated(session, seat, caller)
+            spectators = 0 if seated else sum(1 for subscriber in session.subscribers
+                                              if subscriber.seat is None)
+            stream = self.streams.open_stream(caller.peer, spectators, end, seated)
         except (RuleError, ServiceError) as error:
             raise account("StreamEvents", request.game_id, error) from None
         clock = self.host.clock

@@ -17,6 +17,7 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 from tapis.v1 import errors_pb2
 from tapis_service import joinkey, metrics
 from tapis_service.callguard import CallGuard
+from tapis_service.capacity import Capacity
 from tapis_service.clock import Clock, SystemClock
 from tapis_service.game_api import GameApi
 from tapis_service.health import PROBE_EVERY_S, SERVICE_NAME, Readiness, new_health
@@ -150,6 +151,9 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
         # arrivals at random (CANCELLED, more of them up to the hard limit, then all of them)
         ("grpc.server.max_pending_requests", settings.max_pending_calls),
         ("grpc.server.max_pending_requests_hard_limit", 2 * settings.max_pending_calls),
+        # connections in all, every address together: beyond, the core closes a new one as
+        # soon as it is accepted (its file descriptor is freed at once)
+        ("grpc.max_allowed_incoming_connections", Capacity.of(settings).connections),
     ]
 
 
@@ -258,7 +262,9 @@ async def create_server(settings: Settings, clock: Clock | None = None,
              games=len(host.sessions), version=version(), revision=revision(),
              tls=security.tls is not None,
              mutual_tls=security.tls is not None and security.tls.mutual,
-             api_keys=not security.open_mode)
+             api_keys=not security.open_mode, max_connections=Capacity.of(settings).connections,
+             max_spectator_streams=api.streams.max_spectators,
+             max_seat_streams=api.streams.max_seated)
     if ws_port is not None:
         scheme = "http" if security.tls is None else "https"
         log.info("serving_web", address=f"{scheme}://{listen_address(settings.host, ws_port)}/")

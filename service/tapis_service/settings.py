@@ -190,6 +190,21 @@ class Settings:
                                      flag="--abandon-after", metavar="SECONDS")
     max_streams_per_table: int = setting(256, "open event streams on one table (beyond: "
                                          "TOO_MANY_STREAMS)", "limits")
+    max_spectator_streams: int = setting(0, "open event streams of spectators in all, every "
+                                         "address together (beyond: TOO_MANY_STREAMS; 0: "
+                                         "sized for the machine's memory)", "limits",
+                                         default_text="0 (a quarter of the memory, "
+                                                      "25 KB each)")
+    max_seat_streams: int = setting(0, "open event streams of seated players and backends in "
+                                    "all, counted apart from spectators' (beyond: "
+                                    "TOO_MANY_STREAMS; 0: sized for the machine's memory)",
+                                    "limits", default_text="0 (a quarter of the memory, "
+                                                           "25 KB each)")
+    max_connections: int = setting(0, "open gRPC connections in all, every address together "
+                                   "(beyond: grpc's core closes a new one at once; 0: sized "
+                                   "for the file-descriptor limit)", "limits",
+                                   default_text="0 (the descriptors but 256, half of them "
+                                                "with --ws-port)")
     max_streams_per_connection: int = setting(1000, "open event streams on one HTTP/2 "
                                               "connection", "limits")
     max_streams_per_peer: int = setting(20_000, "open event streams from one client address",
