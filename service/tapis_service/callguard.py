@@ -27,6 +27,7 @@ import structlog
 
 from tapis_service import logcontext, metrics
 from tapis_service.errors import ServiceError, to_status
+from tapis_service.proxies import TrustedProxies
 
 log = structlog.get_logger("tapis.rpc")
 
@@ -90,8 +91,10 @@ async def _refuse(context: grpc.aio.ServicerContext, error: ServiceError) -> Non
 class CallGuard:
     """Safe request decoding for every method, and at most ``max_in_flight`` unary calls."""
 
-    def __init__(self, max_in_flight: int) -> None:
+    def __init__(self, max_in_flight: int, proxies: TrustedProxies | None = None) -> None:
         self.max_in_flight = max_in_flight
+        self.proxies = proxies
+        """The call's log lines name the client behind these (``logcontext.CallInfo``)."""
         self.in_flight = 0
 
     def registering(self, server: grpc.aio.Server) -> grpc.aio.Server:
@@ -124,7 +127,7 @@ class CallGuard:
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started = time.perf_counter()
             call = logcontext.CallInfo(context.peer(), context.invocation_metadata(), request,
-                                       started)
+                                       started, self.proxies)
             bound = logcontext.bind(call=call)
             code = "OK"
             try:

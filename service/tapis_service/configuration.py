@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tapis_service import gctune
+from tapis_service.proxies import parse_networks
 from tapis_service.settings import GROUPS, Declared, Settings, declared
 
 PROG = "tapis-server"
@@ -122,6 +123,10 @@ def parse(argv: list[str] | None = None,
         except ValueError:
             raise BadSetting(f"--gc-thresholds {values['gc_thresholds']!r} is not "
                              "GEN0,GEN1 (two integers)") from None
+    try:
+        parse_networks(values["trusted_proxies"])
+    except ValueError as error:
+        raise BadSetting(str(error)) from None
     return Settings(**values)
 
 

@@ -22,9 +22,10 @@ import structlog
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
-from tapis_service import compaction, convert, logcontext, metrics, ownership, wire
+from tapis_service import compaction, convert, lobby, logcontext, metrics, ownership, wire
 from tapis_service.api_keys import Backend, require
 from tapis_service.caller import Caller
+from tapis_service.capacity import Capacity
 from tapis_service.errors import (
     ServiceError,
     failed_precondition,
@@ -34,6 +35,7 @@ from tapis_service.errors import (
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
+from tapis_service.proxies import TrustedProxies
 from tapis_service.quotas import QuotaLimits, Quotas
 from tapis_service.ratelimit import PeerLimits
 from tapis_service.resting import RestingTable
@@ -94,11 +96,17 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
     return wrapper
 
 
-def page_bounds(request: pb.ListGamesRequest) -> tuple[int, int]:
-    """(first position, page size) of a ListGames page, checked."""
+def page_size(request: pb.ListGamesRequest) -> int:
+    """The lines of a ListGames page, checked."""
     size = request.page_size or 100
     if size > MAX_PAGE:
         raise invalid_argument("INVALID_PAGE_SIZE", f"page_size is at most {MAX_PAGE}")
+    return size
+
+
+def page_bounds(request: pb.ListGamesRequest) -> tuple[int, int]:
+    """(first position, page size) of a page of a list built whole (a cluster's)."""
+    size = page_size(request)
     start = 0
     if request.page_token:
         try:
@@ -147,10 +155,14 @@ class GameApi:
         self.security = security or Security()
         self.housekeeping = housekeeping or Housekeeping(host)
         settings = host.settings
+        capacity = Capacity.of(settings)
         self.streams = streams or StreamGuard(
             host.clock, settings.max_streams_per_table, settings.max_streams_per_connection,
-            settings.max_streams_per_peer, settings.stream_stall_ms)
+            settings.max_streams_per_peer, settings.stream_stall_ms,
+            spectators=capacity.spectator_streams, seated=capacity.seat_streams)
         self.quotas = Quotas(QuotaLimits.from_settings(settings))
+        self.proxies = TrustedProxies.parse(settings.trusted_proxies)
+        """Whose ``x-forwarded-for`` the transports believe (the Caller's peer)."""
         self.peers = peers or PeerLimits(settings.create_rate_per_s, settings.create_burst,
                                          settings.bad_token_rate_per_s, settings.bad_token_burst)
 
@@ -218,13 +230,11 @@ class GameApi:
                                    if session.ended_by_backend else pb.ABANDON_REASON_IDLE)
         return view
 
-    def spectators(self, session: Session, seat: int | None, caller: Caller) -> int:
-        """The streams a new one counts against the table's cap with: the spectators' — a
-        seated player's stream and its backend's are never locked out by strangers' (0)."""
-        if seat is not None or (session.ownership.backend is not None
-                                and session.ownership.belongs_to(self.backend_of(caller))):
-            return 0
-        return sum(1 for subscriber in session.subscribers if subscriber.seat is None)
+    def seated(self, session: Session, seat: int | None, caller: Caller) -> bool:
+        """A seated player's stream or its backend's: counted apart from spectators', on the
+        table and server-wide, so strangers never lock it out."""
+        return seat is not None or (session.ownership.backend is not None
+                                    and session.ownership.belongs_to(self.backend_of(caller)))
 
     @rpc
     async def end_table(self, request: pb.EndTableRequest,
@@ -363,8 +373,10 @@ class GameApi:
             check_game_id(request.game_id)
             session = await self.host.find(request.game_id)
             seat = self.viewer(session, caller)
-            stream = self.streams.open_stream(caller.peer, self.spectators(session, seat, caller),
-                                              end)
+            seated = self.seated(session, seat, caller)
+            spectators = 0 if seated else sum(1 for subscriber in session.subscribers
+                                              if subscriber.seat is None)
+            stream = self.streams.open_stream(caller.peer, spectators, end, seated)
         except (RuleError, ServiceError) as error:
             raise account("StreamEvents", request.game_id, error) from None
         clock = self.host.clock
@@ -418,21 +430,41 @@ class GameApi:
     @rpc
     async def list_games(self, request: pb.ListGamesRequest,
                          caller: Caller) -> pb.ListGamesResponse:
-        start, size = page_bounds(request)
+        """A page of the tables the caller may see, oldest first, then the quarantined ones:
+        the work of a page is the page (lobby.py), whatever the tables held."""
+        size = page_size(request)
+        try:
+            cursor = lobby.cursor_of(request.page_token)
+        except (ValueError, UnicodeDecodeError) as error:
+            raise invalid_argument("INVALID_PAGE_TOKEN", "page_token is not valid") from error
         backend = self.backend_of(caller)
-        if not self.quotas.allow_list(None if backend is None else backend.name,
-                                      self.host.clock.now_ms()):
+        name = None if backend is None else backend.name
+        if not self.quotas.allow_list(name, self.host.clock.now_ms()):
             raise _rate_limited("too many listings right now; try again later")
         kind = convert.kind_of(request.kind) if request.kind else None
-        listed: list[Session | RestingTable | tuple[str, str]] = [
-            table for table in self.host.shelf.listed(kind, request.include_finished)
-            if table.listed_to(backend)]
-        listed.extend((game_id, game_kind)
-                      for game_id, (game_kind, _) in self.host.quarantined.items()
-                      if kind is None or game_kind == kind)
-        page = listed[start:start + size]
-        return pb.ListGamesResponse(
-            games=[convert.listing(s) if isinstance(s, Session)
-                   else s.to_proto() if isinstance(s, RestingTable)
-                   else convert.quarantined_listing(*s) for s in page],
-            next_page_token=page_token(start, size, len(listed)))
+        host, finished_too = self.host, request.include_finished
+        found: list[tuple[str, pb.GameListing]] = []
+        more = False  # a line beyond the page: there is a next one
+        if cursor.quarantined_after is None:
+            for row in host.lobby.page(name, kind, finished_too, cursor.after):
+                table: Session | RestingTable | None = host.sessions.get(row[2]) \
+                    or host.resting.get(row[2])
+                if table is None or (isinstance(table, Session) and not finished_too
+                                     and table.table.game_over(table.rules)):
+                    continue  # unlisted meanwhile, or its game just ended
+                if len(found) == size:
+                    more = True
+                    break
+                found.append((lobby.token_after(row), convert.listing(table)
+                              if isinstance(table, Session) else table.to_proto()))
+        for game_id in [] if more else sorted(host.quarantined):
+            damaged = host.quarantined[game_id]
+            if (cursor.quarantined_after is None or game_id > cursor.quarantined_after) \
+                    and (kind is None or damaged.kind == kind) and damaged.listed_to(backend):
+                if len(found) == size:
+                    more = True
+                    break
+                found.append((lobby.token_after(quarantined=game_id),
+                              convert.quarantined_listing(game_id, damaged.kind)))
+        return pb.ListGamesResponse(games=[line for _, line in found],
+                                    next_page_token=found[-1][0] if more else "")

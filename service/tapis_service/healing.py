@@ -5,18 +5,21 @@ and the store is probed until it commits again; then every discarded table is re
 durable prefix (snapshot-checked journal replay) and its open streams carry on from where they
 were. A table another writer appended to first (a cluster node took it over) is lost to this
 server, not rebuilt. A table whose stored records cannot be restored faithfully is quarantined:
-kept on disk untouched, listed, and refused with GAME_QUARANTINED.
+kept on disk untouched, listed (a private one to its backend only; one whose owner cannot be
+read, to nobody), and refused with GAME_QUARANTINED.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import grpc
 import structlog
 
+from tapis_service.api_keys import Backend
 from tapis_service.errors import ServiceError, failed_precondition
+from tapis_service.ownership import Ownership
 from tapis_service.recovery import RecoveryError, restore
 from tapis_service.session import Session
 from tapis_service.store import CommitUnknown, CreateConflict, JournalConflict, StoreError
@@ -25,6 +28,36 @@ if TYPE_CHECKING:
     from tapis_service.host import GameHost
 
 log = structlog.get_logger("tapis.host")
+
+
+class Quarantined(NamedTuple):
+    """A stored table that cannot be restored faithfully."""
+
+    kind: str
+    """Its game kind ("" when its creation record cannot be read)."""
+    why: str
+    owner: Ownership | None
+    """Whose it is, from its creation record (None: that cannot be read)."""
+
+    def listed_to(self, backend: Backend | None) -> bool:
+        """ListGames shows it to this caller: as a table of its ownership; to nobody when
+        that is unknown (it may be a backend's private table)."""
+        return self.owner is not None and self.owner.listed_to(backend)
+
+
+def stored_owner(record: Any) -> Ownership | None:
+    """Whose a table is, as its creation record says (None: the record cannot tell). A store
+    that cannot decode a table's rows hands a ``damaged`` marker instead, which carries the
+    record's ``ownership`` when the record itself was read."""
+    if not isinstance(record, dict) or ("damaged" in record and "ownership" not in record):
+        return None
+    data = record.get("ownership")
+    if data is not None and not isinstance(data, dict):
+        return None
+    try:
+        return Ownership.decode(data)
+    except (TypeError, ValueError):
+        return None
 
 
 def quarantined_refusal(game_id: str) -> ServiceError:
@@ -75,6 +108,7 @@ class Healing:
         if session is not None and host.sessions.get(session.game_id) is session:
             game_id = session.game_id
             host.forget(game_id)
+            host.lobby.remove(game_id)
             if isinstance(error, JournalConflict):
                 log.warning("table_lost", game=game_id, error=str(error)[:200])
                 for subscriber in session.subscribers:
@@ -128,7 +162,7 @@ class Healing:
         try:
             restored = restore(game_id, *stored)
         except RecoveryError as error:
-            self.quarantine(game_id, str(error), stored_kind(stored[0]))
+            self.quarantine(game_id, str(error), stored[0])
             for subscriber in old.subscribers:
                 subscriber.close()
             return
@@ -140,8 +174,11 @@ class Healing:
         log.info("game_rebuilt", game=game_id, inputs=fresh.journal_length)
         host.actor.after_change(fresh)
 
-    def quarantine(self, game_id: str, why: str, kind: str = "") -> None:
-        self.host.quarantined[game_id] = (kind, why)
+    def quarantine(self, game_id: str, why: str, record: Any) -> None:
+        """Keep ``game_id`` apart: ``record`` is its stored creation record (what of it can be
+        read names its kind and its owner)."""
+        self.host.quarantined[game_id] = Quarantined(stored_kind(record), why,
+                                                     stored_owner(record))
         log.error("game_quarantined", game=game_id, error=why[:300])
 
     def stop(self) -> None:

@@ -30,12 +30,13 @@ from tapis_service.clock import Clock
 from tapis_service.errors import ServiceError, failed_precondition, not_found
 from tapis_service.healing import (
     Healing,
+    Quarantined,
     quarantined_refusal,
     store_unavailable,
-    stored_kind,
 )
 from tapis_service.joinkey import join_key
 from tapis_service.limits import quote
+from tapis_service.lobby import Lobby
 from tapis_service.ownership import Ownership
 from tapis_service.recovery import RecoveryError, Restored, restore
 from tapis_service.resting import RestingTable
@@ -74,9 +75,9 @@ class GameHost:
         """CreateGame request id -> the table it created."""
         self.stopping = False
         """Set once the server is stopping (``end_streams``)."""
-        self.quarantined: dict[str, tuple[str, str]] = {}
-        """Stored games that cannot be restored faithfully -> (kind, why); kept on disk
-        untouched, listed, and refused with GAME_QUARANTINED."""
+        self.quarantined: dict[str, Quarantined] = {}
+        """Stored games that cannot be restored faithfully; kept on disk untouched, listed
+        (to whom their ownership allows), and refused with GAME_QUARANTINED."""
         self.unavailable: dict[str, Session] = {}
         """Games whose last write failed -> their discarded session (its streams wait on it),
         until they are rebuilt from the store."""
@@ -91,6 +92,8 @@ class GameHost:
         self._creating: dict[str, asyncio.Future[Any]] = {}
         self.shelf = Shelf(self)
         """The finished tables' life: rest, wake, retention (shelf.py)."""
+        self.lobby = Lobby()
+        """What ListGames lists (the tables in memory and at rest), indexed (lobby.py)."""
 
     # --- lookups --------------------------------------------------------------------------
 
@@ -226,6 +229,7 @@ class GameHost:
     def serve(self, session: Session, request_id: str = "") -> None:
         """Serve a table just created (its record committed)."""
         self.sessions[session.game_id] = session
+        self.list_session(session)
         self.held_by[session.ownership.backend or ""] += 1
         metrics.GAMES.set(len(self.sessions))
         if request_id:
@@ -242,9 +246,23 @@ class GameHost:
             self.tokens.add_revoked(digest, session.game_id)
         self.clerk.restored(session)
 
+    def list_session(self, session: Session) -> None:
+        """ListGames lists this table in memory (where its status says)."""
+        owned = session.ownership
+        self.lobby.put(session.game_id, session.created_ms, session.rules.kind,
+                       owned.backend if owned.private else None,
+                       session.table.game_over(session.rules))
+
+    def rest_listed(self, game_id: str, table: RestingTable) -> None:
+        """A table at rest: kept (and listed) by its stored listing."""
+        self.resting[game_id] = table
+        self.lobby.put(game_id, table.created_ms, table.kind,
+                       table.backend if table.private else None, True)
+
     def forget(self, game_id: str) -> Session | None:
         """Stop serving a table (its timers stop, its tokens are forgotten; its streams are
-        the caller's business); the session it was, if any."""
+        the caller's business; the caller lists it at rest or unlists it); the session it
+        was, if any."""
         session = self.sessions.pop(game_id, None)
         if session is None:
             return None
@@ -260,6 +278,7 @@ class GameHost:
         session = self.forget(game_id)
         if session is None:
             return False
+        self.lobby.remove(game_id)
         for subscriber in session.subscribers:
             subscriber.close()
         return True
@@ -267,6 +286,7 @@ class GameHost:
     def drop(self, game_id: str) -> None:
         """Forget a table (in memory or at rest), and delete it from the store."""
         if self.resting.pop(game_id, None) is not None:
+            self.lobby.remove(game_id)
             epoch = 1
         else:
             session = self.sessions.get(game_id)
@@ -288,11 +308,12 @@ class GameHost:
             return None
         if game_id in self.sessions:  # adopted meanwhile
             return self.sessions[game_id]
-        self.resting.pop(game_id, None)
+        self.resting.pop(game_id, None)  # listed on where it is until served or quarantined
         try:
             restored = restore(game_id, *stored)
         except RecoveryError as error:
-            self.healing.quarantine(game_id, str(error), stored_kind(stored[0]))
+            self.lobby.remove(game_id)
+            self.healing.quarantine(game_id, str(error), stored[0])
             raise quarantined_refusal(game_id) from error
         self.quarantined.pop(game_id, None)
         restored.session.epoch = epoch
@@ -314,7 +335,7 @@ class GameHost:
             except (KeyError, TypeError, ValueError):
                 unreadable.append(game_id)  # loaded below instead
                 continue
-            self.resting[game_id] = table
+            self.rest_listed(game_id, table)
             if table.request_id:
                 self.create_requests[table.request_id] = game_id
         stored = await self.store.load()
@@ -328,7 +349,7 @@ class GameHost:
             try:
                 restored = restore(game_id, record, snapshot, journal)
             except RecoveryError as error:
-                self.healing.quarantine(game_id, str(error), stored_kind(record))
+                self.healing.quarantine(game_id, str(error), record)
                 continue
             restored.session.at_rest = game_id in unreadable  # its listing is still stored
             self.install(restored)

@@ -16,6 +16,12 @@ restart every table's periods (both) start again from the start-up time, so a ta
 dropped or ended sooner than the option says, whatever the wall clock did while the server was
 down. Within a process the clock is monotonic (``clock.SystemClock``): a step of the wall clock
 changes nothing.
+
+Each sweep also has the results ledger drop the records their backend has not acknowledged
+within ``results_max_age_s`` (``ResultsClerk.keep_ages``). That age is the other kind: the
+records are stored with their filing time, so it is wall-clock time that outlives restarts (the
+same clock, whose values are wall time as of the start): a server down for a day counts that
+day, and a step of the wall clock during a run still changes nothing.
 """
 
 from __future__ import annotations
@@ -45,17 +51,20 @@ class Housekeeping:
         settings = host.settings
         self.unjoined_ms = int(settings.unjoined_ttl_s * 1000)
         self.abandon_ms = int(settings.abandon_after_s * 1000)
+        self.results_max_age_ms = int(settings.results_max_age_s * 1000)
         self.started_ms = host.clock.now_ms()
         self.last_person_ms: dict[str, int] = {}
         self._timer: TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._abandoning: set[str] = set()
+        self._aging: asyncio.Task[None] | None = None
         self.expired = 0
         self.abandoned = 0
 
     @property
     def period_ms(self) -> int:
-        wanted = [t for t in (self.unjoined_ms, self.abandon_ms) if t > 0]
+        wanted = [t for t in (self.unjoined_ms, self.abandon_ms, self.results_max_age_ms)
+                  if t > 0]
         if not wanted:
             return MAX_PERIOD_MS if self.host.rest_store is not None else 0
         return max(MIN_PERIOD_MS, min(MAX_PERIOD_MS, min(wanted) // 10))
@@ -85,6 +94,10 @@ class Housekeeping:
         if rested:
             log.info("tables_rested", tables=rested, resting=len(self.host.resting))
         now = self.host.clock.now_ms()
+        if self.results_max_age_ms and self._aging is None:
+            self._aging = asyncio.ensure_future(self._keep_result_ages())
+            self._tasks.add(self._aging)
+            self._aging.add_done_callback(self._tasks.discard)
         sessions = self.host.sessions
         for game_id in [g for g in self.last_person_ms if g not in sessions]:
             del self.last_person_ms[game_id]
@@ -109,6 +122,14 @@ class Housekeeping:
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
         self._arm()
+
+    async def _keep_result_ages(self) -> None:
+        try:
+            await self.host.clerk.keep_ages(self.host.clock.now_ms(), self.results_max_age_ms)
+        except Exception as error:  # the store is away: the next sweep tries again
+            log.warning("results_age_check_failed", error=repr(error)[:200])
+        finally:
+            self._aging = None
 
     async def _abandon(self, session: Session) -> None:
         try:

@@ -8,6 +8,8 @@ from collections.abc import MutableMapping
 from contextvars import ContextVar, Token
 from typing import Any
 
+from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
+
 _CONTEXT: ContextVar[dict[str, Any] | None] = ContextVar("tapis_log_context", default=None)
 _PROCESS: dict[str, Any] = {}
 """Bound for the whole process (a cluster node's id): on every line."""
@@ -54,19 +56,29 @@ class CallInfo:
     grpc context (a task the call started may log after the call is gone); once the call has
     ended (``ended``) it adds nothing, so such a task's lines are not taken for the call's."""
 
-    __slots__ = ("ended", "metadata", "peer", "request", "started")
+    __slots__ = ("ended", "metadata", "peer", "proxies", "request", "started")
 
-    def __init__(self, peer: str, metadata: Any, request: Any, started: float) -> None:
+    def __init__(self, peer: str, metadata: Any, request: Any, started: float,
+                 proxies: TrustedProxies | None = None) -> None:
         self.peer = peer
         self.metadata = metadata
         self.request = request
         self.started = started
+        self.proxies = proxies
+        """Behind one of these, the peer written is the client's (``x-forwarded-for``)."""
         self.ended = False
+
+    def client(self) -> str:
+        """The client's address (the peer's, unless it is a trusted proxy)."""
+        if self.proxies is None or not self.proxies.networks:
+            return self.peer
+        return self.proxies.client_peer(self.peer, [str(v) for k, v in self.metadata or ()
+                                                    if k == FORWARDED_FOR])
 
     def fields(self) -> dict[str, Any]:
         if self.ended:
             return {}
-        found: dict[str, Any] = {"peer": self.peer,
+        found: dict[str, Any] = {"peer": self.client(),
                                  "ms": round((time.perf_counter() - self.started) * 1000, 3)}
         request_id = getattr(self.request, "request_id", "")
         if request_id:

@@ -134,6 +134,14 @@ READY = Gauge("tapis_ready", "1 while readiness is SERVING (the store takes writ
 STORE_PROBE_FAILURES = Counter("tapis_store_probe_failures_total",
                                "Readiness probes of the store that failed or timed out")
 STREAMS = Gauge("tapis_streams", "Open event streams")
+RESULTS_UNACKNOWLEDGED = Gauge("tapis_results_unacknowledged",
+                               "Result records their backends have not acknowledged (in a "
+                               "cluster: every node's, the ledger is shared)")
+RESULTS_OLDEST_AGE = Gauge("tapis_results_oldest_unacknowledged_seconds",
+                           "Age of the oldest unacknowledged result record (0: none); it is "
+                           "dropped at --results-max-age")
+RESULTS_EXPIRED = Counter("tapis_results_expired_total",
+                          "Result records dropped unacknowledged at --results-max-age")
 SLAP_TO_PILE_WON = Histogram(
     "tapis_slap_to_pile_won_seconds",
     "From a winning real-time action's arrival (a slap) to the event it won (a pile) being "

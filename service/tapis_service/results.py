@@ -8,7 +8,13 @@ doubled. Each backend's records get a rising cursor (the first is 1) in the orde
 filed; ``acknowledge(cursor)`` lets the ledger forget the records up to it. A record's key outlives
 its acknowledgement until the table itself is forgotten (``forget_game``). A table with
 records not yet acknowledged is *held*: retention, ``--max-games`` and nothing a stranger does
-evicts it (``held_games``); a record older than ``max_age`` is dropped, with a log line.
+evicts it (``held_games``); a record not acknowledged within ``--results-max-age`` (7 days by
+default) is dropped by the housekeeping sweep (``ResultsClerk.keep_ages``), with a log line
+when it nears the limit and when it goes, and the metrics ``tapis_results_unacknowledged``,
+``tapis_results_oldest_unacknowledged_seconds`` and ``tapis_results_expired_total``. A
+record's age is wall-clock time: it is stamped with the server's clock when filed (the wall
+clock at start advanced by the monotonic clock, ``clock.SystemClock``) and the stamp outlives
+restarts, so time the server was down counts and a wall-clock step during a run does not.
 
 Stores: ``MemoryResults`` (here), SQLite (``results_sqlite``) and PostgreSQL
 (``results_postgres``, shared by a cluster's nodes). ``ResultsFeed`` wakes the streams
@@ -26,8 +32,6 @@ import structlog
 
 log = structlog.get_logger("tapis.results")
 
-MAX_AGE_MS = 7 * 24 * 3600 * 1000
-"""Records not acknowledged for this long are dropped (a log line and a metric before)."""
 BATCH = 64
 """Records sent per WatchResults message when catching up."""
 
@@ -44,6 +48,27 @@ class Filed:
     game_id: str
     payload: bytes
     filed_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """An unacknowledged record, as the age check sees it (no payload)."""
+
+    backend: str
+    cursor: int
+    game_id: str
+    filed_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Unacknowledged:
+    """The ledger's unacknowledged records, for the age check."""
+
+    count: int
+    oldest_ms: int | None
+    """When the oldest was filed (None: there are none)."""
+    near: list[Pending]
+    """The oldest ones filed before the time asked, oldest first (at most the limit asked)."""
 
 
 class ResultsStore(Protocol):
@@ -70,6 +95,11 @@ class ResultsStore(Protocol):
 
     async def expire(self, now_ms: int, max_age_ms: int) -> list[tuple[str, str]]:
         """Drop the records filed more than ``max_age_ms`` ago: their (backend, game id)."""
+        ...
+
+    async def unacknowledged(self, before_ms: int, limit: int) -> Unacknowledged:
+        """How many records are unacknowledged, when the oldest was filed, and up to ``limit``
+        of those filed before ``before_ms``."""
         ...
 
     async def forget_game(self, game_id: str) -> None:
@@ -135,6 +165,14 @@ class MemoryResults:
                     dropped.append((backend, filed.game_id))
         return dropped
 
+    async def unacknowledged(self, before_ms: int, limit: int) -> Unacknowledged:
+        found = sorted((filed.filed_ms, filed.cursor, backend, filed.game_id)
+                       for backend, ledger in self._ledgers.items()
+                       for _, filed in ledger.records.values())
+        near = [Pending(backend, cursor, game_id, filed_ms)
+                for filed_ms, cursor, backend, game_id in found if filed_ms < before_ms]
+        return Unacknowledged(len(found), found[0][0] if found else None, near[:limit])
+
     async def forget_game(self, game_id: str) -> None:
         for ledger in self._ledgers.values():
             for key in [k for k, (g, _) in ledger.keys.items() if g == game_id]:
@@ -178,10 +216,10 @@ class ResultsFeed:
     async def acknowledge(self, backend: str, cursor: int) -> int:
         return await self.store.acknowledge(backend, cursor)
 
-    async def expire(self, now_ms: int, max_age_ms: int = MAX_AGE_MS) -> int:
-        """Drop the records too old to keep; how many."""
+    async def expire(self, now_ms: int, max_age_ms: int) -> list[tuple[str, str]]:
+        """Drop the records too old to keep (a log line each): their (backend, game id)."""
         dropped = await self.store.expire(now_ms, max_age_ms)
         for backend, game_id in dropped:
             log.warning("result_expired", backend=backend, game=game_id,
                         max_age_s=max_age_ms // 1000)
-        return len(dropped)
+        return dropped

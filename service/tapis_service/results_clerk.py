@@ -7,6 +7,10 @@ and ``GameAbandoned`` up to the table's durable sequence; ``restored(session)`` 
 harmlessly, everything a restored table has finished (a crash between a commit and its filing
 loses nothing). Each filing is keyed (``GAME_ID/game/N``, ``GAME_ID/series``), so it is filed
 once whatever the repeats. Tables without a backend cost one attribute test.
+
+The housekeeping sweep calls ``keep_ages``: records older than ``--results-max-age`` are
+dropped (their tables are no longer held), records past ``NEAR_FRACTION`` of it are warned of
+(one line per backend per ``NEAR_EVERY_S``), and the age metrics are set.
 """
 
 from __future__ import annotations
@@ -20,10 +24,19 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
-from tapis_service.results import ResultsFeed
+from tapis_service import metrics
+from tapis_service.logrepeat import RepeatLimiter
+from tapis_service.results import Pending, ResultsFeed
 from tapis_service.session import Session
 
 log = structlog.get_logger("tapis.results")
+
+NEAR_FRACTION = 0.8
+"""A record this far into its time limit is warned of."""
+NEAR_EVERY_S = 3600.0
+"""At most one near-expiry line per backend this often."""
+NEAR_LISTED = 100
+"""Near-expiry records looked at per sweep (the oldest)."""
 
 
 def _summary(setup: object, record: tbl.GameRecord) -> pb.GameSummary:
@@ -71,8 +84,10 @@ def _abandoned(session: Session) -> int:
 class ResultsClerk:
     """Files results as tables commit them; knows the tables held for their backends."""
 
-    def __init__(self, feed: ResultsFeed, now_ms: Callable[[], int]) -> None:
+    def __init__(self, feed: ResultsFeed, now_ms: Callable[[], int],
+                 near_log: RepeatLimiter | None = None) -> None:
         self.feed = feed
+        self.near_log = near_log or RepeatLimiter(NEAR_EVERY_S, lambda: now_ms() / 1000)
         self._now_ms = now_ms
         self.held: set[str] = set()
         """Tables with records their backend has not acknowledged (or being filed): never
@@ -166,6 +181,32 @@ class ResultsClerk:
         acknowledged = await self.feed.acknowledge(backend, cursor)
         self.held = await self.feed.store.held_games() | set(self._in_flight)
         return acknowledged
+
+    async def keep_ages(self, now_ms: int, max_age_ms: int) -> int:
+        """Drop the records unacknowledged for more than ``max_age_ms`` (a line each), warn of
+        those past ``NEAR_FRACTION`` of it, set the age metrics; how many were dropped.
+        ``now_ms`` is the server's clock, the one records are stamped with when filed."""
+        dropped = await self.feed.expire(now_ms, max_age_ms)
+        if dropped:
+            metrics.RESULTS_EXPIRED.inc(len(dropped))
+            self.held = await self.feed.store.held_games() | set(self._in_flight)
+        pending = await self.feed.store.unacknowledged(
+            now_ms - int(max_age_ms * NEAR_FRACTION), NEAR_LISTED)
+        metrics.RESULTS_UNACKNOWLEDGED.set(pending.count)
+        metrics.RESULTS_OLDEST_AGE.set(
+            0 if pending.oldest_ms is None else max(now_ms - pending.oldest_ms, 0) / 1000)
+        near: dict[str, list[Pending]] = {}
+        for record in pending.near:
+            near.setdefault(record.backend, []).append(record)
+        for backend, records in near.items():
+            oldest = records[0]
+            self.near_log.log(backend, log.warning, "results_near_expiry", backend=backend,
+                              records=len(records), oldest_game=oldest.game_id,
+                              oldest_cursor=oldest.cursor,
+                              age_s=(now_ms - oldest.filed_ms) // 1000,
+                              expires_in_s=max(oldest.filed_ms + max_age_ms - now_ms, 0)
+                              // 1000)
+        return len(dropped)
 
     async def settle(self) -> None:
         """Wait for the filings in progress (stopping)."""

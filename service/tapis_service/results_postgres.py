@@ -10,7 +10,7 @@ from typing import Any
 
 import asyncpg
 
-from tapis_service.results import CursorAhead, Filed
+from tapis_service.results import CursorAhead, Filed, Pending, Unacknowledged
 
 CHANNEL = "tapis_results"
 _SCHEMA_LOCK = 7_461_706_972
@@ -33,6 +33,8 @@ CREATE TABLE IF NOT EXISTS tapis_results (
     UNIQUE (backend, key)
 );
 CREATE INDEX IF NOT EXISTS tapis_results_game ON tapis_results (game_id);
+CREATE INDEX IF NOT EXISTS tapis_results_unacknowledged ON tapis_results (filed_ms)
+    WHERE payload IS NOT NULL;
 """
 
 
@@ -115,6 +117,21 @@ class PostgresResults:
             "UPDATE tapis_results SET payload = NULL WHERE payload IS NOT NULL "
             "AND filed_ms < $1 RETURNING backend, game_id", now_ms - max_age_ms)
         return [(r["backend"], r["game_id"]) for r in rows]
+
+    async def unacknowledged(self, before_ms: int, limit: int) -> Unacknowledged:
+        async with self.pool.acquire() as connection, connection.transaction(
+                isolation="repeatable_read", readonly=True):
+            summary = await connection.fetchrow(
+                "SELECT COUNT(*) AS count, MIN(filed_ms) AS oldest FROM tapis_results "
+                "WHERE payload IS NOT NULL")
+            near = await connection.fetch(
+                "SELECT backend, cursor, game_id, filed_ms FROM tapis_results "
+                "WHERE payload IS NOT NULL AND filed_ms < $1 ORDER BY filed_ms, cursor "
+                "LIMIT $2", before_ms, limit)
+        oldest = summary["oldest"]
+        return Unacknowledged(int(summary["count"]), None if oldest is None else int(oldest),
+                              [Pending(r["backend"], int(r["cursor"]), r["game_id"],
+                                       int(r["filed_ms"])) for r in near])
 
     async def forget_game(self, game_id: str) -> None:
         await self.pool.execute("DELETE FROM tapis_results WHERE game_id = $1", game_id)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from tapis_service.results import CursorAhead, Filed
+from tapis_service.results import CursorAhead, Filed, Pending, Unacknowledged
 
 FILE_NAME = "results.sqlite3"
 T = TypeVar("T")
@@ -33,6 +33,8 @@ CREATE TABLE IF NOT EXISTS results (
     UNIQUE (backend, key)
 );
 CREATE INDEX IF NOT EXISTS results_game ON results (game_id);
+CREATE INDEX IF NOT EXISTS results_unacknowledged ON results (filed_ms)
+    WHERE payload IS NOT NULL;
 """
 
 
@@ -68,6 +70,16 @@ def _expire(db: sqlite3.Connection, now_ms: int, max_age_ms: int) -> list[tuple[
     return [(str(b), str(g)) for b, g in db.execute(
         "UPDATE results SET payload = NULL WHERE payload IS NOT NULL AND filed_ms < ? "
         "RETURNING backend, game_id", (now_ms - max_age_ms,)).fetchall()]
+
+
+def _unacknowledged(db: sqlite3.Connection, before_ms: int, limit: int) -> Unacknowledged:
+    count, oldest = db.execute("SELECT COUNT(*), MIN(filed_ms) FROM results "
+                               "WHERE payload IS NOT NULL").fetchone()
+    near = db.execute("SELECT backend, cursor, game_id, filed_ms FROM results "
+                      "WHERE payload IS NOT NULL AND filed_ms < ? ORDER BY filed_ms, cursor "
+                      "LIMIT ?", (before_ms, limit)).fetchall()
+    return Unacknowledged(int(count), None if oldest is None else int(oldest),
+                          [Pending(str(b), int(c), str(g), int(t)) for b, c, g, t in near])
 
 
 class SqliteResults:
@@ -117,6 +129,9 @@ class SqliteResults:
 
     async def expire(self, now_ms: int, max_age_ms: int) -> list[tuple[str, str]]:
         return await self._run(lambda db: _expire(db, now_ms, max_age_ms))
+
+    async def unacknowledged(self, before_ms: int, limit: int) -> Unacknowledged:
+        return await self._run(lambda db: _unacknowledged(db, before_ms, limit))
 
     async def forget_game(self, game_id: str) -> None:
         await self._run(lambda db: db.execute("DELETE FROM results WHERE game_id = ?",

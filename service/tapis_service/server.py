@@ -17,12 +17,14 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 from tapis.v1 import errors_pb2
 from tapis_service import joinkey, metrics
 from tapis_service.callguard import CallGuard
+from tapis_service.capacity import Capacity
 from tapis_service.clock import Clock, SystemClock
 from tapis_service.game_api import GameApi
 from tapis_service.health import PROBE_EVERY_S, SERVICE_NAME, Readiness, new_health
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import MAX_METADATA_BYTES, MAX_RECEIVE_MESSAGE_BYTES
+from tapis_service.proxies import TrustedProxies
 from tapis_service.results import MemoryResults, ResultsFeed, ResultsStore
 from tapis_service.results_clerk import ResultsClerk
 from tapis_service.results_postgres import PostgresResults
@@ -149,6 +151,9 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
         # arrivals at random (CANCELLED, more of them up to the hard limit, then all of them)
         ("grpc.server.max_pending_requests", settings.max_pending_calls),
         ("grpc.server.max_pending_requests_hard_limit", 2 * settings.max_pending_calls),
+        # connections in all, every address together: beyond, the core closes a new one as
+        # soon as it is accepted (its file descriptor is freed at once)
+        ("grpc.max_allowed_incoming_connections", Capacity.of(settings).connections),
     ]
 
 
@@ -203,7 +208,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     if isinstance(feed.store, PostgresResults):  # records other nodes file wake this one's
         await feed.store.listen(feed.wake)
     await host.recover()
-    guard = CallGuard(settings.max_in_flight)
+    guard = CallGuard(settings.max_in_flight, TrustedProxies.parse(settings.trusted_proxies))
     server = grpc.aio.server(options=server_options(settings))
     registry = guard.registering(server)  # every handler below is added guarded
     api = GameApi(host, housekeeping=Housekeeping(host), security=security)
@@ -239,7 +244,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     ws, ws_port = None, None
     if settings.ws_port is not None:  # players over WebSocket, and the web client
         ws = WebSocketEndpoint(api, EndpointLimits.of(settings),
-                               WebClient(api_keys=not security.open_mode))
+                               WebClient(api_keys=not security.open_mode), proxies=api.proxies)
         try:
             # with TLS, the gRPC port's certificate serves wss and https: no token in clear
             tls = None if security.tls is None else security.tls.ssl_context()
@@ -258,7 +263,9 @@ async def create_server(settings: Settings, clock: Clock | None = None,
              games=len(host.sessions), version=version(), revision=revision(),
              tls=security.tls is not None,
              mutual_tls=security.tls is not None and security.tls.mutual,
-             api_keys=not security.open_mode)
+             api_keys=not security.open_mode, max_connections=Capacity.of(settings).connections,
+             max_spectator_streams=api.streams.max_spectators,
+             max_seat_streams=api.streams.max_seated)
     if ws_port is not None:
         scheme = "http" if security.tls is None else "https"
         log.info("serving_web", address=f"{scheme}://{listen_address(settings.host, ws_port)}/")

@@ -16,6 +16,7 @@ from tapis_service.caller import Caller, deadline_in
 from tapis_service.callguard import UNDECODABLE, checks_decoding, invalid_request
 from tapis_service.errors import ServiceError, to_status
 from tapis_service.game_api import EndStream, GameApi
+from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
 
 SERVICE = pb.DESCRIPTOR.services_by_name["GameService"].full_name
 AUTHORIZATION = "authorization"
@@ -26,11 +27,14 @@ def _text(value: str | bytes) -> str:
     return value if isinstance(value, str) else value.decode("utf-8", "replace")
 
 
-def caller_of(context: grpc.aio.ServicerContext) -> Caller:
-    """The ``Caller`` of a gRPC call: its seat token, API key, peer and deadline."""
+def caller_of(context: grpc.aio.ServicerContext,
+              proxies: TrustedProxies | None = None) -> Caller:
+    """The ``Caller`` of a gRPC call: its seat token, API key, peer (behind one of
+    ``proxies``, the client's from ``x-forwarded-for``) and deadline."""
     token: str | None = None
     bad = False
     api_key: str | None = None
+    forwarded: list[str] = []
     for key, value in context.invocation_metadata() or ():
         if key == AUTHORIZATION and token is None and not bad:
             scheme, _, rest = _text(value).partition(" ")
@@ -40,8 +44,13 @@ def caller_of(context: grpc.aio.ServicerContext) -> Caller:
                 bad = True
         elif key == API_KEY and api_key is None:
             api_key = _text(value)
+        elif key == FORWARDED_FOR:
+            forwarded.append(_text(value))
+    peer = str(context.peer())
+    if proxies is not None and proxies.networks:
+        peer = proxies.client_peer(peer, forwarded)
     return Caller(seat_token=token, bad_authorization=bad, api_key=api_key,
-                  peer=str(context.peer()), deadline=deadline_in(context.time_remaining()))
+                  peer=peer, deadline=deadline_in(context.time_remaining()))
 
 
 async def refuse(context: grpc.aio.ServicerContext, error: ServiceError) -> NoReturn:
@@ -86,24 +95,28 @@ class GameServicer(pb_grpc.GameServiceServicer):
     def __init__(self, api: GameApi) -> None:
         self.api = api
 
+    def caller(self, context: grpc.aio.ServicerContext) -> Caller:
+        """The call's ``Caller`` (behind a trusted proxy, the client's address)."""
+        return caller_of(context, self.api.proxies)
+
     async def CreateGame(self, request: pb.CreateGameRequest,
                          context: grpc.aio.ServicerContext) -> pb.CreateGameResponse:
         try:
-            return await self.api.create_game(request, caller_of(context))
+            return await self.api.create_game(request, self.caller(context))
         except ServiceError as error:
             await refuse(context, error)
 
     async def JoinGame(self, request: pb.JoinGameRequest,
                        context: grpc.aio.ServicerContext) -> pb.JoinGameResponse:
         try:
-            return await self.api.join_game(request, caller_of(context))
+            return await self.api.join_game(request, self.caller(context))
         except ServiceError as error:
             await refuse(context, error)
 
     async def GetGame(self, request: pb.GetGameRequest,
                       context: grpc.aio.ServicerContext) -> pb.GetGameResponse:
         try:
-            return await self.api.get_game(request, caller_of(context))
+            return await self.api.get_game(request, self.caller(context))
         except ServiceError as error:
             await refuse(context, error)
 
@@ -111,7 +124,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
             self, request: pb.SubmitActionRequest, context: grpc.aio.ServicerContext) -> bytes:
         """The answer is the serialized ``SubmitActionResponse`` (sent as it is)."""
         try:
-            return await self.api.submit_action(request, caller_of(context))
+            return await self.api.submit_action(request, self.caller(context))
         except ServiceError as error:
             await refuse(context, error)
 
@@ -124,7 +137,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
             if request is UNDECODABLE:  # CallGuard's decoder: bytes that are no request
                 raise invalid_request("StreamEvents")
             end = await stream_ender(context)
-            async for message in self.api.stream_events(request, caller_of(context), end):
+            async for message in self.api.stream_events(request, self.caller(context), end):
                 yield message
         except ServiceError as error:
             await refuse(context, error)
@@ -132,7 +145,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
     async def ListGames(self, request: pb.ListGamesRequest,
                         context: grpc.aio.ServicerContext) -> pb.ListGamesResponse:
         try:
-            return await self.api.list_games(request, caller_of(context))
+            return await self.api.list_games(request, self.caller(context))
         except ServiceError as error:
             await refuse(context, error)
 
@@ -140,7 +153,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
                            context: grpc.aio.ServicerContext
                            ) -> AsyncIterator[pb.WatchResultsResponse]:
         try:
-            async for message in self.api.watch_results(request, caller_of(context)):
+            async for message in self.api.watch_results(request, self.caller(context)):
                 yield message
         except ServiceError as error:
             await refuse(context, error)
@@ -148,14 +161,14 @@ class GameServicer(pb_grpc.GameServiceServicer):
     async def AckResults(self, request: pb.AckResultsRequest,
                          context: grpc.aio.ServicerContext) -> pb.AckResultsResponse:
         try:
-            return await self.api.ack_results(request, caller_of(context))
+            return await self.api.ack_results(request, self.caller(context))
         except ServiceError as error:
             await refuse(context, error)
 
     async def EndTable(self, request: pb.EndTableRequest,
                        context: grpc.aio.ServicerContext) -> pb.EndTableResponse:
         try:
-            return await self.api.end_table(request, caller_of(context))
+            return await self.api.end_table(request, self.caller(context))
         except ServiceError as error:
             await refuse(context, error)
 
@@ -170,7 +183,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
                                    context: grpc.aio.ServicerContext
                                    ) -> pb.CreateSpectatorTokenResponse:
         try:
-            return await self.api.create_spectator_token(request, caller_of(context))
+            return await self.api.create_spectator_token(request, self.caller(context))
         except ServiceError as error:
             await refuse(context, error)
 

@@ -89,6 +89,11 @@ class Settings:
                                   "game end)", "store")
     finished_retention: int = setting(10_000, "finished tables kept queryable (oldest dropped "
                                       "first)", "store", flag="--retention")
+    results_max_age_s: float = setting(7 * 24 * 3600.0, "drop a backend's results it has not "
+                                       "acknowledged (AckResults) after this long, which "
+                                       "frees their tables (0: never)", "store",
+                                       flag="--results-max-age", metavar="SECONDS",
+                                       default_text="604800 (7 days)")
     store_retry_ms: int = setting(500, "after a failed write: how often the store is probed "
                                   "until it commits again", "store")
     # --- cluster -----------------------------------------------------------------------------
@@ -113,6 +118,11 @@ class Settings:
                                          "reloaded on SIGHUP", "security", metavar="FILE")
     insecure: bool = setting(False, "listen beyond loopback without TLS and API keys anyway "
                              "(else the server refuses to start)", "security")
+    trusted_proxies: str = setting("", "take a call's client address from x-forwarded-for (its "
+                                   "right-most entry not in these networks) when it comes "
+                                   "from one of them, a TLS-terminating ingress; never "
+                                   "otherwise (empty: never)", "security",
+                                   metavar="CIDR,...")
     cluster_tls_cert: Path | None = setting(None, "the certificate a cluster node presents to "
                                             "the others (PEM)", "security", metavar="FILE",
                                             default_text="--tls-cert")
@@ -180,6 +190,21 @@ class Settings:
                                      flag="--abandon-after", metavar="SECONDS")
     max_streams_per_table: int = setting(256, "open event streams on one table (beyond: "
                                          "TOO_MANY_STREAMS)", "limits")
+    max_spectator_streams: int = setting(0, "open event streams of spectators in all, every "
+                                         "address together (beyond: TOO_MANY_STREAMS; 0: "
+                                         "sized for the machine's memory)", "limits",
+                                         default_text="0 (a quarter of the memory, "
+                                                      "25 KB each)")
+    max_seat_streams: int = setting(0, "open event streams of seated players and backends in "
+                                    "all, counted apart from spectators' (beyond: "
+                                    "TOO_MANY_STREAMS; 0: sized for the machine's memory)",
+                                    "limits", default_text="0 (a quarter of the memory, "
+                                                           "25 KB each)")
+    max_connections: int = setting(0, "open gRPC connections in all, every address together "
+                                   "(beyond: grpc's core closes a new one at once; 0: sized "
+                                   "for the file-descriptor limit)", "limits",
+                                   default_text="0 (the descriptors but 256, half of them "
+                                                "with --ws-port)")
     max_streams_per_connection: int = setting(1000, "open event streams on one HTTP/2 "
                                               "connection", "limits")
     max_streams_per_peer: int = setting(20_000, "open event streams from one client address",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from tapis_service.errors import not_found
-from tapis_service.healing import quarantined_refusal, store_refusal, stored_kind
+from tapis_service.healing import quarantined_refusal, store_refusal
 from tapis_service.limits import quote
 from tapis_service.recovery import RecoveryError, restore
 from tapis_service.resting import RestingTable, listing_of, restable
@@ -87,7 +87,7 @@ class Shelf:
         listing = listing_of(session)
         game_id = session.game_id
         self.host.forget(game_id)
-        self.host.resting[game_id] = RestingTable.of(game_id, listing)
+        self.host.rest_listed(game_id, RestingTable.of(game_id, listing))
         written = self.host.rest_store.rested(game_id, listing, session.epoch)
         asyncio.ensure_future(written).add_done_callback(_retrieved)
 
@@ -116,11 +116,13 @@ class Shelf:
         if game_id in self.host.sessions:
             return self.host.sessions[game_id]
         if self.host.resting.pop(game_id, None) is None or stored is None:  # dropped meanwhile
+            self.host.lobby.remove(game_id)
             raise not_found(f"no game {quote(game_id)} on this server")
         try:
             restored = restore(game_id, *stored)
         except RecoveryError as error:
-            self.host.healing.quarantine(game_id, str(error), stored_kind(stored[0]))
+            self.host.lobby.remove(game_id)
+            self.host.healing.quarantine(game_id, str(error), stored[0])
             raise quarantined_refusal(game_id) from error
         restored.session.at_rest = True
         self.host.install(restored)
@@ -128,17 +130,6 @@ class Shelf:
         self.host.actor.after_change(restored.session)
         log.info("game_woken", game=game_id, inputs=restored.session.journal_length)
         return restored.session
-
-    def listed(self, kind: str | None, include_finished: bool) -> list[Session | RestingTable]:
-        """The tables ``ListGames`` shows (in memory and at rest), oldest first."""
-        found: list[Session | RestingTable] = [
-            s for s in self.host.sessions.values()
-            if (kind is None or s.rules.kind == kind)
-            and (include_finished or not s.table.game_over(s.rules))]
-        if include_finished and self.host.resting:
-            found.extend(r for r in self.host.resting.values() if kind is None or r.kind == kind)
-            found.sort(key=lambda t: t.created_ms)  # stable: ties keep the order above
-        return found
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:

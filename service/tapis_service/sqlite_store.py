@@ -468,7 +468,8 @@ def _decoded(game_id: str, record: bytes | str, snapshot_row: tuple[Any, ...] | 
         return {"damaged": "the creation record is not a JSON object"}, None, []
 
     def damaged(why: str) -> StoredGame:
-        return {"damaged": why, "kind": decoded_record.get("kind")}, None, []
+        return {"damaged": why, "kind": decoded_record.get("kind"),
+                "ownership": decoded_record.get("ownership")}, None, []
 
     entries = []
     for expected, (index, entry) in enumerate(journal, start=1):

@@ -1,5 +1,5 @@
-"""Open event streams: caps per table, per connection and per peer, and the slow-stream
-watchdog.
+"""Open event streams: caps per table, per connection, per peer and server-wide (spectators'
+and seated players' apart), and the slow-stream watchdog.
 
 A grpc.aio server-streaming handler that yields a message is suspended until the transport has
 taken it; when the client stops reading, HTTP/2 flow control fills up and that write never
@@ -69,14 +69,22 @@ class OpenStream:
     last: int = 0
     """The sequence of the last event written."""
     cut: bool = False
+    seated: bool = False
+    """A seated player's (or its backend's) stream: counted apart from spectators'."""
 
 
 class StreamGuard:
     """Counts open streams and cuts the ones whose client does not read."""
 
     def __init__(self, clock: Clock, per_table: int, per_connection: int, per_peer: int,
-                 stall_ms: int) -> None:
+                 stall_ms: int, spectators: int = 0, seated: int = 0) -> None:
         self.clock = clock
+        self.max_spectators = spectators
+        """Spectators' streams open at once, server-wide (0: no cap)."""
+        self.max_seated = seated
+        """Seated players' and backends' streams open at once, server-wide (0: no cap)."""
+        self.spectator_streams = 0
+        self.seat_streams = 0
         self.per_table = per_table
         self.per_connection = per_connection
         self.per_peer = per_peer
@@ -88,8 +96,15 @@ class StreamGuard:
         self.cut_count = 0
 
     def open_stream(self, peer: str, table_streams: int,
-                    end: Callable[[ServiceError], None]) -> OpenStream:
-        """Register a new stream, or refuse it (TOO_MANY_STREAMS) beyond a cap."""
+                    end: Callable[[ServiceError], None], seated: bool = False) -> OpenStream:
+        """Register a new stream, or refuse it (TOO_MANY_STREAMS) beyond a cap.
+        ``table_streams``: the table's streams it counts against (a seated one: none)."""
+        if seated and self.max_seated and self.seat_streams >= self.max_seated:
+            raise too_many_streams(f"the server holds {self.max_seated} players' streams, "
+                                   "as many as it may; try again later")
+        if not seated and self.max_spectators and self.spectator_streams >= self.max_spectators:
+            raise too_many_streams(f"the server holds {self.max_spectators} spectators' "
+                                   "streams, as many as it may; try again later")
         if table_streams >= self.per_table:
             raise too_many_streams(f"this table has {self.per_table} open streams already")
         if self.connections[peer] >= self.per_connection:
@@ -104,8 +119,12 @@ class StreamGuard:
             task: asyncio.Task[object] | None = asyncio.current_task()
         except RuntimeError:
             task = None
-        stream = OpenStream(peer, end, task)
+        stream = OpenStream(peer, end, task, seated=seated)
         self.open.add(stream)
+        if seated:
+            self.seat_streams += 1
+        else:
+            self.spectator_streams += 1
         if self._timer is None and self.stall_ms > 0:
             self._arm()
         return stream
@@ -114,6 +133,10 @@ class StreamGuard:
         if stream not in self.open:
             return
         self.open.discard(stream)
+        if stream.seated:
+            self.seat_streams -= 1
+        else:
+            self.spectator_streams -= 1
         for counts, key in ((self.connections, stream.peer),
                             (self.peers, peer_host(stream.peer))):
             counts[key] -= 1

@@ -404,6 +404,7 @@ class TableActor:
         """File a backend's results, publish what is durable, then arm the bots and timers
         the table now calls for."""
         self.host.clerk.note(session)  # before the publication compacts a finished game
+        self.host.lobby.finished(session.game_id, session.table.game_over(session.rules))
         fanout.publish(session)
         self.autoplay.rearm(session)
 

@@ -18,6 +18,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_service.clock import ManualClock
+from tapis_service.ownership import Ownership
 from tapis_service.sqlite_store import FILE_NAME
 from tests.support.calls import auth, reason_of
 from tests.support.driver import all_events, play, start_game
@@ -141,7 +142,8 @@ async def assert_quarantined_alone(servers: Restartable, game_id: str, message: 
     before = dump(servers.data_dir)
     stub = await servers.start(ManualClock())
     assert servers.running is not None
-    kind, why = servers.running.host.quarantined[game_id]
+    kind, why, owner = servers.running.host.quarantined[game_id]
+    assert owner == Ownership()  # created without a key: public, listed to anyone
     assert kind == "war" and message in why and game_id in why
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await stub.GetGame(pb.GetGameRequest(game_id=game_id))

@@ -110,7 +110,8 @@ async def test_an_idle_table_is_abandoned_once(
 
 async def test_zero_turns_housekeeping_off(make_server: ServerFactory) -> None:
     clock = ManualClock()
-    h = await make_server(clock=clock, unjoined_ttl_s=0, abandon_after_s=0)
+    h = await make_server(clock=clock, unjoined_ttl_s=0, abandon_after_s=0,
+                          results_max_age_s=0)
     created = await h.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))
     assert clock.pending() == 0
     clock.advance(10_000 * MINUTE)

@@ -28,6 +28,8 @@ def other_value(item: Declared) -> tuple[str, Any]:
         return choice, choice
     if item.name == "gc_thresholds":
         return "700,10", "700,10"
+    if item.name == "trusted_proxies":
+        return "10.0.0.0/8,fd00::1", "10.0.0.0/8,fd00::1"
     if item.kind is int:  # an optional one (None: off) takes a number too
         return str((item.default or 0) + 7), (item.default or 0) + 7
     if item.kind is float:

@@ -47,9 +47,11 @@ class Client:
 
     @classmethod
     async def open(cls, url: str, ssl_context: ssl.SSLContext | None = None,
-                   auto_pong: bool = True) -> Client:
+                   auto_pong: bool = True,
+                   headers: list[tuple[str, str]] | None = None) -> Client:
         transport, collector = await ws_connect(_Collector, url, ssl_context=ssl_context,
-                                                enable_auto_pong=auto_pong)
+                                                enable_auto_pong=auto_pong,
+                                                extra_headers=headers)
         return cls(transport, collector)
 
     def send(self, frame: ws_pb.ClientFrame, *, text: bool = False) -> int:

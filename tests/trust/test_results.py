@@ -12,7 +12,14 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tapis_service.results import CursorAhead, MemoryResults, ResultsFeed, ResultsStore
+from tapis_service.results import (
+    CursorAhead,
+    MemoryResults,
+    Pending,
+    ResultsFeed,
+    ResultsStore,
+    Unacknowledged,
+)
 from tapis_service.results_postgres import PostgresResults
 from tapis_service.results_sqlite import SqliteResults
 
@@ -89,6 +96,24 @@ async def test_old_records_expire(opener: Opener) -> None:
     assert await store.expire(now_ms=6000, max_age_ms=2000) == [("a", "g1")]
     assert await store.held_games() == {"g2"}
     assert [f.game_id for f in await store.after("a", 0, 10)] == ["g2"]
+
+
+async def test_the_unacknowledged_records_oldest_first(opener: Opener) -> None:
+    store = await opener()
+    assert await store.unacknowledged(before_ms=10_000, limit=10) == Unacknowledged(0, None, [])
+    await store.file("a", "g1/game/1", "g1", b"one", 3000)
+    await store.file("b", "g2/game/1", "g2", b"two", 1000)
+    await store.file("a", "g3/game/1", "g3", b"three", 2000)
+    await store.file("a", "g4/game/1", "g4", b"late", 9000)
+    await store.acknowledge("a", 1)
+    found = await store.unacknowledged(before_ms=5000, limit=10)
+    assert found == Unacknowledged(3, 1000, [Pending("b", 1, "g2", 1000),
+                                            Pending("a", 2, "g3", 2000)])
+    assert (await store.unacknowledged(before_ms=5000, limit=1)).near == [
+        Pending("b", 1, "g2", 1000)]
+    assert await store.expire(now_ms=2500, max_age_ms=1000) == [("b", "g2")]
+    assert await store.unacknowledged(before_ms=5000, limit=10) == Unacknowledged(
+        2, 2000, [Pending("a", 2, "g3", 2000)])
 
 
 async def test_a_durable_ledger_survives_a_reopen(opener: Opener,

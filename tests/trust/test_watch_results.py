@@ -190,3 +190,45 @@ async def test_a_backend_ends_its_table_for_good(tmp_path: Path,
     view = (await restarted.stub.GetGame(pb.GetGameRequest(game_id=game_id),
                                          metadata=backend(KEY_A))).game
     assert view.abandon_reason == pb.ABANDON_REASON_ENDED_BY_BACKEND
+
+
+async def test_unacknowledged_results_expire_after_their_time_limit(
+        tmp_path: Path, start_secured: StartSecured) -> None:
+    """The housekeeping sweep, on the server's clock: a line past 80% of --results-max-age,
+    then the records are dropped (a line each, the metrics) and their table is no longer
+    held."""
+    from prometheus_client import REGISTRY
+    from structlog.testing import capture_logs
+
+    from tapis_service.clock import ManualClock
+
+    secured = await start_secured(door(tmp_path), results_max_age_s=600)
+    stub, running = secured.stub, secured.running
+    clock = running.host.clock
+    assert isinstance(clock, ManualClock)
+    game_id = await finished_table(stub)
+    assert game_id in running.host.clerk.held
+    expired_before = REGISTRY.get_sample_value("tapis_results_expired_total") or 0.0
+    with capture_logs() as logs:
+        clock.advance(500_000)  # past 80% of 600 s
+        await running.api.housekeeping.drain()
+        assert REGISTRY.get_sample_value("tapis_results_unacknowledged") == 2
+        assert REGISTRY.get_sample_value(
+            "tapis_results_oldest_unacknowledged_seconds") == pytest.approx(500, abs=1)
+        near = [line for line in logs if line["event"] == "results_near_expiry"]
+        assert [(n["backend"], n["records"], n["oldest_game"]) for n in near] == [
+            ("backend-a", 2, game_id)]
+        assert game_id in running.host.clerk.held
+        assert len(await records(stub, 0, 2)) == 2
+        clock.advance(60_000)  # the next sweeps warn no more within the hour
+        await running.api.housekeeping.drain()
+        assert sum(line["event"] == "results_near_expiry" for line in logs) == 1
+        clock.advance(60_000)  # 620 s: dropped
+        await running.api.housekeeping.drain()
+    assert [line["game"] for line in logs if line["event"] == "result_expired"] == [
+        game_id, game_id]
+    assert REGISTRY.get_sample_value("tapis_results_expired_total") == expired_before + 2
+    assert REGISTRY.get_sample_value("tapis_results_unacknowledged") == 0
+    assert game_id not in running.host.clerk.held
+    later = await finished_table(stub)  # still delivered: the cursors go on
+    assert [(r.cursor, r.game_id) for r in await records(stub, 0, 1)] == [(3, later)]

@@ -15,6 +15,7 @@ from tapis_service.caller import Caller
 from tapis_service.cluster.listing import Listing
 from tapis_service.cluster.relay import Relay, parsed
 from tapis_service.errors import ServiceError
+from tapis_service.proxies import TrustedProxies
 from tapis_service.servicer import (
     SERVICE,
     GameServicer,
@@ -27,10 +28,10 @@ from tapis_service.servicer import (
 Serve = Callable[[bytes, Caller], Awaitable[bytes]]
 
 
-def _unary(serve: Serve) -> grpc.RpcMethodHandler:
+def _unary(serve: Serve, proxies: TrustedProxies) -> grpc.RpcMethodHandler:
     async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
         try:
-            return await serve(raw, caller_of(context))
+            return await serve(raw, caller_of(context, proxies))
         except ServiceError as error:
             await refuse(context, error)
 
@@ -39,6 +40,7 @@ def _unary(serve: Serve) -> grpc.RpcMethodHandler:
 
 def game_service(relay: Relay, listing: Listing) -> grpc.GenericRpcHandler:
     """Every GameService method, served here or relayed to its table's owner."""
+    proxies = relay.api.proxies
 
     async def list_games(raw: bytes, caller: Caller) -> bytes:
         answer = await listing.list_games(parsed(pb.ListGamesRequest, raw), caller)
@@ -47,21 +49,23 @@ def game_service(relay: Relay, listing: Listing) -> grpc.GenericRpcHandler:
     async def stream_events(raw: bytes, context: grpc.aio.ServicerContext
                             ) -> AsyncIterator[bytes]:
         try:
-            async for message in relay.stream(raw, caller_of(context), await stream_ender(context)):
+            async for message in relay.stream(raw, caller_of(context, proxies),
+                                              await stream_ender(context)):
                 yield message
         except ServiceError as error:
             await refuse(context, error)
 
     methods = {
-        "CreateGame": _unary(relay.create_game),
-        "JoinGame": _unary(functools.partial(relay.call, "JoinGame")),
-        "GetGame": _unary(functools.partial(relay.call, "GetGame")),
-        "SubmitAction": _unary(functools.partial(relay.call, "SubmitAction")),
+        "CreateGame": _unary(relay.create_game, proxies),
+        "JoinGame": _unary(functools.partial(relay.call, "JoinGame"), proxies),
+        "GetGame": _unary(functools.partial(relay.call, "GetGame"), proxies),
+        "SubmitAction": _unary(functools.partial(relay.call, "SubmitAction"), proxies),
         "StreamEvents": grpc.unary_stream_rpc_method_handler(stream_events),
-        "ListGames": _unary(list_games),
-        "CreateSpectatorToken": _unary(functools.partial(relay.call, "CreateSpectatorToken")),
-        "EndTable": _unary(functools.partial(relay.call, "EndTable")),
-        "ReplaceSeat": _unary(functools.partial(relay.call, "ReplaceSeat")),
+        "ListGames": _unary(list_games, proxies),
+        "CreateSpectatorToken": _unary(functools.partial(relay.call, "CreateSpectatorToken"),
+                                       proxies),
+        "EndTable": _unary(functools.partial(relay.call, "EndTable"), proxies),
+        "ReplaceSeat": _unary(functools.partial(relay.call, "ReplaceSeat"), proxies),
     }
     # results are the backend's, not a table's: any node serves them from the database
     local = method_handlers(GameServicer(relay.api))

@@ -35,6 +35,7 @@ from picows import (
 import tapis_webclient
 from tapis_service.errors import ServiceError
 from tapis_service.limits import peer_host
+from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
 from tapis_service.settings import Settings
 from tapis_service.ws import frames
 from tapis_service.ws.connection import Connection, SocketLimits
@@ -84,6 +85,16 @@ def grpc_peer(transport: WSTransport) -> str:
         return "unknown"
     host, port = address[0], address[1]
     return f"ipv6:[{host}]:{port}" if ":" in host else f"ipv4:{host}:{port}"
+
+
+def _forwarded_for(request: WSUpgradeRequest) -> list[str]:
+    """The ``x-forwarded-for`` headers of the upgrade request, in order."""
+    headers = request.headers
+    getall = getattr(headers, "getall", None)
+    if getall is not None:
+        return [str(v) for v in getall(FORWARDED_FOR, ())]
+    found = headers.get(FORWARDED_FOR)
+    return [] if found is None else [str(found)]
 
 
 class WebClient:
@@ -140,7 +151,8 @@ class _Socket(WSListener):
         self.peer = ""
 
     def on_ws_connected(self, transport: WSTransport) -> None:
-        self.peer = grpc_peer(transport)
+        self.peer = self.endpoint.proxies.client_peer(
+            grpc_peer(transport), _forwarded_for(transport.request))
         sink = _Sink(transport)
         refusal = self.endpoint.admit(self.peer)
         if refusal is not None:
@@ -192,8 +204,11 @@ class WebSocketEndpoint:
     """The player WebSocket port: sockets to the GameApi, and the web client."""
 
     def __init__(self, api: GameApi, limits: EndpointLimits | None = None,
-                 webclient: WebClient | None = None) -> None:
+                 webclient: WebClient | None = None,
+                 proxies: TrustedProxies | None = None) -> None:
         self.api = api
+        self.proxies = proxies or TrustedProxies()
+        """Behind one of these, a socket's client is the one ``x-forwarded-for`` names."""
         self.limits = limits or EndpointLimits()
         self.webclient = webclient or WebClient()
         self.sockets: Counter[str] = Counter()

@@ -1,0 +1,80 @@
+"""Server-wide caps sized for the machine: open gRPC connections and open event streams, all
+addresses together (docs/limits.md).
+
+A setting of 0 means "sized here": connections from the file-descriptor limit (each is one;
+2,100 idle connections once exhausted the default 1,024 and locked a new client out), streams
+from the memory the process may use (each open stream held about 25 KB: 60,000 of them took
+1.46 GB). Spectators' streams and seated players' (and backends') streams have caps of their
+own, so strangers watching can never use up the players' share.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from dataclasses import dataclass
+from pathlib import Path
+
+from tapis_service.settings import Settings
+
+STREAM_BYTES = 25_000
+"""What an open event stream costs, measured (issue 24: 60,000 streams, 1.46 GB)."""
+STREAM_SHARE = 0.25
+"""The share of the memory each class of streams (spectators', players') may take."""
+MIN_STREAMS, MAX_STREAMS = 1_000, 500_000
+RESERVED_FILES = 256
+"""File descriptors kept for everything but client connections (store, logs, database pool,
+cluster tunnels, metrics)."""
+MIN_CONNECTIONS = 16
+CGROUP_MEMORY = (Path("/sys/fs/cgroup/memory.max"),
+                 Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+
+
+def memory_bytes() -> int:
+    """The memory this process may use: the machine's, or its container's limit if lower."""
+    found = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in CGROUP_MEMORY:
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            found = min(found, int(text))
+    return found
+
+
+def open_files_limit() -> int:
+    """The process's file-descriptor limit (its soft limit)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return 1 << 20 if soft == resource.RLIM_INFINITY else soft
+
+
+def stream_cap(memory: int) -> int:
+    """Streams of one class for ``memory`` bytes."""
+    return max(MIN_STREAMS, min(MAX_STREAMS, int(memory * STREAM_SHARE) // STREAM_BYTES))
+
+
+def connection_cap(open_files: int, websocket: bool) -> int:
+    """gRPC connections for ``open_files`` descriptors (half of them when WebSocket players
+    share them)."""
+    usable = open_files - RESERVED_FILES
+    return max(MIN_CONNECTIONS, usable // 2 if websocket else usable)
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """The server-wide caps in force."""
+
+    connections: int
+    spectator_streams: int
+    seat_streams: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> Capacity:
+        """The settings' caps, each 0 sized for this machine."""
+        streams = stream_cap(memory_bytes()) if not (settings.max_spectator_streams
+                                                     and settings.max_seat_streams) else 0
+        return cls(settings.max_connections
+                   or connection_cap(open_files_limit(), settings.ws_port is not None),
+                   settings.max_spectator_streams or streams,
+                   settings.max_seat_streams or streams)
