@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ import asyncpg
 import structlog
 from prometheus_client import Counter
 
+from tapis_service import metrics
 from tapis_service import postgres_sql as sql
 from tapis_service.postgres_sql import Append, Create, Drop, Probe, Snapshot, Write
 from tapis_service.store import (
@@ -280,7 +282,22 @@ class Writer:
         common case) is one statement: atomic by itself, one round trip.
 
         ``UniqueViolationError`` when the journal key refused one (nothing was written);
-        ``_WriteFailed`` for any other failure, ``in_doubt`` when it may have committed."""
+        ``_WriteFailed`` for any other failure, ``in_doubt`` when it may have committed.
+        Timed into ``tapis_store_commit_seconds``; a failure also counts in
+        ``tapis_store_write_failures_total``."""
+        started = time.perf_counter()
+        failed = True
+        try:
+            written = await self._run_transaction(lane, jobs)
+            failed = False
+            return written
+        except asyncpg.UniqueViolationError:  # refused by the journal key: not a failure
+            failed = False
+            raise
+        finally:
+            metrics.observe_commit("postgres", time.perf_counter() - started, not failed)
+
+    async def _run_transaction(self, lane: _Lane, jobs: Sequence[Write]) -> list[bool]:
         try:
             connection = await self._connection(lane)
         except Exception as error:  # no connection: nothing was sent
