@@ -4,6 +4,7 @@ duration; a warning that repeats is written once per period."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
@@ -19,7 +20,7 @@ from tapis_service import logcontext, metrics
 from tapis_service.clock import ManualClock
 from tapis_service.logrepeat import RepeatLimiter
 from tapis_service.sqlite_store import SqliteStore
-from tests.support.calls import person_seats
+from tests.support.calls import STREAM_DEADLINE_S, person_seats
 from tests.support.server import ServerFactory
 
 
@@ -79,6 +80,47 @@ async def test_every_call_is_counted_and_timed_by_method_and_code(
     for name in ("grpc_server_handling_seconds_bucket", "tapis_store_commit_seconds_bucket",
                  "tapis_loop_lag_seconds_bucket", "tapis_gc_pause_seconds_bucket"):
         assert f"# TYPE {name.removesuffix('_bucket')} histogram" in text
+
+
+async def test_server_streams_are_counted_and_timed_as_server_stream(
+        make_server: ServerFactory) -> None:
+    h = await make_server(clock=ManualClock())
+    service = {"grpc_type": "server_stream", "grpc_service": "tapis.v1.GameService"}
+    events = {**service, "grpc_method": "StreamEvents"}
+    watch = {**service, "grpc_method": "WatchResults"}
+    before = {name: sample(name, **events) for name in (
+        "grpc_server_started_total", "grpc_server_msg_sent_total",
+        "grpc_server_handling_seconds_count")}
+    cancelled = sample("grpc_server_handled_total", **events, grpc_code="CANCELLED")
+    missing = sample("grpc_server_handled_total", **events, grpc_code="NOT_FOUND")
+    keyless = sample("grpc_server_handled_total", **watch, grpc_code="UNAUTHENTICATED")
+    created = await h.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR,
+                                                           seat_configs=person_seats(2)))
+    await h.stub.JoinGame(pb.JoinGameRequest(game_id=created.game.game_id, seat=0))
+    stream = h.stub.StreamEvents(pb.StreamEventsRequest(game_id=created.game.game_id),
+                                 timeout=STREAM_DEADLINE_S)
+    assert (await asyncio.wait_for(stream.read(), 10)).events  # the backlog: one message
+    stream.cancel()
+    with contextlib.suppress(grpc.aio.AioRpcError):
+        async for _ in h.stub.StreamEvents(pb.StreamEventsRequest(game_id="nope")):
+            pass
+    with contextlib.suppress(grpc.aio.AioRpcError):
+        async for _ in h.stub.WatchResults(pb.WatchResultsRequest()):
+            pass
+    async with asyncio.timeout(10):  # the server sees the cancellation on its own time
+        while sample("grpc_server_handled_total", **events, grpc_code="CANCELLED") == cancelled:
+            await asyncio.sleep(0.001)
+    assert sample("grpc_server_started_total", **events) == \
+        before["grpc_server_started_total"] + 2
+    assert sample("grpc_server_msg_sent_total", **events) == \
+        before["grpc_server_msg_sent_total"] + 1
+    assert sample("grpc_server_handling_seconds_count", **events) == \
+        before["grpc_server_handling_seconds_count"] + 2
+    assert sample("grpc_server_handled_total", **events, grpc_code="NOT_FOUND") == missing + 1
+    assert sample("grpc_server_handled_total", **watch, grpc_code="UNAUTHENTICATED") == \
+        keyless + 1
+    assert sample("grpc_server_started_total", grpc_type="unary",
+                  grpc_service="tapis.v1.GameService", grpc_method="CreateGame") >= 1
 
 
 def metrics_version() -> str:
