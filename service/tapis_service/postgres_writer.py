@@ -29,7 +29,7 @@ import asyncpg
 import structlog
 from prometheus_client import Counter
 
-from tapis_service import metrics
+from tapis_service import logrepeat, metrics
 from tapis_service import postgres_sql as sql
 from tapis_service.postgres_sql import Append, Create, Drop, Probe, Snapshot, Write
 from tapis_service.store import (
@@ -394,8 +394,8 @@ class Writer:
     async def _failed(self, lane: _Lane, writes: list[_Queued], failed: _WriteFailed) -> None:
         """A transaction that did not commit (or may have): its writes fail, and a connection
         that did not end with a plain ERROR from the database is closed."""
-        log.error("store_write_failed", error=str(failed.cause)[:200], writes=len(writes),
-                  in_doubt=failed.in_doubt)
+        logrepeat.limited(log.error, "store_write_failed", error=str(failed.cause)[:200],
+                          writes=len(writes), in_doubt=failed.in_doubt)
         if not _refused_by_server(failed.cause):
             await self._close_connection(lane)
         error: StoreError

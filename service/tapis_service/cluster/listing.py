@@ -14,7 +14,7 @@ from dataclasses import replace
 import structlog
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import convert
+from tapis_service import convert, logrepeat
 from tapis_service.caller import Caller, deadline_in
 from tapis_service.cluster import frames, tunnel
 from tapis_service.cluster.directory import Directory
@@ -85,7 +85,8 @@ class Listing:
                     raise
                 continue  # moved meanwhile (listed by its node), or quarantined
             except Exception as error:  # its records are damaged (the host quarantines it)
-                log.warning("adopt_failed", game=game_id, error=str(error)[:200])
+                logrepeat.limited(log.warning, "adopt_failed", game=game_id,
+                                  error=str(error)[:200])
 
     async def _list_node(self, node_id: str, address: str, request: pb.ListGamesRequest,
                          caller: Caller) -> list[pb.GameListing] | None:

@@ -22,6 +22,7 @@ import asyncpg
 import grpc
 import structlog
 
+from tapis_service import logrepeat
 from tapis_service.cluster import metrics
 from tapis_service.cluster.directory import Directory
 from tapis_service.errors import ServiceError
@@ -100,7 +101,7 @@ class Locator:
                 await self.confirm()
                 return await self._look_up(game_id, forwarded)
         except DATABASE_ERRORS as error:
-            log.warning("route_failed", game=game_id, error=str(error)[:200])
+            logrepeat.limited(log.warning, "route_failed", game=game_id, error=str(error)[:200])
             raise database_away() from error
         finally:
             if not lock.locked():
