@@ -31,7 +31,7 @@ from prometheus_client import Counter
 
 from tapis_service import logrepeat, metrics
 from tapis_service import postgres_sql as sql
-from tapis_service.postgres_sql import Append, Create, Drop, Probe, Snapshot, Write
+from tapis_service.postgres_sql import Append, Create, Drop, Probe, Rest, Snapshot, Wake, Write
 from tapis_service.store import (
     CommitUnknown,
     CreateConflict,
@@ -62,7 +62,7 @@ class _Barrier:
     future: asyncio.Future[None]
 
 
-TableWrite = Create | Append | Snapshot | Drop
+TableWrite = Create | Append | Snapshot | Drop | Rest | Wake
 """A write that belongs to one table (its refusal stops that table's later writes)."""
 
 
@@ -352,6 +352,8 @@ class Writer:
                 written[position] = committed and await sql.snapshot(connection, job)
             elif isinstance(job, Drop):
                 written[position] = await sql.drop(connection, job)
+            elif isinstance(job, Rest | Wake):
+                written[position] = await sql.rest(connection, job)
         return written
 
     async def _at_commit(self, connection: asyncpg.Connection) -> None:
