@@ -264,8 +264,8 @@ class GameHost:
 
     def drop(self, game_id: str) -> None:
         """Forget a table (in memory or at rest), and delete it from the store."""
-        if self.resting.pop(game_id, None) is not None:
-            epoch = 1
+        if (resting := self.resting.pop(game_id, None)) is not None:
+            epoch = resting.epoch
         else:
             session = self.sessions.get(game_id)
             if session is None or not self.discard(game_id):
@@ -286,7 +286,7 @@ class GameHost:
             return None
         if game_id in self.sessions:  # adopted meanwhile
             return self.sessions[game_id]
-        self.resting.pop(game_id, None)
+        was_resting = self.resting.pop(game_id, None) is not None
         try:
             restored = restore(game_id, *stored)
         except RecoveryError as error:
@@ -294,6 +294,7 @@ class GameHost:
             raise quarantined_refusal(game_id) from error
         self.quarantined.pop(game_id, None)
         restored.session.epoch = epoch
+        restored.session.at_rest = was_resting  # its first input clears the stored listing
         self.install(restored)
         self.actor.after_change(restored.session)
         return restored.session

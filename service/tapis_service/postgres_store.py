@@ -163,7 +163,10 @@ class PostgresStore:
 
     async def resting(self) -> list[tuple[str, JSON | None]]:
         """The tables at rest, oldest first: (game_id, listing; None when it cannot be
-        decoded: the host loads that table instead). Nothing else of them is read."""
+        decoded: the host loads that table instead). Nothing else of them is read. None on a
+        cluster node (``fenced``): it adopts tables one by one, those at rest too."""
+        if self.fenced:
+            return []
         await self.settled()
         async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
             return await sql.resting(connection)

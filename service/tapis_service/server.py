@@ -194,8 +194,6 @@ async def create_server(settings: Settings, clock: Clock | None = None,
 
         store = await open_node_store(settings)
     host = GameHost(settings, clock or SystemClock(), store or await open_store(settings))
-    if settings.advertise:  # a node adopts tables one by one: finished ones stay in memory
-        host.rest_store = None  # until retention (resting follows ownership: not done yet)
     shared_key = getattr(host.store, "join_key", None)
     if shared_key:  # a shared store keeps the join key (every node derives the same tokens)
         host.tokens.key = shared_key

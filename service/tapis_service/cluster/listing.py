@@ -77,9 +77,10 @@ class Listing:
         if now - self._orphans_asked.get(include_finished, -SWEEP_EVERY_S) < SWEEP_EVERY_S:
             return
         self._orphans_asked[include_finished] = now
-        for game_id in await self.directory.orphans(include_finished, LIST_ADOPTS):
+        for game_id, listing in await self.directory.orphans(include_finished, LIST_ADOPTS):
             try:
-                await self.locator.route(game_id, False)
+                if listing is None or not await self.locator.adopt_resting(game_id, listing):
+                    await self.locator.route(game_id, False)
             except ServiceError as refused:
                 if refused.reason == "STORE_UNAVAILABLE":
                     raise

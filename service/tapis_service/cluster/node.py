@@ -93,6 +93,7 @@ class ClusterNode:
         self.relay.cut_relayed_streams()
         for game_id in list(self.host.sessions):
             self.host.discard(game_id)
+        self.host.resting.clear()  # handed off too: their next call adopts them elsewhere
         await self.store.settled()
         handed = await self.directory.hand_off()
         await self.directory.leave()
