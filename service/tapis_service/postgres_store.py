@@ -1,7 +1,8 @@
 """The shared store: PostgreSQL over asyncpg (``--database-url postgresql://...``).
 
-It keeps what the SQLite store keeps (creation records, the journal of inputs, snapshots; the
-seat-token hashes and join request ids ride in the journal entries). Each hook call becomes one
+It keeps what the SQLite store keeps (creation records, the journal of inputs, snapshots, the
+listing of a table at rest; the seat-token hashes and join request ids ride in the journal
+entries). Each hook call becomes one
 typed write (``postgres_sql``: one type and one function per operation), handed to the writer
 (``postgres_writer``), which group-commits what is queued for a table, in order; the awaitable
 handed to the host completes once its transaction is committed, or fails saying whether the
