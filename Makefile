@@ -30,7 +30,7 @@ $(GEN_STAMP): $(PROTOS) $(TOOLS)
 	touch $(GEN_STAMP)
 
 $(STAMP): pyproject.toml $(GEN_STAMP)
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,otel]'
 	touch $(STAMP)
 
 gen: $(GEN_STAMP)
@@ -103,6 +103,9 @@ lock: setup
 	PIP_CONFIG_FILE=/dev/null $(BIN)/pip-compile -q --generate-hashes --allow-unsafe \
 		--no-emit-index-url --no-emit-find-links --strip-extras --pip-args=--isolated \
 		-o deploy/build-requirements.lock deploy/build-requirements.in
+	PIP_CONFIG_FILE=/dev/null $(BIN)/pip-compile -q --generate-hashes --allow-unsafe \
+		--no-emit-index-url --no-emit-find-links --strip-extras --pip-args=--isolated \
+		-o deploy/otel-requirements.lock deploy/otel-requirements.in
 
 # The CLI's texts: extract the marked ones into the templates (tapis.pot, and one per game for
 # the texts of its own files) and merge them into each language's catalogs (then translate the
@@ -139,7 +142,7 @@ web-check: setup
 BROWSER_STAMP := $(VENV)/.browser
 $(BROWSER_STAMP): $(STAMP)
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
-	$(BIN)/python -m pip install -q -e '.[dev,browser]'
+	$(BIN)/python -m pip install -q -e '.[dev,otel,browser]'
 	touch $(BROWSER_STAMP)
 
 test-browser: web-check $(BROWSER_STAMP)

@@ -31,6 +31,9 @@ class Caller:
     """When the client stops waiting, in ``time.monotonic()`` seconds (None: no deadline)."""
     forwarded: bool = False
     """The call was relayed by another node of the cluster (it is never relayed again)."""
+    traceparent: str | None = None
+    """The W3C trace context of the call's span (``--otel`` only): a relayed call carries it
+    to the owner, whose span continues the trace (``tracing``)."""
 
     def time_remaining(self) -> float | None:
         """Seconds until the deadline (None: no deadline; at least 0)."""
@@ -40,7 +43,8 @@ class Caller:
 
     def anonymous(self) -> Caller:
         """The same client without its credentials: what anyone at its address may see."""
-        return Caller(peer=self.peer, deadline=self.deadline, forwarded=self.forwarded)
+        return Caller(peer=self.peer, deadline=self.deadline, forwarded=self.forwarded,
+                      traceparent=self.traceparent)
 
     def relayed(self) -> Caller:
         """This caller as the node a call is relayed to sees it."""

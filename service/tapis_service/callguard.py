@@ -6,7 +6,8 @@ decoder that never raises: bytes that do not decode become ``Undecodable``, answ
 ``INVALID_ARGUMENT`` / ``INVALID_REQUEST``. It also bounds the unary calls in flight: beyond
 the bound a call is answered at once with ``RESOURCE_EXHAUSTED`` / ``OVERLOADED`` (a client
 retries it with backoff) instead of queueing until the client's deadline cancels it. Streams
-are not counted here: they have their own caps (``tapis_service.streams``).
+are not bounded here: they have their own caps (``tapis_service.streams``). Every call, unary
+or server stream, is counted and timed in grpc-prometheus' series (``metrics.RPC_*``).
 
 The guard wraps each method handler once, as it is registered (``CallGuard.registering``), not
 as a server interceptor, whose coroutine grpc runs on every call (a cost too small to measure
@@ -59,7 +60,7 @@ def safe_deserializer(parse: Deserializer | None) -> Deserializer | None:
 
 CHECKS_DECODING = "_tapis_checks_decoding"
 """Set on a server-streaming behavior that refuses ``UNDECODABLE`` itself (``checks_decoding``):
-the guard then adds no generator around it (one less per message)."""
+the guard then only counts and times it."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -126,6 +127,7 @@ class CallGuard:
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started = time.perf_counter()
+            metrics.RPC_STARTED.inc(*labels)
             call = logcontext.CallInfo(context.peer(), context.invocation_metadata(), request,
                                        started, self.proxies)
             bound = logcontext.bind(call=call)
@@ -178,27 +180,64 @@ def _handled(labels: tuple[str, ...], timing: list[float], code: str, seconds: f
 
 
 def _checked_stream(method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
-    """A server-streaming behavior (an async generator, or a coroutine that writes)."""
-    if getattr(behavior, CHECKS_DECODING, False):
-        return behavior
+    """A server-streaming behavior (an async generator, or a coroutine that writes), counted
+    and timed as grpc-prometheus does (``grpc_type="server_stream"``: started, each message
+    sent, handled with its code, the whole stream's duration)."""
+    labels = ("server_stream", *method.lstrip("/").split("/", 1))
+    timing = metrics.RPC_SECONDS.child(*labels)
+    checks_itself = getattr(behavior, CHECKS_DECODING, False)
+
     if inspect.isasyncgenfunction(behavior):
         async def generate(request: Any, context: grpc.aio.ServicerContext
                            ) -> AsyncIterator[Any]:
-            if request is UNDECODABLE:
-                await _refuse(context, invalid_request(method))
-            async with contextlib.aclosing(behavior(request, context)) as responses:
-                async for response in responses:
-                    yield response
+            started = time.perf_counter()
+            metrics.RPC_STARTED.inc(*labels)
+            code = "OK"
+            try:
+                if request is UNDECODABLE and not checks_itself:
+                    await _refuse(context, invalid_request(method))
+                async with contextlib.aclosing(behavior(request, context)) as responses:
+                    async for response in responses:
+                        metrics.RPC_SENT.inc(*labels)
+                        yield response
+            except (asyncio.CancelledError, GeneratorExit):
+                code = "CANCELLED"
+                raise
+            except BaseException:
+                code = _code_of(context)
+                raise
+            finally:
+                _stream_ended(labels, timing, code, time.perf_counter() - started)
 
         return generate
 
     async def write(request: Any, context: grpc.aio.ServicerContext) -> Any:
-        if request is UNDECODABLE:
-            await _refuse(context, invalid_request(method))
-        result = behavior(request, context)
-        return await result if inspect.isawaitable(result) else result
+        started = time.perf_counter()
+        metrics.RPC_STARTED.inc(*labels)
+        code = "OK"
+        try:
+            if request is UNDECODABLE and not checks_itself:
+                await _refuse(context, invalid_request(method))
+            result = behavior(request, context)
+            return await result if inspect.isawaitable(result) else result
+        except asyncio.CancelledError:
+            code = "CANCELLED"
+            raise
+        except BaseException:
+            code = _code_of(context)
+            raise
+        finally:
+            _stream_ended(labels, timing, code, time.perf_counter() - started)
 
     return write
+
+
+def _stream_ended(labels: tuple[str, ...], timing: list[float], code: str,
+                  seconds: float) -> None:
+    """A server stream's ``grpc_server_handled_total`` and duration (no log line: a stream
+    lasts as long as its reader wants)."""
+    metrics.RPC_HANDLED.inc(*labels, code)
+    metrics.RPC_SECONDS.observe_child(timing, seconds)
 
 
 def _checked_requests(method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import grpc
 import structlog
 
+from tapis_service import logrepeat
 from tapis_service.api_keys import Backend
 from tapis_service.errors import ServiceError, failed_precondition
 from tapis_service.ownership import Ownership
@@ -116,7 +117,7 @@ class Healing:
                 for lost in host.lost_listeners:
                     lost(game_id)
                 return
-            log.error("game_discarded", game=game_id, error=str(error)[:200])
+            logrepeat.limited(log.error, "game_discarded", game=game_id, error=str(error)[:200])
             host.unavailable[game_id] = session
         if isinstance(error, JournalConflict):
             return
@@ -140,7 +141,7 @@ class Healing:
                 for game_id in list(host.unavailable):
                     await self._rebuild(game_id)
             except StoreError as error:
-                log.info("store_still_unavailable", error=str(error)[:200])
+                logrepeat.limited(log.info, "store_still_unavailable", error=str(error)[:200])
                 continue
             if not host.unavailable:
                 break

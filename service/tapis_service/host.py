@@ -259,6 +259,13 @@ class GameHost:
         self.lobby.put(game_id, table.created_ms, table.kind,
                        table.backend if table.private else None, True)
 
+    def unrest(self, game_id: str) -> RestingTable | None:
+        """A table at rest no longer kept here (another node took it): unlisted too."""
+        table = self.resting.pop(game_id, None)
+        if table is not None:
+            self.lobby.remove(game_id)
+        return table
+
     def forget(self, game_id: str) -> Session | None:
         """Stop serving a table (its timers stop, its tokens are forgotten; its streams are
         the caller's business; the caller lists it at rest or unlists it); the session it
@@ -285,9 +292,9 @@ class GameHost:
 
     def drop(self, game_id: str) -> None:
         """Forget a table (in memory or at rest), and delete it from the store."""
-        if self.resting.pop(game_id, None) is not None:
+        if (resting := self.resting.pop(game_id, None)) is not None:
             self.lobby.remove(game_id)
-            epoch = 1
+            epoch = resting.epoch
         else:
             session = self.sessions.get(game_id)
             if session is None or not self.discard(game_id):
@@ -308,7 +315,8 @@ class GameHost:
             return None
         if game_id in self.sessions:  # adopted meanwhile
             return self.sessions[game_id]
-        self.resting.pop(game_id, None)  # listed on where it is until served or quarantined
+        # listed on where it is until served or quarantined
+        was_resting = self.resting.pop(game_id, None) is not None
         try:
             restored = restore(game_id, *stored)
         except RecoveryError as error:
@@ -317,6 +325,7 @@ class GameHost:
             raise quarantined_refusal(game_id) from error
         self.quarantined.pop(game_id, None)
         restored.session.epoch = epoch
+        restored.session.at_rest = was_resting  # its first input clears the stored listing
         self.install(restored)
         self.actor.after_change(restored.session)
         return restored.session

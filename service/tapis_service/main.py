@@ -25,6 +25,7 @@ from tapis_service.server import CannotListen, RunningServer, create_server
 from tapis_service.settings import Settings
 from tapis_service.startup import StartupFailed, WaitingRoom
 from tapis_service.store import StoreCorrupt, StoreInUse
+from tapis_service.tracing import TracingUnavailable
 
 
 def configure_logging(level: str) -> None:
@@ -114,7 +115,7 @@ async def start(settings: Settings) -> RunningServer:
 
 
 KNOWN_REFUSALS = (StoreCorrupt, StoreInUse, RecoveryError, CannotListen, JoinKeyMissing,
-                  CannotSecure, Exposed)
+                  CannotSecure, Exposed, TracingUnavailable)
 """Start-up failures whose message says it all."""
 
 

@@ -109,22 +109,31 @@ def _float_text(bound: float) -> str:
 ACTIONS = LoopCounter("tapis_actions", "Inputs applied to tables", ["kind", "source"])
 REFUSALS = CachedCounter("tapis_refusals_total", "Requests refused, by gRPC code and reason",
                          ["code", "reason"])
-GAMES = Gauge("tapis_games", "Tables held in memory")
+GAMES = Gauge("tapis_games", "Tables held in memory (resting ones not included: see tapis_tables)")
+RPC_STARTED = LoopCounter("grpc_server_started",
+                          "RPCs started on the server, by method (unary and server streams)",
+                          ["grpc_type", "grpc_service", "grpc_method"])
 RPC_HANDLED = LoopCounter("grpc_server_handled",
                           "RPCs completed on the server, by method and gRPC status code",
                           ["grpc_type", "grpc_service", "grpc_method", "grpc_code"])
+RPC_SENT = LoopCounter("grpc_server_msg_sent",
+                       "Messages sent by the server's streaming RPCs, by method",
+                       ["grpc_type", "grpc_service", "grpc_method"])
 RPC_SECONDS = LoopHistogram(
     "grpc_server_handling_seconds",
-    "Response latency of RPCs handled by the server (until the answer or the refusal)",
+    "Latency of RPCs handled by the server: a unary call until its answer or refusal, a "
+    "server stream until it ends",
     ["grpc_type", "grpc_service", "grpc_method"],
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-             10.0))
+             10.0, 60.0, 600.0, 3600.0))
 STORE_COMMIT_SECONDS = Histogram(
-    "tapis_store_commit_seconds", "Store transactions (each a group of writes), begin to commit",
+    "tapis_store_commit_seconds",
+    "Store transactions (each a group of writes), begin to commit or failure",
     ["store"], buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0,
                         2.5, 5.0))
 STORE_WRITE_FAILURES = Counter("tapis_store_write_failures_total",
-                               "Store transactions that did not commit", ["store"])
+                               "Store transactions that failed (not committed, or in doubt)",
+                               ["store"])
 BUILD_INFO = Info("tapis_build", "The server's version and source revision")
 LOOP_LAG = Histogram(
     "tapis_loop_lag_seconds", "How late the event loop woke a 50 ms timer (a stall of the "
@@ -133,7 +142,7 @@ LOOP_LAG = Histogram(
 READY = Gauge("tapis_ready", "1 while readiness is SERVING (the store takes writes), else 0")
 STORE_PROBE_FAILURES = Counter("tapis_store_probe_failures_total",
                                "Readiness probes of the store that failed or timed out")
-STREAMS = Gauge("tapis_streams", "Open event streams")
+STREAMS = Gauge("tapis_streams", "Open event streams (StreamEvents, over gRPC or the WebSocket)")
 RESULTS_UNACKNOWLEDGED = Gauge("tapis_results_unacknowledged",
                                "Result records their backends have not acknowledged (in a "
                                "cluster: every node's, the ledger is shared)")
@@ -221,17 +230,20 @@ def observe_commit(store: str, seconds: float, committed: bool) -> None:
 
 
 class TablesByStatus:
-    """``tapis_tables{status}``: waiting (not started), live, finished, from a source the
-    server sets (read at each scrape, from the exporter's thread: a copy of the statuses)."""
+    """``tapis_tables{status}``: waiting (not started), live, finished (in memory), resting
+    (finished, out of memory: the store keeps it), from a source the server sets (read at each
+    scrape, from the exporter's thread: a copy of the statuses)."""
 
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         self.source: Callable[[], Iterable[str]] | None = None
         registry.register(self)
 
     def collect(self) -> list[GaugeMetricFamily]:
-        family = GaugeMetricFamily("tapis_tables", "Tables held in memory, by status",
-                                   labels=["status"])
-        found = {"waiting": 0, "live": 0, "finished": 0}
+        family = GaugeMetricFamily(
+            "tapis_tables", "Tables this server answers for, by status: waiting, live and "
+            "finished are in memory; resting ones are kept by the store and loaded back on "
+            "the next call", labels=["status"])
+        found = {"waiting": 0, "live": 0, "finished": 0, "resting": 0}
         if self.source is not None:
             for status in self.source():
                 found[status] = found.get(status, 0) + 1

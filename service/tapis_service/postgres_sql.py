@@ -75,11 +75,29 @@ class Drop:
 
 
 @dataclass(frozen=True, slots=True)
+class Rest:
+    """A table leaves memory: its listing is kept beside it (``resting.py``)."""
+
+    game_id: str
+    listing: str
+    """The listing as canonical JSON."""
+    epoch: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Wake:
+    """A table loaded back from rest changes again: its listing goes (a restart loads it)."""
+
+    game_id: str
+    epoch: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class Probe:
     """A write of the store's own: a full disk refuses it, where a SELECT would pass."""
 
 
-Write = Create | Append | Snapshot | Drop | Probe
+Write = Create | Append | Snapshot | Drop | Rest | Wake | Probe
 """Every write the store makes."""
 
 
@@ -145,6 +163,16 @@ async def drop(connection: asyncpg.Connection, write: Drop) -> bool:
     return True
 
 
+async def rest(connection: asyncpg.Connection, write: Rest | Wake) -> bool:
+    """Keep (``Rest``) or forget (``Wake``) the table's listing; False when the table is gone
+    or its epoch moved on."""
+    status = await connection.execute(
+        "UPDATE games SET listing = $2 WHERE game_id = $1 "
+        "AND ($3::bigint IS NULL OR epoch = $3)",
+        write.game_id, write.listing if isinstance(write, Rest) else None, write.epoch)
+    return bool(status.endswith(" 1"))
+
+
 async def probe(connection: asyncpg.Connection) -> None:
     """A real write of one row."""
     await connection.execute("INSERT INTO meta VALUES ('probe', now()::text) "
@@ -155,16 +183,33 @@ async def probe(connection: asyncpg.Connection) -> None:
 
 
 async def load_all(connection: asyncpg.Connection) -> Loaded:
-    """Every stored table, oldest first: (game_id, record, snapshot or None, journal)."""
-    games = await connection.fetch("SELECT game_id, record FROM games ORDER BY created_order")
+    """Every stored table not at rest (``resting`` lists those), oldest first: (game_id,
+    record, snapshot or None, journal). Nothing of a resting table is read."""
+    games = await connection.fetch(
+        "SELECT game_id, record FROM games WHERE listing IS NULL ORDER BY created_order")
     snapshots = {r["game_id"]: r for r in await connection.fetch(
-        "SELECT game_id, idx, format, checksum, data FROM snapshots")}
+        "SELECT s.game_id, s.idx, s.format, s.checksum, s.data FROM snapshots s "
+        "JOIN games g ON g.game_id = s.game_id WHERE g.listing IS NULL")}
     journals: dict[str, list[JSON]] = {}
     for row in await connection.fetch(
-            "SELECT game_id, entry FROM journal ORDER BY game_id, idx"):
+            "SELECT j.game_id, j.entry FROM journal j JOIN games g ON g.game_id = j.game_id "
+            "WHERE g.listing IS NULL ORDER BY j.game_id, j.idx"):
         journals.setdefault(row["game_id"], []).append(json.loads(row["entry"]))
     return [(r["game_id"], json.loads(r["record"]), _snapshot(snapshots.get(r["game_id"])),
              journals.get(r["game_id"], [])) for r in games]
+
+
+async def resting(connection: asyncpg.Connection) -> list[tuple[str, JSON | None]]:
+    """The tables at rest, oldest first: (game_id, listing; None when it cannot be decoded)."""
+    found: list[tuple[str, JSON | None]] = []
+    for row in await connection.fetch("SELECT game_id, listing FROM games WHERE listing IS "
+                                      "NOT NULL ORDER BY created_order"):
+        try:
+            decoded = json.loads(row["listing"])
+        except ValueError:
+            decoded = None
+        found.append((row["game_id"], decoded if isinstance(decoded, dict) else None))
+    return found
 
 
 async def load_game(connection: asyncpg.Connection, game_id: str
@@ -247,6 +292,11 @@ MIGRATIONS: tuple[str, ...] = (
     WHERE games.game_id = first.game_id;
     CREATE UNIQUE INDEX games_create_request ON games (create_request_id)
         WHERE create_request_id IS NOT NULL;
+    """,
+    # 3: the listing of a table at rest (not held in memory): NULL while the table must be
+    # loaded at start; recovery reads only the listings of the others (resting.py).
+    """
+    ALTER TABLE games ADD COLUMN listing TEXT;
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,7 +1,8 @@
 """The shared store: PostgreSQL over asyncpg (``--database-url postgresql://...``).
 
-It keeps what the SQLite store keeps (creation records, the journal of inputs, snapshots; the
-seat-token hashes and join request ids ride in the journal entries). Each hook call becomes one
+It keeps what the SQLite store keeps (creation records, the journal of inputs, snapshots, the
+listing of a table at rest; the seat-token hashes and join request ids ride in the journal
+entries). Each hook call becomes one
 typed write (``postgres_sql``: one type and one function per operation), handed to the writer
 (``postgres_writer``), which group-commits what is queued for a table, in order; the awaitable
 handed to the host completes once its transaction is committed, or fails saying whether the
@@ -36,8 +37,10 @@ from tapis_service.postgres_sql import (
     Drop,
     Loaded,
     Probe,
+    Rest,
     SchemaError,
     Snapshot,
+    Wake,
 )
 from tapis_service.postgres_writer import ACQUIRE_TIMEOUT_S, Failpoint, Writer
 from tapis_service.recovery import RecoveryError
@@ -153,6 +156,22 @@ class PostgresStore:
     def dropped(self, game_id: str, epoch: int = 1) -> asyncio.Future[None]:
         return self.writer.submit(Drop(game_id, self._fence(epoch)))
 
+    def rested(self, game_id: str, listing: JSON, epoch: int = 1) -> asyncio.Future[None]:
+        return self.writer.submit(Rest(game_id, canonical_json(listing), self._fence(epoch)))
+
+    def woken(self, game_id: str, epoch: int = 1) -> asyncio.Future[None]:
+        return self.writer.submit(Wake(game_id, self._fence(epoch)))
+
+    async def resting(self) -> list[tuple[str, JSON | None]]:
+        """The tables at rest, oldest first: (game_id, listing; None when it cannot be
+        decoded: the host loads that table instead). Nothing else of them is read. None on a
+        cluster node (``fenced``): it adopts tables one by one, those at rest too."""
+        if self.fenced:
+            return []
+        await self.settled()
+        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+            return await sql.resting(connection)
+
     def probe(self) -> asyncio.Future[None]:
         """A small write through the writer: completes once the database commits again."""
         return self.writer.submit(Probe())
@@ -162,12 +181,14 @@ class PostgresStore:
         return epoch if self.fenced else None
 
     async def load(self) -> Loaded:
-        """Every stored table, oldest first, as read at open (``preload``); once only."""
+        """Every stored table not at rest, oldest first, as read at open (``preload``); once
+        only."""
         loaded, self._preloaded = self._preloaded or [], None
         return loaded
 
     async def load_all(self) -> Loaded:
-        """Every stored table, oldest first, read now (after the writes queued before)."""
+        """Every stored table not at rest, oldest first, read now (after the writes queued
+        before)."""
         await self.settled()
         return await self._load()
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,8 +29,9 @@ import asyncpg
 import structlog
 from prometheus_client import Counter
 
+from tapis_service import logrepeat, metrics
 from tapis_service import postgres_sql as sql
-from tapis_service.postgres_sql import Append, Create, Drop, Probe, Snapshot, Write
+from tapis_service.postgres_sql import Append, Create, Drop, Probe, Rest, Snapshot, Wake, Write
 from tapis_service.store import (
     CommitUnknown,
     CreateConflict,
@@ -60,7 +62,7 @@ class _Barrier:
     future: asyncio.Future[None]
 
 
-TableWrite = Create | Append | Snapshot | Drop
+TableWrite = Create | Append | Snapshot | Drop | Rest | Wake
 """A write that belongs to one table (its refusal stops that table's later writes)."""
 
 
@@ -280,7 +282,22 @@ class Writer:
         common case) is one statement: atomic by itself, one round trip.
 
         ``UniqueViolationError`` when the journal key refused one (nothing was written);
-        ``_WriteFailed`` for any other failure, ``in_doubt`` when it may have committed."""
+        ``_WriteFailed`` for any other failure, ``in_doubt`` when it may have committed.
+        Timed into ``tapis_store_commit_seconds``; a failure also counts in
+        ``tapis_store_write_failures_total``."""
+        started = time.perf_counter()
+        failed = True
+        try:
+            written = await self._run_transaction(lane, jobs)
+            failed = False
+            return written
+        except asyncpg.UniqueViolationError:  # refused by the journal key: not a failure
+            failed = False
+            raise
+        finally:
+            metrics.observe_commit("postgres", time.perf_counter() - started, not failed)
+
+    async def _run_transaction(self, lane: _Lane, jobs: Sequence[Write]) -> list[bool]:
         try:
             connection = await self._connection(lane)
         except Exception as error:  # no connection: nothing was sent
@@ -335,6 +352,8 @@ class Writer:
                 written[position] = committed and await sql.snapshot(connection, job)
             elif isinstance(job, Drop):
                 written[position] = await sql.drop(connection, job)
+            elif isinstance(job, Rest | Wake):
+                written[position] = await sql.rest(connection, job)
         return written
 
     async def _at_commit(self, connection: asyncpg.Connection) -> None:
@@ -377,8 +396,8 @@ class Writer:
     async def _failed(self, lane: _Lane, writes: list[_Queued], failed: _WriteFailed) -> None:
         """A transaction that did not commit (or may have): its writes fail, and a connection
         that did not end with a plain ERROR from the database is closed."""
-        log.error("store_write_failed", error=str(failed.cause)[:200], writes=len(writes),
-                  in_doubt=failed.in_doubt)
+        logrepeat.limited(log.error, "store_write_failed", error=str(failed.cause)[:200],
+                          writes=len(writes), in_doubt=failed.in_doubt)
         if not _refused_by_server(failed.cause):
             await self._close_connection(lane)
         error: StoreError

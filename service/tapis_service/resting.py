@@ -54,6 +54,9 @@ class RestingTable:
     """The backend that created it (None: created without a key)."""
     private: bool = False
     """Listed to its backend only."""
+    epoch: int = 1
+    """The fencing epoch this server holds the table at (a cluster node: it stays the owner;
+    a call loads it back through the locator, confirmed at this epoch)."""
 
     def listed_to(self, backend: Backend | None) -> bool:
         """ListGames shows the table to this caller (as ``Ownership.listed_to``)."""
@@ -63,7 +66,7 @@ class RestingTable:
         return pb.GameListing.FromString(self.listing)
 
     @classmethod
-    def of(cls, game_id: str, stored: JSON) -> RestingTable:
+    def of(cls, game_id: str, stored: JSON, epoch: int = 1) -> RestingTable:
         """From a stored listing (``listing_of``); ``KeyError``/``ValueError``/``TypeError``
         when it cannot be read (the host then loads the table itself)."""
         kind = str(stored["kind"])
@@ -79,7 +82,7 @@ class RestingTable:
         owner = stored.get("backend")
         return cls(kind, created_ms, str(stored.get("request_id") or ""),
                    listing.SerializeToString(), None if owner is None else str(owner),
-                   bool(stored.get("private", False)))
+                   bool(stored.get("private", False)), epoch)
 
 
 def restable(session: Session) -> bool:

@@ -15,7 +15,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from tapis.v1 import errors_pb2
-from tapis_service import joinkey, metrics
+from tapis_service import joinkey, metrics, tracing
 from tapis_service.callguard import CallGuard
 from tapis_service.capacity import Capacity
 from tapis_service.clock import Clock, SystemClock
@@ -209,7 +209,8 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         await feed.store.listen(feed.wake)
     await host.recover()
     guard = CallGuard(settings.max_in_flight, TrustedProxies.parse(settings.trusted_proxies))
-    server = grpc.aio.server(options=server_options(settings))
+    server = grpc.aio.server(options=server_options(settings),
+                             interceptors=tracing.interceptors(settings.otel))
     registry = guard.registering(server)  # every handler below is added guarded
     api = GameApi(host, housekeeping=Housekeeping(host), security=security)
     servicer = GameServicer(api)

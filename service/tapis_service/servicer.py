@@ -12,6 +12,7 @@ import structlog
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis_service import tracing
 from tapis_service.caller import Caller, deadline_in
 from tapis_service.callguard import UNDECODABLE, checks_decoding, invalid_request
 from tapis_service.errors import ServiceError, to_status
@@ -50,7 +51,8 @@ def caller_of(context: grpc.aio.ServicerContext,
     if proxies is not None and proxies.networks:
         peer = proxies.client_peer(peer, forwarded)
     return Caller(seat_token=token, bad_authorization=bad, api_key=api_key,
-                  peer=peer, deadline=deadline_in(context.time_remaining()))
+                  peer=peer, deadline=deadline_in(context.time_remaining()),
+                  traceparent=tracing.traceparent())
 
 
 async def refuse(context: grpc.aio.ServicerContext, error: ServiceError) -> NoReturn:

@@ -70,6 +70,9 @@ class Settings:
     event_loop: str = setting("uvloop", "the event loop (uvloop costs less CPU per action, "
                               "see docs/performance.md; asyncio: the standard one)", "server",
                               choices=("uvloop", "asyncio"))
+    otel: bool = setting(False, "OpenTelemetry tracing of every call, exported as the standard "
+                         "OTEL_* variables say (needs pip install 'tapis[otel]'; "
+                         "docs/operations.md)", "server")
     gc_thresholds: str = setting("", "the collector's young thresholds GEN0,GEN1, for "
                                  "measuring (empty: tapis_service/gctune.py's)", "server",
                                  metavar="GEN0,GEN1")

@@ -87,7 +87,7 @@ class Shelf:
         listing = listing_of(session)
         game_id = session.game_id
         self.host.forget(game_id)
-        self.host.rest_listed(game_id, RestingTable.of(game_id, listing))
+        self.host.rest_listed(game_id, RestingTable.of(game_id, listing, session.epoch))
         written = self.host.rest_store.rested(game_id, listing, session.epoch)
         asyncio.ensure_future(written).add_done_callback(_retrieved)
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import structlog
 
-from tapis_service import metrics
+from tapis_service import logrepeat, metrics
 from tapis_service.checksums import canonical_json, checksum
 from tapis_service.store import (
     CommitUnknown,
@@ -367,17 +367,17 @@ class SqliteStore:
                 self.failpoint("commit")
             connection.execute("COMMIT")
             self.commits += 1
-        except sqlite3.Error as failure:
-            log.error("store_write_failed", error=str(failure), writes=len(batch))
+        except sqlite3.Error as error:
+            logrepeat.limited(log.error, "store_write_failed", error=str(error), writes=len(batch))
             with contextlib.suppress(sqlite3.Error):
                 if connection.in_transaction:
                     connection.execute("ROLLBACK")
             failed: StoreError
-            if committing and _in_doubt(failure):
+            if committing and _in_doubt(error):
                 failed = CommitUnknown(f"{self.path}: the commit failed with an I/O error and "
-                                       f"may have reached the disk ({failure})")
+                                       f"may have reached the disk ({error})")
             else:
-                failed = StoreUnavailable(f"{self.path}: {failure}")
+                failed = StoreUnavailable(f"{self.path}: {error}")
             return [failed for _ in batch]
         return outcomes
 

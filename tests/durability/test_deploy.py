@@ -64,12 +64,12 @@ def locked(path: Path) -> dict[str, list[str]]:
 
 def test_the_image_installs_locked_dependencies_with_hashes() -> None:
     text = DOCKERFILE.read_text()
-    for lock in ("requirements.lock", "build-requirements.lock"):
+    for lock in ("requirements.lock", "build-requirements.lock", "otel-requirements.lock"):
         assert f"-r /tmp/{lock}" in text
         pins = locked(DEPLOY / lock)
         assert pins and all(hashes for hashes in pins.values()), lock
         assert f"!deploy/{lock}" in (DEPLOY / "Dockerfile.dockerignore").read_text()
-    assert text.count("--require-hashes") == 2
+    assert text.count("--require-hashes") == 3
     runtime = locked(DEPLOY / "requirements.lock")
     wanted = [re.split(r"[<>=;\s]", line)[0].lower()
               for line in (DEPLOY / "requirements.in").read_text().splitlines()
@@ -83,6 +83,13 @@ def test_the_image_installs_locked_dependencies_with_hashes() -> None:
     assert declared - set(wanted) == CLIENT_ONLY
     assert "rich" not in runtime and "textual" not in runtime
     assert "grpcio-tools" in locked(DEPLOY / "build-requirements.lock")
+    # the optional tracing (--build-arg OTEL=true): the extra's packages, pinned as the runtime
+    otel = locked(DEPLOY / "otel-requirements.lock")
+    extra = {re.split(r"[<>=;\s\[]", d)[0].lower()
+             for d in project["optional-dependencies"]["otel"]}
+    assert extra <= set(otel) and not extra & set(runtime)
+    assert all(otel[name] == runtime[name] for name in set(otel) & set(runtime))
+    assert '"$OTEL" = true' in text
 
 
 LIVENESS = ["tapis-admin", "health", "--service", "liveness"]

@@ -4,22 +4,27 @@ duration; a warning that repeats is written once per period."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
 import random
+import sqlite3
+import threading
 from pathlib import Path
 
 import grpc
+import pytest
 import structlog
+import structlog.testing
 from prometheus_client import REGISTRY, CollectorRegistry, Histogram, generate_latest
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import logcontext, metrics
+from tapis_service import logcontext, logrepeat, metrics
 from tapis_service.clock import ManualClock
 from tapis_service.logrepeat import RepeatLimiter
 from tapis_service.sqlite_store import SqliteStore
-from tests.support.calls import person_seats
+from tests.support.calls import STREAM_DEADLINE_S, person_seats
 from tests.support.server import ServerFactory
 
 
@@ -81,6 +86,47 @@ async def test_every_call_is_counted_and_timed_by_method_and_code(
         assert f"# TYPE {name.removesuffix('_bucket')} histogram" in text
 
 
+async def test_server_streams_are_counted_and_timed_as_server_stream(
+        make_server: ServerFactory) -> None:
+    h = await make_server(clock=ManualClock())
+    service = {"grpc_type": "server_stream", "grpc_service": "tapis.v1.GameService"}
+    events = {**service, "grpc_method": "StreamEvents"}
+    watch = {**service, "grpc_method": "WatchResults"}
+    before = {name: sample(name, **events) for name in (
+        "grpc_server_started_total", "grpc_server_msg_sent_total",
+        "grpc_server_handling_seconds_count")}
+    cancelled = sample("grpc_server_handled_total", **events, grpc_code="CANCELLED")
+    missing = sample("grpc_server_handled_total", **events, grpc_code="NOT_FOUND")
+    keyless = sample("grpc_server_handled_total", **watch, grpc_code="UNAUTHENTICATED")
+    created = await h.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR,
+                                                           seat_configs=person_seats(2)))
+    await h.stub.JoinGame(pb.JoinGameRequest(game_id=created.game.game_id, seat=0))
+    stream = h.stub.StreamEvents(pb.StreamEventsRequest(game_id=created.game.game_id),
+                                 timeout=STREAM_DEADLINE_S)
+    assert (await asyncio.wait_for(stream.read(), 10)).events  # the backlog: one message
+    stream.cancel()
+    with contextlib.suppress(grpc.aio.AioRpcError):
+        async for _ in h.stub.StreamEvents(pb.StreamEventsRequest(game_id="nope")):
+            pass
+    with contextlib.suppress(grpc.aio.AioRpcError):
+        async for _ in h.stub.WatchResults(pb.WatchResultsRequest()):
+            pass
+    async with asyncio.timeout(10):  # the server sees the cancellation on its own time
+        while sample("grpc_server_handled_total", **events, grpc_code="CANCELLED") == cancelled:
+            await asyncio.sleep(0.001)
+    assert sample("grpc_server_started_total", **events) == \
+        before["grpc_server_started_total"] + 2
+    assert sample("grpc_server_msg_sent_total", **events) == \
+        before["grpc_server_msg_sent_total"] + 1
+    assert sample("grpc_server_handling_seconds_count", **events) == \
+        before["grpc_server_handling_seconds_count"] + 2
+    assert sample("grpc_server_handled_total", **events, grpc_code="NOT_FOUND") == missing + 1
+    assert sample("grpc_server_handled_total", **watch, grpc_code="UNAUTHENTICATED") == \
+        keyless + 1
+    assert sample("grpc_server_started_total", grpc_type="unary",
+                  grpc_service="tapis.v1.GameService", grpc_method="CreateGame") >= 1
+
+
 def metrics_version() -> str:
     from tapis_service.startup import version
 
@@ -128,6 +174,39 @@ def test_a_repeated_warning_is_written_once_per_period() -> None:
         now[0] = float(second)
         limiter.log("db", write, "store_probe_failed", error="down")
     assert [w.get("repeated") for w in written] == [None, 9, 9]
+
+
+async def test_a_store_outage_logs_one_line_per_kind_per_period(
+        make_server: ServerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [0.0]
+    monkeypatch.setattr(logrepeat, "WARNINGS", RepeatLimiter(10.0, lambda: now[0]))
+    failing = threading.Event()
+
+    def failpoint(where: str) -> None:
+        if failing.is_set():
+            raise sqlite3.OperationalError("database or disk is full")
+
+    store = SqliteStore(tmp_path, synchronous="OFF", failpoint=failpoint)
+    h = await make_server(clock=ManualClock(), store=store, store_retry_ms=5)
+    games = [(await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))).game.game_id for _ in range(6)]
+    failing.set()
+    with structlog.testing.capture_logs() as lines:
+        for number, game_id in enumerate(games):
+            if number == 3:
+                now[0] = 10.0  # the next period: one line again, counting those left out
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await h.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=0))
+            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        written = list(lines)
+    failing.clear()
+    discarded = [line for line in written if line["event"] == "game_discarded"]
+    assert [(line["game"], line.get("repeated")) for line in discarded] == [
+        (games[0], None), (games[3], 2)]
+    failed = [line for line in written if line["event"] == "store_write_failed"]
+    assert len(failed) == 2 and failed[0].get("repeated") is None
+    assert failed[1]["repeated"] >= 2  # the joins (and the healer's probes) left out
+    assert all(line["log_level"] == "error" for line in discarded + failed)
 
 
 def exported_names() -> set[str]:

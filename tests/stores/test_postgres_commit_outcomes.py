@@ -291,3 +291,27 @@ async def test_a_statement_that_times_out_is_in_doubt_and_its_connection_is_not_
 
 async def _none(count: Any) -> bool:
     return await count == 0
+
+
+async def test_every_transaction_is_timed_and_a_failed_one_is_counted(
+        database_url: str, breaker: Breaker) -> None:
+    from prometheus_client import REGISTRY, generate_latest
+
+    def sample(name: str) -> float:
+        return REGISTRY.get_sample_value(name, {"store": "postgres"}) or 0.0
+
+    timed, failed = (sample("tapis_store_commit_seconds_count"),
+                     sample("tapis_store_write_failures_total"))
+    store = await PostgresStore.open(database_url, failpoint=breaker)
+    await store.created("g", {"kind": "war"})
+    await store.appended("g", 1, {"i": 1})
+    assert sample("tapis_store_commit_seconds_count") == timed + 2
+    assert sample("tapis_store_write_failures_total") == failed
+    breaker.at = {breaker.calls + 1}
+    with pytest.raises(StoreUnavailable):
+        await store.created("h", {"kind": "war"})
+    assert sample("tapis_store_commit_seconds_count") == timed + 3
+    assert sample("tapis_store_write_failures_total") == failed + 1
+    text = generate_latest(REGISTRY).decode()
+    assert 'tapis_store_commit_seconds_bucket{le="+Inf",store="postgres"}' in text
+    await store.aclose()

@@ -10,7 +10,9 @@ decided by the journal's primary key (and, to fail fast, the epoch).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
 
@@ -22,6 +24,14 @@ _ORPHAN = ("(owner IS NULL OR NOT EXISTS (SELECT 1 FROM members m "
 _DEAD = "dead AS (SELECT node_id FROM members WHERE expires_at <= now() FOR SHARE)"
 """The expired members, their rows locked until the takeover commits: an owner's renewal
 waits for it (and one that committed first makes its row not expired any more)."""
+
+
+def _decoded(listing: str | None) -> dict[str, Any] | None:
+    try:
+        decoded = json.loads(listing) if listing is not None else None
+    except ValueError:
+        return None
+    return decoded if isinstance(decoded, dict) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,13 +143,16 @@ class Directory:
                 self.node_id, limit)
         return [(r["game_id"], int(r["epoch"])) for r in rows]
 
-    async def orphans(self, include_finished: bool, limit: int) -> list[str]:
-        """Up to ``limit`` tables whose owner is dead or gone (finished ones too if asked)."""
+    async def orphans(self, include_finished: bool, limit: int
+                      ) -> list[tuple[str, dict[str, Any] | None]]:
+        """Up to ``limit`` tables whose owner is dead or gone (finished ones too if asked):
+        (game id, its stored listing when it rests; None: it does not, or the listing cannot
+        be read)."""
         async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
             rows = await connection.fetch(
-                f"SELECT game_id FROM games WHERE ($1 OR NOT finished) AND {_ORPHAN} "
+                f"SELECT game_id, listing FROM games WHERE ($1 OR NOT finished) AND {_ORPHAN} "
                 "ORDER BY created_order LIMIT $2", include_finished, limit)
-        return [r["game_id"] for r in rows]
+        return [(r["game_id"], _decoded(r["listing"])) for r in rows]
 
     async def owned(self) -> dict[str, int]:
         """game id -> epoch of every table this node owns."""

@@ -1,7 +1,9 @@
 """The tunnel's frames (``cluster.tunnel``): a message is frames, each after its length (u32),
 big-endian. A request frame is ``call id u32 | method u8 | flags u8 | deadline ms u32 | token,
-API key, peer lengths u16 × 3 | token | API key | peer | request``: the call's ``Caller``, with
-the time left before its deadline (not the deadline: two machines' clocks differ). An answer
+API key, peer lengths u16 × 3 | token | API key | peer | [trace length u8 | traceparent] |
+request``: the call's ``Caller``, with the time left before its deadline (not the deadline: two
+machines' clocks differ), and its W3C trace context when it has one (flag 8: ``--otel``). An
+answer
 frame is ``call id u32 | 0 | answer`` (0xFF: one message of a stream), or ``call id u32 | code
 u8 | message length u16 | message | ErrorInfo``: the owner's refusal.
 """
@@ -43,7 +45,8 @@ ANSWER = struct.Struct(">IB")
 _MESSAGE_LENGTH = struct.Struct(">H")
 _LENGTH = struct.Struct(">I")
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
-_BAD_AUTHORIZATION, _TOKEN, _API_KEY = 1, 2, 4
+_BAD_AUTHORIZATION, _TOKEN, _API_KEY, _TRACE = 1, 2, 4, 8
+MAX_TRACEPARENT = 0xFF
 
 
 def encode_request(call_id: int, method: int, caller: Caller, request: bytes) -> bytes:
@@ -61,10 +64,16 @@ def encode_request(call_id: int, method: int, caller: Caller, request: bytes) ->
     else:
         key = b""
     peer = caller.peer.encode()[:0xFFFF]
+    trace = (caller.traceparent or "").encode()
+    if trace and len(trace) <= MAX_TRACEPARENT:
+        flags |= _TRACE
+        trace = bytes((len(trace),)) + trace
+    else:
+        trace = b""
     left = caller.time_remaining()
     budget = NO_DEADLINE if left is None else min(int(left * 1000), NO_DEADLINE - 1)
     return b"".join((REQUEST.pack(call_id, method, flags, budget, len(token), len(key),
-                                   len(peer)), token, key, peer, request))
+                                   len(peer)), token, key, peer, trace, request))
 
 
 def decode_request(frame: bytes) -> tuple[int, int, Caller, bytes]:
@@ -80,7 +89,12 @@ def decode_request(frame: bytes) -> tuple[int, int, Caller, bytes]:
         at += key_length
         peer = frame[at:at + peer_length].decode()
         at += peer_length
-    except (struct.error, UnicodeDecodeError) as error:
+        traceparent = None
+        if flags & _TRACE:
+            trace_length = frame[at]
+            traceparent = frame[at + 1:at + 1 + trace_length].decode()
+            at += 1 + trace_length
+    except (IndexError, struct.error, UnicodeDecodeError) as error:
         raise ValueError(f"not a tunnel frame: {error}") from error
     if at > len(frame):
         raise ValueError("not a tunnel frame: truncated")
@@ -90,7 +104,7 @@ def decode_request(frame: bytes) -> tuple[int, int, Caller, bytes]:
                     bad_authorization=bool(flags & _BAD_AUTHORIZATION),
                     api_key=key if flags & _API_KEY else None, peer=peer,
                     deadline=None if budget == NO_DEADLINE else time.monotonic() + budget / 1000,
-                    forwarded=True)
+                    forwarded=True, traceparent=traceparent)
     return call_id, method, caller, frame[at:]
 
 
@@ -98,7 +112,8 @@ def fits(method: int, caller: Caller, request: bytes) -> bool:
     """Whether a request frame of this call stays within ``MAX_FRAME``."""
     credentials = min(len(caller.seat_token or ""), MAX_CREDENTIAL + 1) \
         + min(len(caller.api_key or ""), MAX_CREDENTIAL + 1)
-    return REQUEST.size + credentials + len(caller.peer) + len(request) <= MAX_FRAME
+    trace = 1 + len(caller.traceparent or "")
+    return REQUEST.size + credentials + len(caller.peer) + trace + len(request) <= MAX_FRAME
 
 
 def encode_answer(call_id: int, answer: bytes) -> bytes:

@@ -14,7 +14,7 @@ from dataclasses import replace
 import structlog
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import convert
+from tapis_service import convert, logrepeat
 from tapis_service.caller import Caller, deadline_in
 from tapis_service.cluster import frames, tunnel
 from tapis_service.cluster.directory import Directory
@@ -77,15 +77,17 @@ class Listing:
         if now - self._orphans_asked.get(include_finished, -SWEEP_EVERY_S) < SWEEP_EVERY_S:
             return
         self._orphans_asked[include_finished] = now
-        for game_id in await self.directory.orphans(include_finished, LIST_ADOPTS):
+        for game_id, listing in await self.directory.orphans(include_finished, LIST_ADOPTS):
             try:
-                await self.locator.route(game_id, False)
+                if listing is None or not await self.locator.adopt_resting(game_id, listing):
+                    await self.locator.route(game_id, False)
             except ServiceError as refused:
                 if refused.reason == "STORE_UNAVAILABLE":
                     raise
                 continue  # moved meanwhile (listed by its node), or quarantined
             except Exception as error:  # its records are damaged (the host quarantines it)
-                log.warning("adopt_failed", game=game_id, error=str(error)[:200])
+                logrepeat.limited(log.warning, "adopt_failed", game=game_id,
+                                  error=str(error)[:200])
 
     async def _list_node(self, node_id: str, address: str, request: pb.ListGamesRequest,
                          caller: Caller) -> list[pb.GameListing] | None:

@@ -17,15 +17,18 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from typing import Any
 
 import asyncpg
 import grpc
 import structlog
 
+from tapis_service import logrepeat
 from tapis_service.cluster import metrics
 from tapis_service.cluster.directory import Directory
 from tapis_service.errors import ServiceError
 from tapis_service.host import GameHost
+from tapis_service.resting import RestingTable
 
 log = structlog.get_logger("tapis.cluster")
 
@@ -100,7 +103,7 @@ class Locator:
                 await self.confirm()
                 return await self._look_up(game_id, forwarded)
         except DATABASE_ERRORS as error:
-            log.warning("route_failed", game=game_id, error=str(error)[:200])
+            logrepeat.limited(log.warning, "route_failed", game=game_id, error=str(error)[:200])
             raise database_away() from error
         finally:
             if not lock.locked():
@@ -142,6 +145,31 @@ class Locator:
         try:
             async with lock:
                 await self._adopt(game_id, epoch, trigger)
+        finally:
+            if not lock.locked():
+                self._locks.pop(game_id, None)
+
+    async def adopt_resting(self, game_id: str, listing: dict[str, Any]) -> bool:
+        """Take over an orphan at rest and hold it at rest (its listing only: a call loads
+        it); False when its listing cannot be read (the caller loads it instead). A table
+        that moved meanwhile is left to its owner."""
+        lock = self._locks.setdefault(game_id, asyncio.Lock())
+        try:
+            async with lock:
+                if game_id in self.host.sessions or game_id in self.host.resting:
+                    return True
+                try:
+                    RestingTable.of(game_id, listing)
+                except (KeyError, TypeError, ValueError):
+                    return False
+                owner = await self.directory.owner_of(game_id)
+                if owner is None or (owner.alive and owner.node_id != self.node_id):
+                    return True
+                epoch = await self.directory.take_over(game_id, owner.epoch)
+                if epoch is not None:
+                    self.host.rest_listed(game_id, RestingTable.of(game_id, listing, epoch))
+                    metrics.TAKEOVERS.labels("list").inc()
+                return True
         finally:
             if not lock.locked():
                 self._locks.pop(game_id, None)
@@ -213,12 +241,16 @@ class Locator:
         node took meanwhile (the renewal, just committed, is ordered after every takeover)."""
         self.lease_until = -math.inf
         self._lapses += 1
-        if not self.host.sessions:  # (a node's first renewal, too)
+        if not self.host.sessions and not self.host.resting:  # (a node's first renewal, too)
             return
         owned = await self.directory.owned()
         for game_id, session in list(self.host.sessions.items()):
             if owned.get(game_id) != session.epoch:
                 self.host.discard(game_id)
+                self.lost(game_id)
+        for game_id, table in list(self.host.resting.items()):
+            if owned.get(game_id) != table.epoch:
+                self.host.unrest(game_id)
                 self.lost(game_id)
         log.warning("membership_lapsed", kept=len(self.host.sessions))
 

@@ -9,6 +9,7 @@ import asyncio
 
 import structlog
 
+from tapis_service import logrepeat
 from tapis_service.cluster import metrics
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.locator import Locator
@@ -51,7 +52,7 @@ class Membership:
                     live = await self.directory.live_members()
                     self.tunnels.close_others(set(live.values()))
             except Exception as error:  # the database is away: the lease runs out
-                log.warning("heartbeat_failed", error=str(error)[:200])
+                logrepeat.limited(log.warning, "heartbeat_failed", error=str(error)[:200])
             metrics.TABLES_OWNED.set(len(self.host.sessions))
 
     async def _sweep(self) -> None:
@@ -60,10 +61,11 @@ class Membership:
             try:
                 orphans = await self.directory.sweep_orphans(SWEEP_BATCH)
             except Exception as error:
-                log.warning("sweep_failed", error=str(error)[:200])
+                logrepeat.limited(log.warning, "sweep_failed", error=str(error)[:200])
                 continue
             for game_id, epoch in orphans:
                 try:
                     await self.locator.adopt(game_id, epoch, "sweep")
                 except Exception as error:  # quarantined, or the database went away
-                    log.warning("adopt_failed", game=game_id, error=str(error)[:200])
+                    logrepeat.limited(log.warning, "adopt_failed", game=game_id,
+                                      error=str(error)[:200])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-TABLES_OWNED = Gauge("tapis_cluster_tables_owned", "Tables this node holds and serves")
+TABLES_OWNED = Gauge("tapis_cluster_tables_owned",
+                     "Tables this node holds in memory and serves (set at each heartbeat)")
 TAKEOVERS = Counter("tapis_cluster_takeovers_total",
                     "Tables this node took over from a dead or departed owner",
                     ["trigger"])

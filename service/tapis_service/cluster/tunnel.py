@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import grpc
 import structlog
 
+from tapis_service import tracing
 from tapis_service.caller import Caller
 from tapis_service.cluster.frames import (
     ANSWER,
@@ -368,8 +369,9 @@ class _Tunnel:
     async def _relay_stream(self, call_id: int, caller: Caller, request: bytes) -> None:
         ended: list[ServiceError] = []
         try:
-            async for message in self._server._stream(request, caller, ended.append):
-                self._send(encode_message(call_id, message))
+            with tracing.relayed("StreamEvents", caller.traceparent):
+                async for message in self._server._stream(request, caller, ended.append):
+                    self._send(encode_message(call_id, message))
             end = encode_answer(call_id, b"")
         except ServiceError as refused:
             end = encode_refusal(call_id, refused)
@@ -385,7 +387,9 @@ class _Tunnel:
 
     async def _call(self, call_id: int, method: str, caller: Caller, request: bytes) -> None:
         try:
-            answer = encode_answer(call_id, await self._server._serve(method, request, caller))
+            with tracing.relayed(method, caller.traceparent):
+                answer = encode_answer(call_id,
+                                       await self._server._serve(method, request, caller))
         except ServiceError as refused:
             answer = encode_refusal(call_id, refused)
         except Exception as error:  # a bug: logged, and the client retries elsewhere
