@@ -86,3 +86,19 @@ def test_the_wheel_carries_every_file_of_the_built_web_client() -> None:
     files = [path.relative_to(package).as_posix() for path in tapis_webclient.STATIC.iterdir()]
     assert "index.html" in [name.rsplit("/", 1)[-1] for name in files]
     assert all(any(fnmatch(name, pattern) for pattern in patterns) for name in files), files
+
+
+MAX_LINES = 500
+"""No module of the service is longer (issue 23): one job each."""
+MAX_LINES_OF = {"service/tapis_service/host.py": 400, "service/tapis_service/cluster/node.py": 400}
+"""The tables held and the cluster member stay shorter still: their jobs live beside them."""
+
+
+def test_no_module_of_the_service_is_too_long() -> None:
+    long = {}
+    for path in sorted((ROOT / "service").rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_LINES_OF.get(name, MAX_LINES):
+            long[name] = lines
+    assert long == {}, f"split these modules: {long}"

@@ -22,6 +22,7 @@ import grpc
 import structlog
 
 from tapis_engine import table as tbl
+from tapis_engine import table_codec
 from tapis_engine.protocol import GameSetup
 from tapis_engine.registry import rules_for
 from tapis_service import metrics
@@ -171,8 +172,8 @@ class GameHost:
         session = Session(game_id=game_id, rules=rules, adapter=ADAPTERS[kind], table=table,
                           created_ms=now, names=["" for _ in range(seats)])
         session.record(events)
-        record = {"kind": kind, "table": tbl.encode_table(rules, table), "created_ms": now,
-                  "initial": tbl.encode_table(rules, tbl.Table(
+        record = {"kind": kind, "table": table_codec.encode_table(rules, table), "created_ms": now,
+                  "initial": table_codec.encode_table(rules, tbl.Table(
                       kind=kind, setup=setup, turn_time_ms=turn_time_ms,
                       seats=tuple(tbl.SeatSlot(bot=b, claimed=b is not None) for b in bots))),
                   "request_id": request_id}

@@ -72,7 +72,7 @@ def redacted(url: str) -> str:
 
 def _timed(record: JSON) -> bool:
     """A table that can move with no client call: it has a bot seat or a turn timer (its
-    initial table as ``tapis_engine.table.encode_table`` writes it: seats are
+    initial table as ``tapis_engine.table_codec.encode_table`` writes it: seats are
     ``[bot, claimed, taken_over]``)."""
     initial = record.get("initial") or {}
     seats = initial.get("seats") or []

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tapis_engine import table as tbl
+from tapis_engine import table_codec
 from tapis_engine.errors import RuleError
 from tapis_engine.registry import rules_for
 from tapis_service import replacing
@@ -46,7 +47,7 @@ class RecoveryError(Exception):
 def snapshot_data(session: Session) -> JSON:
     """A versioned, JSON-safe snapshot of a session's table."""
     return {"format": SNAPSHOT_FORMAT, "index": session.journal_length,
-            "table": tbl.encode_table(session.rules, session.table),
+            "table": table_codec.encode_table(session.rules, session.table),
             "names": list(session.names),
             "finished": session.table.game_over(session.rules)}
 
@@ -90,10 +91,10 @@ def _restore(game_id: str, record: JSON, snapshot: JSON | None,
     if rules is None or kind not in ADAPTERS:
         raise RecoveryError(f"game {game_id}: kind {kind!r} is not built in this server")
     checkpoint = _checked_snapshot(game_id, snapshot, len(journal))
-    initial = tbl.decode_table(rules, record["initial"])
+    initial = table_codec.decode_table(rules, record["initial"])
     table, events = tbl.new_table(rules, initial.setup, [s.bot for s in initial.seats],
                                   initial.turn_time_ms, record["created_ms"])
-    if _normal(tbl.encode_table(rules, table)) != _normal(record["table"]):
+    if _normal(table_codec.encode_table(rules, table)) != _normal(record["table"]):
         raise RecoveryError(f"game {game_id}: creating the table again does not give the "
                             "stored table (was the game's code changed?)")
     session = Session(game_id=game_id, rules=rules, adapter=ADAPTERS[str(kind)], table=table,
@@ -102,7 +103,7 @@ def _restore(game_id: str, record: JSON, snapshot: JSON | None,
     session.record(events)
     restored = Restored(session, create_request_id=str(record.get("request_id") or ""))
     for position, entry in enumerate(journal, start=1):
-        move = tbl.decode_input(rules, entry["input"])
+        move = table_codec.decode_input(rules, entry["input"])
         try:
             applied = session.apply(move, entry["now_ms"])
         except RuleError as error:
@@ -166,12 +167,12 @@ def _checked_snapshot(game_id: str, snapshot: JSON | None,
 def _verify(game_id: str, rules: Any, session: Session, data: JSON) -> None:
     """The replayed table must be the snapshot's, field for field."""
     try:
-        stored = tbl.decode_table(rules, data["table"])
+        stored = table_codec.decode_table(rules, data["table"])
     except (KeyError, TypeError, ValueError) as error:
         raise RecoveryError(f"game {game_id}: snapshot is corrupt (cannot decode: "
                             f"{error!r})") from error
-    if _normal(tbl.encode_table(rules, stored)) != _normal(
-            tbl.encode_table(rules, session.table)):
+    if _normal(table_codec.encode_table(rules, stored)) != _normal(
+            table_codec.encode_table(rules, session.table)):
         raise RecoveryError(f"game {game_id}: snapshot at input {data['index']} differs from "
                             "the replayed journal; refusing to load the game")
     session.table = stored

@@ -25,6 +25,7 @@ import grpc
 import structlog
 
 from tapis_engine import table as tbl
+from tapis_engine import table_codec
 from tapis_engine.errors import RuleError
 from tapis_service import fanout, logcontext, metrics, realtime
 from tapis_service.autoplay import Autoplay
@@ -221,7 +222,7 @@ class TableActor:
         # 3. await the journal write
         upto = session.last_sequence
         token = replaced.token(tokens.key, session.game_id)
-        entry = {"input": tbl.encode_input(session.rules, move), "now_ms": now,
+        entry = {"input": table_codec.encode_input(session.rules, move), "now_ms": now,
                  **replaced.entry()}
         if token:
             entry["token_hash"] = token_hash(token)
@@ -311,7 +312,8 @@ class TableActor:
                  by_backend=by_backend)
         # 3. await the journal write (a refused one is healing's business)
         upto = session.last_sequence
-        entry: dict[str, Any] = {"input": tbl.encode_input(session.rules, move), "now_ms": now}
+        entry: dict[str, Any] = {"input": table_codec.encode_input(session.rules, move),
+                                 "now_ms": now}
         if by_backend:
             entry["ended_by"] = "backend"
         write = self._queue(session, entry)
@@ -341,7 +343,7 @@ class TableActor:
         """The journal entry of an input (none for a store that keeps nothing)."""
         if not self.host.keeps_journal:
             return _NO_ENTRY
-        return {"input": tbl.encode_input(session.rules, move), "now_ms": now}
+        return {"input": table_codec.encode_input(session.rules, move), "now_ms": now}
 
     async def _journal(self, session: Session, entry: dict[str, Any],
                        pending: tuple[int, str] | None = None) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tapis_engine import table as tbl
+from tapis_engine import table_codec
 from tapis_engine.cards import Card
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup, Rules
@@ -131,8 +132,8 @@ def _check_illegal_changes_nothing(rules: Rules[Any, Any, Any], table: tbl.Table
 
 
 def _check_round_trip(rules: Rules[Any, Any, Any], table: tbl.Table) -> None:
-    data = json.loads(json.dumps(tbl.encode_table(rules, table)))
-    assert tbl.decode_table(rules, data) == table
+    data = json.loads(json.dumps(table_codec.encode_table(rules, table)))
+    assert table_codec.decode_table(rules, data) == table
 
 
 @pytest.mark.parametrize(("kind", "seats"), cases())

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tapis_engine import table as tbl
+from tapis_engine import table_codec
 from tapis_engine.errors import Reason, RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.war import RULES, Reveal, WarOptions
@@ -130,15 +131,15 @@ def test_same_inputs_same_table_event_for_event_and_snapshot_round_trip() -> Non
 
     first, second = run(), run()
     assert first == second
-    data = json.loads(json.dumps(tbl.encode_table(RULES, first[0])))
-    assert tbl.decode_table(RULES, data) == first[0]
+    data = json.loads(json.dumps(table_codec.encode_table(RULES, first[0])))
+    assert table_codec.decode_table(RULES, data) == first[0]
 
 
 def test_inputs_encode_and_decode() -> None:
     for move in (tbl.Claim(1), tbl.Act(0, Reveal()), tbl.BotMove(1), tbl.Timeout(0),
                  tbl.Reclaim(1), tbl.NextGame(0)):
-        data = json.loads(json.dumps(tbl.encode_input(RULES, move)))
-        assert tbl.decode_input(RULES, data) == move
+        data = json.loads(json.dumps(table_codec.encode_input(RULES, move)))
+        assert table_codec.decode_input(RULES, data) == move
 
 
 def test_unknown_bot_and_bad_seat_are_refused() -> None:
@@ -190,6 +191,6 @@ def test_a_bot_seat_or_a_seat_that_does_not_exist_is_not_replaced() -> None:
 
 
 def test_a_replace_is_journaled_like_any_input() -> None:
-    encoded = tbl.encode_input(RULES, tbl.Replace(1))
+    encoded = table_codec.encode_input(RULES, tbl.Replace(1))
     assert encoded == {"input": "Replace", "seat": 1}
-    assert tbl.decode_input(RULES, json.loads(json.dumps(encoded))) == tbl.Replace(1)
+    assert table_codec.decode_input(RULES, json.loads(json.dumps(encoded))) == tbl.Replace(1)

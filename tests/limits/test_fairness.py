@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tapis.v1 import cards_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
-from tapis_engine import fairness
+from tapis_engine import fairness, table_codec
 from tapis_engine import table as tbl
 from tapis_engine.cards import standard_deck
 from tapis_engine.protocol import GameSetup
@@ -93,11 +93,11 @@ def test_the_salt_and_the_choice_are_kept_in_the_encoded_table() -> None:
     setup = GameSetup(seats=2, seed=11, options=WAR.default_options(), salt="abc",
                       seed_chosen=True)
     table, _ = tbl.new_table(WAR, setup, ["basic", "basic"], 0, 0)
-    decoded = tbl.decode_table(WAR, tbl.encode_table(WAR, table))
+    decoded = table_codec.decode_table(WAR, table_codec.encode_table(WAR, table))
     assert (decoded.setup.salt, decoded.setup.seed_chosen) == ("abc", True)
     # records written before these keys existed still compare equal
     plain, _ = tbl.new_table(WAR, GameSetup(2, 11, WAR.default_options()), [None, None], 0, 0)
-    assert "salt" not in tbl.encode_table(WAR, plain)["setup"]
+    assert "salt" not in table_codec.encode_table(WAR, plain)["setup"]
 
 
 async def test_the_commitment_survives_a_restart(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
+from tapis_engine import table_codec
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.war import RULES as WAR
@@ -128,6 +129,7 @@ def test_the_engine_abandons_a_table_and_refuses_everything_after() -> None:
         with pytest.raises(RuleError) as refused:
             tbl.step(WAR, table, move, 3)
         assert refused.value.reason.value == "GAME_ABANDONED"
-    decoded = tbl.decode_table(WAR, tbl.encode_table(WAR, table))
+    decoded = table_codec.decode_table(WAR, table_codec.encode_table(WAR, table))
     assert decoded == table
-    assert tbl.decode_input(WAR, tbl.encode_input(WAR, tbl.Abandon())) == tbl.Abandon()
+    abandon = table_codec.encode_input(WAR, tbl.Abandon())
+    assert table_codec.decode_input(WAR, abandon) == tbl.Abandon()

@@ -111,6 +111,7 @@ async def test_a_refused_input_fails_the_ones_queued_behind_it_and_no_other_tabl
 
 def test_a_table_with_a_bot_or_a_turn_timer_is_timed() -> None:
     from tapis_engine import table as tbl
+    from tapis_engine import table_codec
     from tapis_engine.protocol import GameSetup
     from tapis_engine.registry import rules_for
     from tapis_service.postgres_store import _timed
@@ -125,7 +126,7 @@ def test_a_table_with_a_bot_or_a_turn_timer_is_timed() -> None:
                             turn_time_ms=turn_time_ms,
                             seats=tuple(tbl.SeatSlot(bot=b, claimed=b is not None)
                                         for b in bots))
-        return {"initial": tbl.encode_table(rules, initial)}
+        return {"initial": table_codec.encode_table(rules, initial)}
 
     assert _timed(record(("basic", None), 0)) and _timed(record((None, None), 5000))
     assert not _timed(record((None, None), 0))
