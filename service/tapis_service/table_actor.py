@@ -116,14 +116,14 @@ class TableActor:
                 grpc.StatusCode.ABORTED, "STALE_VERSION",
                 f"the game is at version {session.table.version}, not {expected_version}")
         now = self.clock.now_ms()
-        if realtime.is_rate_limited(session.rules, move) \
-                and not self.slaps.allow((session.game_id, seat), now):
+        real_time = realtime.is_rate_limited(session.rules, move)
+        if real_time and not self.slaps.allow((session.game_id, seat), now):
             raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED",
                                "too many slaps: slow down")
         # 2. apply
         applied = self._apply(session, seat, move, now)
         metrics.ACTIONS.inc(session.rules.kind, "person")
-        if received is not None:
+        if real_time and received is not None:
             realtime.probe_outcomes(session.rules, move, applied, received, session.probes)
         if logcontext.per_action_lines:
             log.info("action_applied", game=session.game_id, seat=seat,
@@ -296,6 +296,8 @@ class TableActor:
         """Journal the input just applied and wait for the commit; ``pending``: the (seat,
         request id) under which a retry meanwhile waits for this task's answer."""
         write = self._queue(session, entry)
+        if write is COMMITTED:  # a store that keeps nothing: nothing to wait for
+            return
         if pending is None:
             await self._settle(session, write)
             return
