@@ -57,19 +57,19 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
 
 
 def shielded(method: Callable[Concatenate[TableActor, P], Coroutine[Any, Any, R]]
-             ) -> Callable[Concatenate[TableActor, P], Coroutine[Any, Any, R]]:
+             ) -> Callable[Concatenate[TableActor, P], Awaitable[R]]:
     """Run each call in a task of its own and wait for it shielded: the caller's cancellation
     ends the wait, not the work. With a store that keeps nothing, a call never suspends (its
-    journal write is committed at once): nothing could interrupt it, and it runs in the
-    caller's task, without a task of its own."""
+    journal write is committed at once): nothing could interrupt it, and the caller awaits the
+    method's own coroutine, in its own task."""
 
     @functools.wraps(method)
-    async def run(actor: TableActor, *args: P.args, **kwargs: P.kwargs) -> R:
+    def run(actor: TableActor, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
         if not actor.host.keeps_journal:
-            return await method(actor, *args, **kwargs)
+            return method(actor, *args, **kwargs)
         task = asyncio.ensure_future(method(actor, *args, **kwargs))
         task.add_done_callback(_retrieve)
-        return await asyncio.shield(task)
+        return asyncio.shield(task)
 
     return run
 

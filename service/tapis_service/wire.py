@@ -178,6 +178,7 @@ PUBLIC = -1
 ``redact`` gives back unchanged): converted and serialized once for everyone."""
 STREAM_EVENTS_TAG = tag(pb.StreamEventsResponse.DESCRIPTOR, "events")
 """``StreamEventsResponse.events``: a serialized response is these framed events end to end."""
+_STREAM_TAG_SIZE = len(STREAM_EVENTS_TAG)
 ANSWER_VERSION_TAG = tag(pb.SubmitActionResponse.DESCRIPTOR, "version")
 ANSWER_EVENTS_TAG = tag(pb.SubmitActionResponse.DESCRIPTOR, "events")
 
@@ -231,15 +232,12 @@ def answer_wire(session: Session, applied: Applied, seat: int) -> bytes:
     """The serialized ``SubmitActionResponse`` for ``applied`` as ``seat`` sees it: its events
     as the fan-out framed them, whose first ones may have been compacted since (a retry of an
     action of a finished game)."""
-    earlier = (compacted_frames(session.compacted, seat, *applied.compacted)
-               if applied.compacted else [])
-    live = [framed_event(session, logged, seat) for logged in applied.events]
+    frames = [framed_event(session, logged, seat) for logged in applied.events]
+    if applied.compacted:
+        frames[:0] = compacted_frames(session.compacted, seat, *applied.compacted)
     version = applied.version
+    # each StreamEventsResponse.events entry (field 1) becomes a SubmitActionResponse.events
+    # entry (field 2): the same length-delimited event under the answer's tag
     return b"".join([ANSWER_VERSION_TAG + varint(version) if version else b"",
-                     *[as_answer_event(frame) for frame in earlier + live]])
+                     *[ANSWER_EVENTS_TAG + frame[_STREAM_TAG_SIZE:] for frame in frames]])
 
-
-def as_answer_event(frame: bytes) -> bytes:
-    """A ``StreamEventsResponse.events`` entry (field 1) as a ``SubmitActionResponse.events``
-    entry (field 2): the same length-delimited event under the answer's tag."""
-    return ANSWER_EVENTS_TAG + frame[len(STREAM_EVENTS_TAG):]
