@@ -123,8 +123,7 @@ class CallGuard:
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started = time.perf_counter()
-            call = logcontext.CallInfo(context.peer(), context.invocation_metadata(), request,
-                                       started)
+            call = logcontext.CallInfo(context, request, started)
             bound = logcontext.bind(call=call)
             code = "OK"
             try:
@@ -146,7 +145,7 @@ class CallGuard:
                 raise
             finally:
                 _handled(labels, timing, code, time.perf_counter() - started)
-                call.ended = True
+                call.end()
                 logcontext.reset(bound)
 
         return guarded
