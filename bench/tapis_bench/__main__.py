@@ -2,7 +2,9 @@
 
 The bare server runs on the event loop Tapis runs on (uvloop): ``server_cpu_ratio`` compares
 like with like; the same bare server on plain asyncio takes its turns too, and
-``server_cpu_ratio_asyncio_bare`` is recorded beside it.
+``server_cpu_ratio_asyncio_bare`` is recorded beside it. Tapis over its player WebSocket (a
+memory server of its own, each seat on a socket) takes the same turns: ``websocket`` in the
+results.
 
     python -m tapis_bench            the full run (a few minutes)
     python -m tapis_bench --quick    shorter runs (under a minute)
@@ -192,23 +194,28 @@ def run(plan: Plan, profile: bool, compare: Path | None = None,
 
     results: dict[str, Any] = {"notes": []}
     # the bare server on the loop Tapis runs on (uvloop), and on plain asyncio beside it
-    sides = ["bare", "bare_asyncio", "memory"] + (["sqlite"] if durable_store else []) \
-        + (["compared"] if compare is not None else [])
+    # the player WebSocket: a memory server of its own, played over its --ws-port
+    sides = ["bare", "bare_asyncio", "memory", "websocket"] \
+        + (["sqlite"] if durable_store else []) + (["compared"] if compare is not None else [])
     begin(f"War actions, {plan.games} games in flight, 2 streams each: "
           f"{' / '.join(sides)} taking {plan.turns} turns of {plan.turn_s} s each")
     per_kind: dict[str, Any] = {}
     wanted = {side: ("bare", "") if side == "bare" else ("bare-asyncio", "")
-              if side == "bare_asyncio" else ("tapis", "memory") if side == "compared"
-              else ("tapis", side) for side in sides}
+              if side == "bare_asyncio" else ("tapis", "memory")
+              if side in ("compared", "websocket") else ("tapis", side) for side in sides}
     pythons = {} if compare is None else {"compared": str(compare / ".venv" / "bin" / "python")}
-    with servers(wanted, pythons=pythons) as running:
+    ws_port = free_port()
+    with servers(wanted, pythons=pythons,
+                 extra_args={"websocket": ["--ws-port", str(ws_port)]}) as running:
         together = load({
             "mode": "interleaved", "kind": "war", "games": plan.games, "seats": 2,
             "channels": plan.channels, "warmup_s": plan.warmup_s, "turns": plan.turns,
             "turn_s": plan.turn_s,
-            "sides": [{"name": side, "server": "tapis" if wanted[side][0] == "tapis" else "bare",
-                       "target": f"127.0.0.1:{running[side][0]}",
-                       "server_pid": running[side][1]} for side in sides]})
+            "sides": [{"name": side, "server_pid": running[side][1], **(
+                {"server": "websocket", "target": f"ws://127.0.0.1:{ws_port}/ws"}
+                if side == "websocket" else
+                {"server": "tapis" if wanted[side][0] == "tapis" else "bare",
+                 "target": f"127.0.0.1:{running[side][0]}"})} for side in sides]})
         for side in sides:
             figures = together[side]
             turns = ", ".join(str(t["server_cpu_us_per_action"]) for t in figures["rounds"])
@@ -274,6 +281,16 @@ def run(plan: Plan, profile: bool, compare: Path | None = None,
             "server_cpu_ratio_by_round": by_turn_compared,
             "server_cpu_ratio_median_of_rounds": _median(by_turn_compared),
             "actions_per_s": compared["actions_per_s"]}
+    websocket = together["websocket"]
+    results["websocket"] = {
+        key: websocket[key] for key in ("server_cpu_us_per_action", "actions_per_s",
+                                        "submit_p50_ms", "submit_p99_ms", "event_p50_ms",
+                                        "event_p99_ms", "client_cpu_us_per_action")}
+    results["websocket"].update(
+        grpc_cpu_ratio=ratio(websocket["server_cpu_us_per_action"], server_cpu),
+        grpc_cpu_ratio_median_of_rounds=_median(_by_turn(websocket, war)),
+        bare_cpu_ratio=ratio(websocket["server_cpu_us_per_action"],
+                             bare["server_cpu_us_per_action"]))
     results.update({
         "server_cpu_ratio": ratio(server_cpu, bare["server_cpu_us_per_action"]),
         "server_cpu_ratio_by_round": by_turn,
@@ -292,6 +309,7 @@ def run(plan: Plan, profile: bool, compare: Path | None = None,
         "durable_throughput_ratio": None if durable is None
         else ratio(durable["actions_per_s"], war["actions_per_s"]),
         "detail": {"bare": bare, "bare_asyncio": bare_asyncio, "service": per_kind,
+                   "websocket": websocket,
                    "durable": durable,
                    "engine": engine_figures, "scale": scale, "curve": curve},
     })
@@ -360,6 +378,14 @@ def table(results: dict[str, Any]) -> str:
     rows.append(("submit→event p50 ms", str(bare["event_p50_ms"]), str(war["event_p50_ms"]),
                  "", "", ""))
     row("submit→event p99 ms", bare["event_p99_ms"], war["event_p99_ms"], "event_p99_ratio")
+    ws = results["websocket"]
+    rows.append(("server CPU µs per action, Tapis over its player WebSocket (same turns)",
+                 str(bare["server_cpu_us_per_action"]), str(ws["server_cpu_us_per_action"]),
+                 f"`websocket.grpc_cpu_ratio` = {ws['grpc_cpu_ratio']} (÷ Tapis over gRPC; "
+                 f"÷ bare: {ws['bare_cpu_ratio']})", "recorded", ""))
+    rows.append(("the WebSocket side: actions/s, SubmitAction p50 / p99 ms, event p99 ms", "",
+                 f"{ws['actions_per_s']}, {ws['submit_p50_ms']} / {ws['submit_p99_ms']}, "
+                 f"{ws['event_p99_ms']}", "`websocket.*`", "", ""))
     for kind, figures in d["service"].items():
         if kind != "war":
             rows.append((f"actions/s ({kind}, GetGame then SubmitAction)", "",

@@ -7,7 +7,9 @@ Modes:
   and its events reached every seat's stream. Against ``bare`` the same loop calls the bare
   server's Submit, which pushes one message to each of the game's streams.
 * ``interleaved``: the ``actions`` load against several servers at once, taking turns of a
-  few seconds (``run_interleaved``): the side-by-side figures of ``make bench``.
+  few seconds (``run_interleaved``): the side-by-side figures of ``make bench``. A side whose
+  ``server`` is ``websocket`` plays over the player WebSocket (``target`` its ``ws://`` URL),
+  each seat on a socket of its own.
 * ``scale``: create ``games`` two-seat games, open both streams of each, then submit a light
   open-loop action load and measure SubmitAction latency at that size.
 
@@ -17,6 +19,7 @@ Prints one JSON object (the figures) on stdout.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import json
 import random
@@ -33,8 +36,10 @@ from google.protobuf.message import Message
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
+from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_bench.bare import STREAM, SUBMIT
 from tapis_bench.stats import cpu_seconds, percentile, raise_fd_limit, rss_kib
+from tapis_bench.websocket import Socket, open_socket
 from tapis_engine.registry import DESCRIPTORS
 from tapis_service.adapters import REGISTERED
 
@@ -349,6 +354,103 @@ async def _tapis_action(game: Game, kind: str, rec: Recorder, rng: random.Random
     rec.record(started, answered, game.arrivals.latencies)
 
 
+# --- the service over its player WebSocket ---------------------------------------------------
+
+
+@dataclass
+class WsGame:
+    """One game driven over the player WebSocket: a socket per seat, each following the
+    table's events (as a browser's player would)."""
+
+    game_id: str
+    sockets: list[Socket]
+    tokens: list[str]
+    awaiting: tuple[int, ...]
+    version: int
+    arrivals: Arrivals
+    over: bool = False
+    sent: int = 0
+
+
+async def open_ws_game(url: str, kind: str, seats: int, seed: int) -> WsGame:
+    sockets = [await open_socket(url) for _ in range(seats)]
+    created = await sockets[0].call(ws_pb.ClientFrame(create_game=pb.CreateGameRequest(
+        kind=KINDS[kind], seats=seats, seed=seed,
+        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)] * seats)))
+    game_id = created.create_game.game.game_id
+    tokens: list[str] = []
+    view = created.create_game.game
+    for seat, socket in enumerate(sockets):
+        joined = await socket.call(ws_pb.ClientFrame(join_game=pb.JoinGameRequest(
+            game_id=game_id, seat=seat, display_name=f"bench{seat}")))
+        tokens.append(joined.join_game.seat_token)
+        view = joined.join_game.game
+    game = WsGame(game_id, sockets, tokens, tuple(view.awaiting_seats), view.version,
+                  Arrivals(seats))
+    for seat, socket in enumerate(sockets):
+        stream = socket.send(ws_pb.ClientFrame(
+            seat_token=tokens[seat], stream_events=pb.StreamEventsRequest(
+                game_id=game_id, after_sequence=view.last_sequence)))
+        socket.on_events[stream] = functools.partial(_ws_arrival, game.arrivals, seat)
+    return game
+
+
+def _ws_arrival(arrivals: Arrivals, seat: int, frame: ws_pb.ServerFrame) -> None:
+    if frame.WhichOneof("response") == "events":
+        arrivals.arrived(seat, frame.events.events[-1].version)
+
+
+async def ws_game(game: WsGame, kind: str, rec: Recorder, stop: asyncio.Event,
+                  gate: Gate = OPEN) -> None:
+    """The ``actions`` loop of ``tapis_game`` over the WebSocket (kinds with a routine
+    action: War, Bataille Corse)."""
+    fixed = FIXED_ACTION[kind]
+    while not stop.is_set():
+        async with gate:
+            seat, action = (0, NEXT_GAME) if game.over else (game.awaiting[0], fixed)
+            started = time.perf_counter()
+            waiting = game.arrivals.expect(game.version + 1, started)
+            game.sent += 1
+            answer = await game.sockets[seat].call(ws_pb.ClientFrame(
+                seat_token=game.tokens[seat], submit_action=pb.SubmitActionRequest(
+                    game_id=game.game_id, action=action, request_id=f"r{game.sent}",
+                    expected_version=game.version)))
+            answered = time.perf_counter()
+            response = answer.submit_action
+            game.version = response.version
+            if response.events:
+                game.awaiting = tuple(response.events[-1].awaiting_seats)
+                game.over = any(e.WhichOneof("body") == "game_ended" for e in response.events)
+            await asyncio.wait_for(waiting, 30)
+            rec.record(started, answered, game.arrivals.latencies)
+
+
+async def start_ws_games(config: dict[str, Any], url: str, rec: Recorder, stop: asyncio.Event,
+                         tasks: list[asyncio.Task[None]], gate: Gate = OPEN
+                         ) -> list[asyncio.Task[None]]:
+    """``games`` games over the player WebSocket at ``url``, their sockets following their
+    events and their drivers acting whenever ``gate`` is open: the drivers (``tasks`` gains
+    a closer of every socket)."""
+    opened = await asyncio.gather(*(open_ws_game(url, config["kind"], config["seats"], 1000 + i)
+                                    for i in range(config["games"])))
+    for game in opened:
+        game.arrivals.recorder = rec
+    tasks.append(asyncio.create_task(_close_on_stop(opened, stop)))
+    await asyncio.sleep(0.2)
+    return [asyncio.create_task(ws_game(game, config["kind"], rec, stop, gate))
+            for game in opened]
+
+
+async def _close_on_stop(games: list[WsGame], stop: asyncio.Event) -> None:
+    try:
+        await stop.wait()
+    finally:
+        for game in games:
+            for socket in game.sockets:
+                if socket.transport is not None:
+                    socket.transport.disconnect()
+
+
 # --- modes ------------------------------------------------------------------------------------
 
 
@@ -488,9 +590,13 @@ async def run_interleaved(config: dict[str, Any]) -> dict[str, Any]:
     drivers: list[asyncio.Task[None]] = []
     for spec in config["sides"]:
         side = Side(spec["name"], spec["server_pid"], Recorder(), Gate(is_open=False))
-        opened, driving = await start_games(config, spec["target"], spec["server"], side.rec,
-                                            stop, tasks, side.gate)
-        channels += opened
+        if spec["server"] == "websocket":
+            driving = await start_ws_games(config, spec["target"], side.rec, stop, tasks,
+                                           side.gate)
+        else:
+            opened, driving = await start_games(config, spec["target"], spec["server"],
+                                                side.rec, stop, tasks, side.gate)
+            channels += opened
         drivers += driving
         sides.append(side)
     for side in sides:  # warm-up, not measured

@@ -32,6 +32,8 @@ def run(folder: Path, tables: int, store: str, turns: int, turn_s: float) -> dic
         command = [sys.executable, "-m", "tapis_service.main", "--port", str(port),
                    "--ws-port", str(ws_port), "--store", store, "--log-level", "warning",
                    "--max-games", str(tables + 100), "--create-burst", str(tables + 100),
+                   # one load generator creates every table, without a backend key
+                   "--keyless-create-rate", "0", "--keyless-max-tables", "0",
                    "--ws-max-sockets-per-peer", str(4 * tables + 100)]
         if store == "sqlite":
             command += ["--data-dir", data_dir]

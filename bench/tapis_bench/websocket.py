@@ -192,7 +192,10 @@ def main(argv: list[str] | None = None) -> None:
             port, ws_port = free_port(), free_port()
             command = [sys.executable, "-m", "tapis_service.main", "--port", str(port),
                        "--ws-port", str(ws_port), "--store", args.store,
-                       "--log-level", "warning", "--max-games", str(tables * 2 + 100)]
+                       "--log-level", "warning", "--max-games", str(tables * 2 + 100),
+                       # one load generator creates every table, without a backend key
+                       "--create-rate", "0", "--keyless-create-rate", "0",
+                       "--keyless-max-tables", "0"]
             if args.store == "sqlite":
                 command += ["--data-dir", str(Path(data_dir))]
             server = subprocess.Popen(command)

@@ -43,6 +43,9 @@ def _compact(session: Session, finished: list[LoggedEvent]) -> CompactedEvents:
     index_of: dict[bytes, int] = {}
     views: dict[int | None, int] = {}
     for recipient in (None, *range(len(session.table.seats))):
+        if recipient is not None and not session.rules.hides_events:
+            views[recipient] = views[None]  # nothing hidden: every seat sees what all see
+            continue
         frames = [wire.framed_event(session, logged, recipient) for logged in finished]
         raw = b"".join(frames)
         if raw not in index_of:

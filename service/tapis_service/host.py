@@ -15,7 +15,7 @@ import asyncio
 import secrets
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -197,11 +197,12 @@ class GameHost:
         the same ``request_id`` gets the same seat and token)."""
         return await self.actor.claim(await self.find(game_id), seat, name, request_id)
 
-    async def submit(self, session: Session, seat: int, move: tbl.Input, request_id: str,
-                     expected_version: int | None, received: float | None = None) -> Applied:
-        """Apply a person's input, at most once per request id, and answer once committed."""
-        return await self.actor.submit(session, seat, move, request_id, expected_version,
-                                       received)
+    def submit(self, session: Session, seat: int, move: tbl.Input, request_id: str,
+               expected_version: int | None, received: float | None = None
+               ) -> Awaitable[Applied]:
+        """Apply a person's input, at most once per request id, and answer once committed
+        (the table actor's ``submit``, awaited by the caller)."""
+        return self.actor.submit(session, seat, move, request_id, expected_version, received)
 
     async def abandon(self, session: Session) -> None:
         """End a table nobody plays any more (housekeeping)."""

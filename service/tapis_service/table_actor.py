@@ -62,19 +62,19 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
 
 
 def shielded(method: Callable[Concatenate[TableActor, P], Coroutine[Any, Any, R]]
-             ) -> Callable[Concatenate[TableActor, P], Coroutine[Any, Any, R]]:
+             ) -> Callable[Concatenate[TableActor, P], Awaitable[R]]:
     """Run each call in a task of its own and wait for it shielded: the caller's cancellation
     ends the wait, not the work. With a store that keeps nothing, a call never suspends (its
-    journal write is committed at once): nothing could interrupt it, and it runs in the
-    caller's task, without a task of its own."""
+    journal write is committed at once): nothing could interrupt it, and the caller awaits the
+    method's own coroutine, in its own task."""
 
     @functools.wraps(method)
-    async def run(actor: TableActor, *args: P.args, **kwargs: P.kwargs) -> R:
+    def run(actor: TableActor, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
         if not actor.host.keeps_journal:
-            return await method(actor, *args, **kwargs)
+            return method(actor, *args, **kwargs)
         task = asyncio.ensure_future(method(actor, *args, **kwargs))
         task.add_done_callback(_retrieve)
-        return await asyncio.shield(task)
+        return asyncio.shield(task)
 
     return run
 
@@ -121,14 +121,14 @@ class TableActor:
                 grpc.StatusCode.ABORTED, "STALE_VERSION",
                 f"the game is at version {session.table.version}, not {expected_version}")
         now = self.clock.now_ms()
-        if realtime.is_rate_limited(session.rules, move) \
-                and not self.slaps.allow((session.game_id, seat), now):
+        real_time = realtime.is_rate_limited(session.rules, move)
+        if real_time and not self.slaps.allow((session.game_id, seat), now):
             raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED",
                                "too many slaps: slow down")
         # 2. apply
         applied = self._apply(session, seat, move, now)
         metrics.ACTIONS.inc(session.rules.kind, "person")
-        if received is not None:
+        if real_time and received is not None:
             realtime.probe_outcomes(session.rules, move, applied, received, session.probes)
         if logcontext.per_action_lines:
             log.info("action_applied", game=session.game_id, seat=seat,
@@ -350,6 +350,8 @@ class TableActor:
         """Journal the input just applied and wait for the commit; ``pending``: the (seat,
         request id) under which a retry meanwhile waits for this task's answer."""
         write = self._queue(session, entry)
+        if write is COMMITTED:  # a store that keeps nothing: nothing to wait for
+            return
         if pending is None:
             await self._settle(session, write)
             return

@@ -24,14 +24,13 @@ games of every kind, for every view, against protobuf's own serialization.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_engine.protocol import Rules
 from tapis_service.session import Applied, LoggedEvent, Session, compacted_frames
 from tapis_service.table_messages import TABLE_EVENTS, table_body
 
@@ -132,10 +131,24 @@ _NANOS = tuple(uint(_K_NANOS, millis * 1_000_000) for millis in range(1000))
 """``Timestamp.nanos`` of each whole millisecond, encoded (a constant table)."""
 
 
+@functools.lru_cache(maxsize=4)
+def _seconds_wire(seconds: int) -> bytes:
+    """``Timestamp.seconds``, encoded: the same for every event of a whole second (remembered,
+    as its varint takes five bytes to write)."""
+    return _K_SECONDS + int64(seconds) if seconds else b""
+
+
 def _time_wire(time_ms: int) -> bytes:
     """``Event.time``: a ``Timestamp`` of ``time_ms``."""
     seconds, millis = divmod(time_ms, 1000)
-    return nested(_K_TIME, (_K_SECONDS + int64(seconds) if seconds else b"") + _NANOS[millis])
+    return nested(_K_TIME, _seconds_wire(seconds) + _NANOS[millis])
+
+
+@functools.lru_cache(maxsize=256)
+def _awaiting_wire(awaiting: tuple[int, ...]) -> bytes:
+    """``Event.awaiting_seats``, encoded: a table awaits one of a few sets of seats
+    (remembered)."""
+    return packed(_K_AWAITING, awaiting)
 
 
 def event_wire(session: Session, logged: LoggedEvent, seat: int | None) -> bytes:
@@ -157,7 +170,7 @@ def event_wire(session: Session, logged: LoggedEvent, seat: int | None) -> bytes
         _K_SEQUENCE, varint(e.sequence),  # every event has a sequence (from 1)
         _K_GAME_NUMBER + varint(number) if number else b"",
         _K_VERSION + varint(version) if version else b"",
-        packed(_K_AWAITING, logged.awaiting), _time_wire(logged.time_ms), framed))
+        _awaiting_wire(logged.awaiting), _time_wire(logged.time_ms), framed))
 
 
 PUBLIC = -1
@@ -165,19 +178,20 @@ PUBLIC = -1
 ``redact`` gives back unchanged): converted and serialized once for everyone."""
 STREAM_EVENTS_TAG = tag(pb.StreamEventsResponse.DESCRIPTOR, "events")
 """``StreamEventsResponse.events``: a serialized response is these framed events end to end."""
+_STREAM_TAG_SIZE = len(STREAM_EVENTS_TAG)
 ANSWER_VERSION_TAG = tag(pb.SubmitActionResponse.DESCRIPTOR, "version")
 ANSWER_EVENTS_TAG = tag(pb.SubmitActionResponse.DESCRIPTOR, "events")
 
 
-def _seen_alike(rules: Rules[Any, Any, Any], body: Any, seat: int | None) -> bool:
-    """Whether every recipient sees ``body`` as ``seat`` does (nothing of it is hidden)."""
-    return not rules.hides_events or isinstance(body, TABLE_EVENTS) \
-        or rules.redact(body, seat) is body
-
-
 def view_key(session: Session, logged: LoggedEvent, seat: int | None) -> int | None:
-    """Whose view of the event ``seat`` gets: ``PUBLIC`` when everyone sees it alike."""
-    return PUBLIC if _seen_alike(session.rules, logged.event.body, seat) else seat
+    """Whose view of the event ``seat`` gets: ``PUBLIC`` when everyone sees it alike (nothing
+    of it is hidden from anyone)."""
+    rules = session.rules
+    if not rules.hides_events:
+        return PUBLIC
+    body = logged.event.body
+    return PUBLIC if isinstance(body, TABLE_EVENTS) or rules.redact(body, seat) is body \
+        else seat
 
 
 _VIEW_BITS = 4
@@ -218,15 +232,12 @@ def answer_wire(session: Session, applied: Applied, seat: int) -> bytes:
     """The serialized ``SubmitActionResponse`` for ``applied`` as ``seat`` sees it: its events
     as the fan-out framed them, whose first ones may have been compacted since (a retry of an
     action of a finished game)."""
-    earlier = (compacted_frames(session.compacted, seat, *applied.compacted)
-               if applied.compacted else [])
-    live = [framed_event(session, logged, seat) for logged in applied.events]
+    frames = [framed_event(session, logged, seat) for logged in applied.events]
+    if applied.compacted:
+        frames[:0] = compacted_frames(session.compacted, seat, *applied.compacted)
     version = applied.version
+    # each StreamEventsResponse.events entry (field 1) becomes a SubmitActionResponse.events
+    # entry (field 2): the same length-delimited event under the answer's tag
     return b"".join([ANSWER_VERSION_TAG + varint(version) if version else b"",
-                     *[as_answer_event(frame) for frame in earlier + live]])
+                     *[ANSWER_EVENTS_TAG + frame[_STREAM_TAG_SIZE:] for frame in frames]])
 
-
-def as_answer_event(frame: bytes) -> bytes:
-    """A ``StreamEventsResponse.events`` entry (field 1) as a ``SubmitActionResponse.events``
-    entry (field 2): the same length-delimited event under the answer's tag."""
-    return ANSWER_EVENTS_TAG + frame[len(STREAM_EVENTS_TAG):]

@@ -234,3 +234,29 @@ def test_the_alert_rules_and_the_dashboard_use_metrics_the_server_exports() -> N
     assert {"grpc_server_handled_total", "grpc_server_handling_seconds_bucket",
             "tapis_store_commit_seconds_bucket", "tapis_ready"} <= used
     assert used <= exported_names(), used - exported_names()
+
+
+class _HeadersRead:
+    """What a call's grpc context gives a log line (counting the reads)."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def peer(self) -> str:
+        self.reads += 1
+        return "ipv4:127.0.0.1:4242"
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        self.reads += 1
+        return (("traceparent", "00-" + "ab" * 16 + "-00f067aa0ba902b7-01"),)
+
+
+def test_a_call_is_read_only_when_a_line_is_written_and_never_once_it_ended() -> None:
+    context = _HeadersRead()
+    call = logcontext.CallInfo(context, pb.SubmitActionRequest(request_id="r-1"), 0.0)
+    assert context.reads == 0  # a call that writes no line reads no header
+    fields = call.fields()
+    assert (fields["peer"], fields["request_id"], fields["trace_id"]) == \
+        ("ipv4:127.0.0.1:4242", "r-1", "ab" * 16)
+    call.end()
+    assert call.fields() == {} and call.context is None  # a late task's line is not the call's

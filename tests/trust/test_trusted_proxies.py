@@ -82,12 +82,21 @@ async def test_per_address_limits_count_the_forwarded_client_only_behind_a_trust
     assert await creates_allowed(harness.stub, "198.51.100.2", 2) == (2 if trusted else 0)
 
 
+class _Call:
+    """What a call's log lines read of its grpc context: a proxy's connection, forwarding."""
+
+    def peer(self) -> str:
+        return PROXY
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return (("x-forwarded-for", "198.51.100.1"),)
+
+
 @pytest.mark.parametrize(("proxies", "peer"), [
     (PROXIES, "ipv4:198.51.100.1:40000"), (TrustedProxies(), PROXY), (None, PROXY)])
 def test_a_call_s_log_lines_name_the_forwarded_client_behind_a_trusted_proxy(
         proxies: TrustedProxies | None, peer: str) -> None:
-    call = logcontext.CallInfo(PROXY, (("x-forwarded-for", "198.51.100.1"),), None, 0.0,
-                               proxies)
+    call = logcontext.CallInfo(_Call(), None, 0.0, proxies)
     assert call.fields()["peer"] == peer
 
 

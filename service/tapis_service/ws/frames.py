@@ -17,6 +17,7 @@ from google.protobuf.message import DecodeError, Message
 
 from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_engine.errors import RuleError
+from tapis_service import wire
 from tapis_service.errors import ServiceError, from_rule_error, invalid_argument, status_message
 from tapis_service.limits import MAX_RECEIVE_MESSAGE_BYTES
 
@@ -96,17 +97,8 @@ def answer(frame_id: int, field: str, response: Message | bytes) -> ws_pb.Server
     return frame
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_ID_TAG = _varint(_SERVER.fields_by_name["id"].number << 3 | 0)
-_RESPONSE_TAGS = {field.name: _varint(field.number << 3 | 2)
+_ID_TAG = wire.tag(_SERVER, "id")
+_RESPONSE_TAGS = {field.name: wire.tag(_SERVER, field.name)
                   for field in _SERVER.oneofs_by_name["response"].fields}
 
 
@@ -116,8 +108,8 @@ def answer_wire(frame_id: int, field: str, payload: bytes) -> bytes:
     those bytes. A protobuf field of a message type is its tag, its length and the message's
     bytes; protobuf writes ``id`` (field 1) first, as here (``test_frames`` checks the bytes
     equal ``answer(...).SerializeToString()``)."""
-    head = _ID_TAG + _varint(frame_id) if frame_id else b""
-    return head + _RESPONSE_TAGS[field] + _varint(len(payload)) + payload
+    head = _ID_TAG + wire.varint(frame_id) if frame_id else b""
+    return head + wire.nested(_RESPONSE_TAGS[field], payload)
 
 
 def as_refusal(error: Exception) -> ServiceError:
