@@ -1,6 +1,6 @@
 """The web client in headless Chromium against a real server: a whole War game against the
 computer, a Basra capture chosen, a Corse slap, a reconnect after a restart, the French texts,
-and on a server with API keys a seat taken from a backend's ticket.
+and on a server with API keys a seat taken from a backend's ticket, then given away.
 Every wait is on a DOM condition, never a fixed time."""
 
 from __future__ import annotations
@@ -238,4 +238,9 @@ async def test_with_api_keys_the_page_plays_a_ticket_handed_out_by_a_backend(
     await page.locator("#reveal").click()  # the ticket's seat plays
     await expect(page.locator(".bataille-bubble")).to_have_count(2)
     await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
+    await served.stub.ReplaceSeat(pb.ReplaceSeatRequest(  # the backend gives the seat away
+        game_id=game_id, seat=0, player_id="u-18", display_name="Bea"),
+        metadata=(("x-api-key", BACKEND_KEY),))
+    await expect(page.locator(".banner")).to_contain_text(  # its stream ends for good
+        "Cette place a été donnée à quelqu’un d’autre")
     assert page.errors == []

@@ -47,7 +47,12 @@ interface Followed {
   after: bigint;
   id: bigint;
   onEvents: (batch: StreamEventsResponse) => void;
+  onEnded: (refusal: Refusal) => void;
 }
+
+/** Refusals that end a stream for good: following again would be refused again (a revoked or
+ * unknown seat token, a table gone or not the caller's to watch). */
+const FINAL_CODES = new Set([3, 5, 7, 16]);
 
 export type SocketState = "connecting" | "open" | "closed";
 
@@ -101,8 +106,13 @@ export class GameSocket {
         if (events.length) followed.after = events[events.length - 1].sequence;
         followed.onEvents(frame.response.value);
       } else if (frame.response.case === "refusal") {
-        // The stream ended (too slow, server stopping): follow on from where it was.
         const refusal = refusalOf(frame.response.value);
+        if (FINAL_CODES.has(refusal.code)) {
+          this.followed.delete(followed.gameId);
+          followed.onEnded(refusal);
+          return;
+        }
+        // The stream ended (too slow, server stopping): follow on from where it was.
         const resume = refusal.metadata["resume_after_sequence"];
         if (resume) followed.after = BigInt(resume);
         setTimeout(() => this.socket && this.openStream(followed), 250);
@@ -147,15 +157,17 @@ export class GameSocket {
     );
   }
 
-  /** Follow a table's events after `after`, across reconnects, until `unfollow`. */
+  /** Follow a table's events after `after`, across reconnects, until `unfollow` or a final
+   * refusal (`onEnded`). */
   async follow(
     gameId: string,
     token: string,
     after: bigint,
     onEvents: (batch: StreamEventsResponse) => void,
+    onEnded: (refusal: Refusal) => void,
   ): Promise<void> {
     this.unfollow(gameId);
-    const followed: Followed = { gameId, token, after, id: 0n, onEvents };
+    const followed: Followed = { gameId, token, after, id: 0n, onEvents, onEnded };
     this.followed.set(gameId, followed);
     await this.connect();
     if (followed.id === 0n && this.socket) this.openStream(followed);

@@ -27,8 +27,9 @@ export class Table {
   async start(): Promise<void> {
     await this.refresh();
     if (this.view) {
-      await socket.follow(this.gameId, this.token, this.view.lastSequence, (batch) =>
-        this.received(batch.events));
+      await socket.follow(this.gameId, this.token, this.view.lastSequence,
+        (batch) => this.received(batch.events),
+        (refusal) => say(message(refusal), "error"));
     }
   }
 
