@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -25,6 +26,7 @@ from tests.support.calls import refusal
 from tests.support.postgres import Postgres
 from tests.support.process import free_port
 from tests.support.server import TEST_SETTINGS
+from tests.trust.door import KEY_A, KEY_B, backend, door
 
 NODES = 3
 PER_NODE = 20
@@ -32,11 +34,11 @@ QUARANTINED = 3
 PAGE = 7
 
 
-async def start_node(url: str) -> RunningServer:
+async def start_node(url: str, keys: Path | None = None) -> RunningServer:
     port = free_port()
     return await create_server(replace(
         TEST_SETTINGS, port=port, store="postgres", database_url=url,
-        advertise=f"127.0.0.1:{port}", node_ttl_s=3.0))
+        advertise=f"127.0.0.1:{port}", node_ttl_s=3.0, api_keys_file=keys))
 
 
 async def test_a_cluster_page_asks_each_node_for_a_page(
@@ -98,6 +100,50 @@ async def test_a_cluster_page_asks_each_node_for_a_page(
         code, reason, _ = await refusal(stubs[1].ListGames(pb.ListGamesRequest(
             page_size=PAGE, page_token=offset)))
         assert (code, reason) == ("INVALID_ARGUMENT", "INVALID_PAGE_TOKEN")
+    finally:
+        for channel in channels:
+            await channel.close()
+        for node in reversed(nodes):
+            await node.stop(0)
+        await postgres.drop_database(database)
+
+
+async def test_a_backends_private_tables_are_listed_to_it_alone_from_any_node(
+        postgres: Postgres, tmp_path: Path) -> None:
+    database = await postgres.create_database()
+    keys = door(tmp_path).keys
+    nodes: list[RunningServer] = []
+    channels: list[grpc.aio.Channel] = []
+    try:
+        nodes = [await start_node(postgres.url(database), keys) for _ in range(2)]
+        channels = [grpc.aio.insecure_channel(f"127.0.0.1:{n.port}") for n in nodes]
+        first, second = (pb_grpc.GameServiceStub(c) for c in channels)
+        made: dict[str, list[str]] = {"a": [], "b": []}
+        for _ in range(4):
+            for stub, key, name in ((first, KEY_A, "a"), (second, KEY_B, "b")):
+                created = await stub.CreateGame(pb.CreateGameRequest(
+                    kind=pb.GAME_KIND_WAR, seat_configs=[pb.SeatConfig(
+                        type=pb.SEAT_TYPE_PERSON)] * 2), metadata=backend(key))
+                made[name].append(created.game.game_id)  # private: a key's default
+        public = await second.CreateGame(pb.CreateGameRequest(
+            kind=pb.GAME_KIND_WAR, visibility=pb.VISIBILITY_PUBLIC), metadata=backend(KEY_B))
+
+        async def walk(stub: pb_grpc.GameServiceStub, key: str | None) -> set[str]:
+            seen: list[str] = []
+            token = ""
+            while True:
+                answer = await stub.ListGames(pb.ListGamesRequest(
+                    page_size=2, page_token=token), metadata=backend(key) if key else None)
+                seen.extend(g.game_id for g in answer.games)
+                token = answer.next_page_token
+                if not token:
+                    assert len(seen) == len(set(seen))
+                    return set(seen)
+
+        for stub in (first, second):
+            assert await walk(stub, KEY_A) == {*made["a"], public.game.game_id}
+            assert await walk(stub, KEY_B) == {*made["b"], public.game.game_id}
+            assert await walk(stub, None) == {public.game.game_id}
     finally:
         for channel in channels:
             await channel.close()
