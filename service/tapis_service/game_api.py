@@ -10,7 +10,6 @@ logged here, where they are decided, so a relayed refusal is not counted twice.
 
 from __future__ import annotations
 
-import base64
 import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -104,23 +103,13 @@ def page_size(request: pb.ListGamesRequest) -> int:
     return size
 
 
-def page_bounds(request: pb.ListGamesRequest) -> tuple[int, int]:
-    """(first position, page size) of a page of a list built whole (a cluster's)."""
-    size = page_size(request)
-    start = 0
-    if request.page_token:
-        try:
-            start = int(base64.urlsafe_b64decode(request.page_token.encode()).decode())
-        except ValueError as error:
-            raise invalid_argument("INVALID_PAGE_TOKEN", "page_token is not valid") from error
-    return start, size
-
-
-def page_token(start: int, size: int, total: int) -> str:
-    """The ``next_page_token`` after the page of ``size`` from ``start`` ("" at the end)."""
-    if start + size >= total:
-        return ""
-    return base64.urlsafe_b64encode(str(start + size).encode()).decode()
+def page_cursor(request: pb.ListGamesRequest) -> lobby.Cursor:
+    """Where a ListGames page starts (its ``page_token``, checked): a position in the order
+    every node lists in, so a cluster's page token is a single node's too."""
+    try:
+        return lobby.cursor_of(request.page_token)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise invalid_argument("INVALID_PAGE_TOKEN", "page_token is not valid") from error
 
 
 def _rate_limited(message: str) -> ServiceError:
@@ -432,11 +421,7 @@ class GameApi:
                          caller: Caller) -> pb.ListGamesResponse:
         """A page of the tables the caller may see, oldest first, then the quarantined ones:
         the work of a page is the page (lobby.py), whatever the tables held."""
-        size = page_size(request)
-        try:
-            cursor = lobby.cursor_of(request.page_token)
-        except (ValueError, UnicodeDecodeError) as error:
-            raise invalid_argument("INVALID_PAGE_TOKEN", "page_token is not valid") from error
+        size, cursor = page_size(request), page_cursor(request)
         backend = self.backend_of(caller)
         name = None if backend is None else backend.name
         if not self.quotas.allow_list(name, self.host.clock.now_ms()):
@@ -447,8 +432,8 @@ class GameApi:
         more = False  # a line beyond the page: there is a next one
         if cursor.quarantined_after is None:
             for row in host.lobby.page(name, kind, finished_too, cursor.after):
-                table: Session | RestingTable | None = host.sessions.get(row[2]) \
-                    or host.resting.get(row[2])
+                table: Session | RestingTable | None = host.sessions.get(row[1]) \
+                    or host.resting.get(row[1])
                 if table is None or (isinstance(table, Session) and not finished_too
                                      and table.table.game_over(table.rules)):
                     continue  # unlisted meanwhile, or its game just ended

@@ -1,9 +1,9 @@
 """The ListGames index: the tables this server lists (in memory and at rest), so that a page
 costs the page, not the tables held.
 
-Each table has one row, ``(created_ms, order, game_id)`` (``order``: when this server first
-listed it, so that tables created in the same millisecond keep their creation order), in one
-sorted list per *place*: who may see
+Each table has one row, ``(created_ms, game_id)`` (tables created in the same millisecond list
+by id: the order is the same on every node, so a page token names a position in a cluster's
+list too, cluster/listing.py), in one sorted list per *place*: who may see
 it (public: everyone; private: its backend only), its kind, and whether it is finished. A page
 merges the lists the caller may see (public ones, and its own backend's private ones; one
 kind or all; finished ones too or not) from just after the previous page's last row, and stops
@@ -20,8 +20,8 @@ import heapq
 from collections.abc import Iterator
 from typing import NamedTuple
 
-Row = tuple[int, int, str]
-"""(created_ms, order, game_id): the listing's order."""
+Row = tuple[int, str]
+"""(created_ms, game_id): the listing's order, on every node alike."""
 
 
 class Place(NamedTuple):
@@ -37,7 +37,6 @@ class Lobby:
     def __init__(self) -> None:
         self._rows: dict[str | None, dict[Place, list[Row]]] = {}
         self._where: dict[str, tuple[str | None, Place, Row]] = {}
-        self._order = 0
         self.examined = 0
         """Rows a page has looked at, in all (the tests count the work of a page)."""
 
@@ -49,7 +48,7 @@ class Lobby:
 
     def put(self, game_id: str, created_ms: int, kind: str, owner: str | None,
             finished: bool) -> None:
-        """List a table (again: it moves if its place changed, keeping its order). ``owner``:
+        """List a table (again: it moves if its place changed). ``owner``:
         the backend of a private table (None: public)."""
         place = Place(kind, finished)
         known = self._where.get(game_id)
@@ -57,10 +56,7 @@ class Lobby:
             if known[0] == owner and known[1] == place:
                 return
             self.remove(game_id)
-            row = known[2]
-        else:
-            self._order += 1
-            row = (created_ms, self._order, game_id)
+        row = (created_ms, game_id)
         bisect.insort(self._rows.setdefault(owner, {}).setdefault(place, []), row)
         self._where[game_id] = (owner, place, row)
 
@@ -126,18 +122,19 @@ def token_after(row: Row | None = None, quarantined: str | None = None) -> str:
         text = f"q{quarantined}"
     else:
         assert row is not None
-        text = f"t{row[0]}.{row[1]}.{row[2]}"
+        text = f"k{row[0]}.{row[1]}"
     return base64.urlsafe_b64encode(text.encode()).decode()
 
 
 def cursor_of(token: str) -> Cursor:
-    """The cursor a ``page_token`` names (``ValueError`` if it names none)."""
+    """The cursor a ``page_token`` names: ``k<created_ms>.<game_id>`` or ``q<game_id>``,
+    base64 (``ValueError`` if it names none: the offsets a cluster once gave are refused)."""
     if not token:
         return Cursor()
     text = base64.urlsafe_b64decode(token.encode()).decode()
     if text.startswith("q"):
         return Cursor(quarantined_after=text[1:])
-    if not text.startswith("t"):
-        raise ValueError("not a page token")
-    created, order, game_id = text[1:].split(".", 2)
-    return Cursor(after=(int(created), int(order), game_id))
+    created, dot, game_id = text[1:].partition(".")
+    if not text.startswith("k") or not dot or not game_id:
+        raise ValueError("not a page token")  # an offset or a (created, order, id) of old
+    return Cursor(after=(int(created), game_id))

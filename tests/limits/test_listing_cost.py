@@ -1,6 +1,7 @@
 """ListGames costs a page's worth of work, whatever the tables held: at 20,000 tables a page
 looks at most at page_size + 1 tables (counted, not timed), and pages cover every table the
-caller may see exactly once, in creation order — a backend's private tables to it only."""
+caller may see exactly once, in creation order (tables created in the same millisecond by id)
+— a backend's private tables to it only."""
 
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ async def test_a_page_looks_at_a_page_of_tables_at_20000_tables(
     corse = [await create(api, pb.GAME_KIND_BATAILLE_CORSE, KEY_B, pb.VISIBILITY_PUBLIC)
              for _ in range(20)]
     assert len(host.sessions) == len(host.lobby) == TABLES
+    assert len({s.created_ms for s in host.sessions.values()}) == 1  # a clock standing still
     host.sessions = CountingSessions(host.sessions)
     listed = 0
     original = convert.listing
@@ -101,34 +103,43 @@ async def test_a_page_looks_at_a_page_of_tables_at_20000_tables(
                 break
         return seen
 
-    assert await every_page(None) == public + corse  # 200 pages, each a page's work
-    assert await every_page(KEY_B, pages=3) == public[:3 * PAGE]
-    assert await every_page(KEY_A, pages=3) == (private + public)[:3 * PAGE]
-    assert await every_page(KEY_A, pb.GAME_KIND_BATAILLE_CORSE) == corse
+    # all created in one millisecond: listed by id
+    assert await every_page(None) == sorted(public + corse)  # 200 pages, each a page's work
+    assert await every_page(KEY_B, pages=3) == sorted(public + corse)[:3 * PAGE]
+    assert await every_page(KEY_A, pages=3) == sorted(private + public + corse)[:3 * PAGE]
+    assert await every_page(KEY_A, pb.GAME_KIND_BATAILLE_CORSE) == sorted(corse)
     assert await every_page(None, pb.GAME_KIND_BOUTONS) == []
 
 
 def test_a_table_moves_when_its_game_ends_and_keeps_its_order() -> None:
     index = lobby.Lobby()
-    for number, game_id in enumerate(["c", "a", "b"]):
-        index.put(game_id, 1000, "war", None, finished=number == 1)
+    for number, (created_ms, game_id) in enumerate([(1000, "c"), (1001, "a"), (1001, "b")]):
+        index.put(game_id, created_ms, "war", None, finished=number == 1)
     index.put("p", 999, "war", "backend-a", finished=False)
-    assert [r[2] for r in index.page(None, None, False, None)] == ["c", "b"]
-    assert [r[2] for r in index.page(None, None, True, None)] == ["c", "a", "b"]
-    assert [r[2] for r in index.page("backend-a", "war", True, None)] == ["p", "c", "a", "b"]
-    assert [r[2] for r in index.page("backend-b", "corse", True, None)] == []
+    index.put("d", 1000, "war", None, finished=False)  # the same millisecond as "c": by id
+    assert [r[1] for r in index.page(None, None, False, None)] == ["c", "d", "b"]
+    assert [r[1] for r in index.page(None, None, True, None)] == ["c", "d", "a", "b"]
+    assert [r[1] for r in index.page("backend-a", "war", True, None)] == ["p", "c", "d", "a",
+                                                                          "b"]
+    assert [r[1] for r in index.page("backend-b", "corse", True, None)] == []
+    index.remove("d")
     index.finished("c", True)
     index.finished("a", False)
-    assert [r[2] for r in index.page(None, None, False, None)] == ["a", "b"]
-    assert [r[2] for r in index.page(None, None, True, None)] == ["c", "a", "b"]
+    assert [r[1] for r in index.page(None, None, False, None)] == ["a", "b"]
+    assert [r[1] for r in index.page(None, None, True, None)] == ["c", "a", "b"]
     first = next(index.page(None, None, True, None))
     cursor = lobby.cursor_of(lobby.token_after(first))
-    assert [r[2] for r in index.page(None, None, True, cursor.after)] == ["a", "b"]
+    assert cursor.after == (1000, "c")
+    assert [r[1] for r in index.page(None, None, True, cursor.after)] == ["a", "b"]
+    assert [r[1] for r in index.page(None, None, True, (1000, "zz"))] == ["a", "b"]  # gone
     index.remove("a")
     index.remove("a")
-    assert [r[2] for r in index.page(None, None, True, cursor.after)] == ["b"]
+    assert [r[1] for r in index.page(None, None, True, cursor.after)] == ["b"]
     assert len(index) == 3 and "a" not in index
-    for bad in ("x", *(base64.urlsafe_b64encode(t).decode() for t in (b"t12.x.ab", b"t12",
-                                                                       b"z", b"\xff"))):
+    assert lobby.cursor_of(lobby.token_after(quarantined="x.y")).quarantined_after == "x.y"
+    assert lobby.cursor_of(lobby.token_after((5, "a.b"))).after == (5, "a.b")
+    # offsets (a cluster's of old) and (created, order, id) rows of old name no position
+    for bad in ("x", *(base64.urlsafe_b64encode(t).decode() for t in (
+            b"100", b"t12.3.ab", b"k12", b"k12.", b"kx.ab", b"z", b"\xff"))):
         with pytest.raises(ValueError):
             lobby.cursor_of(bad)

@@ -300,8 +300,12 @@ async def test_create_with_the_same_request_id_returns_the_same_game(server: Har
 
 
 async def test_list_games_pages_and_filters(server: Harness) -> None:
-    ids = [(await server.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))).game.game_id
-           for _ in range(5)]
+    created = [(await server.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR)))
+               .game.game_id for _ in range(5)]
+    whole = (await server.stub.ListGames(pb.ListGamesRequest())).games
+    ids = [g.game_id for g in sorted(whole, key=lambda g: (g.create_time.ToMilliseconds(),
+                                                          g.game_id))]
+    assert [g.game_id for g in whole] == ids and sorted(ids) == sorted(created)  # time, id
     page = await server.stub.ListGames(pb.ListGamesRequest(page_size=3))
     rest = await server.stub.ListGames(pb.ListGamesRequest(page_size=3,
                                                            page_token=page.next_page_token))

@@ -3,6 +3,11 @@ through the tunnel), in one list paged as a single node pages its own; tables of
 departed owners that the sweep has not reached yet are taken over first, so the list has them.
 The nodes are asked at once; a node that does not answer within ``NODE_TIMEOUT_S`` (or the
 client's deadline) makes the answer ``partial``, with its address in ``missing_nodes``.
+
+A page costs a page per node: every node lists in the same order (by creation time, then id;
+the quarantined tables after the others, by id: lobby.py), so the client's ``page_token`` names
+a position in every node's list. Each node is asked for one page from there, the answers are
+merged by that order, and the page's last line names the next position.
 """
 
 from __future__ import annotations
@@ -14,14 +19,14 @@ from dataclasses import replace
 import structlog
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import convert, logrepeat
+from tapis_service import convert, lobby, logrepeat
 from tapis_service.caller import Caller, deadline_in
 from tapis_service.cluster import frames, tunnel
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.locator import DATABASE_ERRORS, Locator, database_away
 from tapis_service.cluster.relay import Tunnels
 from tapis_service.errors import ServiceError
-from tapis_service.game_api import MAX_PAGE, GameApi, page_bounds, page_token
+from tapis_service.game_api import GameApi, page_cursor, page_size
 
 log = structlog.get_logger("tapis.cluster")
 
@@ -48,7 +53,8 @@ class Listing:
 
     async def list_games(self, request: pb.ListGamesRequest,
                          caller: Caller) -> pb.ListGamesResponse:
-        start, size = page_bounds(request)
+        size = page_size(request)
+        page_cursor(request)  # checked here: a node refusing it would pass for a missing one
         if request.kind:
             convert.kind_of(request.kind)
         try:
@@ -61,13 +67,21 @@ class Listing:
             members[self.node_id] = ""
         await self.locator.confirm()
         ordered = sorted(members)
-        lists = await asyncio.gather(*(self._list_node(node_id, members[node_id], request,
-                                                       caller) for node_id in ordered))
-        games = [game for listed in lists if listed is not None for game in listed]
-        missing = [members[node_id] for node_id, listed in zip(ordered, lists, strict=True)
-                   if listed is None]
-        return pb.ListGamesResponse(games=games[start:start + size],
-                                    next_page_token=page_token(start, size, len(games)),
+        ask = pb.ListGamesRequest(kind=request.kind, include_finished=request.include_finished,
+                                  page_size=size, page_token=request.page_token)
+        pages = await asyncio.gather(*(self._list_node(node_id, members[node_id], ask, caller)
+                                       for node_id in ordered))
+        missing = [members[node_id] for node_id, page in zip(ordered, pages, strict=True)
+                   if page is None]
+        merged: dict[str, pb.GameListing] = {}  # a table moving may be listed by two nodes
+        for line in sorted((line for page in pages if page is not None for line in page.games),
+                           key=position):
+            merged.setdefault(line.game_id, line)
+        games = list(merged.values())[:size]  # each among its node's first ``size``: exact
+        more = len(merged) > size or any(page is not None and page.next_page_token
+                                         for page in pages)
+        return pb.ListGamesResponse(games=games,
+                                    next_page_token=token_after(games[-1]) if more else "",
                                     partial=bool(missing), missing_nodes=missing)
 
     async def _adopt_orphans(self, include_finished: bool) -> None:
@@ -89,32 +103,35 @@ class Listing:
                 logrepeat.limited(log.warning, "adopt_failed", game=game_id,
                                   error=str(error)[:200])
 
-    async def _list_node(self, node_id: str, address: str, request: pb.ListGamesRequest,
-                         caller: Caller) -> list[pb.GameListing] | None:
-        """One node's tables (all its pages); None when it does not answer them all."""
-        out: list[pb.GameListing] = []
-        token = ""
+    async def _list_node(self, node_id: str, address: str, ask: pb.ListGamesRequest,
+                         caller: Caller) -> pb.ListGamesResponse | None:
+        """One node's page from the client's position; None when it does not answer it."""
+        if node_id == self.node_id:
+            if self.locator.leaving:
+                return pb.ListGamesResponse()
+            return await self.api.list_games(ask, caller)
         left = caller.time_remaining()
         wait_s = NODE_TIMEOUT_S if left is None else min(left, NODE_TIMEOUT_S)
-        while True:
-            ask = pb.ListGamesRequest(kind=request.kind, include_finished=request.include_finished,
-                                      page_size=MAX_PAGE, page_token=token)
-            if node_id == self.node_id:
-                if self.locator.leaving:
-                    return out
-                answer = await self.api.list_games(ask, caller)
-            else:
-                try:
-                    async with asyncio.timeout(wait_s):
-                        raw = await self.tunnels.to(address).call(
-                            LIST, replace(caller.relayed(), deadline=deadline_in(wait_s)),
-                            ask.SerializeToString())
-                except (ServiceError, tunnel.OwnerUnreachable, TimeoutError):
-                    return None
-                answer = pb.ListGamesResponse.FromString(raw)
-                if answer.partial:
-                    return None
-            out.extend(answer.games)
-            token = answer.next_page_token
-            if not token:
-                return out
+        try:
+            async with asyncio.timeout(wait_s):
+                raw = await self.tunnels.to(address).call(
+                    LIST, replace(caller.relayed(), deadline=deadline_in(wait_s)),
+                    ask.SerializeToString())
+        except (ServiceError, tunnel.OwnerUnreachable, TimeoutError):
+            return None
+        answer = pb.ListGamesResponse.FromString(raw)
+        return None if answer.partial else answer
+
+
+def position(line: pb.GameListing) -> tuple[bool, int, str]:
+    """Where a node's line stands in the cluster's list (lobby.py's order): by creation time
+    and id, the quarantined tables after the others by id."""
+    quarantined = line.status == pb.GAME_STATUS_QUARANTINED
+    return quarantined, 0 if quarantined else line.create_time.ToMilliseconds(), line.game_id
+
+
+def token_after(line: pb.GameListing) -> str:
+    """The ``next_page_token`` of a page whose last line is ``line``."""
+    if line.status == pb.GAME_STATUS_QUARANTINED:
+        return lobby.token_after(quarantined=line.game_id)
+    return lobby.token_after((line.create_time.ToMilliseconds(), line.game_id))
