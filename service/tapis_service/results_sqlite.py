@@ -9,7 +9,7 @@ import asyncio
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tapis_service.results import CursorAhead, Filed, Pending, Unacknowledged
 
@@ -95,8 +95,22 @@ class SqliteResults:
         self._lock = asyncio.Lock()
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        async with self._lock:
-            return await asyncio.to_thread(self._transaction, work)
+        """``work`` in one transaction on the writer thread, one at a time. The connection is
+        free again only when the thread is done: a caller cancelled meanwhile (a stream
+        closed, the server stopping) leaves its transaction to finish, still holding it."""
+        await self._lock.acquire()
+        try:
+            job = asyncio.ensure_future(asyncio.to_thread(self._transaction, work))
+        except BaseException:
+            self._lock.release()
+            raise
+        job.add_done_callback(self._finished)
+        return await asyncio.shield(job)
+
+    def _finished(self, job: asyncio.Future[Any]) -> None:
+        self._lock.release()
+        if not job.cancelled():
+            job.exception()  # retrieved: a cancelled caller's failure is not reported twice
 
     def _transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         self._db.execute("BEGIN IMMEDIATE")

@@ -6,6 +6,8 @@ wakes a watcher on a new record. SQLite and PostgreSQL keep it across a reopen."
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -167,3 +169,29 @@ async def test_a_record_another_node_files_wakes_this_node_s_watcher(postgres) -
         for pool in pools:
             await pool.close()
         await postgres.drop_database(database)
+
+
+async def test_a_cancelled_caller_leaves_the_sqlite_connection_busy_until_its_transaction_ends(
+        tmp_path: Path) -> None:
+    """A caller cancelled while its transaction runs on the writer thread (a stream closed, the
+    server stopping) must not free the connection for the next one: two transactions at once
+    on one connection fail ("cannot start a transaction within a transaction")."""
+    store = SqliteResults(tmp_path)
+    inside, release = threading.Event(), threading.Event()
+
+    def slow(db: sqlite3.Connection) -> int:
+        inside.set()
+        release.wait(10)
+        return int(db.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+
+    first = asyncio.ensure_future(store._run(slow))
+    await asyncio.to_thread(inside.wait, 10)
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    second = asyncio.ensure_future(store.file("b", "k-1", "g-1", b"x", 1))
+    await asyncio.sleep(0)  # the second caller is queued behind the running transaction
+    assert not second.done()
+    release.set()
+    assert await second == 1
+    await store.close()
