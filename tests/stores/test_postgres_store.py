@@ -142,7 +142,7 @@ async def test_the_probe_commits_a_write_of_its_own(database_url: str) -> None:
 
 async def test_a_lost_connection_fails_the_write_unavailable_then_the_store_reconnects(
         database_url: str) -> None:
-    from tapis_service.store import StoreUnavailable
+    from tapis_service.store import CommitUnknown, StoreUnavailable
 
     store = await PostgresStore.open(database_url)
     await store.created("g", {"kind": "war"})
@@ -163,7 +163,9 @@ async def test_a_lost_connection_fails_the_write_unavailable_then_the_store_reco
         writer = store.writer._lanes[0].connection
         while writer is not None and _open(writer):  # and until the writer has seen it
             await asyncio.sleep(0.01)
-    with pytest.raises(StoreUnavailable):
+    # Refused (no session to be had), or in doubt when the pool handed the writer another of
+    # its idle sessions, killed too, before it noticed: both UNAVAILABLE, neither applied.
+    with pytest.raises((StoreUnavailable, CommitUnknown)):
         await store.appended("g", 2, {"i": 2})
     await admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')
     await admin.close()
