@@ -82,7 +82,7 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
     @functools.wraps(method)
     async def wrapper(self: GameApi, request: Any, caller: Caller) -> R:
         game_id = getattr(request, "game_id", None)
-        bound = logcontext.bind(rpc=name, game=None if game_id is None else clip(game_id))
+        bound = logcontext.enter(rpc=name, game=None if game_id is None else clip(game_id))
         try:
             check_sizes(request)
             if game_id is not None:
@@ -91,7 +91,7 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
         except (RuleError, ServiceError) as error:
             raise account(name, game_id, error) from None
         finally:
-            logcontext.reset(bound)
+            logcontext.leave(bound)
 
     return wrapper
 
@@ -357,7 +357,7 @@ class GameApi:
         if isinstance(move, tbl.NextGame):
             session.ownership.check_next_game(session.table.game_number)
         expected = request.expected_version if request.HasField("expected_version") else None
-        logcontext.add(seat=seat)  # until the wrapper's reset
+        logcontext.add(seat=seat)  # until the wrapper's leave (or the call's end)
         applied = await self.host.submit(session, seat, move, request_id, expected, received)
         self.housekeeping.touched(session)
         return wire.answer_wire(session, applied, seat)
