@@ -139,7 +139,9 @@ class TableActor:
         entry = self._entry(session, move, now)
         if request_id and self.host.keeps_journal:
             entry["request_id"] = request_id
-        await self._journal(session, entry, (seat, request_id) if request_id else None)
+        write = self._queue(session, entry)
+        if write is not COMMITTED:  # a store that keeps nothing: nothing to wait for
+            await self._settle(session, write, (seat, request_id) if request_id else None)
         # 4. publish (and remember the answer)
         if request_id:
             session.remember(seat, request_id, applied)
@@ -350,16 +352,8 @@ class TableActor:
         """Journal the input just applied and wait for the commit; ``pending``: the (seat,
         request id) under which a retry meanwhile waits for this task's answer."""
         write = self._queue(session, entry)
-        if write is COMMITTED:  # a store that keeps nothing: nothing to wait for
-            return
-        if pending is None:
-            await self._settle(session, write)
-            return
-        session.pending[pending] = asyncio.current_task()  # type: ignore[assignment]
-        try:
-            await self._settle(session, write)
-        finally:
-            session.pending.pop(pending, None)
+        if write is not COMMITTED:  # a store that keeps nothing: nothing to wait for
+            await self._settle(session, write, pending)
 
     def _queue(self, session: Session, entry: dict[str, Any]) -> Awaitable[None]:
         """Queue the journal write of the input just applied (and a snapshot when one is
@@ -371,9 +365,13 @@ class TableActor:
         self._checkpoint(session)
         return write
 
-    async def _settle(self, session: Session, write: Awaitable[None]) -> None:
+    async def _settle(self, session: Session, write: Awaitable[None],
+                      pending: tuple[int, str] | None = None) -> None:
         """Wait for a journal write; a refused one discards the table's session (it is rebuilt
-        from the store later) and is raised as the caller's refusal."""
+        from the store later) and is raised as the caller's refusal. ``pending``: the (seat,
+        request id) under which a retry meanwhile waits for this task's answer."""
+        if pending is not None:
+            session.pending[pending] = asyncio.current_task()  # type: ignore[assignment]
         session.writes.add(write)
         try:
             await write
@@ -382,6 +380,8 @@ class TableActor:
             raise store_refusal(error) from error
         finally:
             session.writes.discard(write)
+            if pending is not None:
+                session.pending.pop(pending, None)
 
     def _checkpoint(self, session: Session) -> None:
         """Snapshot every N inputs and at game end; at game end, enforce the retention."""
@@ -407,10 +407,11 @@ class TableActor:
     def after_change(self, session: Session) -> None:
         """File a backend's results, publish what is durable, then arm the bots and timers
         the table now calls for."""
+        over = session.table.game_over(session.rules)
         self.host.clerk.note(session)  # before the publication compacts a finished game
-        self.host.lobby.finished(session.game_id, session.table.game_over(session.rules))
+        self.host.lobby.finished(session.game_id, over)
         fanout.publish(session)
-        self.autoplay.rearm(session)
+        self.autoplay.rearm(session, over)
 
     async def settle(self) -> None:
         """Wait for the server moves in progress (stopping)."""
