@@ -26,10 +26,11 @@ class Autoplay:
         self.play = play
         self._jitter = random.Random()
 
-    def rearm(self, session: Session) -> None:
-        """After a change: the timers and bot moves the table's state calls for, no others."""
+    def rearm(self, session: Session, over: bool) -> None:
+        """After a change: the timers and bot moves the table's state calls for, no others
+        (``over``: its game is over, or it was abandoned)."""
         table = session.table
-        if not table.started or table.game_over(session.rules):
+        if not table.started or over:
             session.cancel_timers()
             return
         if table.deadlines or session.deadline_timers:

@@ -9,12 +9,13 @@ adapters reads headers, peers or deadlines any other way.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """The caller of one request."""
+class Caller(NamedTuple):
+    """The caller of one request: an immutable value (a ``NamedTuple``, which a transport builds
+    on every call in a quarter of the time a frozen dataclass takes; change one with
+    ``_replace``)."""
 
     seat_token: str | None = None
     """The seat token it sent (``authorization: Bearer <token>``); None for a spectator."""
@@ -48,7 +49,7 @@ class Caller:
 
     def relayed(self) -> Caller:
         """This caller as the node a call is relayed to sees it."""
-        return replace(self, forwarded=True)
+        return self._replace(forwarded=True)
 
 
 def deadline_in(seconds: float | None) -> float | None:

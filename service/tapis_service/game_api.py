@@ -81,7 +81,7 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
     @functools.wraps(method)
     async def wrapper(self: GameApi, request: Any, caller: Caller) -> R:
         game_id = getattr(request, "game_id", None)
-        bound = logcontext.bind(rpc=name, game=None if game_id is None else clip(game_id))
+        bound = logcontext.enter(rpc=name, game=None if game_id is None else clip(game_id))
         try:
             check_sizes(request)
             if game_id is not None:
@@ -90,7 +90,7 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
         except (RuleError, ServiceError) as error:
             raise account(name, game_id, error) from None
         finally:
-            logcontext.reset(bound)
+            logcontext.leave(bound)
 
     return wrapper
 
@@ -161,7 +161,7 @@ class GameApi:
         try:
             if caller.bad_authorization:
                 raise _bad_authorization()
-            return self.host.seat_of(session, caller.seat_token)
+            return self.host.tokens.seat_of(session, caller.seat_token)
         except ServiceError as error:
             if error.code == grpc.StatusCode.UNAUTHENTICATED and not self.peers.allow_bad_token(
                     peer_host(caller.peer), self.host.clock.now_ms()):
@@ -331,7 +331,7 @@ class GameApi:
     async def submit_action(self, request: pb.SubmitActionRequest, caller: Caller) -> bytes:
         """The serialized ``SubmitActionResponse``, once the action is committed."""
         received = time.perf_counter()
-        session = await self.host.find(request.game_id)
+        session = self.host.in_memory(request.game_id) or await self.host.find(request.game_id)
         if caller.seat_token is None and not caller.bad_authorization:
             raise _token_required()
         seat = self.seat_of(session, caller)
@@ -346,8 +346,9 @@ class GameApi:
         if isinstance(move, tbl.NextGame):
             session.ownership.check_next_game(session.table.game_number)
         expected = request.expected_version if request.HasField("expected_version") else None
-        logcontext.add(seat=seat)  # until the wrapper's reset
-        applied = await self.host.submit(session, seat, move, request_id, expected, received)
+        logcontext.add(seat=seat)  # until the wrapper's leave (or the call's end)
+        applied = await self.host.actor.submit(session, seat, move, request_id, expected,
+                                               received)
         self.housekeeping.touched(session)
         return wire.answer_wire(session, applied, seat)
 

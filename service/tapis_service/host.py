@@ -15,7 +15,7 @@ import asyncio
 import secrets
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import grpc
@@ -43,7 +43,7 @@ from tapis_service.recovery import RecoveryError, Restored, restore
 from tapis_service.resting import RestingTable
 from tapis_service.results import MemoryResults, ResultsFeed
 from tapis_service.results_clerk import ResultsClerk
-from tapis_service.session import Applied, CompactedEvents, LoggedEvent, Session, Subscriber
+from tapis_service.session import CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
 from tapis_service.shelf import Shelf
 from tapis_service.store import MemoryStore, RestingStore, Store
@@ -108,16 +108,22 @@ class GameHost:
             raise not_found(f"no game {quote(game_id)} on this server")
         return session
 
-    async def find(self, game_id: str) -> Session:
-        """The table of a call: in memory, or loaded back from rest; refused as ``get``."""
+    def in_memory(self, game_id: str) -> Session | None:
+        """The table of a call if it is in memory, else None (``find`` loads it back or
+        refuses): the lookup of a table in memory, without a coroutine."""
         session = self.sessions.get(game_id)
-        if session is None and game_id in self.resting:
-            session = await self.shelf.wake(game_id)
-        if session is None:
-            return self.get(game_id)
-        if self.rest_store is not None:
+        if session is not None and self.rest_store is not None:
             self.shelf.used(game_id)
         return session
+
+    async def find(self, game_id: str) -> Session:
+        """The table of a call: in memory, or loaded back from rest; refused as ``get``."""
+        session = self.in_memory(game_id)
+        if session is None and game_id in self.resting:
+            session = await self.shelf.wake(game_id)
+            if session is not None and self.rest_store is not None:
+                self.shelf.used(game_id)
+        return self.get(game_id) if session is None else session
 
     def seat_of(self, session: Session, token: str | None) -> int | None:
         """The caller's seat from its token; None for a spectator (no token)."""
@@ -196,13 +202,6 @@ class GameHost:
         """Claim a person's seat: the session, the seat and its secret token (a retry with
         the same ``request_id`` gets the same seat and token)."""
         return await self.actor.claim(await self.find(game_id), seat, name, request_id)
-
-    def submit(self, session: Session, seat: int, move: tbl.Input, request_id: str,
-               expected_version: int | None, received: float | None = None
-               ) -> Awaitable[Applied]:
-        """Apply a person's input, at most once per request id, and answer once committed
-        (the table actor's ``submit``, awaited by the caller)."""
-        return self.actor.submit(session, seat, move, request_id, expected_version, received)
 
     async def abandon(self, session: Session) -> None:
         """End a table nobody plays any more (housekeeping)."""

@@ -35,6 +35,25 @@ def bind(**values: Any) -> Token[dict[str, Any] | None]:
     return _CONTEXT.set({**current, **values} if current else values)
 
 
+def enter(**values: Any) -> Token[dict[str, Any] | None] | None:
+    """Add ``values`` (a method's own: the RPC, the table) to the log context of the call being
+    served, until ``leave``. A call its transport bound (``bind(call=CallInfo)``: the gRPC call
+    guard, once per call) has a context made for it alone, so they go into it, without a
+    second context and token (a slow call's line then names them too); otherwise (a relayed
+    call, a WebSocket frame) they are bound as ``bind`` does, and ``leave`` undoes that."""
+    current = _CONTEXT.get()
+    if current is not None and "call" in current:
+        current.update(values)
+        return None
+    return _CONTEXT.set({**current, **values} if current else values)
+
+
+def leave(token: Token[dict[str, Any] | None] | None) -> None:
+    """Undo an ``enter`` (nothing when it added to the call's own context)."""
+    if token is not None:
+        _CONTEXT.reset(token)
+
+
 def add(**values: Any) -> None:
     """Add ``values`` to the context the current call bound (``bind`` made it for this call
     alone), until that call's ``reset``: no second token to keep."""

@@ -12,14 +12,14 @@ from typing import Any
 
 from tapis_engine import table as tbl
 from tapis_engine.protocol import Rules
-from tapis_engine.registry import descriptor_for
+from tapis_engine.registry import BY_KIND
 from tapis_service.session import Applied
 
 
 def is_rate_limited(rules: Rules[Any, Any, Any], move: tbl.Input) -> bool:
     """Whether ``move`` is an action limited per seat."""
     return isinstance(move, tbl.Act) \
-        and type(move.action) in descriptor_for(rules.kind).rate_limited_actions
+        and type(move.action) in BY_KIND[rules.kind].rate_limited_actions
 
 
 def probe_outcomes(rules: Rules[Any, Any, Any], move: tbl.Input, applied: Applied,
@@ -28,7 +28,7 @@ def probe_outcomes(rules: Rules[Any, Any, Any], move: tbl.Input, applied: Applie
     event sequence -> ``perf_counter`` at the action's arrival)."""
     if not is_rate_limited(rules, move):
         return
-    probed = descriptor_for(rules.kind).probed_events
+    probed = BY_KIND[rules.kind].probed_events
     for logged in applied.events:
         if type(logged.event.body) in probed:
             probes[logged.sequence] = received

@@ -204,13 +204,27 @@ def wire_key(sequence: int, view: int | None) -> int:
     return sequence << _VIEW_BITS | (0 if view == PUBLIC else 1 if view is None else view + 2)
 
 
+def frame_key(session: Session, logged: LoggedEvent, seat: int | None) -> int:
+    """``wire_key(sequence, view_key(session, logged, seat))`` in one call: every frame sent is
+    looked up by it, and a public event's key is simply its sequence's (a test checks it is
+    the same for every event of every game)."""
+    sequence = logged.event.sequence
+    rules = session.rules
+    if not rules.hides_events:
+        return sequence << _VIEW_BITS
+    body = logged.event.body
+    if isinstance(body, TABLE_EVENTS) or rules.redact(body, seat) is body:
+        return sequence << _VIEW_BITS
+    return sequence << _VIEW_BITS | (1 if seat is None else seat + 2)
+
+
 def framed_event(session: Session, logged: LoggedEvent, seat: int | None) -> bytes:
     """``event`` as ``seat`` sees it, serialized and framed as one entry of
     ``StreamEventsResponse.events``: converted once per recipient view (once for everyone
     when public) and shared by every stream of that view, the SubmitAction answer and the
     compaction (``Session.wire``, emptied as the events leave the live log)."""
     e = logged.event
-    key = wire_key(e.sequence, view_key(session, logged, seat))
+    key = frame_key(session, logged, seat)
     framed = session.wire.get(key)
     if framed is None:
         raw = event_wire(session, logged, seat)

@@ -29,7 +29,8 @@ KEY = "relay-key"
 
 header_text = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=60)
 callers = st.builds(Caller, seat_token=st.none() | header_text, bad_authorization=st.booleans(),
-                    api_key=st.none() | header_text, peer=header_text, forwarded=st.just(True))
+                    api_key=st.none() | header_text, peer=header_text, forwarded=st.just(True),
+                    deadline=st.none(), traceparent=st.none())
 
 
 @given(st.integers(0, 2**32 - 1), st.integers(0, len(frames.METHODS) - 1), callers,

@@ -194,7 +194,7 @@ async def test_a_cancelled_submit_task_completes_its_commit_and_rearms_the_bot(
     await host.join(session.game_id, 0, "p")
     clock.advance(0)
     failpoint.gate.clear()
-    task = asyncio.ensure_future(host.submit(session, 0, tbl.Act(0, Reveal()), "r1", None))
+    task = asyncio.ensure_future(host.actor.submit(session, 0, tbl.Act(0, Reveal()), "r1", None))
     await failpoint.wait_entered()
     await asyncio.sleep(0)
     task.cancel()
@@ -344,19 +344,19 @@ async def test_a_retry_of_the_first_action_after_2000_more_gets_the_first_answer
     for seat in (0, 1):
         await host.join(session.game_id, seat, f"p{seat}")
     me = session.table.state.to_move  # the seat that moves first, and 2,000 times more
-    first = await host.submit(session, me, tbl.Act(me, Reveal()), "mine-0", None)
+    first = await host.actor.submit(session, me, tbl.Act(me, Reveal()), "mine-0", None)
     made = 1
     while made < 2001:
         for seat in (me, 1 - me):
             move: tbl.Input = (tbl.NextGame(seat) if session.table.game_over(session.rules)
                                else tbl.Act(seat, Reveal()))
             try:
-                await host.submit(session, seat, move, f"seat{seat}-{made}", None)
+                await host.actor.submit(session, seat, move, f"seat{seat}-{made}", None)
             except ServiceError:
                 continue  # not this seat's turn
             made += seat == me
     version = session.table.version
-    again = await host.submit(session, me, tbl.Act(me, Reveal()), "mine-0", None)
+    again = await host.actor.submit(session, me, tbl.Act(me, Reveal()), "mine-0", None)
     # as the caller gets it: the first game's events are compacted to bytes by now
     assert wire.answer_wire(session, again, me) == wire.answer_wire(session, first, me)
     assert session.table.version == version
@@ -365,7 +365,7 @@ async def test_a_retry_of_the_first_action_after_2000_more_gets_the_first_answer
     restarted = GameHost(TEST_SETTINGS, clock, SqliteStore(tmp_path, synchronous="OFF"))
     await restarted.recover()
     reloaded = restarted.sessions[session.game_id]
-    after = await restarted.submit(reloaded, me, tbl.Act(me, Reveal()), "mine-0", None)
+    after = await restarted.actor.submit(reloaded, me, tbl.Act(me, Reveal()), "mine-0", None)
     assert wire.answer_wire(reloaded, after, me) == \
         wire.answer_wire(session, first, me)
     assert reloaded.table.version == version

@@ -75,9 +75,9 @@ async def test_private_views_are_kept_per_seat_byte_for_byte() -> None:
         while not session.table.game_over(rules):
             seat = session.awaiting()[0]
             action = rules.bot_action(session.table.state, seat, "random", number)
-            await host.submit(session, seat, tbl.Act(seat, action), "", None)
+            await host.actor.submit(session, seat, tbl.Act(seat, action), "", None)
         if number == 0:
-            await host.submit(session, 0, tbl.NextGame(0), "", None)
+            await host.actor.submit(session, 0, tbl.NextGame(0), "", None)
     sent: dict[int | None, list[bytes]] = {r: [] for r in recipients}
     for recipient, stream in streams.items():
         assert not stream.overflowed

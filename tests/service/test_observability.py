@@ -271,3 +271,33 @@ def test_a_call_is_read_only_when_a_line_is_written_and_never_once_it_ended() ->
         ("ipv4:127.0.0.1:4242", "r-1", "ab" * 16)
     call.end()
     assert call.fields() == {} and call.context is None  # a late task's line is not the call's
+
+
+def test_a_method_s_context_goes_into_its_call_s_own_or_into_one_of_its_own() -> None:
+    def line() -> dict[str, object]:
+        return dict(logcontext.merge(None, "info", {"event": "e"}))
+
+    async def guarded_call() -> None:  # the call guard bound a context for this call alone
+        call = logcontext.CallInfo(_HeadersRead(), pb.SubmitActionRequest(request_id="r-2"), 0.0)
+        bound = logcontext.bind(call=call)
+        entered = logcontext.enter(rpc="SubmitAction", game="g-1")
+        logcontext.add(seat=1)
+        assert entered is None  # no second context, no token to undo
+        plain = {**call.fields(), "rpc": "SubmitAction", "game": "g-1", "seat": 1}
+        assert {k: v for k, v in line().items() if k != "ms"} == \
+            {k: v for k, v in {**plain, "event": "e"}.items() if k != "ms"}
+        logcontext.leave(entered)
+        logcontext.reset(bound)
+        assert line() == {"event": "e"}
+
+    async def unguarded_call() -> None:  # a relayed call, a WebSocket frame: bound and undone
+        outer = logcontext.bind(conn="c")
+        entered = logcontext.enter(rpc="GetGame", game="g-2")
+        logcontext.add(seat=0)
+        assert line() == {"conn": "c", "rpc": "GetGame", "game": "g-2", "seat": 0, "event": "e"}
+        logcontext.leave(entered)
+        assert line() == {"conn": "c", "event": "e"}  # the outer context is untouched
+        logcontext.reset(outer)
+
+    asyncio.run(guarded_call())
+    asyncio.run(unguarded_call())

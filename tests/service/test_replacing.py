@@ -100,7 +100,7 @@ async def test_a_restart_rebuilds_the_replacements_from_the_journal(tmp_path: Pa
     host = GameHost(TEST_SETTINGS, clock, SqliteStore(tmp_path, synchronous="OFF"))
     session, (old, other) = await seated(host)
     me = session.table.state.to_move
-    await host.submit(session, me, tbl.Act(me, Reveal()), "", None)
+    await host.actor.submit(session, me, tbl.Act(me, Reveal()), "", None)
     _, first = await host.actor.replace(session, 1, "u-7", "Grace", "r-1")
     _, second = await host.actor.replace(session, 1, "u-8", "", "r-2")
     key, game_id = host.tokens.key, session.game_id

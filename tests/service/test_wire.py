@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -73,6 +74,24 @@ async def test_frames_are_kept_under_their_view_key() -> None:
             framed = wire.framed_event(session, logged, seat)
             key = wire.wire_key(logged.sequence, wire.view_key(session, logged, seat))
             assert session.wire[key] is framed
+
+
+@pytest.mark.parametrize("kind", sorted(ADAPTERS))
+async def test_a_frame_s_key_is_its_sequence_s_key_for_its_view(kind: str) -> None:
+    session = await _table(kind, 2, 11)
+    rules = session.rules
+    for _ in range(30):  # some play, so that hidden and public events both come
+        seat = next((s for s in range(2) if rules.legal_actions(session.table.state, s)), None)
+        if seat is None or rules.outcome(session.table.state) is not None:
+            break
+        session.apply(tbl.Act(seat, rules.legal_actions(session.table.state, seat)[0]), 0)
+    views = set()
+    for logged in session.events_after(0):
+        for seat in (None, 0, 1):
+            key = wire.frame_key(session, logged, seat)
+            assert key == wire.wire_key(logged.sequence, wire.view_key(session, logged, seat))
+            views.add(key & 0b1111)
+    assert (views != {0}) == rules.hides_events  # private views were keyed apart too
 
 
 async def test_public_events_are_serialized_once_for_every_view() -> None:

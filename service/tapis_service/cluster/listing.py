@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import replace
 
 import structlog
 
@@ -115,7 +114,7 @@ class Listing:
         try:
             async with asyncio.timeout(wait_s):
                 raw = await self.tunnels.to(address).call(
-                    LIST, replace(caller.relayed(), deadline=deadline_in(wait_s)),
+                    LIST, caller.relayed()._replace(deadline=deadline_in(wait_s)),
                     ask.SerializeToString())
         except (ServiceError, tunnel.OwnerUnreachable, TimeoutError):
             return None

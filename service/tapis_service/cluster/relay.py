@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import replace
 from typing import Any
 
 import grpc
@@ -200,7 +199,7 @@ class Relay:
         try:
             async with asyncio.timeout(wait_s):
                 answer = await self.tunnels.to(address).call(
-                    index, replace(caller, deadline=deadline_in(wait_s)), raw)
+                    index, caller._replace(deadline=deadline_in(wait_s)), raw)
         except TimeoutError as error:  # a frozen owner, or one too slow to count on
             raise tunnel.OwnerUnreachable(
                 f"the table's owner did not answer within {wait_s:.1f} s") from error

@@ -1,0 +1,67 @@
+"""The table actor's shielding: bound once, by the store, and the same answers either way."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from tapis_engine import table as tbl
+from tapis_engine.registry import rules_for
+from tapis_service.clock import ManualClock
+from tapis_service.host import GameHost
+from tapis_service.sqlite_store import SqliteStore
+from tapis_service.table_actor import SHIELDED, TableActor
+from tests.support.server import TEST_SETTINGS
+
+
+async def _war(host: GameHost) -> tuple[str, list[int]]:
+    rules = rules_for("war")
+    assert rules is not None
+    session = await host.create(kind="war", seats=2, seed=7, turn_time_ms=0, bots=[None, None],
+                                options=rules.default_options(), stacked_deck=None,
+                                stacked_first=None)
+    for seat in range(2):
+        await host.join(session.game_id, seat, f"p{seat}")
+    return session.game_id, [0, 1]
+
+
+async def _play(host: GameHost, game_id: str, submit: object, rounds: int) -> list[object]:
+    answers = []
+    for number in range(rounds):
+        session = host.get(game_id)
+        rules = session.rules
+        seat = next(s for s in range(2) if rules.legal_actions(session.table.state, s))
+        move = tbl.Act(seat, rules.legal_actions(session.table.state, seat)[0])
+        applied = await submit(session, seat, move, f"r-{number}", None)  # type: ignore[operator]
+        answers.append((applied.version, [logged.event for logged in applied.events]))
+    return answers
+
+
+async def test_a_store_that_keeps_nothing_gets_the_methods_unwrapped_with_the_same_answers(
+) -> None:
+    bound, wrapped = GameHost(TEST_SETTINGS, ManualClock()), GameHost(TEST_SETTINGS, ManualClock())
+    for name in SHIELDED:  # called by the caller itself: no wrapper's call
+        assert getattr(bound.actor, name).__func__ is getattr(TableActor, name).__wrapped__
+    first, _ = await _war(bound)
+    second, _ = await _war(wrapped)
+
+    def through_the_wrapper(*args: object) -> object:
+        return TableActor.submit(wrapped.actor, *args)  # type: ignore[arg-type]
+
+    assert await _play(bound, first, bound.actor.submit, 6) == \
+        await _play(wrapped, second, through_the_wrapper, 6)
+
+
+async def test_a_journaling_store_runs_each_input_in_a_task_of_its_own(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path)
+    host = GameHost(TEST_SETTINGS, ManualClock(), store=store)
+    for name in SHIELDED:
+        assert getattr(host.actor, name).__func__ is getattr(TableActor, name)  # the wrapper
+    game_id, _ = await _war(host)
+    session = host.get(game_id)
+    seat = next(s for s in range(2) if session.rules.legal_actions(session.table.state, s))
+    move = tbl.Act(seat, session.rules.legal_actions(session.table.state, seat)[0])
+    waiting = host.actor.submit(session, seat, move, "r-0", None)
+    assert isinstance(waiting, asyncio.Future)  # shielded: the task goes on if the wait ends
+    await waiting
+    store.close()
