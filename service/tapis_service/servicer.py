@@ -177,7 +177,7 @@ class GameServicer(pb_grpc.GameServiceServicer):
     async def ReplaceSeat(self, request: pb.ReplaceSeatRequest,
                           context: grpc.aio.ServicerContext) -> pb.ReplaceSeatResponse:
         try:
-            return await self.api.replace_seat(request, caller_of(context))
+            return await self.api.replace_seat(request, self.caller(context))
         except ServiceError as error:
             await refuse(context, error)
 

@@ -119,3 +119,18 @@ async def test_websocket_sockets_count_the_forwarded_client_only_behind_a_truste
                                      else {"ipv4:127.0.0.1"})
     first.close()
     second.close()
+
+
+def test_every_grpc_method_builds_its_caller_behind_the_trusted_proxies() -> None:
+    """The servicer's methods take their Caller from ``GameServicer.caller`` (which knows the
+    trusted proxies), never from ``caller_of`` alone (ReplaceSeat once did)."""
+    import ast
+    import inspect
+
+    from tapis_service import servicer
+
+    tree = ast.parse(inspect.getsource(servicer.GameServicer))
+    bare = [node.name for node in ast.walk(tree) if isinstance(node, ast.AsyncFunctionDef)
+            and any(isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                    and call.func.id == "caller_of" for call in ast.walk(node))]
+    assert bare == []
