@@ -13,6 +13,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_service import logcontext
 from tapis_service.configuration import BadSetting, parse
 from tapis_service.proxies import TrustedProxies
+from tests.support.fresh import in_fresh_interpreter
 from tests.support.server import ServerFactory
 from tests.support.websocket import Client
 from tests.trust.door import refusal
@@ -121,16 +122,21 @@ async def test_websocket_sockets_count_the_forwarded_client_only_behind_a_truste
     second.close()
 
 
-def test_every_grpc_method_builds_its_caller_behind_the_trusted_proxies() -> None:
-    """The servicer's methods take their Caller from ``GameServicer.caller`` (which knows the
-    trusted proxies), never from ``caller_of`` alone (ReplaceSeat once did)."""
+def methods_calling_caller_of_alone() -> list[str]:
+    """The servicer's methods that build a Caller with ``caller_of`` directly."""
     import ast
     import inspect
 
     from tapis_service import servicer
 
     tree = ast.parse(inspect.getsource(servicer.GameServicer))
-    bare = [node.name for node in ast.walk(tree) if isinstance(node, ast.AsyncFunctionDef)
+    return [node.name for node in ast.walk(tree) if isinstance(node, ast.AsyncFunctionDef)
             and any(isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
                     and call.func.id == "caller_of" for call in ast.walk(node))]
-    assert bare == []
+
+
+def test_every_grpc_method_builds_its_caller_behind_the_trusted_proxies() -> None:
+    """The servicer's methods take their Caller from ``GameServicer.caller`` (which knows the
+    trusted proxies), never from ``caller_of`` alone (ReplaceSeat once did). Parsed in a fresh
+    interpreter (tests/support/fresh.py)."""
+    assert in_fresh_interpreter(methods_calling_caller_of_alone) == []
