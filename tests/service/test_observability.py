@@ -273,7 +273,11 @@ def test_a_call_is_read_only_when_a_line_is_written_and_never_once_it_ended() ->
     assert call.fields() == {} and call.context is None  # a late task's line is not the call's
 
 
-def test_a_method_s_context_goes_into_its_call_s_own_or_into_one_of_its_own() -> None:
+def test_a_method_s_context_goes_into_its_call_s_own_or_into_one_of_its_own(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logcontext, "_PROCESS", {})  # no process-wide fields (a node's id) set
+    # by an earlier test of the session
+
     def line() -> dict[str, object]:
         return dict(logcontext.merge(None, "info", {"event": "e"}))
 
