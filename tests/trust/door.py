@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
@@ -34,6 +35,13 @@ def refusal(error: grpc.aio.AioRpcError) -> tuple[grpc.StatusCode, str]:
     info = error_details_pb2.ErrorInfo()
     assert status.details[0].Unpack(info)
     return error.code(), info.reason
+
+
+async def refused(call: object) -> tuple[grpc.StatusCode, str]:
+    """The code and reason ``call`` (an awaitable RPC) is refused with."""
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await call  # type: ignore[misc]
+    return refusal(raised.value)
 
 
 @dataclass
@@ -91,3 +99,13 @@ def war_request(**fields: object) -> pb.CreateGameRequest:
                                 war=war_pb2.WarOptions(target_points=1),
                                 seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)] * 2,
                                 **fields)
+
+
+def reserved_request(**fields: object) -> pb.CreateGameRequest:
+    """A backend's War table with two reserved person seats (u-17 "Ada" and u-42)."""
+    request = war_request(**fields)
+    del request.seat_configs[:]
+    request.seat_configs.extend([
+        pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, player_id="u-17", display_name="Ada"),
+        pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, player_id="u-42")])
+    return request

@@ -29,26 +29,14 @@ from tests.trust.door import (
     backend,
     door,
     refusal,
+    refused,
+    reserved_request,
     war_request,
 )
 
 PERSON = pb.SEAT_TYPE_PERSON
 REVOKED = (grpc.StatusCode.UNAUTHENTICATED, "TOKEN_REVOKED")
 RECLAIM = pb.Action(reclaim_seat=pb.ReclaimSeat())
-
-
-def reserved_request(**fields: object) -> pb.CreateGameRequest:
-    request = war_request(**fields)
-    del request.seat_configs[:]
-    request.seat_configs.extend([pb.SeatConfig(type=PERSON, player_id="u-17", display_name="Ada"),
-                                 pb.SeatConfig(type=PERSON, player_id="u-42")])
-    return request
-
-
-async def refused(call: object) -> tuple[grpc.StatusCode, str]:
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        await call  # type: ignore[misc]
-    return refusal(raised.value)
 
 
 def replace_seat(game_id: str, seat: int, player_id: str = "", name: str = "",

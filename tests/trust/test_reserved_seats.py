@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import grpc
-import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
@@ -19,25 +18,11 @@ from tests.trust.door import (
     backend,
     door,
     play_war,
-    refusal,
-    war_request,
+    refused,
+    reserved_request,
 )
 
 PERSON = pb.SEAT_TYPE_PERSON
-
-
-def reserved_request(**fields: object) -> pb.CreateGameRequest:
-    request = war_request(**fields)
-    del request.seat_configs[:]
-    request.seat_configs.extend([pb.SeatConfig(type=PERSON, player_id="u-17", display_name="Ada"),
-                                 pb.SeatConfig(type=PERSON, player_id="u-42")])
-    return request
-
-
-async def refused(call: object) -> tuple[grpc.StatusCode, str]:
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        await call  # type: ignore[misc]
-    return refusal(raised.value)
 
 
 async def test_reserved_seats_come_back_with_their_tokens_and_nobody_else_sits(
