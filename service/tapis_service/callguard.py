@@ -189,46 +189,50 @@ def _checked_stream(method: str, behavior: Callable[..., Any]) -> Callable[..., 
     if inspect.isasyncgenfunction(behavior):
         async def generate(request: Any, context: grpc.aio.ServicerContext
                            ) -> AsyncIterator[Any]:
-            started = time.perf_counter()
-            metrics.RPC_STARTED.inc(*labels)
-            code = "OK"
-            try:
+            with _StreamCounted(labels, timing, context):
                 if request is UNDECODABLE and not checks_itself:
                     await _refuse(context, invalid_request(method))
                 async with contextlib.aclosing(behavior(request, context)) as responses:
                     async for response in responses:
                         metrics.RPC_SENT.inc(*labels)
                         yield response
-            except (asyncio.CancelledError, GeneratorExit):
-                code = "CANCELLED"
-                raise
-            except BaseException:
-                code = _code_of(context)
-                raise
-            finally:
-                _stream_ended(labels, timing, code, time.perf_counter() - started)
 
         return generate
 
     async def write(request: Any, context: grpc.aio.ServicerContext) -> Any:
-        started = time.perf_counter()
-        metrics.RPC_STARTED.inc(*labels)
-        code = "OK"
-        try:
+        with _StreamCounted(labels, timing, context):
             if request is UNDECODABLE and not checks_itself:
                 await _refuse(context, invalid_request(method))
             result = behavior(request, context)
             return await result if inspect.isawaitable(result) else result
-        except asyncio.CancelledError:
-            code = "CANCELLED"
-            raise
-        except BaseException:
-            code = _code_of(context)
-            raise
-        finally:
-            _stream_ended(labels, timing, code, time.perf_counter() - started)
 
     return write
+
+
+class _StreamCounted:
+    """A server stream, from its start to its end: started, then handled with the code it ended
+    with (``CANCELLED`` when its reader left) and its duration."""
+
+    def __init__(self, labels: tuple[str, ...], timing: list[float],
+                 context: grpc.aio.ServicerContext) -> None:
+        self.labels = labels
+        self.timing = timing
+        self.context = context
+        self.started = 0.0
+
+    def __enter__(self) -> None:
+        self.started = time.perf_counter()
+        metrics.RPC_STARTED.inc(*self.labels)
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: Any) -> None:
+        if kind is None:
+            code = "OK"
+        elif issubclass(kind, (asyncio.CancelledError, GeneratorExit)):
+            code = "CANCELLED"
+        else:
+            code = _code_of(self.context)
+        _stream_ended(self.labels, self.timing, code, time.perf_counter() - self.started)
 
 
 def _stream_ended(labels: tuple[str, ...], timing: list[float], code: str,
