@@ -261,7 +261,7 @@ class GameHost:
                        table.backend if table.private else None, True)
 
     def unrest(self, game_id: str) -> RestingTable | None:
-        """A table at rest no longer kept here (another node took it): unlisted too."""
+        """A table at rest no longer kept here (dropped, or another node took it): unlisted too."""
         table = self.resting.pop(game_id, None)
         if table is not None:
             self.lobby.remove(game_id)
@@ -293,8 +293,7 @@ class GameHost:
 
     def drop(self, game_id: str) -> None:
         """Forget a table (in memory or at rest), and delete it from the store."""
-        if (resting := self.resting.pop(game_id, None)) is not None:
-            self.lobby.remove(game_id)
+        if (resting := self.unrest(game_id)) is not None:
             epoch = resting.epoch
         else:
             session = self.sessions.get(game_id)
