@@ -13,6 +13,8 @@ import grpc
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis_service.caller import Caller
+from tapis_service.errors import ServiceError
 from tapis_service.server import RunningServer, create_server
 from tests.support.calls import auth
 from tests.support.postgres import Postgres
@@ -86,3 +88,25 @@ async def test_a_resting_table_stays_with_its_owner_and_wakes_through_any_node(
         for node in reversed(running):
             await node.stop(0)
         await postgres.drop_database(database)
+
+
+async def test_a_call_reaching_a_node_that_let_its_table_go_is_told_it_moved(
+        postgres: Postgres) -> None:
+    """A call routed here just before a graceful stop handed the table off finds no session:
+    TABLE_MOVED (retried where the table went), not NOT_FOUND (a rolling restart once told a
+    player its game did not exist)."""
+    node = await start_node(postgres.url(await postgres.create_database()))
+    try:
+        assert node.cluster is not None
+        raw = pb.GetGameRequest(game_id="handed-off").SerializeToString()
+        for leaving, expected in ((False, "GAME_NOT_FOUND"), (True, "TABLE_MOVED")):
+            node.cluster.locator.leaving = leaving
+            try:
+                await node.cluster.relay.local("GetGame", raw, Caller())
+            except ServiceError as refused:
+                assert refused.reason == expected
+            else:
+                raise AssertionError("a table nobody holds was served")
+        node.cluster.locator.leaving = False
+    finally:
+        await node.stop(0)

@@ -144,9 +144,16 @@ class Relay:
         """Streams relayed to another node -> their table."""
 
     async def local(self, method: str, raw: bytes, caller: Caller) -> bytes:
-        """Serve a unary call here."""
+        """Serve a unary call here. A table this node let go of while the call was on its way
+        (a graceful stop hands every table off) has moved, not vanished: TABLE_MOVED, which
+        the client retries where it went, never NOT_FOUND."""
         message, serve = REQUESTS[method]
-        return _serialized(await serve(self.api, parsed(message, raw), caller))
+        try:
+            return _serialized(await serve(self.api, parsed(message, raw), caller))
+        except ServiceError as refused:
+            if refused.code == grpc.StatusCode.NOT_FOUND and self.locator.leaving:
+                raise table_moved(game_id_of(raw)) from refused
+            raise
 
     async def create_game(self, raw: bytes, caller: Caller) -> bytes:
         """CreateGame places a new table here; a retry (the same ``request_id``) whose table
