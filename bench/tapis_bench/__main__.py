@@ -221,8 +221,8 @@ def run(plan: Plan, profile: bool, compare: Path | None = None,
             turns = ", ".join(str(t["server_cpu_us_per_action"]) for t in figures["rounds"])
             progress(f"    {side:>6}: {figures['actions_per_s']} actions/s, submit p50 "
                      f"{figures['submit_p50_ms']} ms, event p99 {figures['event_p99_ms']} ms, "
-                     f"server CPU {figures['server_cpu_us_per_action']} µs/action "
-                     f"(turns: {turns})")
+                     f"server CPU {figures['server_cpu_us_per_action']} µs/action, of it "
+                     f"{figures['server_system_us_per_action']} in the kernel (turns: {turns})")
         for kind in sorted(GAMES):
             if kind == "war":
                 continue

@@ -38,7 +38,7 @@ from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_bench.bare import STREAM, SUBMIT
-from tapis_bench.stats import cpu_seconds, percentile, raise_fd_limit, rss_kib
+from tapis_bench.stats import cpu_seconds, cpu_split, percentile, raise_fd_limit, rss_kib
 from tapis_bench.websocket import Socket, open_socket
 from tapis_engine.registry import DESCRIPTORS
 from tapis_service.adapters import REGISTERED
@@ -571,6 +571,7 @@ class Side:
     gate: Gate
     seconds: float = 0.0
     server_cpu_s: float = 0.0
+    server_system_s: float = 0.0
     turns: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -607,16 +608,19 @@ async def run_interleaved(config: dict[str, Any]) -> dict[str, Any]:
         shift = turn % len(sides)
         for side in sides[shift:] + sides[:shift]:
             actions = side.rec.actions
-            cpu, client, began = cpu_seconds(side.pid), time.process_time(), time.perf_counter()
+            (user, system), client = cpu_split(side.pid), time.process_time()
+            began = time.perf_counter()
             side.rec.measuring = True
             side.gate.open()
             await asyncio.sleep(config["turn_s"])
             await side.gate.close()  # its actions in flight answered, their events delivered
             side.rec.measuring = False
             seconds = time.perf_counter() - began
-            server_cpu_s = cpu_seconds(side.pid) - cpu
+            user_after, system_after = cpu_split(side.pid)
+            server_cpu_s = user_after + system_after - user - system
             side.seconds += seconds
             side.server_cpu_s += server_cpu_s
+            side.server_system_s += system_after - system
             side.rec.client_cpu_s += time.process_time() - client
             done = side.rec.actions - actions
             side.turns.append({
@@ -625,6 +629,8 @@ async def run_interleaved(config: dict[str, Any]) -> dict[str, Any]:
                 "server_cpu_us_per_action": per_action_us(server_cpu_s, done)})
     await shut_down(stop, drivers, tasks, channels)  # the drivers wait at closed gates
     return {side.name: {**figures_of(config, side.rec, side.seconds, side.server_cpu_s),
+                        "server_system_us_per_action": per_action_us(side.server_system_s,
+                                                                     side.rec.actions),
                         "rounds": side.turns} for side in sides}
 
 

@@ -16,6 +16,12 @@ run to the next. Compare trees in the same run: ``--compare`` runs each tree's s
 same time as this tree's, under a load generator of its own, and prints every tree's counts.
 
     python -m tapis_bench.served_instructions [--side grpc|websocket] [--compare PYTHON ...]
+                                              [--cache-sim]
+
+With ``--cache-sim`` callgrind also simulates the caches and the branch predictor, and the main
+thread's misses per action are printed too (``I1mr`` instruction-cache, ``D1mr``/``D1mw`` data
+misses, ``Bcm``/``Bim`` mispredicted conditional and indirect branches): two trees can run the
+same number of instructions and still differ in time by these (a few per cent seen here).
 
 ``PYTHON`` is another tree's ``.venv/bin/python`` (set up with its own ``make setup``), as for
 ``make bench ARGS="--compare TREE"``.
@@ -76,8 +82,12 @@ def _control(pid: int, state: str) -> None:
                    capture_output=True)
 
 
+SIMULATED = ("I1mr", "D1mr", "D1mw", "Bcm", "Bim")
+"""The simulated misses reported with ``--cache-sim`` (callgrind's event names)."""
+
+
 def measure(python: str, side: str, games: int, warmup_s: float,
-            seconds: float) -> dict[str, Any]:
+            seconds: float, cache_sim: bool = False) -> dict[str, Any]:
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         raise SystemExit("tapis_bench.served_instructions needs valgrind "
                          "(apt-get install valgrind)")
@@ -87,6 +97,7 @@ def measure(python: str, side: str, games: int, warmup_s: float,
         out = os.path.join(folder, "callgrind.out")
         server = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
+             *(["--cache-sim=yes", "--branch-sim=yes"] if cache_sim else []),
              f"--callgrind-out-file={out}", python, "-m", "tapis_service.main",
              "--port", str(port), *FLAGS, *extra],
             env={**os.environ, "PYTHONHASHSEED": "0"}, stderr=subprocess.DEVNULL)
@@ -103,20 +114,28 @@ def measure(python: str, side: str, games: int, warmup_s: float,
             time.sleep(0.5)
         time.sleep(1)
         by_thread: dict[int, int] = {}
+        misses: dict[str, int] = {}
         for path in sorted(glob.glob(out + "*")):
             with open(path, encoding="utf-8") as profile:
                 text = profile.read()
-            found = re.search(r"^totals: (\d+)", text, re.M)
+            found = re.search(r"^totals: ([\d ]+)", text, re.M)
             thread = re.search(r"^thread: (\d+)", text, re.M)
+            events = re.search(r"^events: (.+)$", text, re.M)
             if found is not None:
-                by_thread[int(thread.group(1)) if thread else 1] = int(found.group(1))
+                totals = [int(value) for value in found.group(1).split()]
+                number = int(thread.group(1)) if thread else 1
+                by_thread[number] = totals[0]
+                if number == 1 and events is not None:
+                    misses = dict(zip(events.group(1).split(), totals, strict=False))
             if os.environ.get("KEEP_CALLGRIND"):
                 shutil.copy(path, os.environ["KEEP_CALLGRIND"] + path[len(out):])
     main_thread = by_thread.get(1, 0)
     return {"side": side, "python": python, "games": games, "actions": actions,
             "instructions_per_action": round(sum(by_thread.values()) / actions),
             "main_thread_instructions_per_action": round(main_thread / actions),
-            "threads": len(by_thread)}
+            "threads": len(by_thread),
+            **{f"main_thread_{name}_per_action": round(misses[name] / actions)
+               for name in SIMULATED if name in misses}}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -129,14 +148,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--games", type=int, default=16)
     parser.add_argument("--warmup", type=float, default=8.0)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--cache-sim", action="store_true",
+                        help="also count simulated cache misses and mispredicted branches")
     args = parser.parse_args(argv)
     if not args.compare:
-        print(json.dumps(measure(args.python, args.side, args.games, args.warmup, args.seconds)))
+        print(json.dumps(measure(args.python, args.side, args.games, args.warmup, args.seconds,
+                                 args.cache_sim)))
         return
     runs = [subprocess.Popen(
         [sys.executable, "-m", "tapis_bench.served_instructions", "--python", python,
          "--side", args.side, "--games", str(args.games), "--warmup", str(args.warmup),
-         "--seconds", str(args.seconds)], stdout=subprocess.PIPE, text=True)
+         "--seconds", str(args.seconds), *(["--cache-sim"] if args.cache_sim else [])],
+        stdout=subprocess.PIPE, text=True)
         for python in (args.python, *args.compare)]
     for run in runs:
         out, _ = run.communicate()

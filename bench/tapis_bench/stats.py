@@ -42,10 +42,17 @@ def rss_kib(pid: int) -> int:
 def cpu_seconds(pid: int) -> float:
     """CPU time (user + system, every thread) a process has used so far, in seconds (Linux:
     ``utime`` + ``stime`` of ``/proc/PID/stat``)."""
+    user, system = cpu_split(pid)
+    return user + system
+
+
+def cpu_split(pid: int) -> tuple[float, float]:
+    """The CPU time a process has used so far in user space and in the kernel (every thread),
+    in seconds: ``utime`` and ``stime`` of ``/proc/PID/stat`` (Linux)."""
     import os
 
     with open(f"/proc/{pid}/stat") as stat:
         text = stat.read()
     fields = text[text.rindex(")") + 2:].split()  # after the command name, which may hold spaces
-    ticks = int(fields[11]) + int(fields[12])  # fields 14 and 15 of proc(5)
-    return ticks / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick  # fields 14 and 15 of proc(5)

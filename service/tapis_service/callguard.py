@@ -1,17 +1,23 @@
-"""The call guard: undecodable requests and the bound on calls in flight.
+"""The call guard: what every gRPC method passes through, once — safe decoding, the bound on
+calls in flight, refusals turned into statuses, and the call's metrics and log context.
 
 grpc's method handlers decode the request before any servicer code runs, and a decoding error
 there comes back as ``UNKNOWN "Unexpected <class ...>"``. ``CallGuard`` gives every method a
 decoder that never raises: bytes that do not decode become ``Undecodable``, answered
-``INVALID_ARGUMENT`` / ``INVALID_REQUEST``. It also bounds the unary calls in flight: beyond
-the bound a call is answered at once with ``RESOURCE_EXHAUSTED`` / ``OVERLOADED`` (a client
-retries it with backoff) instead of queueing until the client's deadline cancels it. Streams
-are not bounded here: they have their own caps (``tapis_service.streams``). Every call, unary
-or server stream, is counted and timed in grpc-prometheus' series (``metrics.RPC_*``).
+``INVALID_ARGUMENT`` / ``INVALID_REQUEST``. It bounds the unary calls in flight: beyond the
+bound a call is answered at once with ``RESOURCE_EXHAUSTED`` / ``OVERLOADED`` (a client retries
+it with backoff) instead of queueing until the client's deadline cancels it. Streams are not
+bounded here: they have their own caps (``tapis_service.streams``). A ``ServiceError`` a method
+raises (its own refusal, or the API's) ends the call with that refusal's status and ErrorInfo,
+here and nowhere else. Every call, unary or server stream, is counted and timed in
+grpc-prometheus' series (``metrics.RPC_*``).
+
+A method's behavior returns its answer (or an awaitable of it); a server stream's behavior is a
+coroutine function that writes its messages, or anything else that returns them as an async
+iterator (an async generator, or a method handing over the API's).
 
 The guard wraps each method handler once, as it is registered (``CallGuard.registering``), not
-as a server interceptor, whose coroutine grpc runs on every call (a cost too small to measure
-against the machine's noise: docs/performance.md; it is simply less work).
+as a server interceptor, whose coroutine grpc runs on every call.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import contextlib
 import inspect
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, NoReturn, cast
 
 import grpc
 import structlog
@@ -58,20 +64,6 @@ def safe_deserializer(parse: Deserializer | None) -> Deserializer | None:
     return decode
 
 
-CHECKS_DECODING = "_tapis_checks_decoding"
-"""Set on a server-streaming behavior that refuses ``UNDECODABLE`` itself (``checks_decoding``):
-the guard then only counts and times it."""
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def checks_decoding(behavior: F) -> F:
-    """Mark a server-streaming behavior (an async generator) that refuses an ``UNDECODABLE``
-    request itself, with ``invalid_request``."""
-    setattr(behavior, CHECKS_DECODING, True)
-    return behavior
-
-
 def invalid_request(method: str) -> ServiceError:
     """The refusal of a request whose bytes are not a valid message of ``method``."""
     return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST",
@@ -83,14 +75,23 @@ def _overloaded() -> ServiceError:
                         "the server has too many calls in flight; retry with backoff")
 
 
-async def _refuse(context: grpc.aio.ServicerContext, error: ServiceError) -> None:
+def _refused(error: ServiceError) -> ServiceError:
+    """``error``, a refusal the guard decides itself, counted and logged."""
     metrics.REFUSALS.labels(error.code.name, error.reason).inc()
     log.info("refused", code=error.code.name, reason=error.reason)
+    error.logged = True
+    return error
+
+
+async def _abort(context: grpc.aio.ServicerContext, error: ServiceError) -> NoReturn:
+    """End the call with ``error``'s status (``abort_with_status`` raises, always)."""
     await context.abort_with_status(to_status(error))
+    raise AssertionError("grpc's abort_with_status returned")
 
 
 class CallGuard:
-    """Safe request decoding for every method, and at most ``max_in_flight`` unary calls."""
+    """Safe request decoding for every method, at most ``max_in_flight`` unary calls, refusals
+    as statuses, every call counted and timed."""
 
     def __init__(self, max_in_flight: int, proxies: TrustedProxies | None = None) -> None:
         self.max_in_flight = max_in_flight
@@ -109,12 +110,13 @@ class CallGuard:
         if handler.unary_unary is not None:
             return handler._replace(request_deserializer=decode,
                                     unary_unary=self._unary(method, handler.unary_unary))
-        if handler.request_deserializer is None:
-            # raw-bytes streams (a cluster node's relay, its tunnel): nothing can fail to decode
-            return handler
         if handler.unary_stream is not None:
             return handler._replace(request_deserializer=decode,
-                                    unary_stream=_checked_stream(method, handler.unary_stream))
+                                    unary_stream=_stream(method, handler.unary_stream))
+        if handler.request_deserializer is None:
+            # a raw-bytes request stream (a cluster node's tunnel): nothing can fail to decode,
+            # and the tunnel answers its own refusals
+            return handler
         if handler.stream_unary is not None:
             return handler._replace(request_deserializer=decode,
                                     stream_unary=_checked_requests(method, handler.stream_unary))
@@ -123,33 +125,40 @@ class CallGuard:
 
     def _unary(self, method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
         labels = ("unary", *method.lstrip("/").split("/", 1))
+        started = metrics.RPC_STARTED.cell(*labels)
+        answered = metrics.RPC_HANDLED.cell(*labels, "OK")
         timing = metrics.RPC_SECONDS.child(*labels)
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            started = time.perf_counter()
-            metrics.RPC_STARTED.inc(*labels)
-            call = logcontext.CallInfo(context, request, started, self.proxies)
+            began = time.perf_counter()
+            started[0] += 1
+            call = logcontext.CallInfo(context, request, began, self.proxies)
             bound = logcontext.bind(call=call)
-            code = "OK"
             try:
                 if request is UNDECODABLE:
-                    await _refuse(context, invalid_request(method))
+                    raise _refused(invalid_request(method))
                 if self.in_flight >= self.max_in_flight:
-                    await _refuse(context, _overloaded())
+                    raise _refused(_overloaded())
                 self.in_flight += 1
                 try:
-                    result = behavior(request, context)
-                    return await result if inspect.isawaitable(result) else result
+                    answer = behavior(request, context)
+                    if inspect.isawaitable(answer):
+                        answer = await answer
                 finally:
                     self.in_flight -= 1
+                answered[0] += 1
+                _handled(timing, time.perf_counter() - began)
+                return answer
+            except ServiceError as error:
+                _ended(labels, timing, error.code.name, began)
+                await _abort(context, error)
             except asyncio.CancelledError:
-                code = "CANCELLED"
+                _ended(labels, timing, "CANCELLED", began)
                 raise
             except BaseException:
-                code = _code_of(context)
+                _ended(labels, timing, _code_of(context), began)
                 raise
             finally:
-                _handled(labels, timing, code, time.perf_counter() - started)
                 call.end()
                 logcontext.reset(bound)
 
@@ -168,9 +177,9 @@ def _code_of(context: grpc.aio.ServicerContext) -> str:
     return "UNKNOWN" if code is None else str(code)
 
 
-def _handled(labels: tuple[str, ...], timing: list[float], code: str, seconds: float) -> None:
-    """grpc-prometheus' two metrics, and the call's own log line (debug, or info when slow)."""
-    metrics.RPC_HANDLED.inc(*labels, code)
+def _handled(timing: list[float], seconds: float, code: str = "OK") -> None:
+    """A unary call's duration in grpc-prometheus' histogram, and the call's own log line
+    (debug, or info when slow)."""
     metrics.RPC_SECONDS.observe_child(timing, seconds)
     if seconds >= SLOW_CALL_S:
         log.info("slow_call", code=code)
@@ -178,69 +187,78 @@ def _handled(labels: tuple[str, ...], timing: list[float], code: str, seconds: f
         log.debug("call", code=code)
 
 
-def _checked_stream(method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
-    """A server-streaming behavior (an async generator, or a coroutine that writes), counted
-    and timed as grpc-prometheus does (``grpc_type="server_stream"``: started, each message
-    sent, handled with its code, the whole stream's duration)."""
-    labels = ("server_stream", *method.lstrip("/").split("/", 1))
-    timing = metrics.RPC_SECONDS.child(*labels)
-    checks_itself = getattr(behavior, CHECKS_DECODING, False)
-
-    if inspect.isasyncgenfunction(behavior):
-        async def generate(request: Any, context: grpc.aio.ServicerContext
-                           ) -> AsyncIterator[Any]:
-            with _StreamCounted(labels, timing, context):
-                if request is UNDECODABLE and not checks_itself:
-                    await _refuse(context, invalid_request(method))
-                async with contextlib.aclosing(behavior(request, context)) as responses:
-                    async for response in responses:
-                        metrics.RPC_SENT.inc(*labels)
-                        yield response
-
-        return generate
-
-    async def write(request: Any, context: grpc.aio.ServicerContext) -> Any:
-        with _StreamCounted(labels, timing, context):
-            if request is UNDECODABLE and not checks_itself:
-                await _refuse(context, invalid_request(method))
-            result = behavior(request, context)
-            return await result if inspect.isawaitable(result) else result
-
-    return write
-
-
-class _StreamCounted:
-    """A server stream, from its start to its end: started, then handled with the code it ended
-    with (``CANCELLED`` when its reader left) and its duration."""
-
-    def __init__(self, labels: tuple[str, ...], timing: list[float],
-                 context: grpc.aio.ServicerContext) -> None:
-        self.labels = labels
-        self.timing = timing
-        self.context = context
-        self.started = 0.0
-
-    def __enter__(self) -> None:
-        self.started = time.perf_counter()
-        metrics.RPC_STARTED.inc(*self.labels)
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 traceback: Any) -> None:
-        if kind is None:
-            code = "OK"
-        elif issubclass(kind, (asyncio.CancelledError, GeneratorExit)):
-            code = "CANCELLED"
-        else:
-            code = _code_of(self.context)
-        _stream_ended(self.labels, self.timing, code, time.perf_counter() - self.started)
-
-
-def _stream_ended(labels: tuple[str, ...], timing: list[float], code: str,
-                  seconds: float) -> None:
-    """A server stream's ``grpc_server_handled_total`` and duration (no log line: a stream
-    lasts as long as its reader wants)."""
+def _ended(labels: tuple[str, ...], timing: list[float], code: str, began: float) -> None:
+    """A unary call that did not answer: counted with its code, timed and logged."""
     metrics.RPC_HANDLED.inc(*labels, code)
-    metrics.RPC_SECONDS.observe_child(timing, seconds)
+    _handled(timing, time.perf_counter() - began, code)
+
+
+def _stream(method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
+    """A server stream, counted and timed as grpc-prometheus does (``grpc_type=
+    "server_stream"``: started, each message sent, handled with its code — ``CANCELLED`` when
+    its reader left — and the whole stream's duration; no log line: a stream lasts as long as
+    its reader wants).
+
+    Its headers go out first, before any message: grpc sends them with the first message
+    otherwise, and an abort from another task while that first write is pending (the
+    slow-stream watchdog: ``servicer.stream_ender``) would queue the headers a second time,
+    which grpc refuses (``TOO_MANY_OPERATIONS``): the status would never be sent, and a client
+    reading the cut stream would wait for its end forever."""
+    labels = ("server_stream", *method.lstrip("/").split("/", 1))
+    started = metrics.RPC_STARTED.cell(*labels)
+    sent = metrics.RPC_SENT.cell(*labels)
+    timing = metrics.RPC_SECONDS.child(*labels)
+
+    def ended(code: str, began: float) -> None:
+        metrics.RPC_HANDLED.inc(*labels, code)
+        metrics.RPC_SECONDS.observe_child(timing, time.perf_counter() - began)
+
+    if inspect.iscoroutinefunction(behavior):  # it writes its messages itself
+        async def write(request: Any, context: grpc.aio.ServicerContext) -> None:
+            began = time.perf_counter()
+            started[0] += 1
+            try:
+                if request is UNDECODABLE:
+                    raise _refused(invalid_request(method))
+                await context.send_initial_metadata(())
+                await behavior(request, context)
+            except ServiceError as error:
+                ended(error.code.name, began)
+                await _abort(context, error)
+            except asyncio.CancelledError:
+                ended("CANCELLED", began)
+                raise
+            except BaseException:
+                ended(_code_of(context), began)
+                raise
+            ended("OK", began)
+
+        return write
+
+    async def generate(request: Any, context: grpc.aio.ServicerContext
+                       ) -> AsyncIterator[Any]:
+        began = time.perf_counter()
+        started[0] += 1
+        try:
+            if request is UNDECODABLE:
+                raise _refused(invalid_request(method))
+            await context.send_initial_metadata(())
+            async with contextlib.aclosing(behavior(request, context)) as responses:
+                async for response in responses:
+                    sent[0] += 1
+                    yield response
+        except ServiceError as error:
+            ended(error.code.name, began)
+            await _abort(context, error)
+        except (asyncio.CancelledError, GeneratorExit):
+            ended("CANCELLED", began)
+            raise
+        except Exception:
+            ended(_code_of(context), began)
+            raise
+        ended("OK", began)
+
+    return generate
 
 
 def _checked_requests(method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
@@ -251,7 +269,7 @@ def _checked_requests(method: str, behavior: Callable[..., Any]) -> Callable[...
         async def read() -> AsyncIterator[Any]:
             async for request in requests:
                 if request is UNDECODABLE:
-                    await _refuse(context, invalid_request(method))
+                    await _abort(context, _refused(invalid_request(method)))
                 yield request
 
         return read()

@@ -28,30 +28,42 @@ class CachedCounter(Counter):
 
 
 class LoopCounter:
-    """A labelled counter incremented only from the event loop's thread: a plain integer per
-    label values (no lock, no child lookup: once per action), exported like a ``Counter``
-    (``<name>_total``) by the registry's collection, which reads a copy (``dict.copy`` is
-    atomic under the GIL, so the exporter's thread never sees the dict change under it)."""
+    """A labelled counter incremented only from the event loop's thread: a one-item list per
+    label values (no lock, no child lookup: a hot path looks its ``cell`` up once and adds to
+    it), exported like a ``Counter`` (``<name>_total``) by the registry's collection, which
+    reads a copy (``dict.copy`` is atomic under the GIL, so the exporter's thread never sees
+    the dict change under it, and reading a cell's integer is atomic too)."""
 
     def __init__(self, name: str, documentation: str, labelnames: list[str],
                  registry: CollectorRegistry = REGISTRY) -> None:
         self.name = name
         self.documentation = documentation
         self.labelnames = labelnames
-        self.counts: dict[tuple[str, ...], int] = {}
+        self.counts: dict[tuple[str, ...], list[int]] = {}
         registry.register(self)
 
+    def cell(self, *values: str) -> list[int]:
+        """The count of these label values, as a one-item list a caller adds to
+        (``cell[0] += 1``): looked up once by a caller on a hot path."""
+        cell = self.counts.get(values)
+        if cell is None:
+            cell = self.counts[values] = [0]
+        return cell
+
     def inc(self, *values: str) -> None:
-        counts = self.counts
-        counts[values] = counts.get(values, 0) + 1
+        cell = self.counts.get(values)
+        if cell is None:
+            cell = self.counts[values] = [0]
+        cell[0] += 1
 
     def value(self, *values: str) -> int:
-        return self.counts.get(values, 0)
+        cell = self.counts.get(values)
+        return 0 if cell is None else cell[0]
 
     def collect(self) -> list[CounterMetricFamily]:
         family = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
-        for values, count in sorted(self.counts.copy().items()):
-            family.add_metric(values, count)
+        for values, cell in sorted(self.counts.copy().items()):
+            family.add_metric(values, cell[0])
         return [family]
 
 

@@ -1,10 +1,11 @@
-"""The gRPC adapter of tapis.v1.GameService: a call's context becomes a ``Caller``, the request
-goes to ``GameApi``, a refusal becomes a gRPC status with ErrorInfo — once, here."""
+"""The gRPC adapter of tapis.v1.GameService: a call's context becomes a ``Caller`` and the request
+goes to ``GameApi``. A refusal the API raises becomes a gRPC status with ErrorInfo once, in the
+call guard every method passes (``callguard``)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn
 
 import grpc
@@ -14,7 +15,6 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service import tracing
 from tapis_service.caller import Caller, deadline_in
-from tapis_service.callguard import UNDECODABLE, checks_decoding, invalid_request
 from tapis_service.errors import ServiceError, to_status
 from tapis_service.game_api import EndStream, GameApi
 from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
@@ -56,7 +56,8 @@ def caller_of(context: grpc.aio.ServicerContext,
 
 
 async def refuse(context: grpc.aio.ServicerContext, error: ServiceError) -> NoReturn:
-    """End the call with ``error``'s status (``abort_with_status`` raises, always)."""
+    """End the call with ``error``'s status (``abort_with_status`` raises, always): for the
+    handlers the call guard does not wrap (a cluster node's tunnel)."""
     await context.abort_with_status(to_status(error))
     raise AssertionError("grpc's abort_with_status returned")
 
@@ -65,15 +66,10 @@ _ENDING: set[asyncio.Future[None]] = set()
 log = structlog.get_logger("tapis.rpc")
 
 
-async def stream_ender(context: grpc.aio.ServicerContext) -> EndStream:
+def stream_ender(context: grpc.aio.ServicerContext) -> EndStream:
     """How a server stream of ``context`` is ended from another task (the watchdog): its
-    status is queued behind the messages grpc holds, then the stream's task is cancelled.
-
-    The stream's headers go out first, here, before any message: grpc sends them with the
-    first message otherwise, and an abort while that first write is pending would queue the
-    headers a second time, which grpc refuses (``TOO_MANY_OPERATIONS``). The status would then
-    never be sent, and a client reading the cut stream would wait for its end forever."""
-    await context.send_initial_metadata(())
+    status is queued behind the messages grpc holds, then the stream's task is cancelled (the
+    call guard sent the stream's headers first: ``callguard._stream`` says why)."""
 
     async def end(error: ServiceError) -> None:
         try:
@@ -92,7 +88,9 @@ async def stream_ender(context: grpc.aio.ServicerContext) -> EndStream:
 
 
 class GameServicer(pb_grpc.GameServiceServicer):
-    """Every RPC of tapis.v1.GameService, served by ``api``."""
+    """Every RPC of tapis.v1.GameService, served by ``api``: each method hands the request and
+    its ``Caller`` to the API and returns what the API returns (an awaitable answer, or a
+    stream's async iterator), which the call guard awaits or iterates."""
 
     def __init__(self, api: GameApi) -> None:
         self.api = api
@@ -101,93 +99,54 @@ class GameServicer(pb_grpc.GameServiceServicer):
         """The call's ``Caller`` (behind a trusted proxy, the client's address)."""
         return caller_of(context, self.api.proxies)
 
-    async def CreateGame(self, request: pb.CreateGameRequest,
-                         context: grpc.aio.ServicerContext) -> pb.CreateGameResponse:
-        try:
-            return await self.api.create_game(request, self.caller(context))
-        except ServiceError as error:
-            await refuse(context, error)
+    def CreateGame(self, request: pb.CreateGameRequest, context: grpc.aio.ServicerContext
+                   ) -> Awaitable[pb.CreateGameResponse]:
+        return self.api.create_game(request, self.caller(context))
 
-    async def JoinGame(self, request: pb.JoinGameRequest,
-                       context: grpc.aio.ServicerContext) -> pb.JoinGameResponse:
-        try:
-            return await self.api.join_game(request, self.caller(context))
-        except ServiceError as error:
-            await refuse(context, error)
+    def JoinGame(self, request: pb.JoinGameRequest, context: grpc.aio.ServicerContext
+                 ) -> Awaitable[pb.JoinGameResponse]:
+        return self.api.join_game(request, self.caller(context))
 
-    async def GetGame(self, request: pb.GetGameRequest,
-                      context: grpc.aio.ServicerContext) -> pb.GetGameResponse:
-        try:
-            return await self.api.get_game(request, self.caller(context))
-        except ServiceError as error:
-            await refuse(context, error)
+    def GetGame(self, request: pb.GetGameRequest, context: grpc.aio.ServicerContext
+                ) -> Awaitable[pb.GetGameResponse]:
+        return self.api.get_game(request, self.caller(context))
 
-    async def SubmitAction(  # type: ignore[override]
-            self, request: pb.SubmitActionRequest, context: grpc.aio.ServicerContext) -> bytes:
+    def SubmitAction(  # type: ignore[override]
+            self, request: pb.SubmitActionRequest, context: grpc.aio.ServicerContext
+    ) -> Awaitable[bytes]:
         """The answer is the serialized ``SubmitActionResponse`` (sent as it is)."""
-        try:
-            return await self.api.submit_action(request, self.caller(context))
-        except ServiceError as error:
-            await refuse(context, error)
+        return self.api.submit_action(request, self.caller(context))
 
-    @checks_decoding
-    async def StreamEvents(  # type: ignore[override]
+    def StreamEvents(  # type: ignore[override]
             self, request: pb.StreamEventsRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[bytes]:
         """Each message is a serialized ``StreamEventsResponse`` (sent as it is)."""
-        try:
-            if request is UNDECODABLE:  # CallGuard's decoder: bytes that are no request
-                raise invalid_request("StreamEvents")
-            end = await stream_ender(context)
-            async for message in self.api.stream_events(request, self.caller(context), end):
-                yield message
-        except ServiceError as error:
-            await refuse(context, error)
+        return self.api.stream_events(request, self.caller(context), stream_ender(context))
 
-    async def ListGames(self, request: pb.ListGamesRequest,
-                        context: grpc.aio.ServicerContext) -> pb.ListGamesResponse:
-        try:
-            return await self.api.list_games(request, self.caller(context))
-        except ServiceError as error:
-            await refuse(context, error)
+    def ListGames(self, request: pb.ListGamesRequest, context: grpc.aio.ServicerContext
+                  ) -> Awaitable[pb.ListGamesResponse]:
+        return self.api.list_games(request, self.caller(context))
 
-    async def WatchResults(self, request: pb.WatchResultsRequest,
-                           context: grpc.aio.ServicerContext
-                           ) -> AsyncIterator[pb.WatchResultsResponse]:
-        try:
-            async for message in self.api.watch_results(request, self.caller(context)):
-                yield message
-        except ServiceError as error:
-            await refuse(context, error)
+    def WatchResults(self, request: pb.WatchResultsRequest, context: grpc.aio.ServicerContext
+                     ) -> AsyncIterator[pb.WatchResultsResponse]:
+        return self.api.watch_results(request, self.caller(context))
 
-    async def AckResults(self, request: pb.AckResultsRequest,
-                         context: grpc.aio.ServicerContext) -> pb.AckResultsResponse:
-        try:
-            return await self.api.ack_results(request, self.caller(context))
-        except ServiceError as error:
-            await refuse(context, error)
+    def AckResults(self, request: pb.AckResultsRequest, context: grpc.aio.ServicerContext
+                   ) -> Awaitable[pb.AckResultsResponse]:
+        return self.api.ack_results(request, self.caller(context))
 
-    async def EndTable(self, request: pb.EndTableRequest,
-                       context: grpc.aio.ServicerContext) -> pb.EndTableResponse:
-        try:
-            return await self.api.end_table(request, self.caller(context))
-        except ServiceError as error:
-            await refuse(context, error)
+    def EndTable(self, request: pb.EndTableRequest, context: grpc.aio.ServicerContext
+                 ) -> Awaitable[pb.EndTableResponse]:
+        return self.api.end_table(request, self.caller(context))
 
-    async def ReplaceSeat(self, request: pb.ReplaceSeatRequest,
-                          context: grpc.aio.ServicerContext) -> pb.ReplaceSeatResponse:
-        try:
-            return await self.api.replace_seat(request, self.caller(context))
-        except ServiceError as error:
-            await refuse(context, error)
+    def ReplaceSeat(self, request: pb.ReplaceSeatRequest, context: grpc.aio.ServicerContext
+                    ) -> Awaitable[pb.ReplaceSeatResponse]:
+        return self.api.replace_seat(request, self.caller(context))
 
-    async def CreateSpectatorToken(self, request: pb.CreateSpectatorTokenRequest,
-                                   context: grpc.aio.ServicerContext
-                                   ) -> pb.CreateSpectatorTokenResponse:
-        try:
-            return await self.api.create_spectator_token(request, self.caller(context))
-        except ServiceError as error:
-            await refuse(context, error)
+    def CreateSpectatorToken(self, request: pb.CreateSpectatorTokenRequest,
+                             context: grpc.aio.ServicerContext
+                             ) -> Awaitable[pb.CreateSpectatorTokenResponse]:
+        return self.api.create_spectator_token(request, self.caller(context))
 
 
 def _unary(behavior: Callable[..., Any], request: Any, response: Any

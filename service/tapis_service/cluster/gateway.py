@@ -1,7 +1,7 @@
 """The gRPC face of a cluster node: every GameService method on raw request bytes (only the
 table id is read to route a call: the node that serves it parses it), and the tunnel other
-nodes relay calls through. Like the single node's servicer, it builds the ``Caller`` once and
-maps a refusal to its status once."""
+nodes relay calls through. Like the single node's servicer, it builds the ``Caller`` once; the
+call guard every method passes turns a refusal into its status."""
 
 from __future__ import annotations
 
@@ -14,14 +14,12 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_service.caller import Caller
 from tapis_service.cluster.listing import Listing
 from tapis_service.cluster.relay import Relay, parsed
-from tapis_service.errors import ServiceError
 from tapis_service.proxies import TrustedProxies
 from tapis_service.servicer import (
     SERVICE,
     GameServicer,
     caller_of,
     method_handlers,
-    refuse,
     stream_ender,
 )
 
@@ -29,11 +27,8 @@ Serve = Callable[[bytes, Caller], Awaitable[bytes]]
 
 
 def _unary(serve: Serve, proxies: TrustedProxies) -> grpc.RpcMethodHandler:
-    async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
-        try:
-            return await serve(raw, caller_of(context, proxies))
-        except ServiceError as error:
-            await refuse(context, error)
+    def handle(raw: bytes, context: grpc.aio.ServicerContext) -> Awaitable[bytes]:
+        return serve(raw, caller_of(context, proxies))
 
     return grpc.unary_unary_rpc_method_handler(handle)
 
@@ -46,14 +41,8 @@ def game_service(relay: Relay, listing: Listing) -> grpc.GenericRpcHandler:
         answer = await listing.list_games(parsed(pb.ListGamesRequest, raw), caller)
         return bytes(answer.SerializeToString())
 
-    async def stream_events(raw: bytes, context: grpc.aio.ServicerContext
-                            ) -> AsyncIterator[bytes]:
-        try:
-            async for message in relay.stream(raw, caller_of(context, proxies),
-                                              await stream_ender(context)):
-                yield message
-        except ServiceError as error:
-            await refuse(context, error)
+    def stream_events(raw: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
+        return relay.stream(raw, caller_of(context, proxies), stream_ender(context))
 
     methods = {
         "CreateGame": _unary(relay.create_game, proxies),
