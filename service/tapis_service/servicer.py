@@ -5,6 +5,7 @@ call guard every method passes (``callguard``)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn
 
@@ -14,7 +15,7 @@ import structlog
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service import tracing
-from tapis_service.caller import Caller, deadline_in
+from tapis_service.caller import Caller
 from tapis_service.errors import ServiceError, to_status
 from tapis_service.game_api import EndStream, GameApi
 from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
@@ -50,9 +51,10 @@ def caller_of(context: grpc.aio.ServicerContext,
     peer = str(context.peer())
     if proxies is not None and proxies.networks:
         peer = proxies.client_peer(peer, forwarded)
-    return Caller(seat_token=token, bad_authorization=bad, api_key=api_key,
-                  peer=peer, deadline=deadline_in(context.time_remaining()),
-                  traceparent=tracing.traceparent())
+    remaining = context.time_remaining()
+    return Caller(seat_token=token, bad_authorization=bad, api_key=api_key, peer=peer,
+                  deadline=None if remaining is None else time.monotonic() + remaining,
+                  traceparent=tracing.traceparent() if tracing.ENABLED else None)
 
 
 async def refuse(context: grpc.aio.ServicerContext, error: ServiceError) -> NoReturn:
