@@ -22,6 +22,7 @@ import grpc
 import structlog
 from grpc_health.v1 import health_pb2_grpc
 
+from tapis_service.errors import ServiceError, to_status
 from tapis_service.health import new_health
 from tapis_service.logrepeat import RepeatLimiter
 
@@ -72,9 +73,32 @@ def listen_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
+def _starting() -> ServiceError:
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "SERVER_STARTING",
+                        "the server is starting: retry with backoff")
+
+
+async def _refuse_starting(request: bytes, context: grpc.aio.ServicerContext) -> None:
+    await context.abort_with_status(to_status(_starting()))
+
+
+class _Starting(grpc.GenericRpcHandler):
+    """Every method but the health service's, while the server starts: ``UNAVAILABLE`` /
+    ``SERVER_STARTING`` (a client retries), not grpc's bare ``UNIMPLEMENTED`` for a method the
+    room does not serve. The request is read as raw bytes and never parsed; a streaming call
+    reads the same status after its first message."""
+
+    def __init__(self) -> None:
+        self._handler = grpc.unary_unary_rpc_method_handler(_refuse_starting)
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        return self._handler
+
+
 class WaitingRoom:
     """A gRPC server with the health service alone (liveness SERVING, readiness NOT_SERVING),
-    on the server's port until the real one takes it."""
+    on the server's port until the real one takes it; every other call is told the server is
+    starting (``SERVER_STARTING``)."""
 
     def __init__(self, server: grpc.aio.Server) -> None:
         self.server: grpc.aio.Server | None = server
@@ -93,6 +117,7 @@ class WaitingRoom:
             raise CannotListen(f"cannot listen on {address} (is another server there?)")
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
         health_pb2_grpc.add_HealthServicer_to_server(await new_health(ready=False), server)
+        server.add_generic_rpc_handlers((_Starting(),))  # after health's: asked last
         try:
             if security is None:
                 server.add_insecure_port(address)

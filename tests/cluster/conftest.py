@@ -23,9 +23,9 @@ async def start_nodes(cluster_url: str, tmp_path: Path) -> AsyncIterator[StartNo
 
     async def start(count: int) -> list[Node]:
         nodes = [Node(cluster_url, tmp_path) for _ in range(count)]
+        started.extend(nodes)  # before starting them: one that fails leaves none running
         for node in nodes:
             await node.start()
-        started.extend(nodes)
         return nodes
 
     yield start

@@ -1,6 +1,6 @@
 """Start-up, with real processes: every failure is one line and exit 2; a signal during start-up
-stops the server at once with exit 0; while the store is not there yet, liveness is SERVING and
-readiness is not."""
+stops the server at once with exit 0; while the store is not there yet, liveness is SERVING,
+readiness is not, and every other call is told UNAVAILABLE / SERVER_STARTING."""
 
 from __future__ import annotations
 
@@ -16,11 +16,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.entry import StopDuringStartup, stop_at_once_on_signals
+from tests.support.calls import reason_of
 from tests.support.process import ServerProcess, channel, free_port, health_status
 
 SERVER = [sys.executable, "-m", "tapis_service.main", "--log-level", "warning"]
@@ -103,6 +105,17 @@ async def test_waiting_for_the_database_liveness_serves_and_sigterm_stops_at_onc
             await asyncio.sleep(0.05)
         assert await health_status(target, "") == "NOT_SERVING"
         assert await health_status(target, "tapis.v1.GameService") == "NOT_SERVING"
+        async with channel(target) as opened:  # any other call: retry, it is starting
+            stub = pb_grpc.GameServiceStub(opened)
+            with pytest.raises(grpc.aio.AioRpcError) as unary:
+                await stub.SubmitAction(pb.SubmitActionRequest(game_id="g"), timeout=5)
+            with pytest.raises(grpc.aio.AioRpcError) as stream:
+                async for _ in stub.StreamEvents(pb.StreamEventsRequest(game_id="g"),
+                                                 timeout=5):
+                    pass
+        for refused in (unary.value, stream.value):
+            assert refused.code() == grpc.StatusCode.UNAVAILABLE
+            assert reason_of(refused) == "SERVER_STARTING"
         signalled = time.monotonic()
         process.send_signal(signal.SIGTERM)
         assert process.wait(10) == 0
