@@ -38,6 +38,9 @@ class SeatTokens:
         self._seats: dict[str, tuple[str, int]] = {}
         self._revoked: dict[str, str] = {}
         """Hashes of revoked tokens -> their table."""
+        self._by_table: dict[str, set[str]] = {}
+        """Table -> the hashes of its tokens, live and revoked: revoking a seat or forgetting a
+        table looks at that table's tokens only, not at every token of the server."""
 
     def issue(self, game_id: str, seat: int, request_id: str) -> str:
         """A new seat token: derived from the join's ``request_id``, else random."""
@@ -50,10 +53,12 @@ class SeatTokens:
     def add(self, digest: str, game_id: str, seat: int) -> None:
         """Know the token whose hash is ``digest`` as ``seat`` of ``game_id``."""
         self._seats[digest] = (game_id, seat)
+        self._by_table.setdefault(game_id, set()).add(digest)
 
     def revoke(self, game_id: str, seat: int) -> list[str]:
-        """Revoke every token of ``seat`` of ``game_id``; the hashes revoked."""
-        revoked = [digest for digest, owner in self._seats.items() if owner == (game_id, seat)]
+        """Revoke every token of ``seat`` of ``game_id``; the hashes revoked (sorted)."""
+        revoked = sorted(digest for digest in self._by_table.get(game_id, ())
+                         if self._seats.get(digest) == (game_id, seat))
         for digest in revoked:
             self.add_revoked(digest, game_id)
         return revoked
@@ -62,14 +67,14 @@ class SeatTokens:
         """Know the token whose hash is ``digest`` as revoked at ``game_id``."""
         self._seats.pop(digest, None)
         self._revoked[digest] = game_id
+        self._by_table.setdefault(game_id, set()).add(digest)
 
     def forget(self, game_id: str) -> None:
         """Forget every token of a table (it left this server), revoked ones too."""
-        for digest, (known, _) in list(self._seats.items()):
-            if known == game_id:
+        for digest in self._by_table.pop(game_id, ()):
+            if self._seats.get(digest, ("",))[0] == game_id:
                 del self._seats[digest]
-        for digest, known in list(self._revoked.items()):
-            if known == game_id:
+            if self._revoked.get(digest) == game_id:
                 del self._revoked[digest]
 
     def seat_of(self, session: Session, token: str | None) -> int | None:
