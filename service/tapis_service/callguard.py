@@ -27,13 +27,13 @@ import contextlib
 import inspect
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, NoReturn, cast
+from typing import Any, cast
 
 import grpc
 import structlog
 
 from tapis_service import logcontext, metrics
-from tapis_service.errors import ServiceError, to_status
+from tapis_service.errors import ServiceError, end_call
 from tapis_service.proxies import TrustedProxies
 
 log = structlog.get_logger("tapis.rpc")
@@ -79,14 +79,7 @@ def _refused(error: ServiceError) -> ServiceError:
     """``error``, a refusal the guard decides itself, counted and logged."""
     metrics.REFUSALS.labels(error.code.name, error.reason).inc()
     log.info("refused", code=error.code.name, reason=error.reason)
-    error.logged = True
     return error
-
-
-async def _abort(context: grpc.aio.ServicerContext, error: ServiceError) -> NoReturn:
-    """End the call with ``error``'s status (``abort_with_status`` raises, always)."""
-    await context.abort_with_status(to_status(error))
-    raise AssertionError("grpc's abort_with_status returned")
 
 
 class CallGuard:
@@ -151,7 +144,7 @@ class CallGuard:
                 return answer
             except ServiceError as error:
                 _ended(labels, timing, error.code.name, began)
-                await _abort(context, error)
+                await end_call(context, error)
             except asyncio.CancelledError:
                 _ended(labels, timing, "CANCELLED", began)
                 raise
@@ -232,7 +225,7 @@ def _stream(method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
                         sent[0] += 1
         except ServiceError as error:
             ended(error.code.name, began)
-            await _abort(context, error)
+            await end_call(context, error)
         except asyncio.CancelledError:
             ended("CANCELLED", began)
             raise
@@ -252,7 +245,7 @@ def _checked_requests(method: str, behavior: Callable[..., Any]) -> Callable[...
         async def read() -> AsyncIterator[Any]:
             async for request in requests:
                 if request is UNDECODABLE:
-                    await _abort(context, _refused(invalid_request(method)))
+                    await end_call(context, _refused(invalid_request(method)))
                 yield request
 
         return read()

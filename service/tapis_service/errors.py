@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import grpc
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
@@ -67,6 +69,12 @@ def status_message(error: ServiceError) -> status_pb2.Status:
 def to_status(error: ServiceError) -> grpc.Status:
     """A rich ``grpc.Status`` carrying the refusal's ErrorInfo."""
     return rpc_status.to_status(status_message(error))
+
+
+async def end_call(context: grpc.aio.ServicerContext, error: ServiceError) -> NoReturn:
+    """End a gRPC call with ``error``'s status (``abort_with_status`` raises, always)."""
+    await context.abort_with_status(to_status(error))
+    raise AssertionError("grpc's abort_with_status returned")
 
 
 _CODE_VALUES = {code: getattr(code_pb2, code.name) for code in grpc.StatusCode

@@ -51,10 +51,7 @@ class LoopCounter:
         return cell
 
     def inc(self, *values: str) -> None:
-        cell = self.counts.get(values)
-        if cell is None:
-            cell = self.counts[values] = [0]
-        cell[0] += 1
+        self.cell(*values)[0] += 1
 
     def value(self, *values: str) -> int:
         cell = self.counts.get(values)

@@ -5,9 +5,8 @@ call guard every method passes (``callguard``)."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, NoReturn
+from typing import Any
 
 import grpc
 import structlog
@@ -15,7 +14,7 @@ import structlog
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service import tracing
-from tapis_service.caller import Caller
+from tapis_service.caller import Caller, deadline_in
 from tapis_service.errors import ServiceError, to_status
 from tapis_service.game_api import EndStream, GameApi
 from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
@@ -51,17 +50,9 @@ def caller_of(context: grpc.aio.ServicerContext,
     peer = str(context.peer())
     if proxies is not None and proxies.networks:
         peer = proxies.client_peer(peer, forwarded)
-    remaining = context.time_remaining()
-    return Caller(seat_token=token, bad_authorization=bad, api_key=api_key, peer=peer,
-                  deadline=None if remaining is None else time.monotonic() + remaining,
-                  traceparent=tracing.traceparent() if tracing.ENABLED else None)
-
-
-async def refuse(context: grpc.aio.ServicerContext, error: ServiceError) -> NoReturn:
-    """End the call with ``error``'s status (``abort_with_status`` raises, always): for the
-    handlers the call guard does not wrap (a cluster node's tunnel)."""
-    await context.abort_with_status(to_status(error))
-    raise AssertionError("grpc's abort_with_status returned")
+    return Caller(seat_token=token, bad_authorization=bad, api_key=api_key,
+                  peer=peer, deadline=deadline_in(context.time_remaining()),
+                  traceparent=tracing.traceparent())
 
 
 _ENDING: set[asyncio.Future[None]] = set()

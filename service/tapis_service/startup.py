@@ -22,7 +22,7 @@ import grpc
 import structlog
 from grpc_health.v1 import health_pb2_grpc
 
-from tapis_service.errors import ServiceError, to_status
+from tapis_service.errors import ServiceError, end_call
 from tapis_service.health import new_health
 from tapis_service.logrepeat import RepeatLimiter
 
@@ -73,13 +73,9 @@ def listen_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
-def _starting() -> ServiceError:
-    return ServiceError(grpc.StatusCode.UNAVAILABLE, "SERVER_STARTING",
-                        "the server is starting: retry with backoff")
-
-
 async def _refuse_starting(request: bytes, context: grpc.aio.ServicerContext) -> None:
-    await context.abort_with_status(to_status(_starting()))
+    await end_call(context, ServiceError(grpc.StatusCode.UNAVAILABLE, "SERVER_STARTING",
+                                         "the server is starting: retry with backoff"))
 
 
 class _Starting(grpc.GenericRpcHandler):

@@ -48,8 +48,7 @@ from tapis_service.cluster.frames import (
     encode_request,
     frames_of,
 )
-from tapis_service.errors import ServiceError
-from tapis_service.servicer import refuse
+from tapis_service.errors import ServiceError, end_call
 
 log = structlog.get_logger("tapis.cluster")
 
@@ -272,7 +271,7 @@ class TunnelServer:
                            context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
         key = next((v for k, v in context.invocation_metadata() or () if k == RELAY_KEY), "")
         if (key if isinstance(key, str) else key.decode("utf-8", "replace")) != self._relay_key:
-            await refuse(context, not_a_node())
+            await end_call(context, not_a_node())
         tunnel = _Tunnel(self, frames, str(context.peer()))
         self._open.add(tunnel)
         try:
