@@ -14,8 +14,9 @@ not know refuses that call only (``cluster.tunnel``).
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from google.protobuf.message import Message
 
@@ -118,3 +119,19 @@ BY_NAME: Mapping[str, Rpc] = {rpc.name: rpc for rpc in RPCS}
 BY_CODE: Mapping[int, Rpc] = {rpc.code: rpc for rpc in RPCS}
 BY_REQUEST: Mapping[str, Rpc] = {rpc.request.DESCRIPTOR.full_name: rpc for rpc in RPCS}
 """By the request message's full name."""
+
+
+class Route(NamedTuple):
+    """How a node serves one method, whatever the transport: the function, and whether it
+    takes the request's bytes (a cluster node routes them unparsed) or its message."""
+
+    rpc: Rpc
+    serve: Callable[..., Any]
+    """``(request, caller)``, or a stream's ``(request, caller, end)``."""
+    raw: bool = False
+
+
+def local_routes(api: Any, table: tuple[Rpc, ...] = RPCS) -> dict[str, Route]:
+    """A single node's routes: every method of ``table`` served by ``api`` (a ``GameApi``),
+    its methods bound once."""
+    return {rpc.name: Route(rpc, getattr(api, rpc.api)) for rpc in table}

@@ -1,5 +1,6 @@
-"""The gRPC adapter of tapis.v1.GameService: a call's context becomes a ``Caller`` and the request
-goes to ``GameApi``. A refusal the API raises becomes a gRPC status with ErrorInfo once, in the
+"""The gRPC adapter of tapis.v1.GameService: a call's context becomes a ``Caller``
+(``door.caller_of``) and the request goes to ``GameApi``, by the method's row of the table of
+RPCs (``rpcs``). A refusal the API raises becomes a gRPC status with ErrorInfo once, in the
 call guard every method passes (``callguard``)."""
 
 from __future__ import annotations
@@ -11,47 +12,11 @@ from typing import Any
 import grpc
 import structlog
 
-from tapis_service import tracing
-from tapis_service.caller import Caller, deadline_in
+from tapis_service.caller import Caller
+from tapis_service.door import caller_of
 from tapis_service.errors import ServiceError, to_status
 from tapis_service.game_api import EndStream, GameApi
-from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
 from tapis_service.rpcs import RPCS, SERVICE, Rpc
-
-AUTHORIZATION = "authorization"
-API_KEY = "x-api-key"
-
-
-def _text(value: str | bytes) -> str:
-    return value if isinstance(value, str) else value.decode("utf-8", "replace")
-
-
-def caller_of(context: grpc.aio.ServicerContext,
-              proxies: TrustedProxies | None = None) -> Caller:
-    """The ``Caller`` of a gRPC call: its seat token, API key, peer (behind one of
-    ``proxies``, the client's from ``x-forwarded-for``) and deadline."""
-    token: str | None = None
-    bad = False
-    api_key: str | None = None
-    forwarded: list[str] = []
-    for key, value in context.invocation_metadata() or ():
-        if key == AUTHORIZATION and token is None and not bad:
-            scheme, _, rest = _text(value).partition(" ")
-            if scheme.lower() == "bearer" and rest.strip():
-                token = rest.strip()
-            else:
-                bad = True
-        elif key == API_KEY and api_key is None:
-            api_key = _text(value)
-        elif key == FORWARDED_FOR:
-            forwarded.append(_text(value))
-    peer = str(context.peer())
-    if proxies is not None and proxies.networks:
-        peer = proxies.client_peer(peer, forwarded)
-    return Caller(seat_token=token, bad_authorization=bad, api_key=api_key,
-                  peer=peer, deadline=deadline_in(context.time_remaining()),
-                  traceparent=tracing.traceparent())
-
 
 _ENDING: set[asyncio.Future[None]] = set()
 log = structlog.get_logger("tapis.rpc")
@@ -135,3 +100,7 @@ def add_to_server(servicer: GameServicer, server: grpc.aio.Server) -> None:
     """Register every method of the servicer (as generic handlers: ``callguard`` says why)."""
     handlers = method_handlers(servicer)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+
+
+__all__ = ["SERVICE", "GameServicer", "add_to_server", "behavior", "caller_of", "handler",
+           "method_handlers", "stream_ender"]

@@ -16,34 +16,34 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_service.caller import Caller
 from tapis_service.cluster.listing import Listing
 from tapis_service.cluster.relay import Relay, parsed
-from tapis_service.rpcs import RPCS, SERVICE, Routing, Rpc
+from tapis_service.rpcs import RPCS, SERVICE, Route, Routing, Rpc
 from tapis_service.servicer import behavior, caller_of, handler
 
 Serve = Callable[..., Any]
 """A method served on raw bytes: ``(raw, caller)``, or a stream's ``(raw, caller, end)``."""
 
 
-def routes(relay: Relay, listing: Listing,
-           table: tuple[Rpc, ...] = RPCS) -> dict[str, tuple[Rpc, Serve, bool]]:
-    """How this node serves each method: its row, the function serving it, and whether that
-    function takes the request's bytes (routed ones) or its message (served here)."""
+def routes(relay: Relay, listing: Listing, table: tuple[Rpc, ...] = RPCS) -> dict[str, Route]:
+    """How this node serves each method, over gRPC and the WebSocket alike: its row, the
+    function serving it, and whether that function takes the request's bytes (routed ones)
+    or its message (served here)."""
 
     async def list_games(raw: bytes, caller: Caller) -> bytes:
         answer = await listing.list_games(parsed(pb.ListGamesRequest, raw), caller)
         return bytes(answer.SerializeToString())
 
-    served: dict[str, tuple[Rpc, Serve, bool]] = {}
+    served: dict[str, Route] = {}
     for rpc in table:
         if rpc.routing is Routing.TABLE:
             serve: Serve = relay.stream if rpc.streams else functools.partial(relay.call,
                                                                                rpc.name)
-            served[rpc.name] = (rpc, serve, True)
+            served[rpc.name] = Route(rpc, serve, raw=True)
         elif rpc.routing is Routing.PLACE:
-            served[rpc.name] = (rpc, relay.create_game, True)
+            served[rpc.name] = Route(rpc, relay.create_game, raw=True)
         elif rpc.routing is Routing.EVERY_NODE:
-            served[rpc.name] = (rpc, list_games, True)
+            served[rpc.name] = Route(rpc, list_games, raw=True)
         else:  # results are the backend's, not a table's: any node serves them from the database
-            served[rpc.name] = (rpc, getattr(relay.api, rpc.api), False)
+            served[rpc.name] = Route(rpc, getattr(relay.api, rpc.api))
     return served
 
 

@@ -27,6 +27,7 @@ from tapis_service.cluster.relay import Relay, Tunnels
 from tapis_service.game_api import GameApi
 from tapis_service.host import GameHost
 from tapis_service.postgres_store import PostgresStore
+from tapis_service.rpcs import Route
 from tapis_service.settings import Settings
 from tapis_service.tls import ClusterTls
 
@@ -69,6 +70,10 @@ class ClusterNode:
         self.tunnel_server = tunnel.TunnelServer(self.relay.call, self.relay.stream,
                                                  self.tunnels.relay_key, settings.max_in_flight)
         host.lost_listeners.append(self.locator.lost)
+
+    def routes(self) -> dict[str, Route]:
+        """How this node serves each method (the WebSocket's calls take them too)."""
+        return gateway.routes(self.relay, self.listing)
 
     def handlers(self) -> tuple[grpc.GenericRpcHandler, ...]:
         """Every GameService method (served here or relayed), and the tunnel."""
