@@ -221,7 +221,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         from tapis_service.cluster.node import ClusterNode
 
         cluster = ClusterNode(settings, host, api, host.store,  # type: ignore[arg-type]
-                              tls=cluster_tls)
+                              tls=cluster_tls, door=door)
         await cluster.start()
         registry.add_generic_rpc_handlers(cluster.handlers())
     else:

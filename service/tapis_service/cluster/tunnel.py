@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import struct
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -36,7 +37,7 @@ import structlog
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from tapis_service import tracing
+from tapis_service import logcontext, tracing
 from tapis_service.caller import Caller
 from tapis_service.cluster.frames import (
     ANSWER,
@@ -56,6 +57,7 @@ from tapis_service.cluster.frames import (
     encode_request,
     frames_of,
 )
+from tapis_service.door import Door, Transport
 from tapis_service.errors import ServiceError, end_call
 from tapis_service.rpcs import BY_NAME, RPCS, Rpc
 
@@ -89,7 +91,7 @@ class OwnerUnreachable(Exception):
 
 def _reason(error: grpc.aio.AioRpcError) -> str:
     """The ErrorInfo reason of the status a tunnel ended with ("" when it has none)."""
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    status = rpc_status.from_call(error)
     for detail in () if status is None else status.details:
         if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
             return str(error_details_pb2.ErrorInfo.FromString(detail.value).reason)
@@ -296,9 +298,15 @@ class TunnelServer:
     """The owner's end of every tunnel opened to it."""
 
     def __init__(self, serve: Serve, stream: StreamServe, relay_key: str,
-                 max_in_flight: int, rpcs: tuple[Rpc, ...] = RPCS) -> None:
+                 max_in_flight: int, rpcs: tuple[Rpc, ...] = RPCS,
+                 door: Door | None = None) -> None:
         self._by_code = {rpc.code: rpc for rpc in rpcs}
         """The methods this node serves, by tunnel code (another node's may have more)."""
+        self._door = door or Door(max_in_flight=1 << 30)
+        """What every call to this node passes (the server's): its bound on calls in flight,
+        and each method's metrics with ``transport="relay"``."""
+        self._meters = {rpc.code: self._door.meter(rpc.path, Transport.RELAY, rpc.streams)
+                        for rpc in rpcs}
         self._serve = serve
         self._stream = stream
         self._relay_key = relay_key
@@ -401,7 +409,7 @@ class _Tunnel:
             return
         if rpc.streams:
             self._streams[call_id] = asyncio.ensure_future(
-                self._relay_stream(call_id, caller, request))
+                self._relay_stream(call_id, rpc, caller, request))
             return
         if len(self.calls) >= self._server._max_in_flight:
             self._send(encode_refusal(call_id, OVERLOADED))
@@ -417,34 +425,64 @@ class _Tunnel:
             self.cancel()
             self._answers.close()
 
-    async def _relay_stream(self, call_id: int, caller: Caller, request: bytes) -> None:
+    async def _relay_stream(self, call_id: int, rpc: Rpc, caller: Caller,
+                            request: bytes) -> None:
         ended: list[ServiceError] = []
+        meter = self._server._meters[rpc.code]
+        began = time.perf_counter()
+        meter.started[0] += 1
+        code = "OK"
         try:
-            with tracing.relayed("StreamEvents", caller.traceparent):
+            with tracing.relayed(rpc.name, caller.traceparent):
                 async for message in self._server._stream(request, caller, ended.append):
                     self._send(encode_message(call_id, message))
+                    meter.sent[0] += 1
             end = encode_answer(call_id, b"")
         except ServiceError as refused:
+            code = refused.code.name
             end = encode_refusal(call_id, refused)
         except asyncio.CancelledError:
+            code = "CANCELLED"
             if not ended:
                 return  # the relaying node ended it, or the tunnel is closing
             end = encode_refusal(call_id, ended[0])  # cut by this node's watchdog
         except Exception as error:  # a bug: logged, and the client retries elsewhere
+            code = "UNAVAILABLE"
             end = encode_refusal(call_id, _owner_failed(error))
         finally:
             self._streams.pop(call_id, None)
+            meter.ended(code, time.perf_counter() - began)
         self._send(end)
 
     async def _call(self, call_id: int, rpc: Rpc, caller: Caller, request: bytes) -> None:
+        """One relayed unary call, through the door (the bound on calls in flight is taken
+        here, in the call's task: one cancelled before it runs never holds a place)."""
+        door = self._server._door
+        meter = self._server._meters[rpc.code]
+        began = time.perf_counter()
+        meter.started[0] += 1
+        bound = door.bind(Transport.RELAY, caller.peer, None)
+        code = "OK"
         try:
-            with tracing.relayed(rpc.name, caller.traceparent):
-                answer = encode_answer(call_id,
-                                       await self._server._serve(rpc.name, request, caller))
+            door.enter()
+            try:
+                with tracing.relayed(rpc.name, caller.traceparent):
+                    answer = encode_answer(call_id,
+                                           await self._server._serve(rpc.name, request, caller))
+            finally:
+                door.leave()
         except ServiceError as refused:
+            code = refused.code.name
             answer = encode_refusal(call_id, refused)
         except Exception as error:  # a bug: logged, and the client retries elsewhere
+            code = "UNAVAILABLE"
             answer = encode_refusal(call_id, _owner_failed(error, rpc))
+        except asyncio.CancelledError:
+            code = "CANCELLED"
+            raise
+        finally:
+            meter.ended(code, time.perf_counter() - began)
+            logcontext.reset(bound)
         self._send(answer)
 
     def stop_reading(self) -> None:
