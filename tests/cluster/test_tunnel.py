@@ -72,6 +72,12 @@ def test_bytes_that_are_not_frames_are_refused() -> None:
         frames.frames_of(b"\x00\x00\x00\x09abc")
 
 
+def test_a_method_code_no_row_has_is_decoded_for_the_tunnel_to_refuse() -> None:
+    unknown = max(rpc.code for rpc in RPCS) + 1
+    frame = frames.encode_request(3, unknown, ANYONE, b"x")
+    assert frames.decode_request(frame)[:2] == (3, unknown)
+
+
 async def test_a_message_carries_every_frame_queued_and_no_more_than_the_limit() -> None:
     outbox = frames.Outbox()
     small = [bytes([n]) * 10 for n in range(3)]

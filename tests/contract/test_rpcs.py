@@ -55,3 +55,14 @@ def test_routing_says_what_a_cluster_does_with_each_method() -> None:
             assert rpc.request.DESCRIPTOR.fields_by_number[1].name == "game_id", rpc.name
         if rpc.writes:
             assert not rpc.streams and rpc.routing in (rpcs.Routing.TABLE, rpcs.Routing.PLACE)
+
+
+def test_the_websocket_envelope_carries_rpcs_of_the_table_answered_by_their_responses() -> None:
+    from tapis.v1 import websocket_pb2 as ws_pb
+    from tapis_service.ws import frames
+
+    requests = ws_pb.ClientFrame.DESCRIPTOR.oneofs_by_name["request"].fields
+    assert set(frames.RPC_OF_FIELD) == {f.name for f in requests} - {frames.STOP}
+    responses = ws_pb.ServerFrame.DESCRIPTOR.fields_by_name
+    for field, rpc in frames.RPC_OF_FIELD.items():
+        assert responses[frames.RESPONSE_FIELD[field]].message_type is rpc.response.DESCRIPTOR
