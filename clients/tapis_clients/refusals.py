@@ -41,6 +41,7 @@ SENTENCES: dict[str, str] = {
     "STORE_UNAVAILABLE": N_("the server cannot save right now: try again"),
     "OVERLOADED": N_("the server is busy: try again"),
     "SERVER_STARTING": N_("the server is starting: try again in a moment"),
+    "NODE_VERSION_MISMATCH": N_("the server is being upgraded: try again in a moment"),
     "TOO_MANY_STREAMS": N_("too many open screens on this table"),
     "VALUE_TOO_LONG": N_("a name or value is too long"),
     "API_KEY_REQUIRED": N_("this needs a backend's API key (--api-key)"),

@@ -1,5 +1,6 @@
-"""The call guard: what every gRPC method passes through, once — safe decoding, the bound on
-calls in flight, refusals turned into statuses, and the call's metrics and log context.
+"""The call guard: what every gRPC method passes through, once — safe decoding, the door every
+transport shares (``door``: the bound on calls in flight, the call's metrics with ``transport=
+"grpc"``), refusals turned into statuses, and the call's log context.
 
 grpc's method handlers decode the request before any servicer code runs, and a decoding error
 there comes back as ``UNKNOWN "Unexpected <class ...>"``. ``CallGuard`` gives every method a
@@ -33,6 +34,7 @@ import grpc
 import structlog
 
 from tapis_service import logcontext, metrics
+from tapis_service.door import Door, Meter, Transport, call_line, overloaded, refused
 from tapis_service.errors import ServiceError, end_call
 from tapis_service.proxies import TrustedProxies
 
@@ -70,27 +72,22 @@ def invalid_request(method: str) -> ServiceError:
                         f"the request is not a valid {method.rsplit('/', 1)[-1]} message")
 
 
-def _overloaded() -> ServiceError:
-    return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED",
-                        "the server has too many calls in flight; retry with backoff")
-
-
-def _refused(error: ServiceError) -> ServiceError:
-    """``error``, a refusal the guard decides itself, counted and logged."""
-    metrics.REFUSALS.labels(error.code.name, error.reason).inc()
-    log.info("refused", code=error.code.name, reason=error.reason)
-    return error
+_refused = refused
 
 
 class CallGuard:
-    """Safe request decoding for every method, at most ``max_in_flight`` unary calls, refusals
-    as statuses, every call counted and timed."""
+    """Safe request decoding for every method, the door's bound on unary calls in flight,
+    refusals as statuses, every call counted and timed."""
 
-    def __init__(self, max_in_flight: int, proxies: TrustedProxies | None = None) -> None:
-        self.max_in_flight = max_in_flight
-        self.proxies = proxies
+    def __init__(self, door: Door) -> None:
+        self.door = door
+        self.proxies: TrustedProxies | None = door.proxies
         """The call's log lines name the client behind these (``logcontext.CallInfo``)."""
-        self.in_flight = 0
+
+    @property
+    def in_flight(self) -> int:
+        """Unary calls in flight, over every transport."""
+        return self.door.in_flight
 
     def registering(self, server: grpc.aio.Server) -> grpc.aio.Server:
         """``server`` as registration code sees it: every handler added through it is
@@ -105,7 +102,7 @@ class CallGuard:
                                     unary_unary=self._unary(method, handler.unary_unary))
         if handler.unary_stream is not None:
             return handler._replace(request_deserializer=decode,
-                                    unary_stream=_stream(method, handler.unary_stream))
+                                    unary_stream=self._stream(method, handler.unary_stream))
         if handler.request_deserializer is None:
             # a raw-bytes request stream (a cluster node's tunnel): nothing can fail to decode,
             # and the tunnel answers its own refusals
@@ -117,10 +114,10 @@ class CallGuard:
                                 stream_stream=_checked_requests(method, handler.stream_stream))
 
     def _unary(self, method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
-        labels = ("unary", *method.lstrip("/").split("/", 1))
-        started = metrics.RPC_STARTED.cell(*labels)
-        answered = metrics.RPC_HANDLED.cell(*labels, "OK")
-        timing = metrics.RPC_SECONDS.child(*labels)
+        door = self.door
+        meter = door.meter(method, Transport.GRPC)
+        started = meter.started
+        answered = meter.answered
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             began = time.perf_counter()
@@ -130,26 +127,26 @@ class CallGuard:
             try:
                 if request is UNDECODABLE:
                     raise _refused(invalid_request(method))
-                if self.in_flight >= self.max_in_flight:
-                    raise _refused(_overloaded())
-                self.in_flight += 1
+                if door.in_flight >= door.max_in_flight:  # door.enter, inlined: every call
+                    raise _refused(overloaded())
+                door.in_flight += 1
                 try:
                     answer = behavior(request, context)
                     if inspect.isawaitable(answer):
                         answer = await answer
                 finally:
-                    self.in_flight -= 1
+                    door.in_flight -= 1
                 answered[0] += 1
-                _handled(timing, time.perf_counter() - began)
+                _handled(meter, time.perf_counter() - began)
                 return answer
             except ServiceError as error:
-                _ended(labels, timing, error.code.name, began)
+                _ended(meter, error.code.name, began)
                 await end_call(context, error)
             except asyncio.CancelledError:
-                _ended(labels, timing, "CANCELLED", began)
+                _ended(meter, "CANCELLED", began)
                 raise
             except BaseException:
-                _ended(labels, timing, _code_of(context), began)
+                _ended(meter, _code_of(context), began)
                 raise
             finally:
                 call.end()
@@ -157,9 +154,54 @@ class CallGuard:
 
         return guarded
 
+    def _stream(self, method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
+        """A server stream, counted and timed as grpc-prometheus does (``grpc_type=
+        "server_stream"``: started, each message sent, handled with its code — ``CANCELLED``
+        when its reader left — and the whole stream's duration; no log line: a stream lasts as
+        long as its reader wants). The guard writes the messages of a behavior that returns
+        them (``context.write``, as grpc would): one async generator fewer for each message to
+        pass.
 
-SLOW_CALL_S = 1.0
-"""A unary call that takes longer is logged at info (every call at debug)."""
+        Its headers go out first, before any message: grpc sends them with the first message
+        otherwise, and an abort from another task while that first write is pending (the
+        slow-stream watchdog: ``servicer.stream_ender``) would queue the headers a second
+        time, which grpc refuses (``TOO_MANY_OPERATIONS``): the status would never be sent,
+        and a client reading the cut stream would wait for its end forever."""
+        meter = self.door.meter(method, Transport.GRPC, streams=True)
+        started = meter.started
+        sent = meter.sent
+
+        def ended(code: str, began: float) -> None:
+            meter.ended(code, time.perf_counter() - began)
+
+        writes_itself = inspect.iscoroutinefunction(behavior)
+
+        async def write(request: Any, context: grpc.aio.ServicerContext) -> None:
+            began = time.perf_counter()
+            started[0] += 1
+            try:
+                if request is UNDECODABLE:
+                    raise _refused(invalid_request(method))
+                await context.send_initial_metadata(())
+                if writes_itself:
+                    await behavior(request, context)
+                else:
+                    async with contextlib.aclosing(behavior(request, context)) as responses:
+                        async for response in responses:
+                            await context.write(response)
+                            sent[0] += 1
+            except ServiceError as error:
+                ended(error.code.name, began)
+                await end_call(context, error)
+            except asyncio.CancelledError:
+                ended("CANCELLED", began)
+                raise
+            except BaseException:
+                ended(_code_of(context), began)
+                raise
+            ended("OK", began)
+
+        return write
 
 
 def _code_of(context: grpc.aio.ServicerContext) -> str:
@@ -170,71 +212,18 @@ def _code_of(context: grpc.aio.ServicerContext) -> str:
     return "UNKNOWN" if code is None else str(code)
 
 
-def _handled(timing: list[float], seconds: float, code: str = "OK") -> None:
+def _handled(meter: Meter, seconds: float, code: str = "OK") -> None:
     """A unary call's duration in grpc-prometheus' histogram, and the call's own log line
     (debug, or info when slow)."""
-    metrics.RPC_SECONDS.observe_child(timing, seconds)
-    if seconds >= SLOW_CALL_S:
-        log.info("slow_call", code=code)
-    elif logcontext.debug_lines:
-        log.debug("call", code=code)
+    metrics.RPC_SECONDS.observe_child(meter.timing, seconds)
+    call_line(seconds, code)
 
 
-def _ended(labels: tuple[str, ...], timing: list[float], code: str, began: float) -> None:
+def _ended(meter: Meter, code: str, began: float) -> None:
     """A unary call that did not answer: counted with its code, timed and logged."""
-    metrics.RPC_HANDLED.inc(*labels, code)
-    _handled(timing, time.perf_counter() - began, code)
-
-
-def _stream(method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
-    """A server stream, counted and timed as grpc-prometheus does (``grpc_type=
-    "server_stream"``: started, each message sent, handled with its code — ``CANCELLED`` when
-    its reader left — and the whole stream's duration; no log line: a stream lasts as long as
-    its reader wants). The guard writes the messages of a behavior that returns them
-    (``context.write``, as grpc would): one async generator fewer for each message to pass.
-
-    Its headers go out first, before any message: grpc sends them with the first message
-    otherwise, and an abort from another task while that first write is pending (the
-    slow-stream watchdog: ``servicer.stream_ender``) would queue the headers a second time,
-    which grpc refuses (``TOO_MANY_OPERATIONS``): the status would never be sent, and a client
-    reading the cut stream would wait for its end forever."""
-    labels = ("server_stream", *method.lstrip("/").split("/", 1))
-    started = metrics.RPC_STARTED.cell(*labels)
-    sent = metrics.RPC_SENT.cell(*labels)
-    timing = metrics.RPC_SECONDS.child(*labels)
-
-    def ended(code: str, began: float) -> None:
-        metrics.RPC_HANDLED.inc(*labels, code)
-        metrics.RPC_SECONDS.observe_child(timing, time.perf_counter() - began)
-
-    writes_itself = inspect.iscoroutinefunction(behavior)
-
-    async def write(request: Any, context: grpc.aio.ServicerContext) -> None:
-        began = time.perf_counter()
-        started[0] += 1
-        try:
-            if request is UNDECODABLE:
-                raise _refused(invalid_request(method))
-            await context.send_initial_metadata(())
-            if writes_itself:
-                await behavior(request, context)
-            else:
-                async with contextlib.aclosing(behavior(request, context)) as responses:
-                    async for response in responses:
-                        await context.write(response)
-                        sent[0] += 1
-        except ServiceError as error:
-            ended(error.code.name, began)
-            await end_call(context, error)
-        except asyncio.CancelledError:
-            ended("CANCELLED", began)
-            raise
-        except BaseException:
-            ended(_code_of(context), began)
-            raise
-        ended("OK", began)
-
-    return write
+    seconds = time.perf_counter() - began
+    meter.ended(code, seconds)
+    call_line(seconds, code)
 
 
 def _checked_requests(method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:

@@ -262,10 +262,12 @@ class GameApi:
             session.ownership.check_watch(False, self.backend_of(caller))
         return seat
 
-    async def watch_results(self, request: pb.WatchResultsRequest,
-                            caller: Caller) -> AsyncIterator[pb.WatchResultsResponse]:
+    async def watch_results(self, request: pb.WatchResultsRequest, caller: Caller,
+                            end: EndStream | None = None
+                            ) -> AsyncIterator[pb.WatchResultsResponse]:
         """The calling backend's results after ``after_cursor``: the missed ones, then each
-        as it is filed."""
+        as it is filed (``end``, a stream's ender as every stream is given one, is not needed:
+        a results stream is never cut for its reader's pace)."""
         try:
             backend = require(self.backend_of(caller), "WatchResults")
         except ServiceError as error:

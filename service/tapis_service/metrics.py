@@ -120,19 +120,21 @@ REFUSALS = CachedCounter("tapis_refusals_total", "Requests refused, by gRPC code
                          ["code", "reason"])
 GAMES = Gauge("tapis_games", "Tables held in memory (resting ones not included: see tapis_tables)")
 RPC_STARTED = LoopCounter("grpc_server_started",
-                          "RPCs started on the server, by method (unary and server streams)",
-                          ["grpc_type", "grpc_service", "grpc_method"])
+                          "RPCs started on the server, by method (unary and server streams) and "
+                          "transport (grpc, websocket, relay: relayed from another node)",
+                          ["grpc_type", "grpc_service", "grpc_method", "transport"])
 RPC_HANDLED = LoopCounter("grpc_server_handled",
-                          "RPCs completed on the server, by method and gRPC status code",
-                          ["grpc_type", "grpc_service", "grpc_method", "grpc_code"])
+                          "RPCs completed on the server, by method, gRPC status code and "
+                          "transport",
+                          ["grpc_type", "grpc_service", "grpc_method", "grpc_code", "transport"])
 RPC_SENT = LoopCounter("grpc_server_msg_sent",
-                       "Messages sent by the server's streaming RPCs, by method",
-                       ["grpc_type", "grpc_service", "grpc_method"])
+                       "Messages sent by the server's streaming RPCs, by method and transport",
+                       ["grpc_type", "grpc_service", "grpc_method", "transport"])
 RPC_SECONDS = LoopHistogram(
     "grpc_server_handling_seconds",
     "Latency of RPCs handled by the server: a unary call until its answer or refusal, a "
-    "server stream until it ends",
-    ["grpc_type", "grpc_service", "grpc_method"],
+    "server stream until it ends; by method and transport",
+    ["grpc_type", "grpc_service", "grpc_method", "transport"],
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
              10.0, 60.0, 600.0, 3600.0))
 STORE_COMMIT_SECONDS = Histogram(

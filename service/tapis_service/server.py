@@ -19,6 +19,7 @@ from tapis_service import joinkey, metrics, tracing
 from tapis_service.callguard import CallGuard
 from tapis_service.capacity import Capacity
 from tapis_service.clock import Clock, SystemClock
+from tapis_service.door import Door
 from tapis_service.game_api import GameApi
 from tapis_service.health import PROBE_EVERY_S, SERVICE_NAME, Readiness, new_health
 from tapis_service.host import GameHost
@@ -208,7 +209,8 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     if isinstance(feed.store, PostgresResults):  # records other nodes file wake this one's
         await feed.store.listen(feed.wake)
     await host.recover()
-    guard = CallGuard(settings.max_in_flight, TrustedProxies.parse(settings.trusted_proxies))
+    door = Door(settings.max_in_flight, TrustedProxies.parse(settings.trusted_proxies))
+    guard = CallGuard(door)
     server = grpc.aio.server(options=server_options(settings),
                              interceptors=tracing.interceptors(settings.otel))
     registry = guard.registering(server)  # every handler below is added guarded
@@ -219,7 +221,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         from tapis_service.cluster.node import ClusterNode
 
         cluster = ClusterNode(settings, host, api, host.store,  # type: ignore[arg-type]
-                              tls=cluster_tls)
+                              tls=cluster_tls, door=door)
         await cluster.start()
         registry.add_generic_rpc_handlers(cluster.handlers())
     else:
@@ -245,7 +247,8 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     ws, ws_port = None, None
     if settings.ws_port is not None:  # players over WebSocket, and the web client
         ws = WebSocketEndpoint(api, EndpointLimits.of(settings),
-                               WebClient(api_keys=not security.open_mode), proxies=api.proxies)
+                               WebClient(api_keys=not security.open_mode), proxies=api.proxies,
+                               door=door, routes=None if cluster is None else cluster.routes())
         try:
             # with TLS, the gRPC port's certificate serves wss and https: no token in clear
             tls = None if security.tls is None else security.tls.ssl_context()

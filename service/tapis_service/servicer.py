@@ -1,59 +1,22 @@
-"""The gRPC adapter of tapis.v1.GameService: a call's context becomes a ``Caller`` and the request
-goes to ``GameApi``. A refusal the API raises becomes a gRPC status with ErrorInfo once, in the
+"""The gRPC adapter of tapis.v1.GameService: a call's context becomes a ``Caller``
+(``door.caller_of``) and the request goes to ``GameApi``, by the method's row of the table of
+RPCs (``rpcs``). A refusal the API raises becomes a gRPC status with ErrorInfo once, in the
 call guard every method passes (``callguard``)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 import structlog
 
-from tapis.v1 import game_service_pb2 as pb
-from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service import tracing
-from tapis_service.caller import Caller, deadline_in
+from tapis_service.caller import Caller
+from tapis_service.door import caller_of
 from tapis_service.errors import ServiceError, to_status
 from tapis_service.game_api import EndStream, GameApi
-from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
-
-SERVICE = pb.DESCRIPTOR.services_by_name["GameService"].full_name
-AUTHORIZATION = "authorization"
-API_KEY = "x-api-key"
-
-
-def _text(value: str | bytes) -> str:
-    return value if isinstance(value, str) else value.decode("utf-8", "replace")
-
-
-def caller_of(context: grpc.aio.ServicerContext,
-              proxies: TrustedProxies | None = None) -> Caller:
-    """The ``Caller`` of a gRPC call: its seat token, API key, peer (behind one of
-    ``proxies``, the client's from ``x-forwarded-for``) and deadline."""
-    token: str | None = None
-    bad = False
-    api_key: str | None = None
-    forwarded: list[str] = []
-    for key, value in context.invocation_metadata() or ():
-        if key == AUTHORIZATION and token is None and not bad:
-            scheme, _, rest = _text(value).partition(" ")
-            if scheme.lower() == "bearer" and rest.strip():
-                token = rest.strip()
-            else:
-                bad = True
-        elif key == API_KEY and api_key is None:
-            api_key = _text(value)
-        elif key == FORWARDED_FOR:
-            forwarded.append(_text(value))
-    peer = str(context.peer())
-    if proxies is not None and proxies.networks:
-        peer = proxies.client_peer(peer, forwarded)
-    return Caller(seat_token=token, bad_authorization=bad, api_key=api_key,
-                  peer=peer, deadline=deadline_in(context.time_remaining()),
-                  traceparent=tracing.traceparent())
-
+from tapis_service.rpcs import RPCS, SERVICE, Rpc
 
 _ENDING: set[asyncio.Future[None]] = set()
 log = structlog.get_logger("tapis.rpc")
@@ -80,10 +43,11 @@ def stream_ender(context: grpc.aio.ServicerContext) -> EndStream:
     return start
 
 
-class GameServicer(pb_grpc.GameServiceServicer):
+class GameServicer:
     """Every RPC of tapis.v1.GameService, served by ``api``: each method hands the request and
-    its ``Caller`` to the API and returns what the API returns (an awaitable answer, or a
-    stream's async iterator), which the call guard awaits or iterates."""
+    its ``Caller`` to the API's method the table of RPCs names (``rpcs``) and returns what the
+    API returns (an awaitable answer, or a stream's async iterator), which the call guard
+    awaits or iterates."""
 
     def __init__(self, api: GameApi) -> None:
         self.api = api
@@ -92,88 +56,51 @@ class GameServicer(pb_grpc.GameServiceServicer):
         """The call's ``Caller`` (behind a trusted proxy, the client's address)."""
         return caller_of(context, self.api.proxies)
 
-    def CreateGame(self, request: pb.CreateGameRequest, context: grpc.aio.ServicerContext
-                   ) -> Awaitable[pb.CreateGameResponse]:
-        return self.api.create_game(request, self.caller(context))
 
-    def JoinGame(self, request: pb.JoinGameRequest, context: grpc.aio.ServicerContext
-                 ) -> Awaitable[pb.JoinGameResponse]:
-        return self.api.join_game(request, self.caller(context))
-
-    def GetGame(self, request: pb.GetGameRequest, context: grpc.aio.ServicerContext
-                ) -> Awaitable[pb.GetGameResponse]:
-        return self.api.get_game(request, self.caller(context))
-
-    def SubmitAction(  # type: ignore[override]
-            self, request: pb.SubmitActionRequest, context: grpc.aio.ServicerContext
-    ) -> Awaitable[bytes]:
-        """The answer is the serialized ``SubmitActionResponse`` (sent as it is)."""
-        return self.api.submit_action(request, self.caller(context))
-
-    def StreamEvents(  # type: ignore[override]
-            self, request: pb.StreamEventsRequest, context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[bytes]:
-        """Each message is a serialized ``StreamEventsResponse`` (sent as it is)."""
-        return self.api.stream_events(request, self.caller(context), stream_ender(context))
-
-    def ListGames(self, request: pb.ListGamesRequest, context: grpc.aio.ServicerContext
-                  ) -> Awaitable[pb.ListGamesResponse]:
-        return self.api.list_games(request, self.caller(context))
-
-    def WatchResults(self, request: pb.WatchResultsRequest, context: grpc.aio.ServicerContext
-                     ) -> AsyncIterator[pb.WatchResultsResponse]:
-        return self.api.watch_results(request, self.caller(context))
-
-    def AckResults(self, request: pb.AckResultsRequest, context: grpc.aio.ServicerContext
-                   ) -> Awaitable[pb.AckResultsResponse]:
-        return self.api.ack_results(request, self.caller(context))
-
-    def EndTable(self, request: pb.EndTableRequest, context: grpc.aio.ServicerContext
-                 ) -> Awaitable[pb.EndTableResponse]:
-        return self.api.end_table(request, self.caller(context))
-
-    def ReplaceSeat(self, request: pb.ReplaceSeatRequest, context: grpc.aio.ServicerContext
-                    ) -> Awaitable[pb.ReplaceSeatResponse]:
-        return self.api.replace_seat(request, self.caller(context))
-
-    def CreateSpectatorToken(self, request: pb.CreateSpectatorTokenRequest,
-                             context: grpc.aio.ServicerContext
-                             ) -> Awaitable[pb.CreateSpectatorTokenResponse]:
-        return self.api.create_spectator_token(request, self.caller(context))
+Behavior = Callable[[Any, grpc.aio.ServicerContext], Any]
 
 
-def _unary(behavior: Callable[..., Any], request: Any, response: Any
-           ) -> grpc.RpcMethodHandler:
+def behavior(rpc: Rpc, serve: Callable[..., Any],
+             caller: Callable[[grpc.aio.ServicerContext], Caller]) -> Behavior:
+    """The gRPC behavior of ``rpc``: ``serve(request, caller)`` (a stream's: with its ender),
+    built once at start."""
+    if rpc.streams:
+        def stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            return serve(request, caller(context), stream_ender(context))
+
+        return stream
+
+    def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        return serve(request, caller(context))
+
+    return unary
+
+
+def handler(rpc: Rpc, behavior: Behavior, *, raw: bool = False) -> grpc.RpcMethodHandler:
+    """The gRPC method handler of ``rpc`` (``raw``: its request and answer stay bytes, as a
+    cluster node routes them; an answer the API serialized already is sent as it is)."""
+    parse = None if raw else rpc.request.FromString
+    write = None if raw or rpc.serialized else rpc.response.SerializeToString
+    if rpc.streams:
+        return grpc.unary_stream_rpc_method_handler(
+            behavior, request_deserializer=parse, response_serializer=write)
     return grpc.unary_unary_rpc_method_handler(
-        behavior, request_deserializer=request.FromString,
-        response_serializer=None if response is bytes else response.SerializeToString)
+        behavior, request_deserializer=parse, response_serializer=write)
 
 
-def method_handlers(servicer: GameServicer) -> dict[str, grpc.RpcMethodHandler]:
-    """The handler of every method (``SubmitAction`` and ``StreamEvents`` answer bytes that
-    are serialized already, and grpc sends them as they are)."""
-    return {
-        "CreateGame": _unary(servicer.CreateGame, pb.CreateGameRequest, pb.CreateGameResponse),
-        "JoinGame": _unary(servicer.JoinGame, pb.JoinGameRequest, pb.JoinGameResponse),
-        "GetGame": _unary(servicer.GetGame, pb.GetGameRequest, pb.GetGameResponse),
-        "SubmitAction": _unary(servicer.SubmitAction, pb.SubmitActionRequest, bytes),
-        "StreamEvents": grpc.unary_stream_rpc_method_handler(
-            servicer.StreamEvents, request_deserializer=pb.StreamEventsRequest.FromString),
-        "ListGames": _unary(servicer.ListGames, pb.ListGamesRequest, pb.ListGamesResponse),
-        "CreateSpectatorToken": _unary(servicer.CreateSpectatorToken,
-                                       pb.CreateSpectatorTokenRequest,
-                                       pb.CreateSpectatorTokenResponse),
-        "WatchResults": grpc.unary_stream_rpc_method_handler(
-            servicer.WatchResults, request_deserializer=pb.WatchResultsRequest.FromString,
-            response_serializer=pb.WatchResultsResponse.SerializeToString),
-        "AckResults": _unary(servicer.AckResults, pb.AckResultsRequest, pb.AckResultsResponse),
-        "EndTable": _unary(servicer.EndTable, pb.EndTableRequest, pb.EndTableResponse),
-        "ReplaceSeat": _unary(servicer.ReplaceSeat, pb.ReplaceSeatRequest,
-                              pb.ReplaceSeatResponse),
-    }
+def method_handlers(servicer: GameServicer,
+                    table: tuple[Rpc, ...] = RPCS) -> dict[str, grpc.RpcMethodHandler]:
+    """The handler of every method of ``table``, derived once."""
+    return {rpc.name: handler(rpc, behavior(rpc, getattr(servicer.api, rpc.api),
+                                            servicer.caller))
+            for rpc in table}
 
 
 def add_to_server(servicer: GameServicer, server: grpc.aio.Server) -> None:
     """Register every method of the servicer (as generic handlers: ``callguard`` says why)."""
     handlers = method_handlers(servicer)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+
+
+__all__ = ["SERVICE", "GameServicer", "add_to_server", "behavior", "caller_of", "handler",
+           "method_handlers", "stream_ender"]

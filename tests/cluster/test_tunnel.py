@@ -20,6 +20,7 @@ from tapis.v1 import war_pb2
 from tapis_service.caller import Caller
 from tapis_service.cluster import frames, relay, tunnel
 from tapis_service.errors import ServiceError
+from tapis_service.rpcs import BY_NAME, RPCS, Access, Routing, Rpc
 from tapis_service.wire import varint
 from tests.cluster.harness import Node
 from tests.cluster.play import Stats, new_table
@@ -33,7 +34,7 @@ callers = st.builds(Caller, seat_token=st.none() | header_text, bad_authorizatio
                     deadline=st.none(), traceparent=st.none())
 
 
-@given(st.integers(0, 2**32 - 1), st.integers(0, len(frames.METHODS) - 1), callers,
+@given(st.integers(0, 2**32 - 1), st.sampled_from([rpc.code for rpc in RPCS]), callers,
        st.binary(max_size=300))
 def test_a_request_frame_gives_back_what_was_put_in(call_id: int, method: int, caller: Caller,
                                                      request: bytes) -> None:
@@ -64,12 +65,17 @@ def test_a_refusal_frame_keeps_the_code_the_reason_the_message_and_the_metadata(
 
 def test_bytes_that_are_not_frames_are_refused() -> None:
     good = frames.encode_request(1, 0, Caller(seat_token="abc", peer="p"), b"")
-    for junk in (b"", b"\x00\x00", good[:4] + b"\x09" + good[5:],  # method 9: unknown
-                 good[:-2]):  # truncated
+    for junk in (b"", b"\x00\x00", good[:-2]):  # truncated
         with pytest.raises(ValueError):
             frames.decode_request(junk)
     with pytest.raises(ValueError):
         frames.frames_of(b"\x00\x00\x00\x09abc")
+
+
+def test_a_method_code_no_row_has_is_decoded_for_the_tunnel_to_refuse() -> None:
+    unknown = max(rpc.code for rpc in RPCS) + 1
+    frame = frames.encode_request(3, unknown, ANYONE, b"x")
+    assert frames.decode_request(frame)[:2] == (3, unknown)
 
 
 async def test_a_message_carries_every_frame_queued_and_no_more_than_the_limit() -> None:
@@ -91,7 +97,10 @@ class Owner:
     """A grpc.aio server with the owner's end of the tunnel: JoinGame refuses, GetGame echoes
     what it got, SubmitAction waits for ``release``."""
 
-    def __init__(self) -> None:
+    def __init__(self, rpcs: tuple[Rpc, ...] = RPCS) -> None:
+        self.rpcs = rpcs
+        """The methods this owner's version serves."""
+        self.served: list[str] = []
         self.release = asyncio.Event()
         self.feed: asyncio.Queue[bytes | None] = asyncio.Queue()
         """What the stream method sends: each message, then None to end it."""
@@ -101,6 +110,7 @@ class Owner:
         self.tunnels: tunnel.TunnelServer | None = None
 
     async def serve(self, method: str, request: bytes, caller: Caller) -> bytes:
+        self.served.append(method)
         if method == "JoinGame":
             raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN",
                                "this seat token is not valid")
@@ -126,7 +136,8 @@ class Owner:
             await asyncio.sleep(0)
 
     async def start(self) -> str:
-        self.tunnels = tunnel.TunnelServer(self.serve, self.stream, KEY, max_in_flight=100)
+        self.tunnels = tunnel.TunnelServer(self.serve, self.stream, KEY, max_in_flight=100,
+                                           rpcs=self.rpcs)
         self.server = grpc.aio.server()
         self.server.add_generic_rpc_handlers((self.tunnels.handler(),))
         port = self.server.add_insecure_port("127.0.0.1:0")
@@ -134,7 +145,7 @@ class Owner:
         return f"127.0.0.1:{port}"
 
 
-JOIN, GET, SUBMIT = (frames.METHODS.index(m) for m in ("JoinGame", "GetGame", "SubmitAction"))
+JOIN, GET, SUBMIT = (BY_NAME[m].code for m in ("JoinGame", "GetGame", "SubmitAction"))
 ANYONE = Caller(peer="ipv4:10.9.9.9:9")
 
 
@@ -285,6 +296,62 @@ async def test_a_relayed_stream_breaks_with_its_tunnel(
     late = client.stream(ANYONE, b"watch", limit=10, on_overflow=never)
     with pytest.raises(tunnel.OwnerUnreachable):
         await late.read()
+    client.close()
+
+
+# --- a rolling restart: nodes of two versions side by side ------------------------------------
+
+ADDED = Rpc("PeekGame", pb.GetGameRequest, pb.GetGameResponse, "get_game", RPCS[-1].code + 40,
+            Routing.TABLE, Access.ANYONE)
+"""A method a newer version adds (one more row; every other row, and its code, unchanged)."""
+NEWER = (*RPCS, ADDED)
+
+
+async def test_a_rolling_restart_across_an_added_method_loses_nothing() -> None:
+    old, new = Owner(RPCS), Owner(NEWER)
+    channels = [grpc.aio.insecure_channel(await end.start()) for end in (old, new)]
+    to_old, to_new = (tunnel.TunnelClient(channel, KEY) for channel in channels)
+    try:
+        # a write in flight at the old node while the new node relays to it
+        in_flight = asyncio.ensure_future(to_old.call(SUBMIT, ANYONE, b"write"))
+        await old.holding_a_call()
+        # every method both know is served either way, by the same fixed code
+        for code in (BY_NAME[name].code for name in ("GetGame", "ListGames", "EndTable")):
+            assert await to_old.call(code, ANYONE, b"x") == b"echo:x"
+            assert await to_new.call(code, ANYONE, b"x") == b"echo:x"
+        # the added method, relayed to a node that does not serve it yet: a clear refusal the
+        # client retries, answered at once (never dropped, never applied)
+        with pytest.raises(ServiceError) as refused:
+            await to_old.call(ADDED.code, ANYONE, b"peek")
+        assert (refused.value.code, refused.value.reason) == (
+            grpc.StatusCode.UNAVAILABLE, "NODE_VERSION_MISMATCH")
+        assert "PeekGame" not in old.served
+        # the tunnel stays open: the write in flight is answered, once
+        old.release.set()
+        assert await in_flight == b"released:write"
+        assert old.served.count("SubmitAction") == 1
+        # the old node restarted with the new version: the retry is served
+        assert await to_new.call(ADDED.code, ANYONE, b"peek") == b"echo:peek"
+        assert new.served.count("PeekGame") == 1
+    finally:
+        for client in (to_old, to_new):
+            client.close()
+        for channel in channels:
+            await channel.close()
+        for end in (old, new):
+            assert end.server is not None
+            await end.server.stop(None)
+
+
+async def test_a_tunnel_of_an_unknown_protocol_version_is_refused_clearly(
+        owner: tuple[Owner, grpc.aio.Channel]) -> None:
+    end, channel = owner
+    client = tunnel.TunnelClient(channel, KEY, version=frames.VERSION + 1)
+    with pytest.raises(ServiceError) as refused:  # not in doubt: nothing was served
+        await client.call(SUBMIT, ANYONE, b"write")
+    assert (refused.value.code, refused.value.reason) == (
+        grpc.StatusCode.UNAVAILABLE, "NODE_VERSION_MISMATCH")
+    assert end.served == [] and client.broken
     client.close()
 
 

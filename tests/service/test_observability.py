@@ -90,7 +90,7 @@ def samples(registry: CollectorRegistry) -> set[tuple[str, tuple[tuple[str, str]
 async def test_every_call_is_counted_and_timed_by_method_and_code(
         make_server: ServerFactory, tmp_path: Path) -> None:
     h = await make_server(clock=ManualClock(), store=SqliteStore(tmp_path))
-    labels = {"grpc_type": "unary", "grpc_service": "tapis.v1.GameService"}
+    labels = {"grpc_type": "unary", "grpc_service": "tapis.v1.GameService", "transport": "grpc"}
     before_ok = sample("grpc_server_handled_total", **labels, grpc_method="CreateGame",
                        grpc_code="OK")
     before_missing = sample("grpc_server_handled_total", **labels, grpc_method="GetGame",
@@ -122,7 +122,8 @@ async def test_every_call_is_counted_and_timed_by_method_and_code(
 async def test_server_streams_are_counted_and_timed_as_server_stream(
         make_server: ServerFactory) -> None:
     h = await make_server(clock=ManualClock())
-    service = {"grpc_type": "server_stream", "grpc_service": "tapis.v1.GameService"}
+    service = {"grpc_type": "server_stream", "grpc_service": "tapis.v1.GameService",
+               "transport": "grpc"}
     events = {**service, "grpc_method": "StreamEvents"}
     watch = {**service, "grpc_method": "WatchResults"}
     before = {name: sample(name, **events) for name in (
@@ -157,7 +158,8 @@ async def test_server_streams_are_counted_and_timed_as_server_stream(
     assert sample("grpc_server_handled_total", **watch, grpc_code="UNAUTHENTICATED") == \
         keyless + 1
     assert sample("grpc_server_started_total", grpc_type="unary",
-                  grpc_service="tapis.v1.GameService", grpc_method="CreateGame") >= 1
+                  grpc_service="tapis.v1.GameService", grpc_method="CreateGame",
+                  transport="grpc") >= 1
 
 
 def metrics_version() -> str:

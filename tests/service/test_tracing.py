@@ -24,6 +24,7 @@ from tapis_service import tracing
 from tapis_service.caller import Caller
 from tapis_service.clock import ManualClock
 from tapis_service.cluster import frames
+from tapis_service.rpcs import BY_NAME
 from tests.support.calls import auth, person_seats
 from tests.support.server import ServerFactory
 
@@ -88,7 +89,7 @@ async def test_a_relayed_call_carries_the_trace_to_the_owners_span(
     with tracer.start_as_current_span("relaying node", kind=trace.SpanKind.SERVER) as relaying:
         caller = Caller(peer="ipv4:10.0.0.9:5000", traceparent=tracing.traceparent())
     assert caller.traceparent and caller.traceparent.startswith("00-")
-    frame = frames.encode_request(7, frames.METHODS.index("GetGame"), caller, b"request")
+    frame = frames.encode_request(7, BY_NAME["GetGame"].code, caller, b"request")
     call_id, method, relayed, request = frames.decode_request(frame)
     assert (call_id, request, relayed.traceparent) == (7, b"request", caller.traceparent)
     assert frames.decode_request(frames.encode_request(7, method, Caller(), b"r"))[2] \

@@ -5,7 +5,7 @@ registration alike."""
 from __future__ import annotations
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis_service.game_api import GameApi
 from tapis_service.servicer import GameServicer, method_handlers
 from tests.support.calls import person_seats
 from tests.support.server import Harness
@@ -14,9 +14,7 @@ METHODS = {m.name for m in pb.DESCRIPTOR.services_by_name["GameService"].methods
 
 
 def test_every_method_of_the_contract_is_served() -> None:
-    assert [name for name in sorted(METHODS) if getattr(GameServicer, name)
-            is getattr(pb_grpc.GameServiceServicer, name)] == []
-    assert set(method_handlers(GameServicer(None))) == METHODS  # type: ignore[arg-type]
+    assert set(method_handlers(GameServicer(GameApi.__new__(GameApi)))) == METHODS
 
 
 async def test_a_public_table_is_today_s_lobby(server: Harness) -> None:

@@ -34,7 +34,11 @@ class TinyApi:
         return pb.GetGameResponse(game=pb.GameView(game_id=request.game_id))
 
     def __getattr__(self, name: str) -> Any:
-        raise AttributeError(name)
+        """Every other method fails when called (bound once, at the endpoint's start)."""
+        async def missing(*_: Any) -> Any:
+            raise AttributeError(name)
+
+        return missing
 
     async def stream_events(self, request: pb.StreamEventsRequest, caller: Any,
                             end: Any) -> AsyncIterator[pb.StreamEventsResponse]:

@@ -14,7 +14,9 @@ from google.rpc import error_details_pb2
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import websocket_pb2 as ws_pb
+from tapis_service import metrics
 from tapis_service.caller import Caller
+from tapis_service.door import Door
 from tapis_service.errors import ServiceError
 from tapis_service.ws import frames
 from tapis_service.ws.connection import CLOSE_TOO_BIG, Connection, SocketLimits
@@ -314,3 +316,49 @@ async def test_the_api_may_end_a_stream_from_outside() -> None:
     while "a" not in api.closed_streams:
         await asyncio.sleep(0)
     assert not connection.streams
+
+
+async def test_the_servers_bound_on_calls_in_flight_counts_every_socket_and_transport() -> None:
+    api = FakeApi(gate=asyncio.Event())
+    door = Door(max_in_flight=2)
+    sockets = [FakeSocket() for _ in range(2)]
+    first, second = (Connection(api, "ipv4:10.0.0.9:4242", socket,  # type: ignore[arg-type]
+                                door=door) for socket in sockets)
+    first.received(client(1, get_game=pb.GetGameRequest(game_id="t1")), Format.BINARY)
+    door.enter()  # a gRPC call in flight: the same door
+    second.received(client(1, get_game=pb.GetGameRequest(game_id="t1")), Format.BINARY)
+    refused = await sockets[1].wait_for(1)
+    assert [(f.id, reason(f)) for f in refused] == [(1, "OVERLOADED")]
+    assert door.in_flight == 2 and not sockets[0].sent
+    door.leave()
+    api.gate.set()
+    answered = await sockets[0].wait_for(1)
+    assert answered[0].get_game.game.version == 7
+    assert door.in_flight == 0
+
+
+async def test_socket_calls_count_in_the_rpc_metrics_with_their_transport() -> None:
+    labels = ("unary", "tapis.v1.GameService", "GetGame")
+    before = {code: metrics.RPC_HANDLED.value(*labels, code, "websocket")
+              for code in ("OK", "NOT_FOUND")}
+    grpc_before = metrics.RPC_HANDLED.value(*labels, "OK", "grpc")
+    started = metrics.RPC_STARTED.value(*labels, "websocket")
+    connection, socket = connect(FakeApi())
+    connection.received(client(1, get_game=pb.GetGameRequest(game_id="t1")), Format.BINARY)
+    connection.received(client(2, get_game=pb.GetGameRequest(game_id="nope")), Format.BINARY)
+    await socket.wait_for(2)
+    assert metrics.RPC_STARTED.value(*labels, "websocket") == started + 2
+    assert metrics.RPC_HANDLED.value(*labels, "OK", "websocket") == before["OK"] + 1
+    assert metrics.RPC_HANDLED.value(*labels, "NOT_FOUND", "websocket") == \
+        before["NOT_FOUND"] + 1
+    assert metrics.RPC_HANDLED.value(*labels, "OK", "grpc") == grpc_before
+    stream = ("server_stream", "tapis.v1.GameService", "StreamEvents")
+    sent = metrics.RPC_SENT.value(*stream, "websocket")
+    api = FakeApi()
+    connection, socket = connect(api)
+    connection.received(client(3, stream_events=pb.StreamEventsRequest(game_id="a")),
+                        Format.BINARY)
+    api.queues.setdefault("a", asyncio.Queue()).put_nowait(pb.StreamEventsResponse())
+    api.queues["a"].put_nowait(None)
+    await socket.wait_for(2)
+    assert metrics.RPC_SENT.value(*stream, "websocket") == sent + 1

@@ -10,6 +10,7 @@ from google.rpc import error_details_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis.v1 import websocket_pb2 as ws_pb
+from tapis_service import metrics
 from tapis_service.ws import frames
 from tests.support.calls import auth, person_seats, reason_of
 from tests.support.server import Harness, ServerFactory
@@ -163,3 +164,22 @@ async def test_a_stopping_server_ends_streams_with_where_to_resume(
     ended.refusal.details[0].Unpack(info)
     assert info.metadata["resume_after_sequence"] == str(seen)
     assert await client.closed() == 1001
+
+
+async def test_the_socket_passes_the_servers_door(served: Harness) -> None:
+    """The server's bound on calls in flight and its RPC metrics are the gRPC port's."""
+    guard = served.running.guard
+    assert guard is not None and served.running.ws is not None
+    assert served.running.ws.door is guard.door
+    client = await socket_to(served)
+    door = guard.door
+    held = door.max_in_flight - door.in_flight
+    door.in_flight += held  # as many gRPC calls in flight as the server takes
+    refused = await client.call(get_game=pb.GetGameRequest(game_id="0" * 16))
+    assert reason(refused) == "OVERLOADED"
+    door.in_flight -= held
+    answered = await client.call(get_game=pb.GetGameRequest(game_id="0" * 16))
+    assert reason(answered) == "GAME_NOT_FOUND"
+    assert metrics.RPC_HANDLED.value("unary", "tapis.v1.GameService", "GetGame",
+                                     "RESOURCE_EXHAUSTED", "websocket") >= 1
+    client.close()

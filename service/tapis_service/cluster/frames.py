@@ -1,11 +1,11 @@
 """The tunnel's frames (``cluster.tunnel``): a message is frames, each after its length (u32),
-big-endian. A request frame is ``call id u32 | method u8 | flags u8 | deadline ms u32 | token,
-API key, peer lengths u16 × 3 | token | API key | peer | [trace length u8 | traceparent] |
-request``: the call's ``Caller``, with the time left before its deadline (not the deadline: two
-machines' clocks differ), and its W3C trace context when it has one (flag 8: ``--otel``). An
-answer
-frame is ``call id u32 | 0 | answer`` (0xFF: one message of a stream), or ``call id u32 | code
-u8 | message length u16 | message | ErrorInfo``: the owner's refusal.
+big-endian. A request frame is ``call id u32 | method code u8 | flags u8 | deadline ms u32 |
+token, API key, peer lengths u16 × 3 | token | API key | peer | [trace length u8 |
+traceparent] | request``: the method's fixed code (``rpcs``), the call's ``Caller``, with the
+time left before its deadline (not the deadline: two machines' clocks differ), and its W3C
+trace context when it has one (flag 8: ``--otel``). An answer frame is ``call id u32 | 0 |
+answer`` (0xFF: one message of a stream), or ``call id u32 | code u8 | message length u16 |
+message | ErrorInfo``: the owner's refusal.
 """
 
 from __future__ import annotations
@@ -22,16 +22,15 @@ from tapis_service.caller import Caller
 from tapis_service.errors import ServiceError, error_info, from_error_info
 from tapis_service.limits import MAX_RECEIVE_MESSAGE_BYTES
 
-METHODS = ("JoinGame", "GetGame", "SubmitAction", "ListGames", "CreateSpectatorToken",
-           "EndTable", "ReplaceSeat")
-"""The unary methods a tunnel carries, by their index in a request frame (a ListGames frame
-asks the owner for its own tables)."""
-WRITES = frozenset({"JoinGame", "SubmitAction", "ReplaceSeat"})
-"""The relayed methods that change a table (an answer lost on the way leaves them in doubt)."""
-STREAM = len(METHODS)
-"""The method of a request frame that opens a relayed StreamEvents call."""
-CANCEL = STREAM + 1
-"""The method of a frame that ends a relayed stream (its client went away)."""
+VERSION = 1
+"""The tunnel's protocol version, sent when a tunnel opens (``VERSION_HEADER``); an owner
+refuses a version it does not speak (``cluster.tunnel``)."""
+VERSIONS = frozenset({1})
+"""The versions an owner accepts."""
+VERSION_HEADER = "tapis-tunnel-version"
+CANCEL = 0xF0
+"""The method of a frame that ends a relayed stream (its client went away); a call's method is
+its RPC's fixed code (``rpcs.Rpc.code``, 1 to ``rpcs.MAX_CODE``)."""
 MESSAGE = 0xFF
 """The code of an answer frame that is one message of a relayed stream (not its end)."""
 MAX_FRAME = MAX_RECEIVE_MESSAGE_BYTES - 4
@@ -98,8 +97,6 @@ def decode_request(frame: bytes) -> tuple[int, int, Caller, bytes]:
         raise ValueError(f"not a tunnel frame: {error}") from error
     if at > len(frame):
         raise ValueError("not a tunnel frame: truncated")
-    if method > CANCEL:
-        raise ValueError(f"unknown method {method}")
     caller = Caller(seat_token=token if flags & _TOKEN else None,
                     bad_authorization=bool(flags & _BAD_AUTHORIZATION),
                     api_key=key if flags & _API_KEY else None, peer=peer,
@@ -108,7 +105,7 @@ def decode_request(frame: bytes) -> tuple[int, int, Caller, bytes]:
     return call_id, method, caller, frame[at:]
 
 
-def fits(method: int, caller: Caller, request: bytes) -> bool:
+def fits(caller: Caller, request: bytes) -> bool:
     """Whether a request frame of this call stays within ``MAX_FRAME``."""
     credentials = min(len(caller.seat_token or ""), MAX_CREDENTIAL + 1) \
         + min(len(caller.api_key or ""), MAX_CREDENTIAL + 1)

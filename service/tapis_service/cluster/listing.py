@@ -20,12 +20,13 @@ import structlog
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service import convert, lobby, logrepeat
 from tapis_service.caller import Caller, deadline_in
-from tapis_service.cluster import frames, tunnel
+from tapis_service.cluster import tunnel
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.locator import DATABASE_ERRORS, Locator, database_away
 from tapis_service.cluster.relay import Tunnels
 from tapis_service.errors import ServiceError
 from tapis_service.game_api import GameApi, page_cursor, page_size
+from tapis_service.rpcs import BY_NAME
 
 log = structlog.get_logger("tapis.cluster")
 
@@ -34,7 +35,7 @@ LIST_ADOPTS = 200
 """Orphan tables a ListGames takes over before listing, at most (the sweep takes the rest)."""
 NODE_TIMEOUT_S = 5.0
 """How long a node's list is waited for: one that does not answer has no tables listed."""
-LIST = frames.METHODS.index("ListGames")
+LIST = BY_NAME["ListGames"].code
 
 
 class Listing:

@@ -24,9 +24,11 @@ from tapis_service.cluster.listing import Listing
 from tapis_service.cluster.locator import Locator
 from tapis_service.cluster.membership import Membership
 from tapis_service.cluster.relay import Relay, Tunnels
+from tapis_service.door import Door
 from tapis_service.game_api import GameApi
 from tapis_service.host import GameHost
 from tapis_service.postgres_store import PostgresStore
+from tapis_service.rpcs import Route
 from tapis_service.settings import Settings
 from tapis_service.tls import ClusterTls
 
@@ -51,7 +53,8 @@ class ClusterNode:
     """This process as a member of the cluster."""
 
     def __init__(self, settings: Settings, host: GameHost, api: GameApi,
-                 store: PostgresStore, tls: ClusterTls | None = None) -> None:
+                 store: PostgresStore, tls: ClusterTls | None = None,
+                 door: Door | None = None) -> None:
         assert settings.advertise is not None and store.node_id is not None
         self.settings = settings
         self.host = host
@@ -67,8 +70,13 @@ class ClusterNode:
         self.membership = Membership(host, self.directory, self.locator, self.tunnels,
                                      settings.node_ttl_s)
         self.tunnel_server = tunnel.TunnelServer(self.relay.call, self.relay.stream,
-                                                 self.tunnels.relay_key, settings.max_in_flight)
+                                                 self.tunnels.relay_key, settings.max_in_flight,
+                                                 door=door)
         host.lost_listeners.append(self.locator.lost)
+
+    def routes(self) -> dict[str, Route]:
+        """How this node serves each method (the WebSocket's calls take them too)."""
+        return gateway.routes(self.relay, self.listing)
 
     def handlers(self) -> tuple[grpc.GenericRpcHandler, ...]:
         """Every GameService method (served here or relayed), and the tunnel."""

@@ -30,6 +30,7 @@ from tapis_service.errors import ServiceError
 from tapis_service.game_api import EndStream, GameApi
 from tapis_service.host import GameHost
 from tapis_service.limits import check_sizes
+from tapis_service.rpcs import BY_NAME, RPCS, Rpc
 from tapis_service.streams import too_slow
 from tapis_service.tls import ClusterTls
 
@@ -50,18 +51,6 @@ CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
                    # a node gone without a reset (a machine lost): its tunnel ends within 30 s
                    ("grpc.keepalive_time_ms", 20_000), ("grpc.keepalive_timeout_ms", 10_000)]
 
-Unary = Callable[[GameApi, Any, Caller], Awaitable[Any]]
-REQUESTS: dict[str, tuple[type[Message], Unary]] = {
-    "CreateGame": (pb.CreateGameRequest, GameApi.create_game),
-    "JoinGame": (pb.JoinGameRequest, GameApi.join_game),
-    "GetGame": (pb.GetGameRequest, GameApi.get_game),
-    "SubmitAction": (pb.SubmitActionRequest, GameApi.submit_action),
-    "ListGames": (pb.ListGamesRequest, GameApi.list_games),
-    "CreateSpectatorToken": (pb.CreateSpectatorTokenRequest, GameApi.create_spectator_token),
-    "EndTable": (pb.EndTableRequest, GameApi.end_table),
-    "ReplaceSeat": (pb.ReplaceSeatRequest, GameApi.replace_seat),
-}
-"""Each unary method: its request message and its ``GameApi`` method."""
 
 
 def parsed(message: type[Message], raw: bytes) -> Any:
@@ -142,14 +131,17 @@ class Relay:
         self.stream_queue_size = stream_queue_size
         self.relayed_streams: dict[tunnel.RelayedStream, str] = {}
         """Streams relayed to another node -> their table."""
+        self.served: dict[str, tuple[Rpc, Callable[[Any, Caller], Awaitable[Any]]]] = {
+            rpc.name: (rpc, getattr(api, rpc.api)) for rpc in RPCS if not rpc.streams}
+        """Each unary method served here: its row and its ``GameApi`` method (bound once)."""
 
     async def local(self, method: str, raw: bytes, caller: Caller) -> bytes:
         """Serve a unary call here. A table this node let go of while the call was on its way
         (a graceful stop hands every table off) has moved, not vanished: TABLE_MOVED, which
         the client retries where it went, never NOT_FOUND."""
-        message, serve = REQUESTS[method]
+        rpc, serve = self.served[method]
         try:
-            return _serialized(await serve(self.api, parsed(message, raw), caller))
+            return _serialized(await serve(parsed(rpc.request, raw), caller))
         except ServiceError as refused:
             if refused.code == grpc.StatusCode.NOT_FOUND and self.locator.leaving:
                 raise table_moved(game_id_of(raw)) from refused
@@ -181,11 +173,11 @@ class Relay:
             return await self._once(method, raw, caller, game_id)
         except tunnel.OwnerUnreachable as error:
             self.locator.forget(game_id)  # it died, is stopping or frozen: look again, once
-            in_doubt = error.sent and method in frames.WRITES
+            in_doubt = error.sent and BY_NAME[method].writes
         try:
             return await self._once(method, raw, caller, game_id)
         except tunnel.OwnerUnreachable as error:
-            if in_doubt or (error.sent and method in frames.WRITES):
+            if in_doubt or (error.sent and BY_NAME[method].writes):
                 raise commit_unknown(game_id) from error
             raise table_moved(game_id) from error
         except ServiceError as refused:  # "not applied" would be wrong: the first may have
@@ -197,16 +189,16 @@ class Relay:
         address = await self.locator.route(game_id, caller.forwarded)
         if address is None:
             return await self.local(method, raw, caller)
-        index = frames.METHODS.index(method)
-        if not frames.fits(index, caller, raw):
-            raw = _compacted(REQUESTS[method][0], raw)
+        rpc = BY_NAME[method]
+        if not frames.fits(caller, raw):
+            raw = _compacted(rpc.request, raw)
         left = caller.time_remaining()
         wait_s = self.deadline_s if left is None else min(left, self.deadline_s)
         started = time.perf_counter()
         try:
             async with asyncio.timeout(wait_s):
                 answer = await self.tunnels.to(address).call(
-                    index, caller._replace(deadline=deadline_in(wait_s)), raw)
+                    rpc.code, caller._replace(deadline=deadline_in(wait_s)), raw)
         except TimeoutError as error:  # a frozen owner, or one too slow to count on
             raise tunnel.OwnerUnreachable(
                 f"the table's owner did not answer within {wait_s:.1f} s") from error
@@ -231,7 +223,7 @@ class Relay:
             if session is not None and self.host.sessions.get(game_id) is not session:
                 raise table_moved(game_id)  # the table left: the client resumes where it is
             return
-        if not frames.fits(frames.STREAM, caller, raw):
+        if not frames.fits(caller, raw):
             raw = _compacted(pb.StreamEventsRequest, raw)
         metrics.FORWARDS.labels("StreamEvents").inc()
         last = b""  # the last message relayed (where a cut one resumes)

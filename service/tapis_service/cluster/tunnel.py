@@ -14,6 +14,12 @@ When the tunnel breaks (the owner died or stopped), every call waiting on it fai
 ``OwnerUnreachable``: the relaying node looks the table up again. A graceful stop first serves
 the calls already received, then closes the tunnel.
 
+A tunnel opens with its protocol version (``frames.VERSION``) and each call carries its
+method's fixed code (``rpcs``), so nodes of two versions side by side (a rolling restart) serve
+each other every method both know. An owner that does not speak the version refuses the tunnel,
+and one that meets a method code it does not know refuses that call: both answer UNAVAILABLE /
+``NODE_VERSION_MISMATCH``, nothing applied, and the client retries (with the same request id).
+
 The frames are ``cluster.frames``'.
 """
 
@@ -22,23 +28,26 @@ from __future__ import annotations
 import asyncio
 import itertools
 import struct
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import grpc
 import structlog
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
-from tapis_service import tracing
+from tapis_service import logcontext, tracing
 from tapis_service.caller import Caller
 from tapis_service.cluster.frames import (
     ANSWER,
     CANCEL,
     MESSAGE,
-    METHODS,
     NO_DEADLINE,
     REQUEST,
-    STREAM,
-    WRITES,
+    VERSION,
+    VERSION_HEADER,
+    VERSIONS,
     Outbox,
     decode_answer,
     decode_request,
@@ -48,7 +57,9 @@ from tapis_service.cluster.frames import (
     encode_request,
     frames_of,
 )
+from tapis_service.door import Door, Transport
 from tapis_service.errors import ServiceError, end_call
+from tapis_service.rpcs import BY_NAME, RPCS, Rpc
 
 log = structlog.get_logger("tapis.cluster")
 
@@ -56,6 +67,8 @@ SERVICE = "tapis.cluster.Tunnel"
 PATH = f"/{SERVICE}/Open"
 RELAY_KEY = "tapis-relay-key"
 """The header a tunnel is opened with: the cluster's relay key."""
+STREAM_EVENTS = BY_NAME["StreamEvents"].code
+"""The code of the one stream a tunnel relays."""
 MAX_QUEUED = 100_000
 """Frames an owner holds for a tunnel the relaying node does not read: beyond, it closes it."""
 
@@ -76,25 +89,37 @@ class OwnerUnreachable(Exception):
         self.sent = sent
 
 
+def _reason(error: grpc.aio.AioRpcError) -> str:
+    """The ErrorInfo reason of the status a tunnel ended with ("" when it has none)."""
+    status = rpc_status.from_call(error)
+    for detail in () if status is None else status.details:
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            return str(error_details_pb2.ErrorInfo.FromString(detail.value).reason)
+    return ""
+
+
 # --- the relaying side ----------------------------------------------------------------------------
 
 
 class TunnelClient:
     """This node's tunnel to one owner: calls out, answers back by call id."""
 
-    def __init__(self, channel: grpc.aio.Channel, relay_key: str) -> None:
+    def __init__(self, channel: grpc.aio.Channel, relay_key: str,
+                 version: int = VERSION) -> None:
         self._outbox = Outbox()
         self._pending: dict[int, asyncio.Future[bytes | ServiceError]] = {}
         self._streams: dict[int, RelayedStream] = {}
         self._ids = itertools.count(1)
         self._loop = asyncio.get_running_loop()
-        self._call = channel.stream_stream(PATH)(self._outbox.messages(),
-                                                 metadata=((RELAY_KEY, relay_key),))
+        self._call = channel.stream_stream(PATH)(
+            self._outbox.messages(),
+            metadata=((RELAY_KEY, relay_key), (VERSION_HEADER, str(version))))
         self._reader = asyncio.ensure_future(self._read())
         self.broken = False
 
     async def _read(self) -> None:
         why = "the tunnel to the table's owner closed"
+        failure: Exception | None = None
         try:
             while (message := await self._call.read()) is not grpc.aio.EOF:
                 assert isinstance(message, bytes)
@@ -114,6 +139,8 @@ class TunnelClient:
                         waiting.set_result(decode_answer(frame)[1])
         except grpc.aio.AioRpcError as error:
             why = f"the tunnel to the table's owner failed: {error.code().name}"
+            if _reason(error) == "NODE_VERSION_MISMATCH":  # no call of it was served
+                failure = version_mismatch(error.details() or "")
         except (ValueError, struct.error) as error:  # not our frames: drop this tunnel
             why = f"the tunnel to the table's owner sent bad frames: {error}"
             self._call.cancel()
@@ -125,14 +152,14 @@ class TunnelClient:
             pending, self._pending = self._pending, {}
             for waiting in pending.values():
                 if not waiting.done():
-                    waiting.set_exception(OwnerUnreachable(why))
+                    waiting.set_exception(failure or OwnerUnreachable(why))
             streams, self._streams = self._streams, {}
             for stream in streams.values():
-                stream.end(OwnerUnreachable(why))
+                stream.end(failure or OwnerUnreachable(why))
 
     async def call(self, method: int, caller: Caller, request: bytes) -> bytes:
-        """The owner's answer to one call; its refusal is raised (``OwnerUnreachable`` when
-        the tunnel closed first)."""
+        """The owner's answer to one call of ``method`` (its RPC's code); its refusal is
+        raised (``OwnerUnreachable`` when the tunnel closed first)."""
         if self.broken:
             raise OwnerUnreachable("the tunnel to the table's owner is closed", sent=False)
         call_id = next(self._ids) & 0xFFFFFFFF
@@ -157,7 +184,7 @@ class TunnelClient:
             stream.end(OwnerUnreachable("the tunnel to the table's owner is closed"))
             return stream
         self._streams[call_id] = stream
-        self._outbox.put(encode_request(call_id, STREAM, caller, request))
+        self._outbox.put(encode_request(call_id, STREAM_EVENTS, caller, request))
         return stream
 
     def _cancel(self, call_id: int) -> None:
@@ -235,16 +262,31 @@ def not_a_node() -> ServiceError:
                         "the tunnel is opened by a node of this cluster only")
 
 
+def version_mismatch(detail: str) -> ServiceError:
+    """A call the table's owner cannot serve: it runs another version (a rolling upgrade).
+    Nothing of it was applied: the client retries, with the same request id."""
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "NODE_VERSION_MISMATCH",
+                        f"the node holding this table runs another version ({detail}); "
+                        "nothing was applied: retry with backoff, with the same request_id")
+
+
+def unknown_version(version: str) -> ServiceError:
+    """The refusal of a tunnel opened with a protocol version this owner does not speak."""
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "NODE_VERSION_MISMATCH",
+                        f"tunnel protocol version {version or 'none'}; this node speaks "
+                        f"{', '.join(map(str, sorted(VERSIONS)))}")
+
+
 OVERLOADED = ServiceError(
     grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED",
     "the table's owner has too many relayed calls in flight; retry with backoff")
 
 
-def _owner_failed(error: BaseException, method: str = "") -> ServiceError:
+def _owner_failed(error: BaseException, rpc: Rpc | None = None) -> ServiceError:
     """What a relayed call is answered when serving it failed unexpectedly (a bug, logged):
     the client retries (with the same request id: a write may have been applied)."""
     log.error("tunneled_call_failed", error=repr(error)[:200])
-    if method in WRITES:
+    if rpc is not None and rpc.writes:
         return ServiceError(grpc.StatusCode.UNAVAILABLE, "COMMIT_UNKNOWN",
                             "the table's owner failed to answer: the request may have been "
                             "applied; retry with the same request_id")
@@ -256,7 +298,15 @@ class TunnelServer:
     """The owner's end of every tunnel opened to it."""
 
     def __init__(self, serve: Serve, stream: StreamServe, relay_key: str,
-                 max_in_flight: int) -> None:
+                 max_in_flight: int, rpcs: tuple[Rpc, ...] = RPCS,
+                 door: Door | None = None) -> None:
+        self._by_code = {rpc.code: rpc for rpc in rpcs}
+        """The methods this node serves, by tunnel code (another node's may have more)."""
+        self._door = door or Door(max_in_flight=1 << 30)
+        """What every call to this node passes (the server's): its bound on calls in flight,
+        and each method's metrics with ``transport="relay"``."""
+        self._meters = {rpc.code: self._door.meter(rpc.path, Transport.RELAY, rpc.streams)
+                        for rpc in rpcs}
         self._serve = serve
         self._stream = stream
         self._relay_key = relay_key
@@ -269,9 +319,14 @@ class TunnelServer:
 
     async def _open_tunnel(self, frames: AsyncIterator[bytes],
                            context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
-        key = next((v for k, v in context.invocation_metadata() or () if k == RELAY_KEY), "")
-        if (key if isinstance(key, str) else key.decode("utf-8", "replace")) != self._relay_key:
+        headers = {k: v if isinstance(v, str) else v.decode("utf-8", "replace")
+                   for k, v in context.invocation_metadata() or ()}
+        if headers.get(RELAY_KEY, "") != self._relay_key:
             await end_call(context, not_a_node())
+        version = headers.get(VERSION_HEADER, "")
+        if not version.isdigit() or int(version) not in VERSIONS:
+            log.warning("tunnel_version_refused", version=version[:20], peer=context.peer())
+            await end_call(context, unknown_version(version[:20]))
         tunnel = _Tunnel(self, frames, str(context.peer()))
         self._open.add(tunnel)
         try:
@@ -347,14 +402,19 @@ class _Tunnel:
             if stream is not None:
                 stream.cancel()
             return
-        if method == STREAM:
+        rpc = self._server._by_code.get(method)
+        if rpc is None:  # a newer node's method: refused, never dropped (the caller waits)
+            self._send(encode_refusal(call_id, version_mismatch(
+                f"it does not serve method {method}")))
+            return
+        if rpc.streams:
             self._streams[call_id] = asyncio.ensure_future(
-                self._relay_stream(call_id, caller, request))
+                self._relay_stream(call_id, rpc, caller, request))
             return
         if len(self.calls) >= self._server._max_in_flight:
             self._send(encode_refusal(call_id, OVERLOADED))
             return
-        task = asyncio.ensure_future(self._call(call_id, METHODS[method], caller, request))
+        task = asyncio.ensure_future(self._call(call_id, rpc, caller, request))
         self.calls.add(task)
         task.add_done_callback(self.calls.discard)
 
@@ -365,34 +425,64 @@ class _Tunnel:
             self.cancel()
             self._answers.close()
 
-    async def _relay_stream(self, call_id: int, caller: Caller, request: bytes) -> None:
+    async def _relay_stream(self, call_id: int, rpc: Rpc, caller: Caller,
+                            request: bytes) -> None:
         ended: list[ServiceError] = []
+        meter = self._server._meters[rpc.code]
+        began = time.perf_counter()
+        meter.started[0] += 1
+        code = "OK"
         try:
-            with tracing.relayed("StreamEvents", caller.traceparent):
+            with tracing.relayed(rpc.name, caller.traceparent):
                 async for message in self._server._stream(request, caller, ended.append):
                     self._send(encode_message(call_id, message))
+                    meter.sent[0] += 1
             end = encode_answer(call_id, b"")
         except ServiceError as refused:
+            code = refused.code.name
             end = encode_refusal(call_id, refused)
         except asyncio.CancelledError:
+            code = "CANCELLED"
             if not ended:
                 return  # the relaying node ended it, or the tunnel is closing
             end = encode_refusal(call_id, ended[0])  # cut by this node's watchdog
         except Exception as error:  # a bug: logged, and the client retries elsewhere
+            code = "UNAVAILABLE"
             end = encode_refusal(call_id, _owner_failed(error))
         finally:
             self._streams.pop(call_id, None)
+            meter.ended(code, time.perf_counter() - began)
         self._send(end)
 
-    async def _call(self, call_id: int, method: str, caller: Caller, request: bytes) -> None:
+    async def _call(self, call_id: int, rpc: Rpc, caller: Caller, request: bytes) -> None:
+        """One relayed unary call, through the door (the bound on calls in flight is taken
+        here, in the call's task: one cancelled before it runs never holds a place)."""
+        door = self._server._door
+        meter = self._server._meters[rpc.code]
+        began = time.perf_counter()
+        meter.started[0] += 1
+        bound = door.bind(Transport.RELAY, caller.peer, None)
+        code = "OK"
         try:
-            with tracing.relayed(method, caller.traceparent):
-                answer = encode_answer(call_id,
-                                       await self._server._serve(method, request, caller))
+            door.enter()
+            try:
+                with tracing.relayed(rpc.name, caller.traceparent):
+                    answer = encode_answer(call_id,
+                                           await self._server._serve(rpc.name, request, caller))
+            finally:
+                door.leave()
         except ServiceError as refused:
+            code = refused.code.name
             answer = encode_refusal(call_id, refused)
         except Exception as error:  # a bug: logged, and the client retries elsewhere
-            answer = encode_refusal(call_id, _owner_failed(error, method))
+            code = "UNAVAILABLE"
+            answer = encode_refusal(call_id, _owner_failed(error, rpc))
+        except asyncio.CancelledError:
+            code = "CANCELLED"
+            raise
+        finally:
+            meter.ended(code, time.perf_counter() - began)
+            logcontext.reset(bound)
         self._send(answer)
 
     def stop_reading(self) -> None:

@@ -33,12 +33,14 @@ from picows import (
 )
 
 import tapis_webclient
+from tapis_service.door import Door, socket_peer
 from tapis_service.errors import ServiceError
 from tapis_service.limits import peer_host
 from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
+from tapis_service.rpcs import Route, local_routes
 from tapis_service.settings import Settings
 from tapis_service.ws import frames
-from tapis_service.ws.connection import Connection, SocketLimits
+from tapis_service.ws.connection import Connection, SocketLimits, socket_calls
 from tapis_service.ws.frames import Format
 
 if TYPE_CHECKING:
@@ -151,8 +153,8 @@ class _Socket(WSListener):
         self.peer = ""
 
     def on_ws_connected(self, transport: WSTransport) -> None:
-        self.peer = self.endpoint.proxies.client_peer(
-            grpc_peer(transport), _forwarded_for(transport.request))
+        self.peer = socket_peer(grpc_peer(transport), _forwarded_for(transport.request),
+                                self.endpoint.proxies)
         sink = _Sink(transport)
         refusal = self.endpoint.admit(self.peer)
         if refusal is not None:
@@ -161,7 +163,8 @@ class _Socket(WSListener):
             return
         self.endpoint.transports.add(transport)
         self.connection = Connection(self.endpoint.api, self.peer, sink,
-                                     self.endpoint.limits.socket)
+                                     self.endpoint.limits.socket, self.endpoint.door,
+                                     self.endpoint.calls)
         self.endpoint.connections.add(self.connection)
 
     def on_ws_frame(self, transport: WSTransport, frame: WSFrame) -> None:
@@ -205,10 +208,17 @@ class WebSocketEndpoint:
 
     def __init__(self, api: GameApi, limits: EndpointLimits | None = None,
                  webclient: WebClient | None = None,
-                 proxies: TrustedProxies | None = None) -> None:
+                 proxies: TrustedProxies | None = None, door: Door | None = None,
+                 routes: dict[str, Route] | None = None) -> None:
         self.api = api
-        self.proxies = proxies or TrustedProxies()
+        self.door = door or Door(max_in_flight=1 << 30, proxies=proxies)
+        """What every transport passes (the server's; alone, in a test: its own)."""
+        self.proxies = proxies or self.door.proxies
         """Behind one of these, a socket's client is the one ``x-forwarded-for`` names."""
+        self.calls = socket_calls(
+            local_routes(api, frames.CARRIED) if routes is None else routes, self.door)
+        """Each request field's call, derived once: the routes gRPC takes too (a cluster
+        node's relay a table's calls to its owner)."""
         self.limits = limits or EndpointLimits()
         self.webclient = webclient or WebClient()
         self.sockets: Counter[str] = Counter()

@@ -3,8 +3,8 @@ JSON), and which GameService request each frame carries.
 
 Each request of ``ClientFrame.request`` is answered by the field of ``ServerFrame.response``
 with the same field number (``create_game`` 10 by ``create_game`` 10, ``stream_events`` 14 by
-``events`` 14, ``stop_events`` 16 by ``events_stopped`` 16); the GameApi method that serves a
-request is named as its field.
+``events`` 14, ``stop_events`` 16 by ``events_stopped`` 16); the RPC a request field carries is
+the one of the table of RPCs (``rpcs``) whose request message it holds (``RPC_OF_FIELD``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from tapis_engine.errors import RuleError
 from tapis_service import wire
 from tapis_service.errors import ServiceError, from_rule_error, invalid_argument, status_message
 from tapis_service.limits import MAX_RECEIVE_MESSAGE_BYTES
+from tapis_service.rpcs import BY_REQUEST, Rpc
 
 MAX_FRAME_BYTES = MAX_RECEIVE_MESSAGE_BYTES
 """The largest message a client may send: the largest request gRPC accepts."""
@@ -30,7 +31,13 @@ RESPONSE_FIELD: dict[str, str] = {
     field.name: _SERVER.fields_by_number[field.number].name
     for field in _CLIENT.oneofs_by_name["request"].fields}
 """The ServerFrame field answering each ClientFrame request field."""
-STREAM = "stream_events"
+RPC_OF_FIELD: dict[str, Rpc] = {
+    field.name: BY_REQUEST[field.message_type.full_name]
+    for field in _CLIENT.oneofs_by_name["request"].fields
+    if field.message_type is not None and field.message_type.full_name in BY_REQUEST}
+"""The RPC each ClientFrame request field carries (every one but ``stop_events``)."""
+CARRIED = tuple(RPC_OF_FIELD.values())
+"""The RPCs a socket carries."""
 STOP = "stop_events"
 
 

@@ -1,0 +1,182 @@
+"""The door: what every call passes, whatever carries it — a gRPC call (``callguard``), a
+WebSocket frame (``ws.connection``) or a call relayed from another node (``cluster.tunnel``).
+
+Here and nowhere else: who the caller is (its seat token, API key and address, behind a
+trusted proxy the client's: ``caller_of``, ``socket_caller``), the bound on calls in flight
+the whole server shares (``Door.enter``: beyond it ``RESOURCE_EXHAUSTED`` / ``OVERLOADED``),
+the refusals the door decides itself (counted and logged), the RPC metrics (grpc-prometheus'
+series, one per method and ``transport``: ``grpc``, ``websocket``, ``relay``: ``Meter``) and the
+call's log context. What the transports keep is their own: decoding their bytes and writing
+answers and refusals in their own form. The per-address and per-key limits and the
+credentials are checked by ``GameApi`` (``ratelimit``, ``quotas``, ``api_keys``), which every
+transport reaches through the same ``Caller``.
+
+Everything is derived once, at start (a ``Meter`` per method and transport, its metric cells
+looked up then): a call adds no layer, only the counts.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from typing import Any
+
+import grpc
+import structlog
+
+from tapis_service import logcontext, metrics, tracing
+from tapis_service.caller import Caller, deadline_in
+from tapis_service.errors import ServiceError
+from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
+
+log = structlog.get_logger("tapis.rpc")
+
+AUTHORIZATION = "authorization"
+API_KEY = "x-api-key"
+
+
+class Transport(enum.Enum):
+    """What carried a call to this node (the ``transport`` label of the RPC metrics)."""
+
+    GRPC = "grpc"
+    WEBSOCKET = "websocket"
+    RELAY = "relay"
+    """Relayed by another node of the cluster (counted there under its own transport too)."""
+
+
+# --- who calls --------------------------------------------------------------------------------
+
+
+def _text(value: str | bytes) -> str:
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
+
+
+def caller_of(context: grpc.aio.ServicerContext,
+              proxies: TrustedProxies | None = None) -> Caller:
+    """The ``Caller`` of a gRPC call: its seat token, API key, peer (behind one of
+    ``proxies``, the client's from ``x-forwarded-for``) and deadline."""
+    token: str | None = None
+    bad = False
+    api_key: str | None = None
+    forwarded: list[str] = []
+    for key, value in context.invocation_metadata() or ():
+        if key == AUTHORIZATION and token is None and not bad:
+            scheme, _, rest = _text(value).partition(" ")
+            if scheme.lower() == "bearer" and rest.strip():
+                token = rest.strip()
+            else:
+                bad = True
+        elif key == API_KEY and api_key is None:
+            api_key = _text(value)
+        elif key == FORWARDED_FOR:
+            forwarded.append(_text(value))
+    peer = str(context.peer())
+    if proxies is not None and proxies.networks:
+        peer = proxies.client_peer(peer, forwarded)
+    return Caller(seat_token=token, bad_authorization=bad, api_key=api_key,
+                  peer=peer, deadline=deadline_in(context.time_remaining()),
+                  traceparent=tracing.traceparent())
+
+
+def socket_peer(peer: str, forwarded: Iterable[str], proxies: TrustedProxies) -> str:
+    """A WebSocket's client address: its peer's, or behind one of ``proxies`` the one its
+    upgrade request's ``x-forwarded-for`` names (as ``caller_of`` reads a gRPC call's)."""
+    return proxies.client_peer(peer, list(forwarded))
+
+
+def socket_caller(seat_token: str, api_key: str, peer: str) -> Caller:
+    """The ``Caller`` of a WebSocket frame: its seat token and API key (as gRPC's headers
+    carry them; empty: none), the socket's client address."""
+    return Caller(seat_token=seat_token or None, api_key=api_key or None, peer=peer)
+
+
+# --- what a call costs -------------------------------------------------------------------------
+
+
+def overloaded() -> ServiceError:
+    return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED",
+                        "the server has too many calls in flight; retry with backoff")
+
+
+def refused(error: ServiceError) -> ServiceError:
+    """``error``, a refusal the door (or a transport) decides itself, counted and logged."""
+    metrics.REFUSALS.labels(error.code.name, error.reason).inc()
+    log.info("refused", code=error.code.name, reason=error.reason)
+    error.logged = True
+    return error
+
+
+class Meter:
+    """One method's RPC metrics over one transport: grpc-prometheus' series (started,
+    handled by code, messages sent, seconds), with a ``transport`` label; the cells are looked
+    up once, here."""
+
+    __slots__ = ("answered", "labels", "sent", "started", "timing", "transport")
+
+    def __init__(self, path: str, transport: Transport, streams: bool = False) -> None:
+        self.transport = transport.value
+        self.labels = ("server_stream" if streams else "unary",
+                       *path.lstrip("/").split("/", 1))
+        self.started = metrics.RPC_STARTED.cell(*self.labels, self.transport)
+        self.answered = metrics.RPC_HANDLED.cell(*self.labels, "OK", self.transport)
+        self.sent = metrics.RPC_SENT.cell(*self.labels, self.transport)
+        self.timing = metrics.RPC_SECONDS.child(*self.labels, self.transport)
+
+    def ended(self, code: str, seconds: float) -> None:
+        """A call that did not answer OK (a unary one), or any stream's end."""
+        if code == "OK":
+            self.answered[0] += 1
+        else:
+            metrics.RPC_HANDLED.inc(*self.labels, code, self.transport)
+        metrics.RPC_SECONDS.observe_child(self.timing, seconds)
+
+
+SLOW_CALL_S = 1.0
+"""A unary call that takes longer is logged at info (every call at debug)."""
+
+
+def call_line(seconds: float, code: str = "OK") -> None:
+    """A unary call's own log line: debug, or info when slow."""
+    if seconds >= SLOW_CALL_S:
+        log.info("slow_call", code=code)
+    elif logcontext.debug_lines:
+        log.debug("call", code=code)
+
+
+class Door:
+    """What the whole server shares among its transports: the calls in flight (at most
+    ``max_in_flight`` unary calls, every transport together) and the trusted proxies."""
+
+    def __init__(self, max_in_flight: int, proxies: TrustedProxies | None = None) -> None:
+        self.max_in_flight = max_in_flight
+        self.proxies = proxies or TrustedProxies()
+        self.in_flight = 0
+        self._meters: dict[tuple[str, Transport], Meter] = {}
+
+    def enter(self) -> None:
+        """One more unary call in flight, or ``OVERLOADED`` (counted) beyond the bound; each
+        ``enter`` that returns is followed by one ``leave``."""
+        if self.in_flight >= self.max_in_flight:
+            raise refused(overloaded())
+        self.in_flight += 1
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+
+    def meter(self, path: str, transport: Transport, streams: bool = False) -> Meter:
+        """The metrics of method ``path`` over ``transport`` (one ``Meter`` each)."""
+        meter = self._meters.get((path, transport))
+        if meter is None:
+            meter = self._meters[(path, transport)] = Meter(path, transport, streams)
+        return meter
+
+    @staticmethod
+    def bind(transport: Transport, peer: str, request: Any) -> Any:
+        """The log context of a call that has no gRPC context to read it from (a WebSocket
+        frame, a relayed call): its transport, client and request id; ``logcontext.reset``
+        with what this returns ends it."""
+        request_id = getattr(request, "request_id", "")
+        if request_id:
+            return logcontext.bind(transport=transport.value, peer=peer,
+                                   request_id=request_id[:40])
+        return logcontext.bind(transport=transport.value, peer=peer)
