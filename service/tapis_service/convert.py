@@ -143,12 +143,17 @@ def fairness(session: Session) -> pb.Fairness:
 
 
 def status(session: Session) -> int:
+    """The table's status, the same in its view (GetGame), its listing (ListGames) and its
+    stored listing at rest: GAME_STATUS_SERIES_OVER once the last game of its series is
+    over."""
     table = session.table
     if table.abandoned:
         return pb.GAME_STATUS_ABANDONED
     if not table.started:
         return pb.GAME_STATUS_WAITING_FOR_PLAYERS
     if table.game_over(session.rules):
+        if session.ownership.series_over(table.game_number):
+            return pb.GAME_STATUS_SERIES_OVER
         return pb.GAME_STATUS_GAME_OVER
     return pb.GAME_STATUS_IN_PROGRESS
 

@@ -102,15 +102,15 @@ class Ownership:
 
     def annotate(self, view: pb.GameView) -> pb.GameView:
         """Add to a view what the table's ownership says: reserved seats, visibility, series
-        length, and GAME_STATUS_SERIES_OVER once the last game of the series is over."""
+        length, and no next game once the series is over (``convert.status`` says
+        GAME_STATUS_SERIES_OVER then)."""
         for seat in self.reserved_seats():
             if seat < len(view.seats):
                 view.seats[seat].reserved = True
         view.settings.visibility = (pb.VISIBILITY_PRIVATE if self.private
                                     else pb.VISIBILITY_PUBLIC)
         view.settings.series_length = self.series_length
-        if view.status == pb.GAME_STATUS_GAME_OVER and self.series_over(view.game_number):
-            view.status = pb.GAME_STATUS_SERIES_OVER
+        if view.status == pb.GAME_STATUS_SERIES_OVER:
             del view.legal_actions[:]
         return view
 
