@@ -209,7 +209,7 @@ class GameApi:
                                                f"{ownership.RESERVED_REQUEST}{seat}")
             tokens.append(pb.SeatToken(seat=seat, seat_token=token,
                                        player_id=session.ownership.player_ids[seat]))
-        return pb.CreateGameResponse(game=self.view(session, None), seat_tokens=tokens)
+        return pb.CreateGameResponse(game=self.backend_view(session, caller), seat_tokens=tokens)
 
     def view(self, session: Session, seat: int | None) -> pb.GameView:
         """What ``seat`` (None: a spectator) sees of the table."""
@@ -217,6 +217,14 @@ class GameApi:
         if session.table.abandoned:
             view.abandon_reason = (pb.ABANDON_REASON_ENDED_BY_BACKEND
                                    if session.ended_by_backend else pb.ABANDON_REASON_IDLE)
+        return view
+
+    def backend_view(self, session: Session, caller: Caller) -> pb.GameView:
+        """A spectator's view, with the table's labels when the caller is its backend (its
+        key, no token: a seat or spectator token never gets them)."""
+        view = self.view(session, None)
+        if caller.seat_token is None:
+            session.ownership.label(self.backend_of(caller), view.labels)
         return view
 
     def seated(self, session: Session, seat: int | None, caller: Caller) -> bool:
@@ -234,7 +242,8 @@ class GameApi:
         session = await self.host.find(request.game_id)
         session.ownership.check_backend(self.backend_of(caller), "EndTable")
         await self.host.actor.abandon(session, by_backend=True)
-        return pb.EndTableResponse(game=self.view(self.host.get(request.game_id), None))
+        return pb.EndTableResponse(game=self.backend_view(self.host.get(request.game_id),
+                                                          caller))
 
     @rpc
     async def replace_seat(self, request: pb.ReplaceSeatRequest,
@@ -250,7 +259,7 @@ class GameApi:
                                                           name, request_id)
         return pb.ReplaceSeatResponse(
             seat_token=replaced.to_proto(self.host.tokens.key, session.game_id),
-            game=self.view(self.host.get(request.game_id), None))
+            game=self.backend_view(self.host.get(request.game_id), caller))
 
     def viewer(self, session: Session, caller: Caller) -> int | None:
         """The caller's seat (None: a spectator, which a private table allows to its backend
@@ -325,7 +334,9 @@ class GameApi:
     @rpc
     async def get_game(self, request: pb.GetGameRequest, caller: Caller) -> pb.GetGameResponse:
         session = await self.host.find(request.game_id)
-        return pb.GetGameResponse(game=self.view(session, self.viewer(session, caller)))
+        seat = self.viewer(session, caller)
+        return pb.GetGameResponse(game=self.view(session, seat) if seat is not None
+                                  else self.backend_view(session, caller))
 
     @rpc
     async def submit_action(self, request: pb.SubmitActionRequest, caller: Caller) -> bytes:
@@ -441,8 +452,12 @@ class GameApi:
                 if len(found) == size:
                     more = True
                     break
-                found.append((lobby.token_after(row), convert.listing(table)
-                              if isinstance(table, Session) else table.to_proto()))
+                if isinstance(table, Session):
+                    line = convert.listing(table)
+                    table.ownership.label(backend, line.labels)
+                else:
+                    line = table.to_proto(backend)
+                found.append((lobby.token_after(row), line))
         for game_id in [] if more else sorted(host.quarantined):
             damaged = host.quarantined[game_id]
             if (cursor.quarantined_after is None or game_id > cursor.quarantined_after) \

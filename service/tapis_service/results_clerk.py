@@ -54,7 +54,7 @@ def _record(session: Session, time_ms: int) -> pb.ResultRecord:
     seats = len(session.table.seats)
     players = list(owned.player_ids) or [""] * seats
     return pb.ResultRecord(game_id=session.game_id, kind=session.adapter.proto_kind,  # type: ignore[arg-type]
-                           player_ids=players, time=stamp)
+                           player_ids=players, time=stamp, labels=dict(owned.labels))
 
 
 def game_ended(session: Session, record: tbl.GameRecord, time_ms: int) -> pb.ResultRecord:
