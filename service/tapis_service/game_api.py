@@ -264,7 +264,8 @@ class GameApi:
     def viewer(self, session: Session, caller: Caller) -> int | None:
         """The caller's seat (None: a spectator, which a private table allows to its backend
         and to the holders of its spectator token only)."""
-        if ownership.is_spectator_token(self.host.tokens.key, session.game_id, caller.seat_token):
+        if ownership.is_spectator_token(self.host.tokens.key, session.game_id, caller.seat_token,
+                                        session.spectator_generation):
             return None
         seat = self.seat_of(session, caller)
         if seat is None:
@@ -302,8 +303,20 @@ class GameApi:
                                      caller: Caller) -> pb.CreateSpectatorTokenResponse:
         session = await self.host.find(request.game_id)
         session.ownership.check_backend(self.backend_of(caller), "CreateSpectatorToken")
-        return pb.CreateSpectatorTokenResponse(
-            spectator_token=ownership.spectator_token(self.host.tokens.key, session.game_id))
+        return pb.CreateSpectatorTokenResponse(spectator_token=ownership.spectator_token(
+            self.host.tokens.key, session.game_id, session.spectator_generation))
+
+    @rpc
+    async def rotate_spectator_token(self, request: pb.RotateSpectatorTokenRequest,
+                                     caller: Caller) -> pb.RotateSpectatorTokenResponse:
+        """The backend revokes the table's spectator token (its calls and open streams are
+        refused TOKEN_REVOKED) and gets the next one."""
+        request_id = convert.check_id(request.request_id, "request_id")
+        session = await self.host.find(request.game_id)
+        session.ownership.check_backend(self.backend_of(caller), "RotateSpectatorToken")
+        session, generation = await self.host.actor.rotate_spectator(session, request_id)
+        return pb.RotateSpectatorTokenResponse(spectator_token=ownership.spectator_token(
+            self.host.tokens.key, session.game_id, generation))
 
     @rpc
     async def join_game(self, request: pb.JoinGameRequest,
@@ -383,6 +396,7 @@ class GameApi:
         clock = self.host.clock
         subscriber, compacted, backlog = self.host.subscribe(session, seat,
                                                              request.after_sequence)
+        subscriber.spectator_token = seat is None and caller.seat_token is not None
         metrics.STREAMS.inc()
         try:
             last = request.after_sequence

@@ -203,12 +203,16 @@ def seat_token(join_key: bytes, game_id: str, seat: int, generation: int) -> str
     return base64.urlsafe_b64encode(mac[:24]).decode()
 
 
-def spectator_token(join_key: bytes, game_id: str) -> str:
-    """The spectator token of a private table (one per table: whoever holds it may watch)."""
-    mac = hmac.new(join_key, f"spectator\0{game_id}".encode(), hashlib.sha256).digest()
+def spectator_token(join_key: bytes, game_id: str, generation: int = 0) -> str:
+    """The spectator token of a table at its ``generation`` (0 at creation, +1 per
+    RotateSpectatorToken): one at a time, whoever holds it may watch."""
+    text = f"spectator\0{game_id}" + (f"\0{generation}" if generation else "")
+    mac = hmac.new(join_key, text.encode(), hashlib.sha256).digest()
     return base64.urlsafe_b64encode(mac[:24]).decode()
 
 
-def is_spectator_token(join_key: bytes, game_id: str, token: str | None) -> bool:
+def is_spectator_token(join_key: bytes, game_id: str, token: str | None,
+                       generation: int = 0) -> bool:
+    """``token`` is the table's spectator token at ``generation`` (its current one)."""
     return token is not None and hmac.compare_digest(
-        token.encode(), spectator_token(join_key, game_id).encode())
+        token.encode(), spectator_token(join_key, game_id, generation).encode())

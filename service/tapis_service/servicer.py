@@ -141,6 +141,11 @@ class GameServicer(pb_grpc.GameServiceServicer):
                              ) -> Awaitable[pb.CreateSpectatorTokenResponse]:
         return self.api.create_spectator_token(request, self.caller(context))
 
+    def RotateSpectatorToken(self, request: pb.RotateSpectatorTokenRequest,
+                             context: grpc.aio.ServicerContext
+                             ) -> Awaitable[pb.RotateSpectatorTokenResponse]:
+        return self.api.rotate_spectator_token(request, self.caller(context))
+
 
 def _unary(behavior: Callable[..., Any], request: Any, response: Any
            ) -> grpc.RpcMethodHandler:
@@ -163,6 +168,9 @@ def method_handlers(servicer: GameServicer) -> dict[str, grpc.RpcMethodHandler]:
         "CreateSpectatorToken": _unary(servicer.CreateSpectatorToken,
                                        pb.CreateSpectatorTokenRequest,
                                        pb.CreateSpectatorTokenResponse),
+        "RotateSpectatorToken": _unary(servicer.RotateSpectatorToken,
+                                       pb.RotateSpectatorTokenRequest,
+                                       pb.RotateSpectatorTokenResponse),
         "WatchResults": grpc.unary_stream_rpc_method_handler(
             servicer.WatchResults, request_deserializer=pb.WatchResultsRequest.FromString,
             response_serializer=pb.WatchResultsResponse.SerializeToString),

@@ -96,7 +96,7 @@ class Subscriber:
     ``asyncio.Queue``: one deque and at most one waiting future)."""
 
     __slots__ = ("capacity", "closed", "loop", "overflowed", "pending", "revoked", "seat",
-                 "waiter")
+                 "spectator_token", "waiter")
 
     def __init__(self, seat: int | None, capacity: int) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -109,7 +109,10 @@ class Subscriber:
         self.overflowed = False
         self.closed = False
         self.revoked = False
-        """Ended because its seat's token was revoked (ReplaceSeat)."""
+        """Ended because its seat's token was revoked (ReplaceSeat), or the spectator token
+        it was opened with (RotateSpectatorToken)."""
+        self.spectator_token = False
+        """Opened with the table's spectator token (a rotation ends it)."""
 
     def _put(self, item: Queued | None) -> None:
         self.pending.append(item)
@@ -202,6 +205,10 @@ class Session:
     """Seat -> its holder's generation: how many times its backend replaced it (0: never)."""
     replace_requests: dict[str, Replacement] = field(default_factory=dict)
     """ReplaceSeat request id -> the replacement it made (retries get the same token)."""
+    spectator_generation: int = 0
+    """How many times its backend rotated the spectator token (``ownership.spectator_token``)."""
+    rotate_requests: dict[str, int] = field(default_factory=dict)
+    """RotateSpectatorToken request id -> the generation it made (retries get its token)."""
     probes: dict[int, float] = field(default_factory=dict)
     """Event sequence -> perf_counter at the arrival of the slap that caused it (metrics)."""
     journal_length: int = 0

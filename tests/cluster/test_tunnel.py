@@ -64,7 +64,8 @@ def test_a_refusal_frame_keeps_the_code_the_reason_the_message_and_the_metadata(
 
 def test_bytes_that_are_not_frames_are_refused() -> None:
     good = frames.encode_request(1, 0, Caller(seat_token="abc", peer="p"), b"")
-    for junk in (b"", b"\x00\x00", good[:4] + b"\x09" + good[5:],  # method 9: unknown
+    unknown = bytes([frames.CANCEL + 1])  # no method has this index
+    for junk in (b"", b"\x00\x00", good[:4] + unknown + good[5:],
                  good[:-2]):  # truncated
         with pytest.raises(ValueError):
             frames.decode_request(junk)

@@ -23,10 +23,10 @@ from tapis_service.errors import ServiceError, error_info, from_error_info
 from tapis_service.limits import MAX_RECEIVE_MESSAGE_BYTES
 
 METHODS = ("JoinGame", "GetGame", "SubmitAction", "ListGames", "CreateSpectatorToken",
-           "EndTable", "ReplaceSeat")
+           "EndTable", "ReplaceSeat", "RotateSpectatorToken")
 """The unary methods a tunnel carries, by their index in a request frame (a ListGames frame
 asks the owner for its own tables)."""
-WRITES = frozenset({"JoinGame", "SubmitAction", "ReplaceSeat"})
+WRITES = frozenset({"JoinGame", "SubmitAction", "ReplaceSeat", "RotateSpectatorToken"})
 """The relayed methods that change a table (an answer lost on the way leaves them in doubt)."""
 STREAM = len(METHODS)
 """The method of a request frame that opens a relayed StreamEvents call."""

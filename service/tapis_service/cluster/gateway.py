@@ -55,6 +55,8 @@ def game_service(relay: Relay, listing: Listing) -> grpc.GenericRpcHandler:
                                        proxies),
         "EndTable": _unary(functools.partial(relay.call, "EndTable"), proxies),
         "ReplaceSeat": _unary(functools.partial(relay.call, "ReplaceSeat"), proxies),
+        "RotateSpectatorToken": _unary(functools.partial(relay.call, "RotateSpectatorToken"),
+                                       proxies),
     }
     # results are the backend's, not a table's: any node serves them from the database
     local = method_handlers(GameServicer(relay.api))

@@ -60,6 +60,7 @@ REQUESTS: dict[str, tuple[type[Message], Unary]] = {
     "CreateSpectatorToken": (pb.CreateSpectatorTokenRequest, GameApi.create_spectator_token),
     "EndTable": (pb.EndTableRequest, GameApi.end_table),
     "ReplaceSeat": (pb.ReplaceSeatRequest, GameApi.replace_seat),
+    "RotateSpectatorToken": (pb.RotateSpectatorTokenRequest, GameApi.rotate_spectator_token),
 }
 """Each unary method: its request message and its ``GameApi`` method."""
 
