@@ -16,6 +16,7 @@ from tapis_service.adapters import ADAPTERS, BY_PROTO_KIND
 from tapis_service.adapters.cards import card_from_proto
 from tapis_service.errors import ServiceError, failed_precondition, invalid_argument
 from tapis_service.limits import check_stacked_deck, check_text, quote
+from tapis_service.presence import connected_seats
 from tapis_service.session import LoggedEvent, Session
 from tapis_service.table_messages import scoreboard, summaries, table_body
 
@@ -159,9 +160,11 @@ def status(session: Session) -> int:
 
 
 def _seats(session: Session) -> list[pb.Seat]:
+    streams = connected_seats(session)
     return [pb.Seat(seat=i, type=pb.SEAT_TYPE_PERSON if s.bot is None else pb.SEAT_TYPE_BOT,
                     taken=s.claimed, bot_controlled=s.bot_controlled,
-                    bot_strategy=s.bot or "", display_name=session.names[i])
+                    bot_strategy=s.bot or "", display_name=session.names[i],
+                    connected=i in streams)
             for i, s in enumerate(session.table.seats)]
 
 

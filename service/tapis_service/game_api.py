@@ -397,6 +397,8 @@ class GameApi:
         subscriber, compacted, backlog = self.host.subscribe(session, seat,
                                                              request.after_sequence)
         subscriber.spectator_token = seat is None and caller.seat_token is not None
+        subscriber.presence = request.with_presence
+        self.host.presence.opened(session, seat)
         metrics.STREAMS.inc()
         try:
             last = request.after_sequence
@@ -419,6 +421,11 @@ class GameApi:
                 if queued is None:
                     break
                 batch, response = queued
+                if not batch:  # a presence change (with_presence): no event, no sequence
+                    stream.writing_since = clock.now_ms()
+                    yield response
+                    stream.writing_since = None
+                    continue
                 if batch[0].event.sequence <= last:  # sent already in the backlog
                     batch = tuple(e for e in batch if e.sequence > last)
                     if not batch:
@@ -441,6 +448,7 @@ class GameApi:
             metrics.STREAMS.dec()
             self.streams.close_stream(stream)
             self.host.unsubscribe(session, subscriber)
+            self.host.presence.closed(session, seat)
 
     @rpc
     async def list_games(self, request: pb.ListGamesRequest,

@@ -461,6 +461,9 @@ class TableActor:
         self.host.lobby.finished(session.game_id, over)
         fanout.publish(session)
         self.autoplay.rearm(session, over)
+        presence = self.host.presence
+        if presence.idle_ms and session.ownership.backend is not None:
+            presence.changed(session)
 
     async def settle(self) -> None:
         """Wait for the server moves in progress (stopping)."""
