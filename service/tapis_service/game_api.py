@@ -220,8 +220,7 @@ class GameApi:
         return view
 
     def backend_view(self, session: Session, caller: Caller) -> pb.GameView:
-        """A spectator's view, with the table's labels when the caller is its backend (its
-        key, no token: a seat or spectator token never gets them)."""
+        """A spectator's view, with the labels for the table's backend (its key, no token)."""
         view = self.view(session, None)
         if caller.seat_token is None:
             session.ownership.label(self.backend_of(caller), view.labels)
@@ -309,8 +308,7 @@ class GameApi:
     @rpc
     async def rotate_spectator_token(self, request: pb.RotateSpectatorTokenRequest,
                                      caller: Caller) -> pb.RotateSpectatorTokenResponse:
-        """The backend revokes the table's spectator token (its calls and open streams are
-        refused TOKEN_REVOKED) and gets the next one."""
+        """The backend revokes the spectator token (TOKEN_REVOKED) and gets the next one."""
         request_id = convert.check_id(request.request_id, "request_id")
         session = await self.host.find(request.game_id)
         session.ownership.check_backend(self.backend_of(caller), "RotateSpectatorToken")
@@ -358,7 +356,16 @@ class GameApi:
         session = self.host.in_memory(request.game_id) or await self.host.find(request.game_id)
         if caller.seat_token is None and not caller.bad_authorization:
             raise _token_required()
-        seat = self.seat_of(session, caller)
+        try:
+            seat = self.seat_of(session, caller)
+        except ServiceError as error:  # say so when it is the table's spectator token
+            if error.reason == "INVALID_TOKEN" and ownership.is_spectator_token(
+                    self.host.tokens.key, session.game_id, caller.seat_token,
+                    session.spectator_generation):
+                raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN",
+                                   "a spectator token watches; acting needs a seat token"
+                                   ) from None
+            raise
         assert seat is not None
         if request.HasField("seat") and request.seat != seat:
             raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, "NOT_YOUR_SEAT",
