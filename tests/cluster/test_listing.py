@@ -157,7 +157,7 @@ async def test_a_backends_private_tables_are_listed_to_it_alone_from_any_node(
 async def test_a_cluster_lists_a_finished_series_as_get_game_says(
         postgres: Postgres, tmp_path: Path) -> None:
     """SERIES_OVER and the labels, through the node that holds the table and through another
-    (a relayed GetGame, a merged ListGames)."""
+    (a relayed GetGame, a merged ListGames); a spectator token rotated through the other."""
     database = await postgres.create_database()
     keys = door(tmp_path).keys
     nodes: list[RunningServer] = []
@@ -181,6 +181,17 @@ async def test_a_cluster_lists_a_finished_series_as_get_game_says(
                 include_finished=True), metadata=backend(KEY_A))).games}
             assert view.status == listed[game_id].status == pb.GAME_STATUS_SERIES_OVER
             assert dict(view.labels) == dict(listed[game_id].labels) == {"match": "m-1"}
+        old = (await stubs[1].CreateSpectatorToken(pb.CreateSpectatorTokenRequest(
+            game_id=game_id), metadata=backend(KEY_A))).spectator_token
+        new = (await stubs[1].RotateSpectatorToken(pb.RotateSpectatorTokenRequest(
+            game_id=game_id, request_id="r"), metadata=backend(KEY_A))).spectator_token
+        for stub in stubs:  # relayed to the owner from the other node
+            code, reason, _ = await refusal(stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                                                         metadata=auth(old)))
+            assert (code, reason) == ("UNAUTHENTICATED", "TOKEN_REVOKED")
+            view = (await stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                                       metadata=auth(new))).game
+            assert not view.HasField("your_seat") and not view.labels
     finally:
         for channel in channels:
             await channel.close()
