@@ -63,8 +63,11 @@ class Presence:
             state = session.presence = SeatsPresence(loaded_ms=self.clock.now_ms())
         return state
 
-    def _served(self, session: Session) -> bool:
-        return self.host.sessions.get(session.game_id) is session
+    def _served(self, game_id: str, state: SeatsPresence) -> Session | None:
+        """The table served here now whose presence is ``state`` (a rebuilt session keeps
+        it: healing.py), or None."""
+        session = self.host.sessions.get(game_id)
+        return session if session is not None and session.presence is state else None
 
     def _person(self, session: Session, seat: int | None) -> bool:
         seats = session.table.seats
@@ -103,14 +106,14 @@ class Presence:
         if seat not in state.announced_gone:
             _cancel(state.debounce, seat)
             state.debounce[seat] = self.clock.call_at(
-                now + self.debounce_ms, lambda: self._gone(session, seat, now))
+                now + self.debounce_ms,
+                functools.partial(self._gone, session.game_id, state, seat, now))
         self.changed(session)
 
-    def _gone(self, session: Session, seat: int, since_ms: int) -> None:
-        state = session.presence
-        assert state is not None
+    def _gone(self, game_id: str, state: SeatsPresence, seat: int, since_ms: int) -> None:
         state.debounce.pop(seat, None)
-        if seat in state.streams or not self._served(session):
+        session = self._served(game_id, state)
+        if seat in state.streams or session is None:
             return
         state.announced_gone.add(seat)
         self._tell(session, seat, False, since_ms)
@@ -142,14 +145,13 @@ class Presence:
                     or slot.bot is not None or slot.bot_controlled:
                 continue
             since = state.absent_since.get(seat, state.loaded_ms)
-            state.idle[seat] = self.clock.call_at(since + self.idle_ms,
-                                                  functools.partial(self._idle, session, seat))
+            state.idle[seat] = self.clock.call_at(
+                since + self.idle_ms, functools.partial(self._idle, session.game_id, state, seat))
 
-    def _idle(self, session: Session, seat: int) -> None:
-        state = session.presence
-        assert state is not None
+    def _idle(self, game_id: str, state: SeatsPresence, seat: int) -> None:
         state.idle.pop(seat, None)
-        if not self._served(session) or seat in state.streams or seat in state.reported:
+        session = self._served(game_id, state)
+        if session is None or seat in state.streams or seat in state.reported:
             return
         if seat not in session.awaiting() or session.table.seats[seat].bot_controlled:
             return  # not awaited now: the next change looks again
