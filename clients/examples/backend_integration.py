@@ -36,9 +36,11 @@ def tls_channel(target: str, ca: bytes) -> grpc.aio.Channel:
 
 async def create_table(backend: pb_grpc.GameServiceStub, key: str,
                        players: list[str]) -> pb.CreateGameResponse:
-    """Step 1: a private table of two reserved seats; one series of one game."""
+    """Step 1: a private table of two reserved seats; one series of one game, labelled with
+    the backend's own match id (it comes back in every result record)."""
     return await backend.CreateGame(pb.CreateGameRequest(
         kind=pb.GAME_KIND_WAR, seats=len(players), series_length=1,
+        labels={"match": f"match-{'-'.join(players)}"},
         visibility=pb.VISIBILITY_PRIVATE, request_id=str(uuid.uuid4()),
         seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, player_id=player,
                                     display_name=player.title()) for player in players]),
@@ -90,6 +92,9 @@ async def follow_results(backend: pb_grpc.GameServiceStub, key: str, after: int,
     """Step 3: the results after cursor ``after`` until ``wanted`` have come, each stored
     (here: kept in a list) before it is acknowledged."""
     stored: list[pb.ResultRecord] = []
+    if after:  # at start: what was stored before a crash is acknowledged first
+        await backend.AckResults(pb.AckResultsRequest(cursor=after),
+                                 metadata=(("x-api-key", key),))
     stream = backend.WatchResults(pb.WatchResultsRequest(after_cursor=after),
                                   metadata=(("x-api-key", key),))
     async for response in stream:
@@ -126,10 +131,10 @@ async def run(target: str, ca: bytes, key: str) -> list[pb.ResultRecord]:
             what = record.WhichOneof("result")
             if what == "game_ended":
                 winners = [record.player_ids[s] for s in record.game_ended.summary.winners]
-                print(f"#{record.cursor} {record.game_id} game "
+                print(f"#{record.cursor} {record.labels['match']} game "
                       f"{record.game_ended.game_number}: won by {', '.join(winners) or 'nobody'}")
             else:
-                print(f"#{record.cursor} {record.game_id} series ended "
+                print(f"#{record.cursor} {record.labels['match']} series ended "
                       f"({pb.SeriesEndReason.Name(record.series_ended.reason)})")
         return results
 

@@ -325,7 +325,9 @@ class TableApp(App[int]):
         """Every event of the table from its first (the log, the reasons games ended)."""
         log = self.query_one("#log", RichLog)
         try:
-            async for event in self.conn.events(self.game_id, 0, self.token):
+            async for event in self.conn.events(
+                    self.game_id, 0, self.token,
+                    on_presence=lambda change: self._presence(change, log)):
                 self._note(event, log)
         except grpc.aio.AioRpcError as error:
             if not self._given_away(error):
@@ -348,6 +350,16 @@ class TableApp(App[int]):
             log.write(Text.from_markup(line))
         if event.HasField("time"):
             self.skew_ms = event.time.ToMilliseconds() - int(time.time() * 1000)
+        self.changed.set()
+
+    def _presence(self, change: pb.PresenceChanged, log: RichLog) -> None:
+        """A seat's person went away or came back (their app's stream)."""
+        if change.seat == self.seat:
+            return
+        name = self.table.name(change.seat)
+        line = (_("{name} is back") if change.connected
+                else _("{name} went away")).format(name=name)
+        log.write(Text(line, style="dim"))
         self.changed.set()
 
     def _given_away(self, error: grpc.aio.AioRpcError) -> bool:

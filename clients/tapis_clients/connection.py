@@ -263,10 +263,13 @@ class Connection:
                     self.on_retry(error)
                 await asyncio.sleep(backoff.pause(error))
 
-    async def events(self, game_id: str, after: int = 0,
-                     token: str | None = None) -> AsyncIterator[pb.Event]:
+    async def events(self, game_id: str, after: int = 0, token: str | None = None,
+                     on_presence: Callable[[pb.PresenceChanged], None] | None = None,
+                     ) -> AsyncIterator[pb.Event]:
         """Every event after ``after``, resuming by sequence after a dropped stream (a restart,
-        a dead cluster node, a stream cut as too slow): no gap, no duplicate."""
+        a dead cluster node, a stream cut as too slow): no gap, no duplicate. With
+        ``on_presence``, the table's presence changes (a seat went away or came back) are
+        handed to it as they come."""
         metadata = (("authorization", f"Bearer {token}"),) if token else None
         last = after
         backoff = Backoff()
@@ -275,9 +278,13 @@ class Connection:
         while True:
             try:
                 stream = self.stub.StreamEvents(
-                    pb.StreamEventsRequest(game_id=game_id, after_sequence=last),
+                    pb.StreamEventsRequest(game_id=game_id, after_sequence=last,
+                                           with_presence=on_presence is not None),
                     metadata=metadata)
                 async for response in stream:
+                    if on_presence is not None:
+                        for change in response.presence:
+                            on_presence(change)
                     for event in response.events:
                         if event.sequence <= last:
                             continue

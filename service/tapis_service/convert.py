@@ -16,6 +16,7 @@ from tapis_service.adapters import ADAPTERS, BY_PROTO_KIND
 from tapis_service.adapters.cards import card_from_proto
 from tapis_service.errors import ServiceError, failed_precondition, invalid_argument
 from tapis_service.limits import check_stacked_deck, check_text, quote
+from tapis_service.presence import connected_seats
 from tapis_service.session import LoggedEvent, Session
 from tapis_service.table_messages import scoreboard, summaries, table_body
 
@@ -143,20 +144,27 @@ def fairness(session: Session) -> pb.Fairness:
 
 
 def status(session: Session) -> int:
+    """The table's status, the same in its view (GetGame), its listing (ListGames) and its
+    stored listing at rest: GAME_STATUS_SERIES_OVER once the last game of its series is
+    over."""
     table = session.table
     if table.abandoned:
         return pb.GAME_STATUS_ABANDONED
     if not table.started:
         return pb.GAME_STATUS_WAITING_FOR_PLAYERS
     if table.game_over(session.rules):
+        if session.ownership.series_over(table.game_number):
+            return pb.GAME_STATUS_SERIES_OVER
         return pb.GAME_STATUS_GAME_OVER
     return pb.GAME_STATUS_IN_PROGRESS
 
 
 def _seats(session: Session) -> list[pb.Seat]:
+    streams = connected_seats(session)
     return [pb.Seat(seat=i, type=pb.SEAT_TYPE_PERSON if s.bot is None else pb.SEAT_TYPE_BOT,
                     taken=s.claimed, bot_controlled=s.bot_controlled,
-                    bot_strategy=s.bot or "", display_name=session.names[i])
+                    bot_strategy=s.bot or "", display_name=session.names[i],
+                    connected=i in streams)
             for i, s in enumerate(session.table.seats)]
 
 

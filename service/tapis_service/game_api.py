@@ -209,7 +209,7 @@ class GameApi:
                                                f"{ownership.RESERVED_REQUEST}{seat}")
             tokens.append(pb.SeatToken(seat=seat, seat_token=token,
                                        player_id=session.ownership.player_ids[seat]))
-        return pb.CreateGameResponse(game=self.view(session, None), seat_tokens=tokens)
+        return pb.CreateGameResponse(game=self.backend_view(session, caller), seat_tokens=tokens)
 
     def view(self, session: Session, seat: int | None) -> pb.GameView:
         """What ``seat`` (None: a spectator) sees of the table."""
@@ -217,6 +217,13 @@ class GameApi:
         if session.table.abandoned:
             view.abandon_reason = (pb.ABANDON_REASON_ENDED_BY_BACKEND
                                    if session.ended_by_backend else pb.ABANDON_REASON_IDLE)
+        return view
+
+    def backend_view(self, session: Session, caller: Caller) -> pb.GameView:
+        """A spectator's view, with the labels for the table's backend (its key, no token)."""
+        view = self.view(session, None)
+        if caller.seat_token is None:
+            session.ownership.label(self.backend_of(caller), view.labels)
         return view
 
     def seated(self, session: Session, seat: int | None, caller: Caller) -> bool:
@@ -234,7 +241,8 @@ class GameApi:
         session = await self.host.find(request.game_id)
         session.ownership.check_backend(self.backend_of(caller), "EndTable")
         await self.host.actor.abandon(session, by_backend=True)
-        return pb.EndTableResponse(game=self.view(self.host.get(request.game_id), None))
+        return pb.EndTableResponse(game=self.backend_view(self.host.get(request.game_id),
+                                                          caller))
 
     @rpc
     async def replace_seat(self, request: pb.ReplaceSeatRequest,
@@ -250,12 +258,13 @@ class GameApi:
                                                           name, request_id)
         return pb.ReplaceSeatResponse(
             seat_token=replaced.to_proto(self.host.tokens.key, session.game_id),
-            game=self.view(self.host.get(request.game_id), None))
+            game=self.backend_view(self.host.get(request.game_id), caller))
 
     def viewer(self, session: Session, caller: Caller) -> int | None:
         """The caller's seat (None: a spectator, which a private table allows to its backend
         and to the holders of its spectator token only)."""
-        if ownership.is_spectator_token(self.host.tokens.key, session.game_id, caller.seat_token):
+        if ownership.is_spectator_token(self.host.tokens.key, session.game_id, caller.seat_token,
+                                        session.spectator_generation):
             return None
         seat = self.seat_of(session, caller)
         if seat is None:
@@ -295,8 +304,19 @@ class GameApi:
                                      caller: Caller) -> pb.CreateSpectatorTokenResponse:
         session = await self.host.find(request.game_id)
         session.ownership.check_backend(self.backend_of(caller), "CreateSpectatorToken")
-        return pb.CreateSpectatorTokenResponse(
-            spectator_token=ownership.spectator_token(self.host.tokens.key, session.game_id))
+        return pb.CreateSpectatorTokenResponse(spectator_token=ownership.spectator_token(
+            self.host.tokens.key, session.game_id, session.spectator_generation))
+
+    @rpc
+    async def rotate_spectator_token(self, request: pb.RotateSpectatorTokenRequest,
+                                     caller: Caller) -> pb.RotateSpectatorTokenResponse:
+        """The backend revokes the spectator token (TOKEN_REVOKED) and gets the next one."""
+        request_id = convert.check_id(request.request_id, "request_id")
+        session = await self.host.find(request.game_id)
+        session.ownership.check_backend(self.backend_of(caller), "RotateSpectatorToken")
+        session, generation = await self.host.actor.rotate_spectator(session, request_id)
+        return pb.RotateSpectatorTokenResponse(spectator_token=ownership.spectator_token(
+            self.host.tokens.key, session.game_id, generation))
 
     @rpc
     async def join_game(self, request: pb.JoinGameRequest,
@@ -327,7 +347,9 @@ class GameApi:
     @rpc
     async def get_game(self, request: pb.GetGameRequest, caller: Caller) -> pb.GetGameResponse:
         session = await self.host.find(request.game_id)
-        return pb.GetGameResponse(game=self.view(session, self.viewer(session, caller)))
+        seat = self.viewer(session, caller)
+        return pb.GetGameResponse(game=self.view(session, seat) if seat is not None
+                                  else self.backend_view(session, caller))
 
     @rpc
     async def submit_action(self, request: pb.SubmitActionRequest, caller: Caller) -> bytes:
@@ -336,7 +358,16 @@ class GameApi:
         session = self.host.in_memory(request.game_id) or await self.host.find(request.game_id)
         if caller.seat_token is None and not caller.bad_authorization:
             raise _token_required()
-        seat = self.seat_of(session, caller)
+        try:
+            seat = self.seat_of(session, caller)
+        except ServiceError as error:  # say so when it is the table's spectator token
+            if error.reason == "INVALID_TOKEN" and ownership.is_spectator_token(
+                    self.host.tokens.key, session.game_id, caller.seat_token,
+                    session.spectator_generation):
+                raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN",
+                                   "a spectator token watches; acting needs a seat token"
+                                   ) from None
+            raise
         assert seat is not None
         if request.HasField("seat") and request.seat != seat:
             raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, "NOT_YOUR_SEAT",
@@ -374,6 +405,9 @@ class GameApi:
         clock = self.host.clock
         subscriber, compacted, backlog = self.host.subscribe(session, seat,
                                                              request.after_sequence)
+        subscriber.spectator_token = seat is None and caller.seat_token is not None
+        subscriber.presence = request.with_presence
+        self.host.presence.opened(session, seat)
         metrics.STREAMS.inc()
         try:
             last = request.after_sequence
@@ -396,6 +430,11 @@ class GameApi:
                 if queued is None:
                     break
                 batch, response = queued
+                if not batch:  # a presence change (with_presence): no event, no sequence
+                    stream.writing_since = clock.now_ms()
+                    yield response
+                    stream.writing_since = None
+                    continue
                 if batch[0].event.sequence <= last:  # sent already in the backlog
                     batch = tuple(e for e in batch if e.sequence > last)
                     if not batch:
@@ -418,6 +457,7 @@ class GameApi:
             metrics.STREAMS.dec()
             self.streams.close_stream(stream)
             self.host.unsubscribe(session, subscriber)
+            self.host.presence.closed(session, seat)
 
     @rpc
     async def list_games(self, request: pb.ListGamesRequest,
@@ -443,8 +483,12 @@ class GameApi:
                 if len(found) == size:
                     more = True
                     break
-                found.append((lobby.token_after(row), convert.listing(table)
-                              if isinstance(table, Session) else table.to_proto()))
+                if isinstance(table, Session):
+                    line = convert.listing(table)
+                    table.ownership.label(backend, line.labels)
+                else:
+                    line = table.to_proto(backend)
+                found.append((lobby.token_after(row), line))
         for game_id in [] if more else sorted(host.quarantined):
             damaged = host.quarantined[game_id]
             if (cursor.quarantined_after is None or game_id > cursor.quarantined_after) \

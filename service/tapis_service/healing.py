@@ -170,6 +170,7 @@ class Healing:
         fresh = restored.session
         fresh.epoch = old.epoch
         fresh.subscribers = old.subscribers
+        fresh.presence = old.presence  # their seats' streams, and its timers (presence.py)
         fresh.published_sequence = min(old.published_sequence, fresh.last_sequence)
         host.install(restored)
         log.info("game_rebuilt", game=game_id, inputs=fresh.journal_length)

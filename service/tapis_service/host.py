@@ -39,6 +39,7 @@ from tapis_service.joinkey import join_key
 from tapis_service.limits import quote
 from tapis_service.lobby import Lobby
 from tapis_service.ownership import Ownership
+from tapis_service.presence import Presence
 from tapis_service.recovery import RecoveryError, Restored, restore
 from tapis_service.resting import RestingTable
 from tapis_service.results import MemoryResults, ResultsFeed
@@ -90,6 +91,7 @@ class GameHost:
         self.clerk = ResultsClerk(ResultsFeed(MemoryResults()), clock.now_ms)
         """Files the results of backends' tables (a durable ledger set by the server)."""
         self.actor = TableActor(self)
+        self.presence = Presence(self)  # who is connected at each table (presence.py)
         self._creating: dict[str, asyncio.Future[Any]] = {}
         self.shelf = Shelf(self)
         """The finished tables' life: rest, wake, retention (shelf.py)."""

@@ -1,13 +1,18 @@
 """Size limits checked before any other work, and quoting of client values in errors and logs.
 
 Every request is checked here first (``check_sizes``): each string at most ``MAX_TEXT_BYTES``
-bytes of UTF-8, each repeated field at most ``MAX_REPEATED`` items, a stacked deck at most the
+bytes of UTF-8, each repeated field at most ``MAX_REPEATED`` items, a map (a table's labels) at
+most ``MAX_LABELS`` entries whose keys match ``LABEL_KEY`` and whose values are at most
+``MAX_LABEL_VALUE_BYTES`` bytes, a stacked deck at most the
 game's (its descriptor's ``max_stacked_cards``, checked with the stacked-deck permission before
 a single card is converted). ``MAX_RECEIVE_MESSAGE_BYTES`` is the server's maximum request
 size: grpc refuses anything bigger with RESOURCE_EXHAUSTED before it is even parsed.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Mapping
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
@@ -24,10 +29,19 @@ CARD_WIRE_BYTES = 6
 MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024
 """The largest request the server accepts. The largest legitimate one is a CreateGame with
 the longest stacked deck (3,328 cards × 6 bytes = 19,968 bytes), six seat configs with
-128-byte strategies and a 128-byte request id: about 21 KiB; 64 KiB leaves room for the
+128-byte strategies, a 128-byte request id and 16 labels of 64 + 256 bytes: about 26 KiB;
+64 KiB leaves room for the
 contract to grow (``tests/limits/test_sizes.py`` checks the bound)."""
 MAX_METADATA_BYTES = 8 * 1024
 """Request headers: grpc refuses some calls beyond this size and all beyond twice it."""
+MAX_LABELS = 16
+"""A table's labels (``CreateGameRequest.labels``): at most this many entries."""
+MAX_LABEL_KEY_BYTES = 64
+LABEL_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,63}")
+"""A label key: 1 to ``MAX_LABEL_KEY_BYTES`` ASCII letters, digits, '.', '_', '-', '/',
+starting with a letter or digit (INVALID_LABEL otherwise)."""
+MAX_LABEL_VALUE_BYTES = 256
+"""A label value: at most this many bytes of UTF-8."""
 QUOTE_CHARS = 40
 """Errors and logs quote at most this many characters of a client value."""
 
@@ -93,14 +107,48 @@ def _has_bounded_fields(descriptor: Descriptor, seen: frozenset[str] = frozenset
     return found
 
 
+_MAPS: dict[str, tuple[str, ...]] = {}
+"""Message type -> its map fields (labels), checked whatever the message's size."""
+
+
+def _map_fields(descriptor: Descriptor) -> tuple[str, ...]:
+    known = _MAPS.get(descriptor.full_name)
+    if known is None:
+        known = _MAPS[descriptor.full_name] = tuple(
+            field.name for field in descriptor.fields
+            if field.message_type is not None and field.message_type.GetOptions().map_entry)
+    return known
+
+
+def check_labels(labels: Mapping[str, str], what: str = "labels") -> None:
+    """A table's labels within their limits: VALUE_TOO_LONG for too many entries or a value
+    too long, INVALID_LABEL for a key that is not ``LABEL_KEY``."""
+    if len(labels) > MAX_LABELS:
+        raise too_long(what, MAX_LABELS, "entries")
+    for key, value in labels.items():
+        if not LABEL_KEY.fullmatch(key):
+            raise invalid_argument("INVALID_LABEL", f"{what}: the key {quote(key)} is not 1 to "
+                                   f"{MAX_LABEL_KEY_BYTES} ASCII letters, digits, '.', '_', "
+                                   "'-' or '/' starting with a letter or digit")
+        if len(value) > MAX_LABEL_VALUE_BYTES // 4 \
+                and len(value.encode()) > MAX_LABEL_VALUE_BYTES:
+            raise too_long(f"{what}[{key}]", MAX_LABEL_VALUE_BYTES, "bytes")
+
+
 def check_sizes(message: Message, path: str = "") -> None:
     """Every string and repeated field of a request within its limit (VALUE_TOO_LONG), the
-    stacked deck excepted (``check_stacked_deck`` knows the game)."""
+    stacked deck excepted (``check_stacked_deck`` knows the game), and its labels
+    (``check_labels``)."""
+    maps = _map_fields(message.DESCRIPTOR)  # type: ignore[arg-type]
+    for name in maps:
+        check_labels(getattr(message, name), f"{path}{name}")
     if message.ByteSize() <= _SURELY_SHORT:
         return  # no string nor repeated field can be over its limit in so few bytes
     for field, value in message.ListFields():
         name = f"{path}{field.name}"
         kind = field.type
+        if field.name in maps:
+            continue
         if kind == _MESSAGE and not field.is_repeated \
                 and not _has_bounded_fields(field.message_type):  # type: ignore[arg-type]
             continue  # nothing inside it can be too long (most actions)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from collections.abc import Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -49,6 +49,8 @@ class Ownership:
     """Per seat: the name the backend gave ("" : none)."""
     series_length: int = 0
     """Games in the series (0: open-ended)."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """The backend's labels (key, value), sorted by key: given back to the backend only."""
 
     @property
     def private(self) -> bool:
@@ -100,17 +102,23 @@ class Ownership:
     def series_over(self, games_played: int) -> bool:
         return bool(self.series_length) and games_played >= self.series_length
 
+    def label(self, backend: Backend | None, labels: MutableMapping[str, str]) -> None:
+        """Fill ``labels`` (a view's, a listing's) with the table's, when ``backend`` is the
+        table's: nobody else sees them."""
+        if self.labels and self.belongs_to(backend):
+            labels.update(self.labels)
+
     def annotate(self, view: pb.GameView) -> pb.GameView:
         """Add to a view what the table's ownership says: reserved seats, visibility, series
-        length, and GAME_STATUS_SERIES_OVER once the last game of the series is over."""
+        length, and no next game once the series is over (``convert.status`` says
+        GAME_STATUS_SERIES_OVER then)."""
         for seat in self.reserved_seats():
             if seat < len(view.seats):
                 view.seats[seat].reserved = True
         view.settings.visibility = (pb.VISIBILITY_PRIVATE if self.private
                                     else pb.VISIBILITY_PUBLIC)
         view.settings.series_length = self.series_length
-        if view.status == pb.GAME_STATUS_GAME_OVER and self.series_over(view.game_number):
-            view.status = pb.GAME_STATUS_SERIES_OVER
+        if view.status == pb.GAME_STATUS_SERIES_OVER:
             del view.legal_actions[:]
         return view
 
@@ -125,9 +133,13 @@ class Ownership:
         return replace(self, player_ids=tuple(players), names=tuple(names))
 
     def encode(self) -> dict[str, Any]:
-        return {"backend": self.backend, "visibility": self.visibility,
-                "player_ids": list(self.player_ids), "names": list(self.names),
-                "series_length": self.series_length}
+        encoded: dict[str, Any] = {"backend": self.backend, "visibility": self.visibility,
+                                   "player_ids": list(self.player_ids),
+                                   "names": list(self.names),
+                                   "series_length": self.series_length}
+        if self.labels:  # a table without labels keeps the record it had before them
+            encoded["labels"] = dict(self.labels)
+        return encoded
 
     @classmethod
     def decode(cls, data: dict[str, Any] | None) -> Ownership:
@@ -136,7 +148,12 @@ class Ownership:
             return cls()
         return cls(data.get("backend"), data.get("visibility", PUBLIC),
                    tuple(data.get("player_ids", ())), tuple(data.get("names", ())),
-                   int(data.get("series_length", 0)))
+                   int(data.get("series_length", 0)), sorted_labels(data.get("labels") or {}))
+
+
+def sorted_labels(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """Labels as ``Ownership`` keeps them (checked before: ``limits.check_labels``)."""
+    return tuple(sorted((str(key), str(value)) for key, value in labels.items()))
 
 
 def _checked_id(value: str, what: str) -> str:
@@ -166,6 +183,8 @@ def decide(request: pb.CreateGameRequest, seats: int, backend: Backend | None) -
         require(backend, "reserving seats (player_id)")
     if request.visibility == pb.VISIBILITY_PRIVATE:
         require(backend, "a private table")
+    if request.labels:
+        require(backend, "labels")
     if backend is None:
         visibility = PUBLIC
     else:
@@ -174,7 +193,7 @@ def decide(request: pb.CreateGameRequest, seats: int, backend: Backend | None) -
                      tuple(players) if named else (),
                      tuple(n or p for n, p in zip(names, players, strict=True)) if named
                      else (),
-                     request.series_length)
+                     request.series_length, sorted_labels(request.labels))
 
 
 def seat_token(join_key: bytes, game_id: str, seat: int, generation: int) -> str:
@@ -184,12 +203,16 @@ def seat_token(join_key: bytes, game_id: str, seat: int, generation: int) -> str
     return base64.urlsafe_b64encode(mac[:24]).decode()
 
 
-def spectator_token(join_key: bytes, game_id: str) -> str:
-    """The spectator token of a private table (one per table: whoever holds it may watch)."""
-    mac = hmac.new(join_key, f"spectator\0{game_id}".encode(), hashlib.sha256).digest()
+def spectator_token(join_key: bytes, game_id: str, generation: int = 0) -> str:
+    """The spectator token of a table at its ``generation`` (0 at creation, +1 per
+    RotateSpectatorToken): one at a time, whoever holds it may watch."""
+    text = f"spectator\0{game_id}" + (f"\0{generation}" if generation else "")
+    mac = hmac.new(join_key, text.encode(), hashlib.sha256).digest()
     return base64.urlsafe_b64encode(mac[:24]).decode()
 
 
-def is_spectator_token(join_key: bytes, game_id: str, token: str | None) -> bool:
+def is_spectator_token(join_key: bytes, game_id: str, token: str | None,
+                       generation: int = 0) -> bool:
+    """``token`` is the table's spectator token at ``generation`` (its current one)."""
     return token is not None and hmac.compare_digest(
-        token.encode(), spectator_token(join_key, game_id).encode())
+        token.encode(), spectator_token(join_key, game_id, generation).encode())

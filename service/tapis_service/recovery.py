@@ -6,7 +6,8 @@ reports SERVING, and a table whose write failed is rebuilt the same way from its
 ``new_table`` is called exactly as ``GameHost.create`` called it (from the creation record),
 then the journal is replayed input by input with the time each was applied at. The engine is
 deterministic, so this regenerates the table, the event log (``StreamEvents`` from sequence 0
-keeps working), the seat tokens (their hashes, and those ReplaceSeat revoked), the names, the
+keeps working), the seat tokens (their hashes, and those ReplaceSeat revoked), the spectator
+token's generation (and the hashes RotateSpectatorToken revoked), the names, the
 players the seats are bound to and the request ids already answered.
 The last snapshot is the checkpoint: the replayed table must equal it at its index, else the
 game is refused.
@@ -103,6 +104,11 @@ def _restore(game_id: str, record: JSON, snapshot: JSON | None,
     session.record(events)
     restored = Restored(session, create_request_id=str(record.get("request_id") or ""))
     for position, entry in enumerate(journal, start=1):
+        if "input" not in entry:  # RotateSpectatorToken: no engine input
+            _rotated(restored, entry)
+            if checkpoint is not None and position == checkpoint[0]:
+                _verify(game_id, rules, session, checkpoint[1])
+            continue
         move = table_codec.decode_input(rules, entry["input"])
         try:
             applied = session.apply(move, entry["now_ms"])
@@ -124,6 +130,16 @@ def _restore(game_id: str, record: JSON, snapshot: JSON | None,
             _verify(game_id, rules, session, checkpoint[1])
     session.durable_sequence = session.last_sequence  # all of it came from the store
     return restored
+
+
+def _rotated(restored: Restored, entry: JSON) -> None:
+    """A RotateSpectatorToken in the journal: the former spectator token revoked."""
+    session = restored.session
+    session.spectator_generation = int(entry["spectator_generation"])
+    session.journal_length += 1
+    restored.revoked.append(str(entry["revoked"]))
+    if entry.get("rotate_request_id"):
+        session.rotate_requests[str(entry["rotate_request_id"])] = session.spectator_generation
 
 
 def _replaced(restored: Restored, seat: int, entry: JSON) -> None:

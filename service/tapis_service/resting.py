@@ -22,6 +22,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_service import convert
 from tapis_service.adapters import ADAPTERS
 from tapis_service.api_keys import Backend
+from tapis_service.ownership import sorted_labels
 from tapis_service.session import Session
 
 JSON = dict[str, Any]
@@ -36,7 +37,8 @@ def listing_of(session: Session) -> JSON:
             "open_seats": [i for i, s in enumerate(table.seats) if not s.claimed],
             "game_number": table.game_number, "created_ms": session.created_ms,
             "names": list(session.names), "request_id": session.create_request_id,
-            "backend": session.ownership.backend, "private": session.ownership.private}
+            "backend": session.ownership.backend, "private": session.ownership.private,
+            **({"labels": dict(session.ownership.labels)} if session.ownership.labels else {})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +59,19 @@ class RestingTable:
     epoch: int = 1
     """The fencing epoch this server holds the table at (a cluster node: it stays the owner;
     a call loads it back through the locator, confirmed at this epoch)."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """Its backend's labels (listed to that backend only)."""
 
     def listed_to(self, backend: Backend | None) -> bool:
         """ListGames shows the table to this caller (as ``Ownership.listed_to``)."""
         return not self.private or (backend is not None and self.backend == backend.name)
 
-    def to_proto(self) -> pb.GameListing:
-        return pb.GameListing.FromString(self.listing)
+    def to_proto(self, backend: Backend | None = None) -> pb.GameListing:
+        """Its ``ListGames`` line as ``backend`` sees it (the labels to its own backend)."""
+        line = pb.GameListing.FromString(self.listing)
+        if self.labels and backend is not None and self.backend == backend.name:
+            line.labels.update(self.labels)
+        return line
 
     @classmethod
     def of(cls, game_id: str, stored: JSON, epoch: int = 1) -> RestingTable:
@@ -82,7 +90,8 @@ class RestingTable:
         owner = stored.get("backend")
         return cls(kind, created_ms, str(stored.get("request_id") or ""),
                    listing.SerializeToString(), None if owner is None else str(owner),
-                   bool(stored.get("private", False)), epoch)
+                   bool(stored.get("private", False)), epoch,
+                   sorted_labels(stored.get("labels") or {}))
 
 
 def restable(session: Session) -> bool:

@@ -6,7 +6,9 @@ backend's table (before its finished game's events are compacted) and files each
 and ``GameAbandoned`` up to the table's durable sequence; ``restored(session)`` files again,
 harmlessly, everything a restored table has finished (a crash between a commit and its filing
 loses nothing). Each filing is keyed (``GAME_ID/game/N``, ``GAME_ID/series``), so it is filed
-once whatever the repeats. Tables without a backend cost one attribute test.
+once whatever the repeats. Tables without a backend cost one attribute test. Besides
+results, a seat its table awaits that has been away too long is filed (``presence``:
+``seat_idle``, keyed ``GAME_ID/idle/SEAT/SINCE_MS``: once per absence).
 
 The housekeeping sweep calls ``keep_ages``: records older than ``--results-max-age`` are
 dropped (their tables are no longer held), records past ``NEAR_FRACTION`` of it are warned of
@@ -54,7 +56,7 @@ def _record(session: Session, time_ms: int) -> pb.ResultRecord:
     seats = len(session.table.seats)
     players = list(owned.player_ids) or [""] * seats
     return pb.ResultRecord(game_id=session.game_id, kind=session.adapter.proto_kind,  # type: ignore[arg-type]
-                           player_ids=players, time=stamp)
+                           player_ids=players, time=stamp, labels=dict(owned.labels))
 
 
 def game_ended(session: Session, record: tbl.GameRecord, time_ms: int) -> pb.ResultRecord:
@@ -174,6 +176,22 @@ class ResultsClerk:
             self._in_flight[game_id] -= 1
             if self._in_flight[game_id] <= 0:
                 del self._in_flight[game_id]
+
+    def seat_idle(self, session: Session, seat: int, since_ms: int, now_ms: int) -> None:
+        """File that an awaited person seat of a backend's table has had no stream since
+        ``since_ms`` (``presence``): keyed by the absence, so once per absence."""
+        backend = session.ownership.backend
+        if backend is None:
+            return
+        record = _record(session, now_ms)
+        since = Timestamp()
+        since.FromMilliseconds(since_ms)
+        owned = session.ownership
+        record.seat_idle.CopyFrom(pb.SeatIdle(
+            seat=seat, player_id=owned.player_ids[seat] if owned.reserved(seat) else "",
+            since=since, game_number=session.table.game_number))
+        self._file(backend, session.game_id,
+                   [(f"{session.game_id}/idle/{seat}/{since_ms}", record)])
 
     async def acknowledge(self, backend: str, cursor: int) -> int:
         """The backend stored its records up to ``cursor``: its tables no longer held for

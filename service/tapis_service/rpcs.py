@@ -110,6 +110,9 @@ RPCS: tuple[Rpc, ...] = (
         Routing.TABLE, Access.TABLE_OWNER),
     Rpc("ReplaceSeat", pb.ReplaceSeatRequest, pb.ReplaceSeatResponse, "replace_seat", 11,
         Routing.TABLE, Access.TABLE_OWNER, writes=True),
+    Rpc("RotateSpectatorToken", pb.RotateSpectatorTokenRequest,
+        pb.RotateSpectatorTokenResponse, "rotate_spectator_token", 12,
+        Routing.TABLE, Access.TABLE_OWNER, writes=True),
 )
 """Every method of tapis.v1.GameService (``tests/contract/test_rpcs.py``: the same as the
 contract's)."""

@@ -16,6 +16,7 @@ from tapis_service.caller import Caller
 from tapis_service.door import caller_of
 from tapis_service.errors import ServiceError, to_status
 from tapis_service.game_api import EndStream, GameApi
+from tapis_service.limits import clip
 from tapis_service.rpcs import RPCS, SERVICE, Rpc
 
 _ENDING: set[asyncio.Future[None]] = set()
@@ -33,7 +34,10 @@ def stream_ender(context: grpc.aio.ServicerContext) -> EndStream:
         except grpc.aio.AbortError:  # raised once the status is queued: the normal end
             return
         except Exception as failure:  # the status is not sent: say so, never silently
-            log.warning("stream_end_failed", reason=error.reason, error=repr(failure))
+            if context.done():  # the call ended meanwhile (its client went): nothing lost
+                return
+            log.warning("stream_end_failed", reason=error.reason,
+                        error=type(failure).__name__, detail=clip(str(failure), 120))
 
     def start(error: ServiceError) -> None:
         ending = asyncio.ensure_future(end(error))

@@ -88,15 +88,38 @@ class Applied:
 
 Queued = tuple[tuple[LoggedEvent, ...], bytes]
 """What a stream's mailbox holds for one change: its events, and their serialized
-``StreamEventsResponse`` as the stream's seat sees them (built once, by the fan-out)."""
+``StreamEventsResponse`` as the stream's seat sees them (built once, by the fan-out); no
+events: a presence change (``presence.py``)."""
+
+
+@dataclass(slots=True)
+class SeatsPresence:
+    """Who is connected at a table (``presence.py``): its open streams per seat, and the
+    timers and announcements of the seats without one."""
+
+    streams: dict[int, int] = field(default_factory=dict)
+    """Person seat -> its open event streams (absent: none)."""
+    absent_since: dict[int, int] = field(default_factory=dict)
+    """Seat -> when its last stream ended (ms)."""
+    announced_gone: set[int] = field(default_factory=set)
+    """Seats whose departure the streams were told of (their return is told too)."""
+    debounce: dict[int, TimerHandle] = field(default_factory=dict)
+    """Seat -> the timer that announces its departure unless a stream opens first."""
+    idle: dict[int, TimerHandle] = field(default_factory=dict)
+    """Awaited seat -> the timer that files its ``seat_idle`` record."""
+    reported: set[int] = field(default_factory=set)
+    """Seats whose current absence was filed as ``seat_idle`` already."""
+    loaded_ms: int = 0
+    """When the table was first looked at here (absence of a seat never streamed counts from
+    then)."""
 
 
 class Subscriber:
     """One open event stream: a bounded mailbox fed by the session (lighter than an
     ``asyncio.Queue``: one deque and at most one waiting future)."""
 
-    __slots__ = ("capacity", "closed", "loop", "overflowed", "pending", "revoked", "seat",
-                 "waiter")
+    __slots__ = ("capacity", "closed", "loop", "overflowed", "pending", "presence", "revoked",
+                 "seat", "spectator_token", "waiter")
 
     def __init__(self, seat: int | None, capacity: int) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -109,7 +132,12 @@ class Subscriber:
         self.overflowed = False
         self.closed = False
         self.revoked = False
-        """Ended because its seat's token was revoked (ReplaceSeat)."""
+        """Ended because its seat's token was revoked (ReplaceSeat), or the spectator token
+        it was opened with (RotateSpectatorToken)."""
+        self.spectator_token = False
+        """Opened with the table's spectator token (a rotation ends it)."""
+        self.presence = False
+        """Asked for the table's presence changes (``presence.py``)."""
 
     def _put(self, item: Queued | None) -> None:
         self.pending.append(item)
@@ -202,6 +230,13 @@ class Session:
     """Seat -> its holder's generation: how many times its backend replaced it (0: never)."""
     replace_requests: dict[str, Replacement] = field(default_factory=dict)
     """ReplaceSeat request id -> the replacement it made (retries get the same token)."""
+    presence: SeatsPresence | None = None
+    """Who is connected (``presence.py``; made at the first stream of a person seat, or the
+    first look for idle seats: a table nobody streams costs nothing)."""
+    spectator_generation: int = 0
+    """How many times its backend rotated the spectator token (``ownership.spectator_token``)."""
+    rotate_requests: dict[str, int] = field(default_factory=dict)
+    """RotateSpectatorToken request id -> the generation it made (retries get its token)."""
     probes: dict[int, float] = field(default_factory=dict)
     """Event sequence -> perf_counter at the arrival of the slap that caused it (metrics)."""
     journal_length: int = 0

@@ -149,6 +149,14 @@ class Settings:
                                      flag="--slap-rate")
     slap_burst: int = setting(5, "slaps a seat may send at once before --slap-rate applies",
                               "games")
+    presence_debounce_ms: int = setting(5000, "a person seat whose last event stream ended is "
+                                        "announced gone (StreamEventsResponse.presence) when "
+                                        "none opened within this long", "games",
+                                        flag="--presence-debounce", metavar="MS")
+    seat_idle_after_s: float = setting(0.0, "file a seat_idle record in the backend's results "
+                                       "feed when a person seat its table awaits has had no "
+                                       "event stream this long (0: never)", "games",
+                                       flag="--seat-idle-after", metavar="SECONDS")
     # --- limits (docs/limits.md) -------------------------------------------------------------
     max_games: int = setting(100_000, "tables held at most (beyond: RESOURCE_EXHAUSTED / "
                              "TOO_MANY_GAMES)", "limits")

@@ -32,6 +32,7 @@ from tapis_service import fanout, logcontext, metrics, realtime
 from tapis_service.autoplay import Autoplay
 from tapis_service.errors import ServiceError, from_rule_error
 from tapis_service.healing import store_refusal
+from tapis_service.ownership import spectator_token
 from tapis_service.ratelimit import TokenBuckets
 from tapis_service.recovery import snapshot_data
 from tapis_service.replacing import Replacement, hand_over, replacement
@@ -50,6 +51,8 @@ JOIN = -1
 """The seat under which a join's request id is pending (a joiner has no seat yet)."""
 REPLACE = -2
 """The seat under which a ReplaceSeat's request id is pending (the backend has no seat)."""
+ROTATE = -3
+"""The seat under which a RotateSpectatorToken's request id is pending."""
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:
@@ -81,7 +84,7 @@ def shielded(method: Callable[Concatenate[TableActor, P], Coroutine[Any, Any, R]
     return run
 
 
-SHIELDED = ("submit", "claim", "replace")
+SHIELDED = ("submit", "claim", "replace", "rotate_spectator")
 """The table actor's methods run ``shielded``."""
 
 
@@ -249,6 +252,43 @@ class TableActor:
         self._committed(session, upto)
         # 5. answer
         return session, replaced
+
+    @shielded
+    async def rotate_spectator(self, session: Session, request_id: str) -> tuple[Session, int]:
+        """The backend revokes the table's spectator token and gets the next one: calls with
+        the former one are refused TOKEN_REVOKED and its open streams end so at once (after
+        what was published before); answered (the session and the new generation) once
+        committed. A retry with the same ``request_id`` gets the same answer. No engine input:
+        the journal entry carries the generation and the revoked token's hash."""
+        session = self.host.get(session.game_id)
+        tokens = self.host.tokens
+        # 1. check
+        if request_id:
+            earlier = session.pending.get((ROTATE, request_id))
+            if earlier is not None:
+                return await earlier
+            if request_id in session.rotate_requests:
+                return session, session.rotate_requests[request_id]
+        # 2. apply: revoke the former token, end its streams
+        generation = session.spectator_generation + 1
+        former = token_hash(spectator_token(tokens.key, session.game_id, generation - 1))
+        session.spectator_generation = generation
+        session.journal_length += 1
+        tokens.add_revoked(former, session.game_id)
+        for subscriber in list(session.subscribers):
+            if subscriber.spectator_token:
+                subscriber.revoke()
+        log.info("spectator_token_rotated", game=session.game_id, generation=generation)
+        # 3. await the journal write
+        entry: dict[str, Any] = {"spectator_generation": generation, "revoked": former,
+                                 "now_ms": self.clock.now_ms()}
+        if request_id:
+            entry["rotate_request_id"] = request_id
+        await self._journal(session, entry, (ROTATE, request_id) if request_id else None)
+        # 4. answer (nothing to publish: spectators see no event of it)
+        if request_id and self.host.sessions.get(session.game_id) is session:
+            session.rotate_requests[request_id] = generation
+        return session, generation
 
     async def open(self, session: Session, record: dict[str, Any], request_id: str) -> Session:
         """A new table: served (and its request id answered) once its record is committed
@@ -421,6 +461,9 @@ class TableActor:
         self.host.lobby.finished(session.game_id, over)
         fanout.publish(session)
         self.autoplay.rearm(session, over)
+        presence = self.host.presence
+        if presence.idle_ms and session.ownership.backend is not None:
+            presence.changed(session)
 
     async def settle(self) -> None:
         """Wait for the server moves in progress (stopping)."""

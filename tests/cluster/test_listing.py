@@ -18,16 +18,17 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis.v1 import war_pb2
 from tapis_service import convert
 from tapis_service.game_api import MAX_PAGE
 from tapis_service.healing import Quarantined
 from tapis_service.ownership import Ownership
 from tapis_service.server import RunningServer, create_server
-from tests.support.calls import refusal
+from tests.support.calls import auth, refusal
 from tests.support.postgres import Postgres
 from tests.support.process import free_port
 from tests.support.server import TEST_SETTINGS
-from tests.trust.door import KEY_A, KEY_B, backend, door
+from tests.trust.door import KEY_A, KEY_B, backend, door, play_war
 
 NODES = 3
 PER_NODE = 20
@@ -145,6 +146,52 @@ async def test_a_backends_private_tables_are_listed_to_it_alone_from_any_node(
             assert await walk(stub, KEY_A) == {*made["a"], public.game.game_id}
             assert await walk(stub, KEY_B) == {*made["b"], public.game.game_id}
             assert await walk(stub, None) == {public.game.game_id}
+    finally:
+        for channel in channels:
+            await channel.close()
+        for node in reversed(nodes):
+            await node.stop(0)
+        await postgres.drop_database(database)
+
+
+async def test_a_cluster_lists_a_finished_series_as_get_game_says(
+        postgres: Postgres, tmp_path: Path) -> None:
+    """SERIES_OVER and the labels, through the node that holds the table and through another
+    (a relayed GetGame, a merged ListGames); a spectator token rotated through the other."""
+    database = await postgres.create_database()
+    keys = door(tmp_path).keys
+    nodes: list[RunningServer] = []
+    channels: list[grpc.aio.Channel] = []
+    try:
+        nodes = [await start_node(postgres.url(database), keys) for _ in range(2)]
+        channels = [grpc.aio.insecure_channel(f"127.0.0.1:{n.port}") for n in nodes]
+        stubs = [pb_grpc.GameServiceStub(c) for c in channels]
+        created = await stubs[0].CreateGame(pb.CreateGameRequest(
+            kind=pb.GAME_KIND_WAR, series_length=1, labels={"match": "m-1"},
+            war=war_pb2.WarOptions(target_points=1), seat_configs=[
+                pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, player_id=f"u-{seat}")
+                for seat in (0, 1)]), metadata=backend(KEY_A))
+        game_id = created.game.game_id
+        tokens = [t.seat_token for t in created.seat_tokens]
+        await play_war(stubs[1], game_id, tokens, metadata=auth(tokens[0]))
+        for stub in stubs:
+            view = (await stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                                       metadata=backend(KEY_A))).game
+            listed = {g.game_id: g for g in (await stub.ListGames(pb.ListGamesRequest(
+                include_finished=True), metadata=backend(KEY_A))).games}
+            assert view.status == listed[game_id].status == pb.GAME_STATUS_SERIES_OVER
+            assert dict(view.labels) == dict(listed[game_id].labels) == {"match": "m-1"}
+        old = (await stubs[1].CreateSpectatorToken(pb.CreateSpectatorTokenRequest(
+            game_id=game_id), metadata=backend(KEY_A))).spectator_token
+        new = (await stubs[1].RotateSpectatorToken(pb.RotateSpectatorTokenRequest(
+            game_id=game_id, request_id="r"), metadata=backend(KEY_A))).spectator_token
+        for stub in stubs:  # relayed to the owner from the other node
+            code, reason, _ = await refusal(stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                                                         metadata=auth(old)))
+            assert (code, reason) == ("UNAUTHENTICATED", "TOKEN_REVOKED")
+            view = (await stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                                       metadata=auth(new))).game
+            assert not view.HasField("your_seat") and not view.labels
     finally:
         for channel in channels:
             await channel.close()

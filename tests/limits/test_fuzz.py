@@ -74,6 +74,13 @@ def messages(descriptor: Descriptor, depth: int = 0) -> st.SearchStrategy[Messag
     optional: dict[str, st.SearchStrategy[Any]] = {}
     required: dict[str, st.SearchStrategy[Any]] = {}
     for field in descriptor.fields:
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            key, value = field.message_type.fields_by_name["key"], \
+                field.message_type.fields_by_name["value"]
+            optional[field.name] = st.dictionaries(
+                st.one_of(_scalar(key), st.from_regex(r"[a-z][a-z0-9._/-]{0,8}", fullmatch=True)),
+                _scalar(value), max_size=20)
+            continue
         if field.type == FieldDescriptor.TYPE_MESSAGE:
             if depth >= 4:
                 continue
@@ -93,7 +100,9 @@ def messages(descriptor: Descriptor, depth: int = 0) -> st.SearchStrategy[Messag
             if value is None:
                 continue
             field = descriptor.fields_by_name[name]
-            if field.is_repeated:
+            if isinstance(value, dict):  # a map (labels)
+                getattr(message, name).update(value)
+            elif field.is_repeated:
                 container = getattr(message, name)
                 if field.type == FieldDescriptor.TYPE_MESSAGE:
                     for item in value:

@@ -161,7 +161,11 @@ def test_the_largest_legitimate_request_fits_the_bound() -> None:
             request_id="r" * limits.MAX_TEXT_BYTES, stacked_first_seat=seats - 1,
             seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_BOT, bot_strategy=strategy)] * seats,
             stacked_deck=[ACE] * game.max_stacked_cards,
+            labels={f"{n:02}".ljust(limits.MAX_LABEL_KEY_BYTES, "k"):
+                    "\u00e9" * (limits.MAX_LABEL_VALUE_BYTES // 2)
+                    for n in range(limits.MAX_LABELS)},
             **{adapter.field: adapter.options_to_proto(game.rules.default_options())})
+        limits.check_sizes(request)  # as large as each limit allows, and within them
         assert request.ByteSize() < limits.MAX_RECEIVE_MESSAGE_BYTES // 2, kind
     assert len(ACE.SerializeToString()) + 2 == limits.CARD_WIRE_BYTES
 

@@ -38,3 +38,5 @@ async def test_the_integration_example_runs_end_to_end(
     assert "tickets for ada, grace" in printed and "series ended" in printed
     assert "seat 1 given to linus; grace's ticket: UNAUTHENTICATED" in printed
     assert set(results[0].player_ids) == {"ada", "linus"}
+    assert [dict(r.labels) for r in results] == [{"match": "match-ada-grace"}] * 2
+    assert "#2 match-ada-grace series ended" in printed

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import grpc
+import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
@@ -18,6 +19,7 @@ from tests.trust.door import (
     backend,
     door,
     play_war,
+    refusal,
     refused,
     reserved_request,
 )
@@ -85,9 +87,14 @@ async def test_spectator_tokens_are_for_the_backend_to_give(
     first = await stream.read()
     assert first.events
     stream.cancel()
-    assert await refused(stub.SubmitAction(pb.SubmitActionRequest(
-        game_id=game_id, action=pb.Action(start_next_game=pb.StartNextGame())),
-        metadata=auth(token))) == (grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN")
+    with pytest.raises(grpc.aio.AioRpcError) as acting:
+        await stub.SubmitAction(pb.SubmitActionRequest(
+            game_id=game_id, action=pb.Action(start_next_game=pb.StartNextGame())),
+            metadata=auth(token))
+    assert refusal(acting.value) == (grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN")
+    assert "spectator token" in (acting.value.details() or "")
+    watched = await stub.GetGame(pb.GetGameRequest(game_id=game_id), metadata=backend(KEY_A))
+    assert not watched.game.HasField("your_seat")  # the backend's key alone watches too
 
 
 async def test_a_backend_s_public_table_keeps_its_reserved_seats(
