@@ -39,6 +39,7 @@ from tapis_service.proxies import TrustedProxies
 log = structlog.get_logger("tapis.rpc")
 
 Deserializer = Callable[[bytes], Any]
+Refused = Callable[[grpc.aio.ServicerContext, ServiceError], None]
 
 
 class Undecodable:
@@ -86,11 +87,15 @@ class CallGuard:
     """Safe request decoding for every method, at most ``max_in_flight`` unary calls, refusals
     as statuses, every call counted and timed."""
 
-    def __init__(self, max_in_flight: int, proxies: TrustedProxies | None = None) -> None:
+    def __init__(self, max_in_flight: int, proxies: TrustedProxies | None = None,
+                 refused: Refused | None = None) -> None:
         self.max_in_flight = max_in_flight
         self.proxies = proxies
         """The call's log lines name the client behind these (``logcontext.CallInfo``)."""
         self.in_flight = 0
+        self.refused = refused
+        """Told of every refusal (the connection limits count strangers' refusals by address:
+        ``connections.Door.refused_call``)."""
 
     def registering(self, server: grpc.aio.Server) -> grpc.aio.Server:
         """``server`` as registration code sees it: every handler added through it is
@@ -105,7 +110,8 @@ class CallGuard:
                                     unary_unary=self._unary(method, handler.unary_unary))
         if handler.unary_stream is not None:
             return handler._replace(request_deserializer=decode,
-                                    unary_stream=_stream(method, handler.unary_stream))
+                                    unary_stream=_stream(method, handler.unary_stream,
+                                                         self.refused))
         if handler.request_deserializer is None:
             # a raw-bytes request stream (a cluster node's tunnel): nothing can fail to decode,
             # and the tunnel answers its own refusals
@@ -144,6 +150,8 @@ class CallGuard:
                 return answer
             except ServiceError as error:
                 _ended(labels, timing, error.code.name, began)
+                if self.refused is not None:
+                    self.refused(context, error)
                 await end_call(context, error)
             except asyncio.CancelledError:
                 _ended(labels, timing, "CANCELLED", began)
@@ -186,7 +194,8 @@ def _ended(labels: tuple[str, ...], timing: list[float], code: str, began: float
     _handled(timing, time.perf_counter() - began, code)
 
 
-def _stream(method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
+def _stream(method: str, behavior: Callable[..., Any],
+            refused: Refused | None = None) -> Callable[..., Any]:
     """A server stream, counted and timed as grpc-prometheus does (``grpc_type=
     "server_stream"``: started, each message sent, handled with its code — ``CANCELLED`` when
     its reader left — and the whole stream's duration; no log line: a stream lasts as long as
@@ -225,6 +234,8 @@ def _stream(method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
                         sent[0] += 1
         except ServiceError as error:
             ended(error.code.name, began)
+            if refused is not None:
+                refused(context, error)
             await end_call(context, error)
         except asyncio.CancelledError:
             ended("CANCELLED", began)

@@ -222,8 +222,8 @@ async def create_server(settings: Settings, clock: Clock | None = None,
                               int(settings.refusal_cooldown_s * 1000),
                               host.clock.now_ms),
                 proxies, grpc_per_address=capacity.connections_per_address,
-                keys_valid=lambda key: security.backend_of(key) is not None)
-    guard = CallGuard(settings.max_in_flight, proxies)
+                keys_valid=security.holds_key)
+    guard = CallGuard(settings.max_in_flight, proxies, refused=door.refused_call)
     server = grpc.aio.server(options=server_options(settings),
                              interceptors=tracing.interceptors(settings.otel))
     registry = guard.registering(server)  # every handler below is added guarded

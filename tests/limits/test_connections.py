@@ -5,7 +5,6 @@ the listening sockets' filter; running out of descriptors."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import ipaddress
 import socket
@@ -30,27 +29,9 @@ from tapis_service.connections import (
     key_of_peer,
 )
 from tapis_service.ws.endpoint import EndpointLimits, WebSocketEndpoint
+from tests.support.relay import silent, tcp_state
 from tests.support.server import ServerFactory
 from tests.support.websocket import Client
-
-TCP_STATES = {1: "ESTABLISHED", 2: "SYN_SENT"}
-
-
-def tcp_state(sock: socket.socket) -> str:
-    """The socket's TCP state (TCP_INFO's first byte)."""
-    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)
-    return TCP_STATES.get(info[0], str(info[0]))
-
-
-def silent(source: str, port: int, target: str = "127.0.0.1") -> socket.socket:
-    """A connection from ``source`` that never sends a byte (not waited for)."""
-    family = socket.AF_INET6 if ":" in source else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setblocking(False)
-    sock.bind((source, 0))
-    with contextlib.suppress(BlockingIOError):
-        sock.connect((target, port))
-    return sock
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ overtake one another); each open stream is a task that copies the GameApi's even
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -79,6 +80,9 @@ class Connection:
         self.writable = asyncio.Event()
         self.writable.set()
         self.closed = False
+        self.refused: Callable[[ServiceError, Caller], None] | None = None
+        """Told of each request the API refused (the connection limits count strangers'
+        refusals: ``connections.Door.refused``)."""
 
     # --- what the endpoint calls ------------------------------------------------------------
 
@@ -137,6 +141,8 @@ class Connection:
             response: Message | bytes = await serve(getattr(frame, field), self._caller(frame))
             self._answer(frame.id, frames.RESPONSE_FIELD[field], response, fmt)
         except (ServiceError, RuleError) as error:
+            if self.refused is not None and isinstance(error, ServiceError):
+                self.refused(error, self._caller(frame))
             self._send(frames.refusal(frame.id, frames.as_refusal(error)), fmt)
         except Exception:
             log.exception("ws_request_failed", request=field)

@@ -40,6 +40,7 @@ from picows import (
 from picows.picows import WSProtocol  # type: ignore[attr-defined]  # not in its stubs
 
 import tapis_webclient
+from tapis_service.caller import Caller
 from tapis_service.capacity import Capacity
 from tapis_service.connections import Acceptor, Door, Key, listening_sockets
 from tapis_service.errors import ServiceError
@@ -204,8 +205,8 @@ class _Socket(WSListener):
         self.peer = ""
 
     def on_ws_connected(self, transport: WSTransport) -> None:
-        self.peer = self.endpoint.proxies.client_peer(
-            grpc_peer(transport), _forwarded_for(transport.request))
+        direct = grpc_peer(transport)
+        self.peer = self.endpoint.proxies.client_peer(direct, _forwarded_for(transport.request))
         sink = _Sink(transport)
         refusal = self.endpoint.admit(self.peer)
         if refusal is not None:
@@ -215,6 +216,12 @@ class _Socket(WSListener):
         self.endpoint.transports.add(transport)
         self.connection = Connection(self.endpoint.api, self.peer, sink,
                                      self.endpoint.limits.socket)
+        door = self.endpoint.acceptor.door if self.endpoint.acceptor is not None else None
+        if door is not None:  # strangers' refusals count against the connection's address
+            def refused(error: ServiceError, caller: Caller) -> None:
+                door.refused(direct, error, caller.api_key)
+
+            self.connection.refused = refused
         self.endpoint.connections.add(self.connection)
 
     def on_ws_frame(self, transport: WSTransport, frame: WSFrame) -> None:
