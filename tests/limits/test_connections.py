@@ -8,6 +8,7 @@ import asyncio
 import errno
 import ipaddress
 import socket
+import ssl
 import struct
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ from tapis_service.connections import (
     key_of_peer,
 )
 from tapis_service.ws.endpoint import EndpointLimits, WebSocketEndpoint
+from tests.support.certificates import issue
 from tests.support.relay import silent, tcp_state
 from tests.support.server import ServerFactory
 from tests.support.websocket import Client
@@ -262,3 +264,25 @@ def test_a_cut_address_is_refused_at_the_websocket_accept(tmp_path: Path) -> Non
     acceptor._admit(pair[1], ipaddress.ip_address("10.0.0.3"))
     assert served == [ipaddress.ip_network("10.0.0.3/32")]
     pair[1].close()
+
+
+async def test_with_tls_a_silent_connection_is_closed_at_the_handshake_deadline(
+        tmp_path: Path, sockets: list[socket.socket]) -> None:
+    """Before TLS is done the socket is not picows's yet: the TLS handshake has the deadline
+    too (asyncio's default kept a silent one 60 s), and a good client is served meanwhile."""
+    issued = issue(tmp_path, "server")
+    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_side.load_cert_chain(issued.cert, issued.key)
+    served = WebSocketEndpoint(TinyApi(), EndpointLimits(handshake_s=0.2))  # type: ignore[arg-type]
+    port = await served.start("127.0.0.1", 0, ssl_context=server_side)
+    assert served.acceptor is not None
+    quiet = silent("127.0.0.2", port)
+    sockets.append(quiet)
+    client = await Client.open(f"wss://127.0.0.1:{port}/ws",
+                               ssl_context=ssl.create_default_context(cafile=str(issued.ca)))
+    await asyncio.wait_for(closed_by_server(quiet), 5)
+    while served.acceptor.open[ipaddress.ip_network("127.0.0.2/32")]:
+        await asyncio.sleep(0.01)  # and its place given back
+    assert served.acceptor.open.total() == 1  # the client's, still open
+    client.close()
+    await served.stop(0)
