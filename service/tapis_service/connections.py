@@ -8,14 +8,16 @@ Both ports count their connections by client address (an IPv4 address, an IPv6 a
   running out of descriptors (``EMFILE``) stops accepting for a moment, logged once a period
   with the count, instead of failing on every wake-up;
 - **the gRPC port** belongs to grpc's core, which offers no hook on a new connection: a watch
-  (``GrpcWatch``) counts this process's connections on that port by client address a few
-  times a second and shuts down those beyond their address's share (grpc's core sees the
+  (``Door.watch_grpc``) counts that port's connections by client address twice a second, from
+  the kernel's list, and shuts down those beyond their address's share (grpc's core sees the
   connection end and frees its descriptor).
 
-An address over its share, or cooling down after too many refused calls (``RefusalBudget``),
-has its new connections dropped by the kernel before they reach either port: a classic BPF
-filter on the listening sockets (``filter_program``) drops its SYNs, so they cost no accept,
-no descriptor and no handshake. A trusted proxy (``--trusted-proxies``) carries many clients:
+Past its budget of refused calls (``RefusalBudget``: no key, a wrong key, a bad token; the call
+guard and the WebSocket tell ``Door.refused`` of each), an address is cut: its connections on
+both ports closed at once, for a cool-down. An address at its share or cut has its new
+connections dropped by the kernel before they reach either port: a classic BPF filter on the
+listening sockets (``portsockets.filter_program``) drops its SYNs, so they cost no accept, no
+descriptor and no handshake. A trusted proxy (``--trusted-proxies``) carries many clients:
 it is never capped or cut here (the per-client limits behind it still apply), nor is the
 host's own address (127.0.0.1, ::1).
 """
@@ -24,16 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import errno
 import ipaddress
-import os
 import socket
 import struct
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 import grpc
 import structlog
@@ -41,13 +40,21 @@ from prometheus_client import Counter as PromCounter
 
 from tapis_service.api_keys import HEADER as API_KEY_HEADER
 from tapis_service.errors import ServiceError
+from tapis_service.portsockets import (
+    IPAddress,
+    Key,
+    Listed,
+    SocketTable,
+    address_of,
+    attach_filter,
+    borrowed,
+    descriptors,
+    shut_down,
+)
 from tapis_service.proxies import TrustedProxies
 
 log = structlog.get_logger("tapis.connections")
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-Key = ipaddress.IPv4Network | ipaddress.IPv6Network
-"""What connections are counted by: an IPv4 address (/32) or an IPv6 /64."""
 
 CLOSED = PromCounter("tapis_connections_closed_total",
                      "Connections the server closed or dropped as they came, by port and why",
@@ -177,179 +184,6 @@ def counts_against_address(error: ServiceError) -> bool:
             and cause.code is grpc.StatusCode.UNAUTHENTICATED)
 
 
-# --- the listening sockets' filter (classic BPF, SO_ATTACH_FILTER) ------------------------
-
-SO_ATTACH_FILTER = 26
-SO_DETACH_FILTER = 27
-_NET = -0x100000
-"""SKF_NET_OFF: loads relative to the packet's network (IP) header."""
-_LD_W_ABS, _LD_B_ABS = 0x20, 0x30
-_RSH_K, _JEQ_K, _JA, _RET_K = 0x74, 0x15, 0x05, 0x06
-_ACCEPT, _DROP = 0xFFFFFFFF, 0
-Instruction = tuple[int, int, int, int]
-
-
-def _word(value: int) -> int:
-    return value & 0xFFFFFFFF
-
-
-def filter_program(keys: Iterable[Key]) -> list[Instruction]:
-    """A socket filter that drops the packets of ``keys`` (IPv4 addresses, IPv6 /64s) and
-    lets every other through. On a listening socket it sees only new connections' packets:
-    their SYNs are dropped before any accept (the client's connect times out)."""
-    v4 = [int(k.network_address) for k in keys if k.version == 4]
-    v6 = [int(k.network_address) >> 64 for k in keys if k.version == 6]
-    six: list[Instruction] = []
-    for prefix in v6:  # the source address is at 8..24 of the IPv6 header: its first 8 bytes
-        six += [(_LD_W_ABS, 0, 0, _word(_NET + 8)), (_JEQ_K, 0, 3, prefix >> 32),
-                (_LD_W_ABS, 0, 0, _word(_NET + 12)), (_JEQ_K, 0, 1, prefix & 0xFFFFFFFF),
-                (_RET_K, 0, 0, _DROP)]
-    six.append((_RET_K, 0, 0, _ACCEPT))
-    four: list[Instruction] = [(_LD_W_ABS, 0, 0, _word(_NET + 12))]  # IPv4's source
-    for address in v4:
-        four += [(_JEQ_K, 0, 1, address), (_RET_K, 0, 0, _DROP)]
-    four.append((_RET_K, 0, 0, _ACCEPT))
-    return [(_LD_B_ABS, 0, 0, _word(_NET)), (_RSH_K, 0, 0, 4), (_JEQ_K, 0, 1, 4),
-            (_JA, 0, 0, len(six)), *six, *four]
-
-
-def attach_filter(sock: socket.socket, keys: list[Key]) -> None:
-    """Drop the new connections of ``keys`` on the listening socket ``sock`` (none: the filter
-    is taken off, so that connections accepted from then on carry none)."""
-    if not keys:
-        with contextlib.suppress(OSError):  # none attached
-            sock.setsockopt(socket.SOL_SOCKET, SO_DETACH_FILTER, 0)
-        return
-    program = filter_program(keys)
-    code = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *i) for i in program))
-    fprog = struct.pack("HL", len(program), ctypes.addressof(code))
-    sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
-
-
-# --- the gRPC port: grpc's core owns it; the kernel lists its sockets (sock_diag) ---------
-
-_SOCK_DIAG_BY_FAMILY, _NLMSG_ERROR, _NLMSG_DONE = 20, 2, 3
-_NLM_F_REQUEST_DUMP = 0x301
-_NETLINK_SOCK_DIAG = 4
-_BC_S_EQ = 11
-"""inet_diag bytecode: the local port equals the next op's ``no``."""
-LISTEN, ESTABLISHED, CLOSE_WAIT = 10, 1, 8
-_STATES = (1 << LISTEN) | (1 << ESTABLISHED) | (1 << CLOSE_WAIT)
-
-
-@dataclass(frozen=True, slots=True)
-class Listed:
-    """A TCP socket on the port, as the kernel lists it."""
-
-    listening: bool
-    address: IPAddress
-    """The client's (the listener's own for a listener)."""
-    inode: int
-
-
-def _diag_request(family: int, port: int) -> bytes:
-    bytecode = struct.pack("BBHBBH", _BC_S_EQ, 8, 12, 0, 0, port)
-    attribute = struct.pack("HH", 4 + len(bytecode), 1) + bytecode  # INET_DIAG_REQ_BYTECODE
-    body = struct.pack("BBBBI", family, socket.IPPROTO_TCP, 0, 0, _STATES) + bytes(48)
-    body += attribute
-    return struct.pack("IHHII", 16 + len(body), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST_DUMP,
-                       1, 0) + body
-
-
-class SocketTable:
-    """The TCP sockets of one local port (its listeners and its connections, accepted or
-    waiting to be), from the kernel's sock_diag: one request, a few milliseconds for
-    thousands, whoever owns them (grpc's core here)."""
-
-    def __init__(self) -> None:
-        self._netlink: socket.socket | None = None
-
-    def listed(self, port: int) -> list[Listed]:
-        if self._netlink is None:
-            self._netlink = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW,
-                                          _NETLINK_SOCK_DIAG)
-        found: list[Listed] = []
-        for family in (socket.AF_INET, socket.AF_INET6):
-            self._netlink.send(_diag_request(family, port))
-            while not self._read(family, found):
-                pass
-        return found
-
-    def _read(self, family: int, found: list[Listed]) -> bool:
-        """One datagram of the answer into ``found``; True at its end."""
-        assert self._netlink is not None
-        data = self._netlink.recv(1 << 16)
-        offset = 0
-        while offset < len(data):
-            length, kind = struct.unpack_from("IH", data, offset)
-            if kind == _NLMSG_DONE:
-                return True
-            if kind == _NLMSG_ERROR:
-                code = -struct.unpack_from("i", data, offset + 16)[0]
-                raise OSError(code, f"sock_diag: {os.strerror(code)}")
-            at = offset + 16
-            raw = data[at + 24:at + 28] if family == socket.AF_INET else data[at + 24:at + 40]
-            address: IPAddress = ipaddress.ip_address(bytes(raw))
-            found.append(Listed(data[at + 1] == LISTEN, address,
-                                struct.unpack_from("I", data, at + 68)[0]))
-            offset += (length + 3) & ~3
-        return False
-
-    def close(self) -> None:
-        if self._netlink is not None:
-            self._netlink.close()
-            self._netlink = None
-
-
-def descriptors(inodes: set[int]) -> dict[int, int]:
-    """This process's descriptors of the sockets ``inodes`` (by inode)."""
-    found: dict[int, int] = {}
-    if not inodes:
-        return found
-    try:
-        names = os.listdir("/proc/self/fd")
-    except OSError:  # out of descriptors: the next round
-        return found
-    for name in names:
-        try:
-            inode = os.fstat(int(name)).st_ino
-        except OSError:
-            continue
-        if inode in inodes:
-            found[inode] = int(name)
-    return found
-
-
-def _borrowed(fd: int) -> socket.socket | None:
-    """A socket object on descriptor ``fd`` (detach it, never close it), None if ``fd`` is not
-    a socket."""
-    try:
-        return socket.socket(fileno=fd)
-    except OSError:
-        return None
-
-
-def _address(sockname: tuple[object, ...]) -> IPAddress:
-    return ipaddress.ip_address(str(sockname[0]).split("%", 1)[0])
-
-
-def shut_down(fd: int, port: int, address: IPAddress) -> bool:
-    """Shut down the connection on descriptor ``fd`` if it still is one of ``address`` on
-    ``port`` (its owner, grpc's core, sees it end and closes it); True if it was."""
-    try:
-        sock = socket.socket(fileno=os.dup(fd))
-    except OSError:
-        return False
-    with sock:  # the duplicate pins the socket: what is checked is what is shut down
-        try:
-            if sock.getsockname()[1] != port or _address(sock.getpeername()) != address:
-                return False
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            return False
-    return True
-
-
 class Door:
     """The server's connection limits, on both ports: the refusal budget, the per-address
     shares, the listening sockets' filters, the gRPC port's watch."""
@@ -439,16 +273,16 @@ class Door:
         for fd, keys in wanted.items():
             if self._filtered.get(fd, []) == keys:
                 continue
-            borrowed = _borrowed(fd)
-            if borrowed is None:
+            held = borrowed(fd)
+            if held is None:
                 continue
             try:
-                attach_filter(borrowed, keys)
+                attach_filter(held, keys)
                 self._filtered[fd] = keys
             except OSError as error:
                 log.warning("filter_failed", error=str(error))
             finally:
-                borrowed.detach()
+                held.detach()
 
     def watch_grpc(self) -> None:
         """Count the gRPC port's connections by address; shut down those beyond an address's
@@ -564,7 +398,7 @@ class Acceptor:
                     return
                 self._pause(listener)
                 return
-            self._admit(sock, _address(peer))
+            self._admit(sock, address_of(peer))
 
     def _pause(self, listener: socket.socket) -> None:
         """Out of descriptors: stop accepting for a moment (the pending connections wait in the
@@ -626,32 +460,3 @@ class Acceptor:
                 sock.shutdown(socket.SHUT_RDWR)
                 closed += 1
         return closed
-
-
-def listening_sockets(host: str, port: int, backlog: int = 1024) -> list[socket.socket]:
-    """Bound, listening, non-blocking sockets for ``host:port`` (every address the name
-    resolves to; port 0: a free port, the same for all)."""
-    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
-                               flags=socket.AI_PASSIVE)
-    sockets: list[socket.socket] = []
-    seen: set[tuple[object, ...]] = set()
-    try:
-        for family, kind, proto, _, address in infos:
-            if address in seen:
-                continue
-            seen.add(address)
-            sock = socket.socket(family, kind, proto)
-            sockets.append(sock)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            if sockets[0] is not sock:  # the port the first one got
-                address = (address[0], sockets[0].getsockname()[1], *address[2:])
-            sock.bind(address)
-            sock.listen(backlog)
-            sock.setblocking(False)
-    except OSError:
-        for sock in sockets:
-            sock.close()
-        raise
-    return sockets

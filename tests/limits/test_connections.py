@@ -20,15 +20,8 @@ import structlog
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service import connections
 from tapis_service.clock import ManualClock
-from tapis_service.connections import (
-    Acceptor,
-    Door,
-    RefusalBudget,
-    address_key,
-    attach_filter,
-    filter_program,
-    key_of_peer,
-)
+from tapis_service.connections import Acceptor, Door, RefusalBudget, address_key, key_of_peer
+from tapis_service.portsockets import attach_filter, descriptors, filter_program
 from tapis_service.ws.endpoint import EndpointLimits, WebSocketEndpoint
 from tests.support.certificates import issue
 from tests.support.relay import silent, tcp_state
@@ -146,7 +139,7 @@ async def test_an_address_over_its_share_of_grpc_connections_is_cut_back_and_fil
     while len([item for item in door.table.listed(port)
                if address_key(item.address) == stranger]) < 5:
         await asyncio.sleep(0.01)
-    while len(connections.descriptors(
+    while len(descriptors(
             {item.inode for item in door.table.listed(port)})) < 7:  # grpc accepted them all
         await asyncio.sleep(0.01)
     door.watch_grpc()

@@ -42,9 +42,10 @@ from picows.picows import WSProtocol  # type: ignore[attr-defined]  # not in its
 import tapis_webclient
 from tapis_service.caller import Caller
 from tapis_service.capacity import Capacity
-from tapis_service.connections import Acceptor, Door, Key, listening_sockets
+from tapis_service.connections import Acceptor, Door
 from tapis_service.errors import ServiceError
 from tapis_service.limits import peer_host
+from tapis_service.portsockets import Key, listening_sockets
 from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
 from tapis_service.settings import Settings
 from tapis_service.ws import frames
