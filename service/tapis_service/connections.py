@@ -205,7 +205,7 @@ class Door:
         self._filtered: dict[int, list[Key]] = {}
         self.table = SocketTable()
         self._task: asyncio.Task[None] | None = None
-        self._cut = _Logged("connections_cut")
+        self._cut = _Logged("address_cut")
         self._capped = _Logged("grpc_connections_over_address_share")
 
     def exempt(self, key: Key) -> bool:
@@ -229,7 +229,7 @@ class Door:
         key = key_of_peer(peer)
         if key is None or self.exempt(key) or not self.budget.refused(key):
             return
-        log.warning("address_cut", address=str(key), cooldown_s=self.budget.cooldown_ms / 1000)
+        self._cut.add(address=str(key), cooldown_s=self.budget.cooldown_ms / 1000)
         self.cut(key)
 
     def refused_call(self, context: grpc.aio.ServicerContext, error: ServiceError) -> None:
