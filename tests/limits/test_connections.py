@@ -279,3 +279,17 @@ async def test_with_tls_a_silent_connection_is_closed_at_the_handshake_deadline(
     assert served.acceptor.open.total() == 1  # the client's, still open
     client.close()
     await served.stop(0)
+
+
+async def test_stopping_the_port_closes_the_connections_not_upgraded_yet(
+        sockets: list[socket.socket]) -> None:
+    served = WebSocketEndpoint(TinyApi(), EndpointLimits(handshake_s=60))  # type: ignore[arg-type]
+    port = await served.start("127.0.0.1", 0)
+    assert served.acceptor is not None
+    acceptor = served.acceptor
+    quiet = silent("127.0.0.2", port)
+    sockets.append(quiet)
+    while not acceptor.open:
+        await asyncio.sleep(0.01)
+    await served.stop(0)
+    await asyncio.wait_for(closed_by_server(quiet), 5)

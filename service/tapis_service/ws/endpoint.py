@@ -367,4 +367,6 @@ class WebSocketEndpoint:
         for transport in list(self.transports):
             transport.send_close(WSCloseCode.GOING_AWAY)
             transport.disconnect()
+        for key in list(self.acceptor.by_address):  # and those not upgraded (yet)
+            self.acceptor.close_address(key)
         self.acceptor = None
