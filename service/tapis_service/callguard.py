@@ -41,6 +41,7 @@ from tapis_service.proxies import TrustedProxies
 log = structlog.get_logger("tapis.rpc")
 
 Deserializer = Callable[[bytes], Any]
+Refused = Callable[[grpc.aio.ServicerContext, ServiceError], None]
 
 
 class Undecodable:
@@ -79,10 +80,13 @@ class CallGuard:
     """Safe request decoding for every method, the door's bound on unary calls in flight,
     refusals as statuses, every call counted and timed."""
 
-    def __init__(self, door: Door) -> None:
+    def __init__(self, door: Door, refused: Refused | None = None) -> None:
         self.door = door
         self.proxies: TrustedProxies | None = door.proxies
         """The call's log lines name the client behind these (``logcontext.CallInfo``)."""
+        self.refused = refused
+        """Told of every refusal (the connection limits count strangers' refusals by address:
+        ``connections.ConnectionLimits.refused_call``)."""
 
     @property
     def in_flight(self) -> int:
@@ -141,6 +145,8 @@ class CallGuard:
                 return answer
             except ServiceError as error:
                 _ended(meter, error.code.name, began)
+                if self.refused is not None:
+                    self.refused(context, error)
                 await end_call(context, error)
             except asyncio.CancelledError:
                 _ended(meter, "CANCELLED", began)
@@ -192,6 +198,8 @@ class CallGuard:
                             sent[0] += 1
             except ServiceError as error:
                 ended(error.code.name, began)
+                if self.refused is not None:
+                    self.refused(context, error)
                 await end_call(context, error)
             except asyncio.CancelledError:
                 ended("CANCELLED", began)

@@ -1,8 +1,11 @@
-"""Server-wide caps sized for the machine: open gRPC connections and open event streams, all
-addresses together (docs/limits.md).
+"""Server-wide caps sized for the machine: open gRPC and WebSocket connections and open event
+streams, all addresses together, and one address's share of each port's connections
+(docs/limits.md).
 
 A setting of 0 means "sized here": connections from the file-descriptor limit (each is one;
-2,100 idle connections once exhausted the default 1,024 and locked a new client out), streams
+2,100 idle connections once exhausted the default 1,024 and locked a new client out; the
+WebSocket port gets what gRPC's connections leave, so that the two together never run the
+process out of descriptors), streams
 from the memory the process may use (each open stream held about 25 KB: 60,000 of them took
 1.46 GB). Spectators' streams and seated players' (and backends') streams have caps of their
 own, so strangers watching can never use up the players' share.
@@ -26,6 +29,10 @@ RESERVED_FILES = 256
 """File descriptors kept for everything but client connections (store, logs, database pool,
 cluster tunnels, metrics)."""
 MIN_CONNECTIONS = 16
+ADDRESS_SHARE = 16
+"""An address may hold a sixteenth of a port's connections (when not set)..."""
+MIN_PER_ADDRESS = 8
+"""...and at least this many."""
 CGROUP_MEMORY = (Path("/sys/fs/cgroup/memory.max"),
                  Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
 
@@ -61,6 +68,16 @@ def connection_cap(open_files: int, websocket: bool) -> int:
     return max(MIN_CONNECTIONS, usable // 2 if websocket else usable)
 
 
+def websocket_cap(open_files: int, grpc_connections: int) -> int:
+    """WebSocket connections for ``open_files`` descriptors: what gRPC's connections leave."""
+    return max(MIN_CONNECTIONS, open_files - RESERVED_FILES - grpc_connections)
+
+
+def address_cap(connections: int) -> int:
+    """One address's share of a port's ``connections``."""
+    return max(MIN_PER_ADDRESS, connections // ADDRESS_SHARE)
+
+
 @dataclass(frozen=True, slots=True)
 class Capacity:
     """The server-wide caps in force."""
@@ -68,13 +85,22 @@ class Capacity:
     connections: int
     spectator_streams: int
     seat_streams: int
+    connections_per_address: int = 0
+    """gRPC connections one address may hold."""
+    ws_connections: int = 0
+    """WebSocket connections (upgraded or not) in all: the descriptors gRPC's leave."""
+    ws_connections_per_address: int = 0
 
     @classmethod
     def of(cls, settings: Settings) -> Capacity:
         """The settings' caps, each 0 sized for this machine."""
         streams = stream_cap(memory_bytes()) if not (settings.max_spectator_streams
                                                      and settings.max_seat_streams) else 0
-        return cls(settings.max_connections
-                   or connection_cap(open_files_limit(), settings.ws_port is not None),
-                   settings.max_spectator_streams or streams,
-                   settings.max_seat_streams or streams)
+        files = open_files_limit()
+        connections = (settings.max_connections
+                       or connection_cap(files, settings.ws_port is not None))
+        ws = websocket_cap(files, connections)
+        return cls(connections, settings.max_spectator_streams or streams,
+                   settings.max_seat_streams or streams,
+                   settings.max_connections_per_address or address_cap(connections), ws,
+                   settings.ws_max_connections_per_address or address_cap(ws))

@@ -16,6 +16,7 @@ import structlog
 
 from tapis_service import exposure
 from tapis_service.api_keys import ApiKeys, ApiKeysError, Backend, authenticate
+from tapis_service.errors import ServiceError
 from tapis_service.settings import Settings
 from tapis_service.tls import ClusterTls, ReloadingTls, TlsFiles, TlsFilesError, cluster_tls
 
@@ -89,6 +90,13 @@ class Security:
     def backend_of(self, api_key: str | None) -> Backend | None:
         """The backend a call with ``api_key`` acts as (None: none sent); refused if wrong."""
         return authenticate(api_key, self.keys)
+
+    def holds_key(self, api_key: str) -> bool:
+        """Whether ``api_key`` is one of the server's (never raises)."""
+        try:
+            return self.backend_of(api_key) is not None
+        except ServiceError:
+            return False
 
     def reload(self) -> None:
         """Re-read the certificates and the keys (SIGHUP)."""

@@ -19,6 +19,7 @@ from tapis_service import joinkey, metrics, tracing
 from tapis_service.callguard import CallGuard
 from tapis_service.capacity import Capacity
 from tapis_service.clock import Clock, SystemClock
+from tapis_service.connections import ConnectionLimits, RefusalBudget
 from tapis_service.door import Door
 from tapis_service.game_api import GameApi
 from tapis_service.health import PROBE_EVERY_S, SERVICE_NAME, Readiness, new_health
@@ -93,6 +94,8 @@ class RunningServer:
     ws_port: int | None = None
     security: Security | None = None
     """Its TLS and API keys (``reload()`` on SIGHUP)."""
+    connection_limits: ConnectionLimits | None = None
+    """Its connection limits on both ports (tapis_service/connections.py)."""
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, (a cluster node: hand its tables off),
@@ -105,6 +108,8 @@ class RunningServer:
             self.api.housekeeping.stop()
         if self.cluster is not None:
             await self.cluster.leave()
+        if self.connection_limits is not None:
+            await self.connection_limits.stop()
         self.host.end_streams()  # unary calls in flight drain within the grace; streams end now
         if self.ws is not None:
             await asyncio.gather(self.server.stop(grace_s), self.ws.stop(grace_s))
@@ -155,6 +160,9 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
         # connections in all, every address together: beyond, the core closes a new one as
         # soon as it is accepted (its file descriptor is freed at once)
         ("grpc.max_allowed_incoming_connections", Capacity.of(settings).connections),
+        # a new connection's TLS handshake and its HTTP/2 preface and settings: a silent one
+        # is closed after this (grpc's default kept it 120 s)
+        ("grpc.server_handshake_timeout_ms", settings.handshake_timeout_ms),
     ]
 
 
@@ -209,8 +217,15 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     if isinstance(feed.store, PostgresResults):  # records other nodes file wake this one's
         await feed.store.listen(feed.wake)
     await host.recover()
-    door = Door(settings.max_in_flight, TrustedProxies.parse(settings.trusted_proxies))
-    guard = CallGuard(door)
+    proxies = TrustedProxies.parse(settings.trusted_proxies)
+    capacity = Capacity.of(settings)
+    door = Door(settings.max_in_flight, proxies)
+    connection_limits = ConnectionLimits(
+        RefusalBudget(settings.refusal_rate_per_s, settings.refusal_burst,
+                      int(settings.refusal_cooldown_s * 1000), host.clock.now_ms),
+        proxies, grpc_per_address=capacity.connections_per_address,
+        keys_valid=security.holds_key)
+    guard = CallGuard(door, refused=connection_limits.refused_call)
     server = grpc.aio.server(options=server_options(settings),
                              interceptors=tracing.interceptors(settings.otel))
     registry = guard.registering(server)  # every handler below is added guarded
@@ -244,6 +259,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         raise CannotListen(f"cannot listen on {address} (is another server there?)") from error
     if port == 0:
         raise CannotListen(f"cannot listen on {address} (is another server there?)")
+    connection_limits.grpc_port = port
     ws, ws_port = None, None
     if settings.ws_port is not None:  # players over WebSocket, and the web client
         ws = WebSocketEndpoint(api, EndpointLimits.of(settings),
@@ -252,11 +268,13 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         try:
             # with TLS, the gRPC port's certificate serves wss and https: no token in clear
             tls = None if security.tls is None else security.tls.ssl_context()
-            ws_port = await ws.start(settings.host, settings.ws_port, ssl_context=tls)
+            ws_port = await ws.start(settings.host, settings.ws_port, ssl_context=tls,
+                                     connection_limits=connection_limits)
         except OSError as error:
             raise CannotListen(f"cannot listen on {settings.host}:{settings.ws_port} for "
                                f"WebSocket ({error.strerror or error})") from error
     await server.start()
+    connection_limits.start()
     api.housekeeping.start()
     readiness = Readiness(health_servicer, host.store, probe_every_s)
     host.health_listeners.append(readiness.writes)
@@ -267,11 +285,12 @@ async def create_server(settings: Settings, clock: Clock | None = None,
              games=len(host.sessions), version=version(), revision=revision(),
              tls=security.tls is not None,
              mutual_tls=security.tls is not None and security.tls.mutual,
-             api_keys=not security.open_mode, max_connections=Capacity.of(settings).connections,
+             api_keys=not security.open_mode, max_connections=capacity.connections,
+             max_connections_per_address=capacity.connections_per_address,
              max_spectator_streams=api.streams.max_spectators,
              max_seat_streams=api.streams.max_seated)
     if ws_port is not None:
         scheme = "http" if security.tls is None else "https"
         log.info("serving_web", address=f"{scheme}://{listen_address(settings.host, ws_port)}/")
     return RunningServer(server, port, host, health_servicer, api, guard, cluster,
-                         readiness, ws, ws_port, security)
+                         readiness, ws, ws_port, security, connection_limits)

@@ -216,6 +216,25 @@ class Settings:
                                    "for the file-descriptor limit)", "limits",
                                    default_text="0 (the descriptors but 256, half of them "
                                                 "with --ws-port)")
+    max_connections_per_address: int = setting(0, "open gRPC connections from one client "
+                                               "address (an IPv6 /64; beyond: closed; 0: a "
+                                               "sixteenth of --max-connections, at least 8)",
+                                               "limits", default_text="0 (a sixteenth of "
+                                                                      "--max-connections)")
+    handshake_timeout_ms: int = setting(5_000, "close a new connection (either port) whose "
+                                        "TLS handshake and first request (gRPC: HTTP/2 "
+                                        "settings; WebSocket: the upgrade) do not come within "
+                                        "this", "limits")
+    refusal_rate_per_s: float = setting(2.0, "calls refused for want of a key or a right "
+                                        "token (UNAUTHENTICATED) per second per client "
+                                        "address; past it the address is cut (0: no limit)",
+                                        "limits", flag="--refusal-rate")
+    refusal_burst: int = setting(100, "such refused calls an address may make at once",
+                                 "limits")
+    refusal_cooldown_s: float = setting(60.0, "how long an address past its refusals is cut: "
+                                        "its connections closed, its new ones dropped",
+                                        "limits", flag="--refusal-cooldown",
+                                        metavar="SECONDS")
     max_streams_per_connection: int = setting(1000, "open event streams on one HTTP/2 "
                                               "connection", "limits")
     max_streams_per_peer: int = setting(20_000, "open event streams from one client address",
@@ -229,8 +248,17 @@ class Settings:
     max_pending_calls: int = setting(20_000, "calls grpc's core queues before the server takes "
                                      "them (beyond: some are cancelled, all of them beyond "
                                      "twice as many)", "limits")
-    ws_max_sockets: int = setting(20_000, "open WebSocket connections in all (beyond: "
-                                  "TOO_MANY_STREAMS, closed)", "limits")
+    ws_max_sockets: int = setting(0, "open WebSocket sockets in all (beyond: "
+                                  "TOO_MANY_STREAMS, closed; 0: the descriptors gRPC's "
+                                  "connections leave)", "limits",
+                                  default_text="0 (the descriptors but 256 and "
+                                               "--max-connections)")
+    ws_max_connections_per_address: int = setting(0, "open WebSocket connections, upgraded or "
+                                                  "not, from one address (an IPv6 /64; "
+                                                  "beyond: closed at once; 0: a sixteenth of "
+                                                  "the port's share)", "limits",
+                                                  default_text="0 (a sixteenth of the port's "
+                                                               "share)")
     ws_max_sockets_per_peer: int = setting(1000, "open WebSocket connections from one client "
                                            "address", "limits")
     ws_max_in_flight: int = setting(64, "requests in flight on one WebSocket (beyond: "

@@ -55,8 +55,26 @@ def test_the_caps_are_sized_for_the_machine() -> None:
     assert sized.spectator_streams == sized.seat_streams == capacity.stream_cap(
         capacity.memory_bytes())
     assert capacity.memory_bytes() > 0
+    files = capacity.open_files_limit()
     assert Capacity.of(Settings(max_connections=7, max_spectator_streams=8,
-                                max_seat_streams=9)) == Capacity(7, 8, 9)
+                                max_seat_streams=9)) == Capacity(
+        7, 8, 9, capacity.MIN_PER_ADDRESS, files - capacity.RESERVED_FILES - 7,
+        capacity.address_cap(files - capacity.RESERVED_FILES - 7))
+    assert Capacity.of(Settings(max_connections_per_address=3,
+                                ws_max_connections_per_address=4)).connections_per_address == 3
+
+
+def test_the_websocket_port_gets_the_descriptors_grpc_leaves() -> None:
+    """With 2,048 descriptors and --ws-port: gRPC's connections and the WebSocket's together
+    never reach the limit (20,000 sockets were allowed whatever the limit), and one address
+    may hold a sixteenth of each."""
+    grpc_share = capacity.connection_cap(2048, websocket=True)
+    ws_share = capacity.websocket_cap(2048, grpc_share)
+    assert (grpc_share, ws_share) == (896, 896)
+    assert grpc_share + ws_share + capacity.RESERVED_FILES == 2048
+    assert capacity.address_cap(896) == 56
+    assert capacity.address_cap(40) == capacity.MIN_PER_ADDRESS
+    assert capacity.websocket_cap(300, 10_000) == capacity.MIN_CONNECTIONS
 
 
 async def test_spectators_streams_never_lock_out_the_seated_players_server_wide(

@@ -48,10 +48,13 @@ class Client:
     @classmethod
     async def open(cls, url: str, ssl_context: ssl.SSLContext | None = None,
                    auto_pong: bool = True,
-                   headers: list[tuple[str, str]] | None = None) -> Client:
+                   headers: list[tuple[str, str]] | None = None,
+                   socket_factory: Any = None) -> Client:
+        """``socket_factory``: picows's, e.g. a socket from another loopback address."""
         transport, collector = await ws_connect(_Collector, url, ssl_context=ssl_context,
                                                 enable_auto_pong=auto_pong,
-                                                extra_headers=headers)
+                                                extra_headers=headers,
+                                                socket_factory=socket_factory)
         return cls(transport, collector)
 
     def send(self, frame: ws_pb.ClientFrame, *, text: bool = False) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -115,6 +116,9 @@ class Connection:
         self.writable = asyncio.Event()
         self.writable.set()
         self.closed = False
+        self.refused: Callable[[ServiceError, Caller], None] | None = None
+        """Told of each request the API refused (the connection limits count strangers'
+        refusals: ``connections.ConnectionLimits.refused``)."""
 
     # --- what the endpoint calls ------------------------------------------------------------
 
@@ -191,6 +195,8 @@ class Connection:
                 self.door.leave()
             self._answer(frame.id, call.answer_field, response, fmt)
         except (ServiceError, RuleError) as error:
+            if self.refused is not None and isinstance(error, ServiceError):
+                self.refused(error, self._caller(frame))
             refusal = frames.as_refusal(error)
             code = refusal.code.name
             self._send(frames.refusal(frame.id, refusal), fmt)

@@ -3,24 +3,31 @@
 ``GET /ws`` with an upgrade opens a player socket (a ``Connection``); any other ``GET`` is
 answered from the built web client (the package ``tapis_webclient``: ``/`` is its index.html)
 or with the server's public capabilities (``/capabilities.json``).
-Sockets are capped in all and per client address (beyond: a ``TOO_MANY_STREAMS`` refusal and
-close 1013, as gRPC refuses event streams beyond its caps); idle sockets are pinged and dropped
-when the pong does not come.
+The port accepts its connections itself (``connections.Acceptor``): counted by address before
+TLS and before the upgrade, a connection over the port's share of the descriptors or over its
+address's share is closed as it comes; one that has not finished its TLS handshake, then its
+upgrade request, within the handshake deadline is closed. Upgraded sockets are capped in all
+and per client address (beyond: a ``TOO_MANY_STREAMS`` refusal and close 1013, as gRPC refuses
+event streams beyond its caps); idle sockets are pinged and dropped when the pong does not come.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import mimetypes
+import socket
 import ssl
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import aiofastnet
 import grpc
 from picows import (
+    WSAutoPingStrategy,
     WSCloseCode,
     WSFrame,
     WSListener,
@@ -29,13 +36,17 @@ from picows import (
     WSUpgradeRequest,
     WSUpgradeResponse,
     WSUpgradeResponseWithListener,
-    ws_create_server,
 )
+from picows.picows import WSProtocol  # type: ignore[attr-defined]  # not in its stubs
 
 import tapis_webclient
+from tapis_service.caller import Caller
+from tapis_service.capacity import Capacity
+from tapis_service.connections import Acceptor, ConnectionLimits
 from tapis_service.door import Door, socket_peer
 from tapis_service.errors import ServiceError
 from tapis_service.limits import peer_host
+from tapis_service.portsockets import Key, listening_sockets
 from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
 from tapis_service.rpcs import Route, local_routes
 from tapis_service.settings import Settings
@@ -62,6 +73,13 @@ class EndpointLimits:
     """Sockets open at once, in all."""
     max_sockets_per_peer: int = 1000
     """Sockets open at once from one client address."""
+    max_connections: int = 20_000
+    """Connections open at once, upgraded or not (each a descriptor), in all."""
+    max_connections_per_address: int = 1000
+    """Connections open at once from one address (the connection's own, before any proxy's
+    header is read)."""
+    handshake_s: float = 5.0
+    """A connection's TLS handshake, then its upgrade request, must come within this."""
     ping_idle_s: float = 60.0
     """Ping a socket silent this long..."""
     ping_timeout_s: float = 20.0
@@ -70,9 +88,15 @@ class EndpointLimits:
     @classmethod
     def of(cls, settings: Settings) -> EndpointLimits:
         """The limits the server's settings give (the keepalive is gRPC's)."""
+        capacity = Capacity.of(settings)
         return cls(SocketLimits(settings.ws_max_in_flight, settings.ws_max_streams),
-                   settings.ws_max_sockets, settings.ws_max_sockets_per_peer,
-                   settings.keepalive_time_ms / 1000, settings.keepalive_timeout_ms / 1000)
+                   settings.ws_max_sockets or capacity.ws_connections,
+                   settings.ws_max_sockets_per_peer,
+                   max_connections=capacity.ws_connections,
+                   max_connections_per_address=capacity.ws_connections_per_address,
+                   handshake_s=settings.handshake_timeout_ms / 1000,
+                   ping_idle_s=settings.keepalive_time_ms / 1000,
+                   ping_timeout_s=settings.keepalive_timeout_ms / 1000)
 
 
 def _too_many_sockets(message: str) -> ServiceError:
@@ -144,6 +168,37 @@ class _Sink:
         self.transport.disconnect()
 
 
+_PICOWS_LOG = logging.getLogger("picows.server")
+
+
+class _Held:
+    """An admitted connection's place in its acceptor's counts, given back once."""
+
+    __slots__ = ("acceptor", "key", "sock")
+
+    def __init__(self, acceptor: Acceptor, key: Key, sock: socket.socket) -> None:
+        self.acceptor: Acceptor | None = acceptor
+        self.key = key
+        self.sock = sock
+
+    def release(self) -> None:
+        if self.acceptor is not None:
+            self.acceptor.release(self.key, self.sock)
+            self.acceptor = None
+
+
+class _Protocol(WSProtocol):
+    """picows's server protocol (what ``ws_create_server`` makes), which gives its connection's
+    place back when the connection ends."""
+
+    held: _Held | None = None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        if self.held is not None:
+            self.held.release()
+
+
 class _Socket(WSListener):
     """picows's callbacks for one socket, handed to its Connection."""
 
@@ -153,7 +208,8 @@ class _Socket(WSListener):
         self.peer = ""
 
     def on_ws_connected(self, transport: WSTransport) -> None:
-        self.peer = socket_peer(grpc_peer(transport), _forwarded_for(transport.request),
+        direct = grpc_peer(transport)
+        self.peer = socket_peer(direct, _forwarded_for(transport.request),
                                 self.endpoint.proxies)
         sink = _Sink(transport)
         refusal = self.endpoint.admit(self.peer)
@@ -165,6 +221,12 @@ class _Socket(WSListener):
         self.connection = Connection(self.endpoint.api, self.peer, sink,
                                      self.endpoint.limits.socket, self.endpoint.door,
                                      self.endpoint.calls)
+        door = self.endpoint.acceptor.door if self.endpoint.acceptor is not None else None
+        if door is not None:  # strangers' refusals count against the connection's address
+            def refused(error: ServiceError, caller: Caller) -> None:
+                door.refused(direct, error, caller.api_key)
+
+            self.connection.refused = refused
         self.endpoint.connections.add(self.connection)
 
     def on_ws_frame(self, transport: WSTransport, frame: WSFrame) -> None:
@@ -225,7 +287,10 @@ class WebSocketEndpoint:
         """Open sockets by client address."""
         self.transports: set[WSTransport] = set()
         self.connections: set[Connection] = set()
-        self.server: asyncio.Server | None = None
+        self.acceptor: Acceptor | None = None
+        """Accepts the port's connections (None: not listening)."""
+        self.opening: set[asyncio.Task[None]] = set()
+        self.ssl_context: ssl.SSLContext | None = None
 
     def admit(self, peer: str) -> ServiceError | None:
         """Count a new socket from ``peer``, or the refusal if that is one too many."""
@@ -250,23 +315,63 @@ class WebSocketEndpoint:
         response = self.webclient.response(request.path)
         return None if response is None else WSUpgradeResponseWithListener(response, None)
 
-    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None
-                    ) -> int:
+    async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None,
+                    connection_limits: ConnectionLimits | None = None) -> int:
         """Listen on ``host:port`` (0: a free port), over TLS when ``ssl_context`` is given
-        (wss and https with the gRPC port's certificate); returns the port."""
-        self.server = await ws_create_server(
-            self._route, host, port, ssl=ssl_context, max_frame_size=_HARD_FRAME_LIMIT,
-            enable_auto_ping=True, auto_ping_idle_timeout=self.limits.ping_idle_s,
-            auto_ping_reply_timeout=self.limits.ping_timeout_s, reuse_address=True)
-        return int(self.server.sockets[0].getsockname()[1])
+        (wss and https with the gRPC port's certificate); returns the port.
+        ``connection_limits``: the server's, which this port's connections count in."""
+        self.ssl_context = ssl_context
+        sockets = listening_sockets(host, port)
+        self.acceptor = Acceptor(sockets, "websocket", self.limits.max_connections,
+                                 self.limits.max_connections_per_address, self._serve,
+                                 connection_limits)
+        if connection_limits is not None:
+            connection_limits.acceptors.append(self.acceptor)
+        self.acceptor.start()
+        return int(sockets[0].getsockname()[1])
+
+    def _protocol(self) -> _Protocol:
+        return _Protocol(None, None, False, self._route, _PICOWS_LOG, True,
+                         self.limits.handshake_s, True, self.limits.ping_idle_s,
+                         self.limits.ping_timeout_s, WSAutoPingStrategy.PING_WHEN_IDLE, True,
+                         _HARD_FRAME_LIMIT, None, 16 * 1024)
+
+    def _serve(self, sock: socket.socket, key: Key) -> None:
+        """An admitted connection: its TLS handshake (bounded), then picows's protocol."""
+        task = asyncio.get_running_loop().create_task(self._open(sock, key))
+        self.opening.add(task)
+        task.add_done_callback(self.opening.discard)
+
+    async def _open(self, sock: socket.socket, key: Key) -> None:
+        assert self.acceptor is not None
+        held = _Held(self.acceptor, key, sock)
+
+        def protocol() -> _Protocol:
+            made = self._protocol()
+            made.held = held
+            return made
+
+        loop = asyncio.get_running_loop()
+        try:  # aiofastnet: picows's own transports (what ws_create_server uses)
+            if self.ssl_context is None:
+                await aiofastnet.connect_accepted_socket(loop, protocol, sock)
+            else:
+                await aiofastnet.connect_accepted_socket(
+                    loop, protocol, sock, ssl=self.ssl_context,
+                    ssl_handshake_timeout=self.limits.handshake_s)
+        except BaseException:  # the handshake failed or timed out, or the port is stopping
+            held.release()
+            sock.close()
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Stop listening, let the requests in flight and the streams the server is ending
         finish (for up to ``grace_s``; None: no limit), then close every socket (going away,
         1001)."""
-        if self.server is None:
+        if self.acceptor is None:
             return
-        self.server.close()
+        self.acceptor.close()
+        for task in list(self.opening):
+            task.cancel()
         running = [task for connection in self.connections
                    for task in (*connection.in_flight.values(), *connection.streams.values())]
         if running:
@@ -274,4 +379,6 @@ class WebSocketEndpoint:
         for transport in list(self.transports):
             transport.send_close(WSCloseCode.GOING_AWAY)
             transport.disconnect()
-        await self.server.wait_closed()
+        for key in list(self.acceptor.by_address):  # and those not upgraded (yet)
+            self.acceptor.close_address(key)
+        self.acceptor = None
