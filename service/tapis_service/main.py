@@ -9,14 +9,13 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable
-from typing import NoReturn
 
 import orjson
 import structlog
 
 from tapis_service import configuration, gctune, logcontext, metrics, startup
 from tapis_service.configuration import BadSetting
-from tapis_service.entry import StopDuringStartup, stop_at_once_on_signals
+from tapis_service.entry import StopDuringStartup, refuse, stop_at_once_on_signals
 from tapis_service.exposure import Exposed
 from tapis_service.joinkey import JoinKeyMissing
 from tapis_service.recovery import RecoveryError
@@ -117,12 +116,6 @@ async def start(settings: Settings) -> RunningServer:
 KNOWN_REFUSALS = (StoreCorrupt, StoreInUse, RecoveryError, CannotListen, JoinKeyMissing,
                   CannotSecure, Exposed, TracingUnavailable)
 """Start-up failures whose message says it all."""
-
-
-def refuse(why: object) -> NoReturn:
-    """The server does not start: one line on stderr, exit status 2."""
-    print(f"tapis-server: refusing to start: {why}", file=sys.stderr)
-    raise SystemExit(2)
 
 
 def main(argv: list[str] | None = None) -> None:
