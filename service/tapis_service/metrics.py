@@ -231,6 +231,13 @@ def serve_metrics(port: int, host: str) -> None:
             from error
 
 
+def store_opened(store: str) -> None:
+    """The store's series exported from the start: its failures at 0 until the first one
+    (an alert on ``increase`` sees that first one), its commits with no sample yet."""
+    STORE_WRITE_FAILURES.labels(store)
+    STORE_COMMIT_SECONDS.labels(store)
+
+
 def observe_commit(store: str, seconds: float, committed: bool) -> None:
     """One store transaction (from the store's writer, any thread)."""
     STORE_COMMIT_SECONDS.labels(store).observe(seconds)
