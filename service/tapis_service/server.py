@@ -170,7 +170,9 @@ async def open_store(settings: Settings) -> Store:
 
     assert settings.data_dir is not None
     joinkey.prepare(settings.data_dir)
-    return SqliteStore(settings.data_dir)
+    store = SqliteStore(settings.data_dir)
+    metrics.store_opened("sqlite")  # its failures at 0 from the start (PostgreSQL's writer too)
+    return store
 
 
 async def open_results(settings: Settings, store: Store) -> ResultsStore:

@@ -136,7 +136,6 @@ class SqliteStore:
         self.max_batch = max_batch
         """Writes per transaction at most (0: everything queued; 1: no group commit)."""
         self.failpoint = failpoint
-        metrics.store_opened("sqlite")
         try:
             self._refuse_lost_file()
             self._connection = self._connect()

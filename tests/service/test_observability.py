@@ -400,10 +400,13 @@ def test_a_store_s_failures_are_exported_at_0_from_the_start(tmp_path: Path) -> 
     import subprocess
     import sys
 
-    probe = ("import sys\n"
+    probe = ("import asyncio, sys\n"
+             "from pathlib import Path\n"
              "from prometheus_client import generate_latest\n"
-             "from tapis_service.sqlite_store import SqliteStore\n"
-             "SqliteStore(sys.argv[1]).close()\n"
+             "from tapis_service.server import open_store\n"
+             "from tapis_service.settings import Settings\n"
+             "settings = Settings(store='sqlite', data_dir=Path(sys.argv[1]))\n"
+             "asyncio.run(open_store(settings)).close()\n"
              "sys.stdout.write(generate_latest().decode())\n")
     result = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True,
                             timeout=60, check=True)
