@@ -26,7 +26,7 @@ from tapis_service.recovery import RecoveryError
 from tapis_service.security import CannotSecure, Security
 from tapis_service.server import CannotListen, RunningServer, create_server
 from tapis_service.settings import Settings
-from tapis_service.startup import StartupFailed, WaitingRoom
+from tapis_service.startup import ProbePort, StartupFailed, WaitingRoom
 from tapis_service.store import StoreCorrupt, StoreInUse
 from tapis_service.tracing import TracingUnavailable
 
@@ -160,10 +160,16 @@ async def start(settings: Settings) -> RunningServer:
     security = Security.from_settings(settings)
     if settings.metrics_port:
         metrics.serve_metrics(settings.metrics_port, settings.host)
-    room = await WaitingRoom.open(settings, security)
+    probes = await ProbePort.open(settings)
+    room = None
     try:
+        room = await WaitingRoom.open(settings, security)
         store = await startup.open_store(settings)
-        return await create_server(settings, store=store, room=room, security=security)
+        running = await create_server(settings, store=store, room=room, security=security)
+        if probes is not None:
+            probes.follow(running.health)
+            running.probes, probes = probes, None
+        return running
     except KNOWN_REFUSALS:
         raise
     except OSError as error:  # a directory or file the server cannot use, a port
@@ -174,6 +180,8 @@ async def start(settings: Settings) -> RunningServer:
     finally:
         if room is not None:
             await room.close()
+        if probes is not None:  # the start failed
+            await probes.close()
 
 
 KNOWN_REFUSALS = (StoreCorrupt, StoreInUse, RecoveryError, CannotListen, JoinKeyMissing,

@@ -92,6 +92,8 @@ class RunningServer:
     ws_port: int | None = None
     security: Security | None = None
     """Its TLS and API keys (``reload()`` on SIGHUP)."""
+    probes: Any = None
+    """The plaintext health port (``--health-port``: ``startup.ProbePort``), else None."""
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, (a cluster node: hand its tables off),
@@ -116,6 +118,8 @@ class RunningServer:
         await self.host.clerk.feed.store.close()
         if self.cluster is not None:
             await self.cluster.close()
+        if self.probes is not None:  # NOT_SERVING from the start of the stop, closed last
+            await self.probes.close()
         aclose = getattr(self.host.store, "aclose", None)
         if aclose is not None:  # a store with connections to close (PostgreSQL)
             await aclose()

@@ -131,6 +131,10 @@ class Settings:
     ws_port: int | None = setting(None, "serve players over WebSocket (docs/websocket.md) and "
                                   "the web client at http://HOST:WS_PORT/ on this port (0: a "
                                   "free one; unset: off)", "server", low=0, high=MAX_PORT)
+    health_port: int = setting(0, "serve the health service alone (grpc.health.v1: "
+                               "liveness, readiness) in plaintext on this port, for "
+                               "Kubernetes' native gRPC probes, whatever --tls-cert says "
+                               "(0: off)", "server", low=0, high=MAX_PORT)
     log_level: str = setting("info", "JSON log lines on stderr from this level up", "server",
                              choices=("debug", "info", "warning", "error"))
     grace_s: float = setting(5.0, "on SIGTERM: how long calls in flight may take to finish "
