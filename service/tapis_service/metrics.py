@@ -118,6 +118,7 @@ def _float_text(bound: float) -> str:
 ACTIONS = LoopCounter("tapis_actions", "Inputs applied to tables", ["kind", "source"])
 REFUSALS = CachedCounter("tapis_refusals_total", "Requests refused, by gRPC code and reason",
                          ["code", "reason"])
+REFUSALS.labels("RESOURCE_EXHAUSTED", "OVERLOADED")  # at 0 from the start: an alert's series
 GAMES = Gauge("tapis_games", "Tables held in memory (resting ones not included: see tapis_tables)")
 RPC_STARTED = LoopCounter("grpc_server_started",
                           "RPCs started on the server, by method (unary and server streams)",

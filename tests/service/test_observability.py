@@ -413,3 +413,4 @@ def test_a_store_s_failures_are_exported_at_0_from_the_start(tmp_path: Path) -> 
     lines = result.stdout.decode().splitlines()
     assert 'tapis_store_write_failures_total{store="sqlite"} 0.0' in lines
     assert 'tapis_store_commit_seconds_count{store="sqlite"} 0.0' in lines
+    assert 'tapis_refusals_total{code="RESOURCE_EXHAUSTED",reason="OVERLOADED"} 0.0' in lines
