@@ -14,13 +14,13 @@ docs/limits.md (``make settings-docs``); ``--check`` says whether they are up to
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tapis_service import gctune
 from tapis_service.proxies import parse_networks
 from tapis_service.settings import GROUPS, MAX_PORT, Declared, Settings, declared
 
@@ -66,6 +66,11 @@ def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
     return found
 
 
+def redacted(url: str) -> str:
+    """The URL without its password (for messages and logs)."""
+    return re.sub(r"(://[^:/@?]*):[^@/?]*@", r"\1:***@", url)
+
+
 def _shown(value: Any, item: Declared) -> str:
     """The value as a refusal shows it: a number as it is, text quoted and cut, a URL without
     its password."""
@@ -73,8 +78,6 @@ def _shown(value: Any, item: Declared) -> str:
         return f"{value:g}" if isinstance(value, float) else str(value)
     text = str(value)
     if item.option.schemes is not None:
-        from tapis_service.postgres_store import redacted
-
         text = redacted(text)
     return repr(text if len(text) <= 60 else text[:60] + "…")
 
@@ -156,6 +159,8 @@ def parse(argv: list[str] | None = None,
     if values["advertise"]:
         values["advertise"] = bracketed(values["advertise"])
     if values["gc_thresholds"]:
+        from tapis_service import gctune  # (its metrics only when measuring: a fast refusal)
+
         try:
             if min(gctune.thresholds(values["gc_thresholds"])) < 0:
                 raise ValueError("negative")

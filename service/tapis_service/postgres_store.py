@@ -28,7 +28,6 @@ hold games but whose secrets are missing (a half-done restore).
 from __future__ import annotations
 
 import asyncio
-import re
 from typing import Any
 
 import asyncpg
@@ -36,6 +35,7 @@ import structlog
 
 from tapis_service import postgres_sql as sql
 from tapis_service.checksums import canonical_json, checksum
+from tapis_service.configuration import redacted
 from tapis_service.postgres_sql import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -70,11 +70,6 @@ lanes measured no better on 2 shared cores, and the reconnect path is only prove
 
 class DatabaseUnreachable(RecoveryError):
     """The database cannot be reached at start; the server refuses to start."""
-
-
-def redacted(url: str) -> str:
-    """The URL without its password (for messages and logs)."""
-    return re.sub(r"(://[^:/@?]*):[^@/?]*@", r"\1:***@", url)
 
 
 def _timed(record: JSON) -> bool:
