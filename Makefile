@@ -44,9 +44,10 @@ WS_PORT ?= 8080
 serve: setup
 	$(BIN)/tapis-server --data-dir ./var --ws-port $(WS_PORT) $(ARGS)
 
-# A local cluster: an embedded PostgreSQL (data under ./var/cluster) and 3 nodes on 50051-50053.
+# A local cluster: an embedded PostgreSQL (data under ./var/cluster) and 3 nodes on 50051-50053,
+# their Prometheus metrics on 9101-9103.
 cluster: setup
-	$(BIN)/tapis-cluster --nodes 3 --port 50051 --data-dir ./var/cluster $(ARGS)
+	$(BIN)/tapis-cluster --nodes 3 --port 50051 --metrics-port 9101 --data-dir ./var/cluster $(ARGS)
 
 test: setup
 	$(BIN)/python -m pytest $(ARGS)

@@ -1,10 +1,13 @@
 """`tapis-admin`: back up, restore and check a data directory; ask a running server's health.
 
-    tapis-admin backup --data-dir D OUT   a consistent online copy (SQLite's backup API, while
-                                          the server runs), with join.key and a manifest
+    tapis-admin backup --data-dir D OUT   a consistent online copy of everything the server
+                                          keeps (the tables' database and the results ledger,
+                                          with SQLite's backup API while the server runs, and
+                                          join.key), with a manifest
     tapis-admin restore OUT D             into a data directory that has no database yet
     tapis-admin check D                   integrity, schema version, counts (a data directory
                                           or a backup)
+    tapis-admin check --database-url URL  the same of a PostgreSQL database (after pg_restore)
     tapis-admin health [--service NAME]   the health of the tapis-server running as PID 1 (or
                                           --target), on its own port: the image's HEALTHCHECK
 
@@ -27,9 +30,20 @@ from typing import Any
 
 from tapis_service import joinkey
 from tapis_service.joinkey import DATABASE_NAME, KEY_BYTES, KEY_NAME
+from tapis_service.results_sqlite import FILE_NAME as RESULTS_NAME
 
 MANIFEST_NAME = "manifest.json"
-FORMAT = "tapis-backup/1"
+FORMAT = "tapis-backup/2"
+"""Version 2 carries the results ledger; a version 1 backup (without it) is restored too."""
+FORMATS = ("tapis-backup/1", FORMAT)
+DATABASES = (RESULTS_NAME, DATABASE_NAME)
+"""The SQLite files of a data directory, in the order a backup copies them: the ledger first,
+so that every result it holds comes from a table the tables' copy (later) holds finished; a
+game that ends between the two copies is filed again from its table at the next start (under
+its own key: once)."""
+FILES = (*DATABASES, KEY_NAME)
+"""Everything a server keeps in its data directory (``tapis.lock`` and the WAL files aside:
+the lock is made again, the WAL is inside each copy)."""
 
 
 class Refused(Exception):
@@ -65,6 +79,16 @@ def counts(connection: sqlite3.Connection) -> dict[str, int]:
             "snapshots": one("SELECT COUNT(*) FROM snapshots")}
 
 
+def results_counts(connection: sqlite3.Connection) -> dict[str, int]:
+    """The results ledger: backends, records kept, records not acknowledged yet."""
+    def one(sql: str) -> int:
+        return int(connection.execute(sql).fetchone()[0])
+
+    return {"backends": one("SELECT COUNT(*) FROM result_cursors"),
+            "results": one("SELECT COUNT(*) FROM results"),
+            "unacknowledged": one("SELECT COUNT(*) FROM results WHERE payload IS NOT NULL")}
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as source:
@@ -77,38 +101,63 @@ def _sha256(path: Path) -> str:
 # --- the commands ------------------------------------------------------------------------------
 
 
-def backup(data_dir: Path, out: Path) -> dict[str, Any]:
-    """Copy ``data_dir``'s database (online: the backup API reads one consistent state while the
-    server writes) and its join key into the new directory ``out``, with a manifest."""
-    database, key = data_dir / DATABASE_NAME, data_dir / KEY_NAME
-    if not key.is_file():
-        raise Refused(f"{data_dir}: no {KEY_NAME}: a backup without it cannot answer retried "
-                      "joins")
-    if out.exists() and any(out.iterdir()):
-        raise Refused(f"{out}: not empty; a backup goes into a new directory")
-    out.mkdir(parents=True, exist_ok=True)
-    source = _read_only(database)
-    target = sqlite3.connect(out / DATABASE_NAME)
+def _copy_database(source_path: Path, target_path: Path) -> sqlite3.Connection:
+    """An online copy of a SQLite file (one read transaction: one consistent state while the
+    server writes), self-contained (no WAL) and checked; the copy's connection, open."""
+    source = _read_only(source_path)
+    target = sqlite3.connect(target_path)
     try:
         source.backup(target)  # all pages in one step: one read transaction, one state
         target.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
         integrity = target.execute("PRAGMA integrity_check").fetchone()[0]
-        version, found = schema_version(target), counts(target)
-    finally:
+    except BaseException:
         target.close()
+        raise
+    finally:
         source.close()
     if integrity != "ok":
-        raise Refused(f"the copy fails SQLite's integrity check: {integrity}")
+        target.close()
+        raise Refused(f"the copy of {source_path.name} fails SQLite's integrity check: "
+                      f"{integrity}")
+    return target
+
+
+def backup(data_dir: Path, out: Path) -> dict[str, Any]:
+    """Copy everything ``data_dir``'s server keeps into the new directory ``out``, with a
+    manifest: its databases online (the results ledger, then the tables: ``DATABASES``) and
+    its join key."""
+    key = data_dir / KEY_NAME
+    if not key.is_file():
+        raise Refused(f"{data_dir}: no {KEY_NAME}: a backup without it cannot answer retried "
+                      "joins")
+    _read_only(data_dir / DATABASE_NAME).close()  # there is a database to copy
+    if out.exists() and any(out.iterdir()):
+        raise Refused(f"{out}: not empty; a backup goes into a new directory")
+    out.mkdir(parents=True, exist_ok=True)
+    found: dict[str, Any] = {}
+    version = None
+    for name in DATABASES:
+        if not (data_dir / name).is_file():  # a directory from before the results ledger
+            continue
+        copy = _copy_database(data_dir / name, out / name)
+        try:
+            if name == DATABASE_NAME:
+                version, found = schema_version(copy), {**counts(copy), **found}
+            else:
+                found.update(results_counts(copy))
+        finally:
+            copy.close()
     shutil.copyfile(key, out / KEY_NAME)
     (out / KEY_NAME).chmod(0o600)
+    names = [name for name in FILES if (out / name).is_file()]
     manifest = {
         "format": FORMAT, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "tapis_version": _version(), "source": str(data_dir.resolve()),
         "schema_version": version, "counts": found,
         "files": {name: {"sha256": _sha256(out / name), "bytes": (out / name).stat().st_size}
-                  for name in (DATABASE_NAME, KEY_NAME)}}
+                  for name in names}}
     (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    for name in (DATABASE_NAME, KEY_NAME, MANIFEST_NAME):
+    for name in (*names, MANIFEST_NAME):
         joinkey.sync_path(out / name)
     joinkey.sync_path(out)
     return manifest
@@ -120,8 +169,9 @@ def verify_backup(backup_dir: Path) -> dict[str, Any]:
         manifest: dict[str, Any] = json.loads((backup_dir / MANIFEST_NAME).read_text())
     except (OSError, ValueError) as error:
         raise Refused(f"{backup_dir}: not a tapis backup ({MANIFEST_NAME}: {error})") from None
-    if manifest.get("format") != FORMAT:
-        raise Refused(f"{backup_dir}: format {manifest.get('format')!r}, expected {FORMAT}")
+    if manifest.get("format") not in FORMATS:
+        raise Refused(f"{backup_dir}: format {manifest.get('format')!r}, expected one of "
+                      f"{', '.join(FORMATS)}")
     for name, expected in manifest["files"].items():
         path = backup_dir / name
         if not path.is_file() or _sha256(path) != expected["sha256"]:
@@ -134,8 +184,8 @@ def restore(backup_dir: Path, data_dir: Path) -> dict[str, Any]:
     and no running server."""
     manifest = verify_backup(backup_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    in_the_way = [name for name in (DATABASE_NAME, f"{DATABASE_NAME}-wal",
-                                    f"{DATABASE_NAME}-shm", KEY_NAME)
+    in_the_way = [name for name in (*(f"{database}{suffix}" for database in reversed(DATABASES)
+                                      for suffix in ("", "-wal", "-shm")), KEY_NAME)
                   if (data_dir / name).exists()]
     if in_the_way:
         raise Refused(f"{data_dir}: already holds {', '.join(in_the_way)}; restore into an "
@@ -148,7 +198,7 @@ def restore(backup_dir: Path, data_dir: Path) -> dict[str, Any]:
     except StoreInUse as error:
         raise Refused(str(error)) from None
     try:
-        for name in (DATABASE_NAME, KEY_NAME):
+        for name in (name for name in FILES if name in manifest["files"]):
             partial = data_dir / f".{name}.restoring"
             shutil.copyfile(backup_dir / name, partial)
             partial.chmod(0o600 if name == KEY_NAME else 0o644)
@@ -184,6 +234,9 @@ def check(directory: Path) -> dict[str, Any]:
         problems.append(f"no {KEY_NAME}: retried joins would get tokens that do not work")
     elif key.stat().st_size != KEY_BYTES:
         problems.append(f"{KEY_NAME}: {key.stat().st_size} bytes, expected {KEY_BYTES}")
+    ledger = directory / RESULTS_NAME
+    if ledger.is_file():
+        found.update(_check_ledger(ledger, problems))
     if (directory / MANIFEST_NAME).exists():
         try:
             verify_backup(directory)
@@ -191,6 +244,76 @@ def check(directory: Path) -> dict[str, Any]:
             problems.append(str(error))
     return {"directory": str(directory), "schema_version": version, "counts": found,
             "integrity": "ok" if integrity == ["ok"] else "failed", "problems": problems}
+
+
+def check_database(url: str) -> dict[str, Any]:
+    """What a PostgreSQL database holds, and whether a server can start on it (after a
+    ``pg_restore``): its schema version, its counts, its secrets; ``problems`` is empty when
+    it is sound."""
+    import asyncio
+
+    return asyncio.run(_check_database(url))
+
+
+async def _check_database(url: str) -> dict[str, Any]:
+    import asyncpg
+
+    from tapis_service.postgres_sql import SCHEMA_VERSION
+    from tapis_service.postgres_store import SECRETS, SERVED, redacted
+
+    problems: list[str] = []
+    try:
+        connection = await asyncpg.connect(url, timeout=10)
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as error:
+        raise Refused(f"cannot reach the database at {redacted(url)}: {error}") from None
+    try:
+        missing = [name for name in ("tapis_schema", "games", "journal", "snapshots", "meta",
+                                     "tapis_results", "tapis_result_cursors")
+                   if not await connection.fetchval("SELECT to_regclass($1) IS NOT NULL", name)]
+        found: dict[str, int] = {}
+        version = None
+        if missing:
+            problems.append(f"missing tables: {', '.join(missing)}")
+        else:
+            version = await connection.fetchval("SELECT MAX(version) FROM tapis_schema")
+            found = {key: int(await connection.fetchval(sql)) for key, sql in (
+                ("tables", "SELECT count(*) FROM games"),
+                ("finished", "SELECT count(*) FROM games WHERE finished"),
+                ("inputs", "SELECT count(*) FROM journal"),
+                ("snapshots", "SELECT count(*) FROM snapshots"),
+                ("results", "SELECT count(*) FROM tapis_results"),
+                ("unacknowledged",
+                 "SELECT count(*) FROM tapis_results WHERE payload IS NOT NULL"))}
+            secrets = {row["key"] for row in await connection.fetch(
+                "SELECT key FROM meta WHERE key = ANY($1::text[])", list(SECRETS))}
+            lost = [name for name in SECRETS if name not in secrets]
+            if lost:
+                problems.append(f"meta lacks {' and '.join(lost)}: restore meta from the same "
+                                "dump as the tables")
+            if version is not None and version > SCHEMA_VERSION:
+                problems.append(f"schema version {version}, newer than this version's "
+                                f"({SCHEMA_VERSION})")
+        served = await connection.fetchval("SELECT current_setting($1, true)", SERVED) == "on"
+    finally:
+        await connection.close()
+    return {"database": redacted(url), "schema_version": version, "counts": found,
+            "served": served, "problems": problems}
+
+
+def _check_ledger(ledger: Path, problems: list[str]) -> dict[str, int]:
+    """The results ledger's integrity and counts (a problem each for what is wrong)."""
+    try:
+        connection = _read_only(ledger)
+        try:
+            integrity = [row[0] for row in connection.execute("PRAGMA integrity_check")]
+            if integrity != ["ok"]:
+                problems.append(f"{RESULTS_NAME}: integrity check: {'; '.join(integrity[:5])}")
+            return results_counts(connection)
+        finally:
+            connection.close()
+    except sqlite3.Error as error:
+        problems.append(f"{RESULTS_NAME}: cannot be read as a results ledger: {error}")
+        return {}
 
 
 def health(target: str | None, service: str, timeout_s: float, pid: int | None = None) -> str:
@@ -259,7 +382,10 @@ def parser() -> argparse.ArgumentParser:
     restored.add_argument("backup", type=Path)
     restored.add_argument("data_dir", type=Path)
     checked = commands.add_parser("check", help="integrity, schema version, counts")
-    checked.add_argument("directory", type=Path)
+    checked.add_argument("directory", type=Path, nargs="?",
+                         help="a data directory or a backup")
+    checked.add_argument("--database-url", default=None,
+                         help="a PostgreSQL database instead (after pg_restore)")
     probed = commands.add_parser("health", help="a running server's health (HEALTHCHECK)")
     probed.add_argument("--service", default="",
                         help='"" (readiness, the default) or liveness')
@@ -281,7 +407,10 @@ def main(argv: list[str] | None = None) -> None:
                               "created_at": manifest["created_at"],
                               "counts": manifest["counts"]}, indent=2))
         elif args.command == "check":
-            report = check(args.directory)
+            if (args.directory is None) == (args.database_url is None):
+                raise Refused("check takes a directory or --database-url (one of them)")
+            report = (check(args.directory) if args.database_url is None
+                      else check_database(args.database_url))
             print(json.dumps(report, indent=2))
             raise SystemExit(1 if report["problems"] else 0)
         else:

@@ -1,8 +1,10 @@
 """The command line, the environment and the docs table, all made from ``settings.declared()``.
 
 Precedence: a flag, else its ``TAPIS_*`` variable, else the declared default. A variable that
-does not parse (``TAPIS_PORT=5o051``) is a ``BadSetting``: the server refuses to start with one
-line naming it (exit 2). Variables that name no setting are ignored (Kubernetes sets
+does not parse (``TAPIS_PORT=5o051``), or any value outside the setting's declared range
+(``TAPIS_MAX_GAMES=-5``, ``TAPIS_METRICS_PORT=70000``, a ``mysql://`` database URL) is a
+``BadSetting``: the server refuses to start with one line naming the setting, its variable and
+what it takes (exit 2). Variables that name no setting are ignored (Kubernetes sets
 ``TAPIS_SERVICE_HOST`` and the like for a Service called ``tapis``).
 
 ``python -m tapis_service.configuration`` rewrites the settings tables of docs/operations.md and
@@ -12,14 +14,15 @@ docs/limits.md (``make settings-docs``); ``--check`` says whether they are up to
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tapis_service import gctune
 from tapis_service.proxies import parse_networks
-from tapis_service.settings import GROUPS, Declared, Settings, declared
+from tapis_service.settings import GROUPS, MAX_PORT, Declared, Settings, declared
 
 PROG = "tapis-server"
 TRUE = ("1", "true", "yes", "on")
@@ -61,6 +64,42 @@ def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
             raise BadSetting(f"{item.env}={shown!r} is not a valid {item.flag} "
                              f"({str(error) or 'invalid value'})") from None
     return found
+
+
+def redacted(url: str) -> str:
+    """The URL without its password (for messages and logs)."""
+    return re.sub(r"(://[^:/@?]*):[^@/?]*@", r"\1:***@", url)
+
+
+def _shown(value: Any, item: Declared) -> str:
+    """The value as a refusal shows it: a number as it is, text quoted and cut, a URL without
+    its password."""
+    if isinstance(value, int | float):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    text = str(value)
+    if item.option.schemes is not None:
+        text = redacted(text)
+    return repr(text if len(text) <= 60 else text[:60] + "…")
+
+
+def check(item: Declared, value: Any) -> None:
+    """Raises ``BadSetting`` when ``value`` is not one the setting takes (its range, a URL's
+    scheme, a ``HOST:PORT``), naming the flag, the variable and what is allowed."""
+    if value is None:
+        return
+    option = item.option
+    if option.bounds is not None:
+        wrong = value not in option.bounds
+    elif option.schemes is not None:
+        wrong = urllib.parse.urlsplit(str(value)).scheme.lower() not in option.schemes
+    elif option.address:
+        host, _, port = bracketed(str(value)).rpartition(":")
+        wrong = not host or not port.isdigit() or not 1 <= int(port) <= MAX_PORT
+    else:
+        return
+    if wrong:
+        raise BadSetting(f"{item.flag} ({item.env}) is {_shown(value, item)}: it takes "
+                         f"{option.allowed}")
 
 
 def _default_text(item: Declared) -> str:
@@ -106,6 +145,8 @@ def parse(argv: list[str] | None = None,
     with its usage on a bad flag)."""
     the_parser = parser(environ)
     values = vars(the_parser.parse_args(argv))
+    for item in declared():
+        check(item, values[item.name])
     if values["store"] is None:
         values["store"] = ("postgres" if values["database_url"]
                            else "sqlite" if values["data_dir"] else "memory")
@@ -118,15 +159,19 @@ def parse(argv: list[str] | None = None,
     if values["advertise"]:
         values["advertise"] = bracketed(values["advertise"])
     if values["gc_thresholds"]:
+        from tapis_service import gctune  # (its metrics only when measuring: a fast refusal)
+
         try:
-            gctune.thresholds(values["gc_thresholds"])
+            if min(gctune.thresholds(values["gc_thresholds"])) < 0:
+                raise ValueError("negative")
         except ValueError:
-            raise BadSetting(f"--gc-thresholds {values['gc_thresholds']!r} is not "
-                             "GEN0,GEN1 (two integers)") from None
+            raise BadSetting(f"--gc-thresholds (TAPIS_GC_THRESHOLDS) is "
+                             f"{values['gc_thresholds']!r}: it takes two whole numbers "
+                             "GEN0,GEN1 from 0") from None
     try:
         parse_networks(values["trusted_proxies"])
     except ValueError as error:
-        raise BadSetting(str(error)) from None
+        raise BadSetting(f"{error} (TAPIS_TRUSTED_PROXIES)") from None
     return Settings(**values)
 
 
@@ -148,15 +193,19 @@ END = "<!-- end of the settings table -->"
 
 
 def markdown(groups: tuple[str, ...]) -> str:
-    """The table of the settings of these groups: flag, variable, default, meaning."""
-    lines = ["| flag | variable | default | what |", "|---|---|---|---|"]
+    """The table of the settings of these groups: flag, variable, default, the values it
+    takes (anything else refuses the start), meaning."""
+    lines = ["| flag | variable | default | takes | what |", "|---|---|---|---|---|"]
     for group in groups:
         for item in declared():
             if item.option.group != group:
                 continue
             flag = item.flag + (f" {item.option.metavar}" if item.option.metavar else "")
             what = item.option.help.replace("|", "\\|")
-            lines.append(f"| `{flag}` | `{item.env}` | {_default_text(item)} | {what} |")
+            takes = item.option.allowed or ("on, off" if item.kind is bool else "a path"
+                                               if item.kind is Path else "any text")
+            lines.append(f"| `{flag}` | `{item.env}` | {_default_text(item)} | {takes} | "
+                         f"{what} |")
     return "\n".join(lines)
 
 

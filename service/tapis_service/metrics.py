@@ -118,6 +118,7 @@ def _float_text(bound: float) -> str:
 ACTIONS = LoopCounter("tapis_actions", "Inputs applied to tables", ["kind", "source"])
 REFUSALS = CachedCounter("tapis_refusals_total", "Requests refused, by gRPC code and reason",
                          ["code", "reason"])
+REFUSALS.labels("RESOURCE_EXHAUSTED", "OVERLOADED")  # at 0 from the start: an alert's series
 GAMES = Gauge("tapis_games", "Tables held in memory (resting ones not included: see tapis_tables)")
 RPC_STARTED = LoopCounter("grpc_server_started",
                           "RPCs started on the server, by method (unary and server streams) and "
@@ -231,6 +232,13 @@ def serve_metrics(port: int, host: str) -> None:
     except OSError as error:
         raise CannotListen(f"cannot serve metrics on {host}:{port} ({error.strerror})") \
             from error
+
+
+def store_opened(store: str) -> None:
+    """The store's series exported from the start: its failures at 0 until the first one
+    (an alert on ``increase`` sees that first one), its commits with no sample yet."""
+    STORE_WRITE_FAILURES.labels(store)
+    STORE_COMMIT_SECONDS.labels(store)
 
 
 def observe_commit(store: str, seconds: float, committed: bool) -> None:

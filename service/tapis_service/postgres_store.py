@@ -17,18 +17,25 @@ statement when the table's epoch moved on, so a node that lost a table fails fas
 
 The schema is versioned (``tapis_schema``): missing migrations are applied at open, and a
 database whose schema is newer than this server knows is refused (``SchemaError``).
+
+A database that has served is marked so outside its tables (the database-level setting
+``tapis.served``, which a ``DROP SCHEMA``, a ``DROP TABLE`` or a ``TRUNCATE`` leaves): opened
+again without its tables, or with its secrets gone, it is refused (``StoreCorrupt``) rather
+than started empty with new keys, as an emptied SQLite file is. So is a database whose tables
+hold games but whose secrets are missing (a half-done restore).
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 from typing import Any
 
 import asyncpg
+import structlog
 
 from tapis_service import postgres_sql as sql
 from tapis_service.checksums import canonical_json, checksum
+from tapis_service.configuration import redacted
 from tapis_service.postgres_sql import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -44,7 +51,7 @@ from tapis_service.postgres_sql import (
 )
 from tapis_service.postgres_writer import ACQUIRE_TIMEOUT_S, Failpoint, Writer
 from tapis_service.recovery import RecoveryError
-from tapis_service.store import StoredGame
+from tapis_service.store import StoreCorrupt, StoredGame
 
 __all__ = ["ACQUIRE_TIMEOUT_S", "MIGRATIONS", "SCHEMA_VERSION", "DatabaseUnreachable",
            "PostgresStore", "SchemaError", "redacted"]
@@ -65,11 +72,6 @@ class DatabaseUnreachable(RecoveryError):
     """The database cannot be reached at start; the server refuses to start."""
 
 
-def redacted(url: str) -> str:
-    """The URL without its password (for messages and logs)."""
-    return re.sub(r"(://[^:/@?]*):[^@/?]*@", r"\1:***@", url)
-
-
 def _timed(record: JSON) -> bool:
     """A table that can move with no client call: it has a bot seat or a turn timer (its
     initial table as ``tapis_engine.table_codec.encode_table`` writes it: seats are
@@ -78,6 +80,54 @@ def _timed(record: JSON) -> bool:
     seats = initial.get("seats") or []
     return bool(initial.get("turn_time_ms")) or any(
         isinstance(seat, list) and seat and seat[0] for seat in seats)
+
+
+SERVED = "tapis.served"
+"""The database-level setting a database that has served carries (outside its tables)."""
+SECRETS = ("join_key", "relay_key")
+log = structlog.get_logger("tapis.store")
+
+
+async def _refuse_lost_tables(connection: asyncpg.Connection, url: str) -> None:
+    """``StoreCorrupt`` for a database that has served (``tapis.served``) but lost its tables
+    or its secrets, and for one whose tables hold games without their secrets."""
+    served = await connection.fetchval("SELECT current_setting($1, true)", SERVED) == "on"
+    has_meta = await connection.fetchval("SELECT to_regclass('meta') IS NOT NULL")
+    has_games = await connection.fetchval("SELECT to_regclass('games') IS NOT NULL")
+    secrets = set()
+    if has_meta:
+        secrets = {row["key"] for row in await connection.fetch(
+            "SELECT key FROM meta WHERE key = ANY($1::text[])", list(SECRETS))}
+    games = has_games and await connection.fetchval("SELECT EXISTS (SELECT 1 FROM games)")
+    # a database from before the relay key has its join key alone; one marked has both
+    missing = [name for name in (SECRETS if served else SECRETS[:1]) if name not in secrets]
+    where = redacted(url)
+    if served and not (has_meta and has_games):
+        raise StoreCorrupt(
+            f"{where}: the Tapis tables are gone, but this database has served before "
+            f"({SERVED} is set); refusing to start empty with new keys: restore it "
+            f"(docs/operations.md), or to start afresh on purpose: ALTER DATABASE ... RESET "
+            f"{SERVED}")
+    if (served or games) and missing:
+        raise StoreCorrupt(
+            f"{where}: the meta table has lost {' and '.join(missing)}, but this database "
+            f"{f'has served before ({SERVED} is set)' if served else 'holds tables'}; "
+            f"refusing to start with "
+            f"new keys (retried joins and the cluster's relays would fail): restore meta "
+            f"from the same dump as the tables")
+
+
+async def _mark_served(connection: asyncpg.Connection) -> None:
+    """Mark the database as one that has served (once; needs its owner's rights: without
+    them, one warning, and an emptied database goes unnoticed)."""
+    if await connection.fetchval("SELECT current_setting($1, true)", SERVED) == "on":
+        return
+    name = await connection.fetchval("SELECT current_database()")
+    quoted = '"' + str(name).replace('"', '""') + '"'
+    try:
+        await connection.execute(f"ALTER DATABASE {quoted} SET {SERVED} = 'on'")
+    except asyncpg.PostgresError as error:
+        log.warning("database_not_marked", setting=SERVED, error=str(error)[:200])
 
 
 class PostgresStore:
@@ -122,12 +172,15 @@ class PostgresStore:
             raise DatabaseUnreachable(
                 f"cannot reach the database at {redacted(url)}: {error}") from error
         try:
+            async with pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+                await _refuse_lost_tables(connection, url)
             await sql.migrate(pool, ACQUIRE_TIMEOUT_S)
             store = cls(url, pool, node_id=node_id, fenced=fenced, max_batch=max_batch,
                         failpoint=failpoint)
             async with pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
                 store.join_key = await sql.secret(connection, "join_key")
                 store.relay_key = await sql.secret(connection, "relay_key")
+                await _mark_served(connection)
             if preload:
                 store._preloaded = await store._load()
         except BaseException:

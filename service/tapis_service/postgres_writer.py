@@ -130,6 +130,7 @@ class Writer:
         self.max_batch = max_batch
         """Writes per transaction at most (0: everything queued; 1: no group commit)."""
         self.failpoint = failpoint
+        metrics.store_opened("postgres")
         self.commits = 0
         """Transactions committed (each may carry many writes): for measurements."""
         self._poisoned: set[str] = set()

@@ -96,6 +96,8 @@ class RunningServer:
     """Its TLS and API keys (``reload()`` on SIGHUP)."""
     connection_limits: ConnectionLimits | None = None
     """Its connection limits on both ports (tapis_service/connections.py)."""
+    probes: Any = None
+    """The plaintext health port (``--health-port``: ``startup.ProbePort``), else None."""
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, (a cluster node: hand its tables off),
@@ -122,6 +124,8 @@ class RunningServer:
         await self.host.clerk.feed.store.close()
         if self.cluster is not None:
             await self.cluster.close()
+        if self.probes is not None:  # NOT_SERVING from the start of the stop, closed last
+            await self.probes.close()
         aclose = getattr(self.host.store, "aclose", None)
         if aclose is not None:  # a store with connections to close (PostgreSQL)
             await aclose()
@@ -179,7 +183,9 @@ async def open_store(settings: Settings) -> Store:
 
     assert settings.data_dir is not None
     joinkey.prepare(settings.data_dir)
-    return SqliteStore(settings.data_dir)
+    store = SqliteStore(settings.data_dir)
+    metrics.store_opened("sqlite")  # its failures at 0 from the start (PostgreSQL's writer too)
+    return store
 
 
 async def open_results(settings: Settings, store: Store) -> ResultsStore:

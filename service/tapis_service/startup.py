@@ -1,6 +1,8 @@
 """Start-up: the first instant to SERVING.
 
 - Signals from the first instant: ``tapis_service.entry``.
+- The probe port (``--health-port``): the health service alone in plaintext, for Kubernetes'
+  native gRPC probes, from before the store opens to the end.
 - The waiting room: while the store opens (and, for PostgreSQL, waits for the database) and
   recovery runs, a gRPC server with the health service alone holds the port: ``liveness``
   SERVING, readiness NOT_SERVING. A database that cannot be reached is retried with backoff
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import grpc
 import structlog
-from grpc_health.v1 import health_pb2_grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from tapis_service.errors import ServiceError, end_call
 from tapis_service.health import new_health
@@ -124,6 +126,60 @@ class WaitingRoom:
                 from error
         await server.start()
         return cls(server)
+
+    async def close(self) -> None:
+        if self.server is not None:
+            server, self.server = self.server, None
+            await server.stop(None)
+
+
+class HealthRelay(health_pb2_grpc.HealthServicer):
+    """The probe port's health service: it answers what the server's current health service
+    says (the starting server's own, then the running server's)."""
+
+    def __init__(self, current: health.aio.HealthServicer) -> None:
+        self.current = current
+
+    async def Check(self, request: health_pb2.HealthCheckRequest,
+                    context: grpc.aio.ServicerContext) -> health_pb2.HealthCheckResponse:
+        return await self.current.Check(request, context)
+
+    async def Watch(self, request: health_pb2.HealthCheckRequest,
+                    context: grpc.aio.ServicerContext) -> None:
+        await self.current.Watch(request, context)
+
+
+class ProbePort:
+    """``--health-port``: the health service alone, in plaintext (Kubernetes' ``grpc`` probes
+    speak no TLS), from before the store opens (liveness SERVING, readiness NOT_SERVING) to
+    the end; ``follow`` hands it the running server's health."""
+
+    def __init__(self, server: grpc.aio.Server, relay: HealthRelay) -> None:
+        self.server: grpc.aio.Server | None = server
+        self.relay = relay
+
+    @classmethod
+    async def open(cls, settings: Settings) -> ProbePort | None:
+        """The probe port (None when ``--health-port`` is 0); ``CannotListen`` when taken."""
+        from tapis_service.server import CannotListen, can_bind
+
+        if not settings.health_port:
+            return None
+        address = listen_address(settings.host, settings.health_port)
+        if not can_bind(settings.host, settings.health_port):
+            raise CannotListen(f"cannot serve health on {address} (is another server there?)")
+        relay = HealthRelay(await new_health(ready=False))
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        health_pb2_grpc.add_HealthServicer_to_server(relay, server)
+        try:
+            server.add_insecure_port(address)
+        except RuntimeError as error:
+            raise CannotListen(f"cannot serve health on {address}") from error
+        await server.start()
+        return cls(server, relay)
+
+    def follow(self, servicer: health.aio.HealthServicer) -> None:
+        self.relay.current = servicer
 
     async def close(self) -> None:
         if self.server is not None:

@@ -142,10 +142,6 @@ class TableActor:
         metrics.ACTIONS.inc(session.rules.kind, "person")
         if real_time and received is not None:
             realtime.probe_outcomes(session.rules, move, applied, received, session.probes)
-        if logcontext.per_action_lines:
-            log.info("action_applied", game=session.game_id, seat=seat,
-                     action=_action_name(move), version=applied.version,
-                     events=len(applied.events))
         # 3. await the journal write
         upto = session.last_sequence
         entry = self._entry(session, move, now)
@@ -153,12 +149,24 @@ class TableActor:
             entry["request_id"] = request_id
         write = self._queue(session, entry)
         if write is not COMMITTED:  # a store that keeps nothing: nothing to wait for
-            await self._settle(session, write, (seat, request_id) if request_id else None)
+            try:
+                await self._settle(session, write, (seat, request_id) if request_id else None)
+            except ServiceError as refusal:  # the line says what the caller is told
+                refusal.logged = True
+                log.info("action_in_doubt" if refusal.reason == "COMMIT_UNKNOWN"
+                         else "action_refused", game=session.game_id, seat=seat,
+                         action=_action_name(move), code=refusal.code.name,
+                         reason=refusal.reason)
+                raise
         # 4. publish (and remember the answer)
         if request_id:
             session.remember(seat, request_id, applied)
         self._committed(session, upto)
-        # 5. answer
+        # 5. answer: the line is written once the answer is known (committed)
+        if logcontext.per_action_lines:
+            log.info("action_applied", game=session.game_id, seat=seat,
+                     action=_action_name(move), version=applied.version,
+                     events=len(applied.events))
         return applied
 
     @shielded

@@ -16,7 +16,6 @@ from tests.support.deploy import tool as _tool
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 K8S = DEPLOY / "k8s" / "cluster"
 COMPOSE = DEPLOY / "compose.cluster.yaml"
-"""The probe over TLS (Kubernetes' gRPC probes do not speak it)."""
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -40,10 +39,11 @@ def test_the_deployment_runs_three_nodes_that_advertise_their_pod_address() -> N
     example = load(K8S / "secret.example.yaml")
     assert example["kind"] == "Secret" and secret["name"] == example["metadata"]["name"]
     assert secret["key"] in example["stringData"]
+    health_port = int(env["TAPIS_HEALTH_PORT"]["value"])  # Kubernetes' own gRPC probes
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-        assert container[probe]["exec"]["command"][:2] == ["tapis-admin", "health"]
-    assert container["livenessProbe"]["exec"]["command"][-2:] == ["--service", "liveness"]
-    assert container["readinessProbe"]["exec"]["command"][-2:] == ["--service", ""]
+        assert container[probe]["grpc"]["port"] == health_port and "exec" not in container[probe]
+    assert container["livenessProbe"]["grpc"]["service"] == "liveness"
+    assert container["readinessProbe"]["grpc"]["service"] == ""
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert pod["enableServiceLinks"] is False
     metrics_port = int(env["TAPIS_METRICS_PORT"]["value"])

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import grpc
@@ -46,9 +47,13 @@ def consecutive_free_ports(count: int) -> int:
 def test_tapis_cluster_prints_its_nodes_serves_and_stops_on_sigterm() -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="tapis-cluster-test-"))  # not pytest's 0700 root
     port = consecutive_free_ports(2)
+    metrics_port = consecutive_free_ports(2)
+    while abs(metrics_port - port) < 2:  # two runs apart
+        metrics_port = consecutive_free_ports(2)
     launcher = subprocess.Popen(
         [sys.executable, "-m", "tapis_service.cluster.launcher", "--nodes", "2", "--port",
-         str(port), "--data-dir", str(data_dir), "--", "--node-ttl", "1.5"],
+         str(port), "--metrics-port", str(metrics_port), "--data-dir", str(data_dir), "--",
+         "--node-ttl", "1.5"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
@@ -64,6 +69,13 @@ def test_tapis_cluster_prints_its_nodes_serves_and_stops_on_sigterm() -> None:
                 answer = health_pb2_grpc.HealthStub(channel).Check(
                     health_pb2.HealthCheckRequest(), timeout=5)
             assert answer.status == health_pb2.HealthCheckResponse.SERVING
+        # each node its own metrics port (make cluster: 9101-9103)
+        assert [node["metrics_port"] for node in line["nodes"]] == [metrics_port,
+                                                                    metrics_port + 1]
+        for node in line["nodes"]:
+            with urllib.request.urlopen(f"http://127.0.0.1:{node['metrics_port']}/metrics",
+                                        timeout=5) as page:
+                assert b"tapis_cluster_members" in page.read()
         # a burst, as a process group's SIGTERM, a Ctrl-C and a closed terminal can make: the
         # handler must take no lock (it did, and a signal landing inside it deadlocked it)
         for number in range(200):

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -92,8 +93,20 @@ def test_the_image_installs_locked_dependencies_with_hashes() -> None:
     assert '"$OTEL" = true' in text
 
 
-LIVENESS = ["tapis-admin", "health", "--service", "liveness"]
-READINESS = ["tapis-admin", "health", "--service", ""]
+def native_probes(container: dict[str, Any]) -> dict[str, str]:
+    """Each probe's health service, once every probe is a ``grpc`` one on the port the
+    container serves health on (``TAPIS_HEALTH_PORT``, declared as its ``health`` port) with
+    a timeout."""
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    port = int(env["TAPIS_HEALTH_PORT"])
+    assert {"name": "health", "containerPort": port} in container["ports"]
+    found = {}
+    for name in ("livenessProbe", "startupProbe", "readinessProbe"):
+        probe = container[name]
+        assert set(probe) & {"exec", "httpGet", "tcpSocket"} == set(), name
+        assert probe["grpc"]["port"] == port and probe["timeoutSeconds"] >= 1, name
+        found[name] = probe["grpc"]["service"]
+    return found
 
 CLIENT_ONLY = {"rich", "textual", "babel"}
 """Runtime dependencies of the clients alone: not in the server's image."""
@@ -168,7 +181,7 @@ def test_the_manifests_agree_with_the_image() -> None:
     assert "mountPath: /data" in statefulset and "terminationGracePeriodSeconds:" in statefulset
     for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
         block = statefulset.split(f"{probe}:", 1)[1].split("Probe:", 1)[0]
-        assert '["tapis-admin", "health", "--service", ' in block, probe
+        assert "grpc:" in block and "exec:" not in block, probe
     assert "secretName: tapis-tls" in statefulset and "TAPIS_API_KEYS_FILE" in statefulset
     service = (DEPLOY / "k8s" / "service.yaml").read_text()
     assert "kind: Service" in service and f"port: {port}" in service
@@ -189,10 +202,9 @@ def test_the_manifests_parse_as_yaml() -> None:
     assert pod["enableServiceLinks"] is False  # no TAPIS_* variables made by Services
     container = pod["containers"][0]
     # liveness apart from readiness: a database outage or a long recovery restarts nothing;
-    # over TLS, so by tapis-admin (Kubernetes' own gRPC probes do not speak TLS)
-    assert container["livenessProbe"]["exec"]["command"] == LIVENESS
-    assert container["startupProbe"]["exec"]["command"] == LIVENESS
-    assert container["readinessProbe"]["exec"]["command"] == READINESS
+    # Kubernetes' own gRPC probes, on the plaintext health port (they speak no TLS)
+    assert native_probes(container) == {"livenessProbe": "liveness",
+                                        "startupProbe": "liveness", "readinessProbe": ""}
     assert {"name": "secrets", "secret": {"secretName": "tapis-tls"}} in pod["volumes"]
 
 
@@ -229,3 +241,67 @@ def test_yamllint_passes() -> None:
     result = subprocess.run([_tool("yamllint"), "-s", "-d", config, *map(str, MANIFESTS)],
                             capture_output=True, timeout=60, check=False)
     assert result.returncode == 0, result.stdout.decode()
+
+
+ALL_MANIFESTS = [*MANIFESTS[1:], *sorted((DEPLOY / "k8s" / "cluster").glob("*.yaml"))]
+COMPOSE_FILES = [DEPLOY / "compose.yaml", DEPLOY / "compose.cluster.yaml"]
+COMPOSE_SCHEMA = Path(__file__).resolve().parents[1] / "support" / "compose-spec.json"
+"""The Compose Specification's JSON schema, vendored (compose-spec/compose-spec at commit
+170098ba07d9, schema/compose-spec.json, Apache-2.0): no registry ships it."""
+
+
+def test_kubernetes_validate_strict_passes_on_every_manifest() -> None:
+    """Every resource against Kubernetes' own schemas, unknown fields refused (the
+    ServiceMonitor is a CRD: no schema, a warning)."""
+    result = subprocess.run([_tool("kubernetes-validate"), "--strict", *map(str, ALL_MANIFESTS)],
+                            capture_output=True, timeout=120, check=False)
+    output = result.stdout.decode() + result.stderr.decode()
+    assert result.returncode == 0, output
+    for resource in ("statefulset/tapis", "deployment/tapis-cluster", "service/tapis",
+                     "poddisruptionbudget/tapis-cluster"):
+        assert f"passed for resource {resource} " in output, output
+    assert "ERROR" not in output
+
+
+def test_the_cluster_deployment_probes_natively_too() -> None:
+    import yaml
+
+    deployment = yaml.safe_load((DEPLOY / "k8s" / "cluster" / "deployment.yaml").read_text())
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert native_probes(container) == {"livenessProbe": "liveness",
+                                        "startupProbe": "liveness", "readinessProbe": ""}
+
+
+def test_the_compose_files_follow_the_compose_spec_and_run_locked_down() -> None:
+    import jsonschema
+    import yaml
+
+    schema = json.loads(COMPOSE_SCHEMA.read_text())
+    for path in COMPOSE_FILES:
+        document = yaml.safe_load(path.read_text())
+        jsonschema.validate(document, schema)  # raises, naming what is wrong
+        servers = {name: service for name, service in document["services"].items()
+                   if name.startswith("tapis")}
+        assert servers, path.name
+        for name, service in servers.items():
+            where = f"{path.name}: {name}"
+            assert service["read_only"] is True, where
+            assert service["cap_drop"] == ["ALL"], where
+            assert "no-new-privileges:true" in service["security_opt"], where
+            assert service["ports"] and all(str(port).startswith("127.0.0.1:")
+                                            for port in service["ports"]), where
+            metrics = service["environment"]["TAPIS_METRICS_PORT"]
+            assert any(str(port).endswith(f":{metrics}") for port in service["ports"]), where
+        published = [port for service in document["services"].values()
+                     for port in service.get("ports", [])]
+        assert len(published) == len(set(published)), path.name
+
+
+def test_the_image_s_files_are_readable_by_any_user() -> None:
+    """Its user reads the virtualenv whoever owns the data directory (a bind mount, a user
+    namespace): the build stage makes every file readable and every directory searchable
+    before the final stage copies it."""
+    text = re.sub(r"\\\n\s*", " ", DOCKERFILE.read_text())
+    build, final = text.split("\nFROM ", 2)[1:]
+    assert "chmod -R a+rX /opt/venv" in build
+    assert "COPY --from=build /opt/venv /opt/venv" in final

@@ -171,3 +171,60 @@ async def test_sigterm_half_a_second_into_a_start_up_with_a_large_store_exits_0_
         assert "Traceback" not in stderr
     finally:
         server.stop()
+
+
+async def until_status(target: str, service: str, wanted: str,
+                       process: subprocess.Popen[bytes]) -> None:
+    """Poll ``service``'s health at ``target`` until ``wanted`` (bounded)."""
+    give_up = time.monotonic() + 30
+    while (status := await health_status(target, service)) != wanted:
+        assert process.poll() is None, f"the server exited with {process.returncode}"
+        assert time.monotonic() < give_up, f"{target} {service!r}: {status}"
+        await asyncio.sleep(0.05)
+
+
+async def test_the_health_port_answers_plaintext_probes_while_waiting_and_serving(
+        tmp_path: Path) -> None:
+    """``--health-port``: what Kubernetes' native gRPC probes ask (they speak no TLS), from
+    the waiting room (liveness SERVING, readiness NOT_SERVING) to the server serving TLS on its
+    own port, then NOT_SERVING during the stop."""
+    from tests.support.certificates import issue
+
+    probe = free_port()
+    waiting = subprocess.Popen([*SERVER, "--port", str(free_port()), "--health-port",
+                                str(probe), "--database-url", UNREACHABLE],
+                               stderr=subprocess.PIPE)
+    try:
+        await until_status(f"127.0.0.1:{probe}", "liveness", "SERVING", waiting)
+        assert await health_status(f"127.0.0.1:{probe}", "") == "NOT_SERVING"
+        waiting.send_signal(signal.SIGTERM)
+        assert waiting.wait(10) == 0
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.wait()
+
+    issued = issue(tmp_path / "secrets", "server")
+    port = free_port()
+    serving = subprocess.Popen([*SERVER, "--port", str(port), "--health-port", str(probe),
+                                "--data-dir", str(tmp_path / "data"), "--tls-cert",
+                                str(issued.cert), "--tls-key", str(issued.key)],
+                               stderr=subprocess.PIPE)
+    try:
+        await until_status(f"127.0.0.1:{probe}", "", "SERVING", serving)
+        assert await health_status(f"127.0.0.1:{probe}", "liveness") == "SERVING"
+        assert await health_status(f"127.0.0.1:{probe}", "tapis.v1.GameService") == "SERVING"
+        assert await health_status(f"127.0.0.1:{port}", "") == "UNREACHABLE"  # TLS there
+        serving.send_signal(signal.SIGTERM)
+        assert serving.wait(30) == 0
+        stderr = serving.stderr.read().decode() if serving.stderr else ""
+        assert "Traceback" not in stderr
+    finally:
+        if serving.poll() is None:
+            serving.kill()
+            serving.wait()
+
+
+def test_a_health_port_in_use_is_one_line(taken_port: int) -> None:
+    line = refusal("--port", "0", "--health-port", str(taken_port))
+    assert f"cannot serve health on 127.0.0.1:{taken_port}" in line

@@ -257,6 +257,8 @@ def test_the_alert_rules_and_the_dashboard_use_metrics_the_server_exports() -> N
 
     import yaml
 
+    import tapis_service.cluster.metrics  # noqa: F401  (a cluster node's series, registered)
+
     deploy = Path(__file__).resolve().parents[2] / "deploy" / "observability"
     rules = yaml.safe_load((deploy / "alerts.yaml").read_text())["groups"][0]["rules"]
     dashboard = json.loads((deploy / "grafana-dashboard.json").read_text())
@@ -267,7 +269,8 @@ def test_the_alert_rules_and_the_dashboard_use_metrics_the_server_exports() -> N
     used = {name for expr in expressions
             for name in re.findall(r"\b((?:tapis|grpc_server)_[a-z_]+)", expr)}
     assert {"grpc_server_handled_total", "grpc_server_handling_seconds_bucket",
-            "tapis_store_commit_seconds_bucket", "tapis_ready"} <= used
+            "tapis_store_commit_seconds_bucket", "tapis_ready", "tapis_cluster_members",
+            "tapis_cluster_lease_age_seconds"} <= used
     assert used <= exported_names(), used - exported_names()
 
 
@@ -329,3 +332,87 @@ def test_a_method_s_context_goes_into_its_call_s_own_or_into_one_of_its_own(
 
     asyncio.run(guarded_call())
     asyncio.run(unguarded_call())
+
+
+ROUTED = '''
+import asyncio, logging, sys, threading, warnings
+import structlog
+from tapis.v1 import game_service_pb2 as pb
+from tapis_service import logcontext
+from tapis_service.main import configure_logging, route_other_loggers
+
+class Context:
+    def peer(self): return "ipv4:127.0.0.1:4242"
+    def invocation_metadata(self): return ()
+
+configure_logging("info", "node-7")
+route_other_loggers(logging.INFO)
+structlog.get_logger("tapis.test").info("ours")
+try:
+    raise ConnectionRefusedError("connection refused")
+except OSError:
+    logging.getLogger("asyncpg.pool").warning("Failed to restore the pool connection floor",
+                                               exc_info=True)
+token = logcontext.bind(call=logcontext.CallInfo(
+    Context(), pb.SubmitActionRequest(request_id="r-42"), 0.0))
+logging.getLogger("grpc._cython.cygrpc").error("during a call")
+logcontext.reset(token)
+logging.getLogger("picows").debug("below the level")
+warnings.warn("a deprecated thing", DeprecationWarning, stacklevel=1)
+thread = threading.Thread(target=lambda: 1 / 0, name="worker")
+thread.start(); thread.join()
+async def main():
+    asyncio.get_running_loop().call_exception_handler(
+        {"message": "Task exception was never retrieved", "exception": RuntimeError("lost")})
+asyncio.run(main())
+raise SystemExit(sys.excepthook(KeyError, KeyError("uncaught"), None))
+'''
+
+
+def test_every_logger_of_the_process_writes_json_lines_with_the_node_id() -> None:
+    """asyncpg's, grpc's, asyncio's lines, warnings and uncaught exceptions: one JSON object
+    each, with the node id; a traceback inside its line; the call's request id on a line
+    written during a call."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-W", "always", "-c", ROUTED],
+                            capture_output=True, timeout=60, check=True)
+    lines = [json.loads(line) for line in result.stderr.decode().splitlines()]
+    assert all(line["node"] == "node-7" and line["timestamp"] and line["level"]
+               for line in lines), lines
+    by_event = {line["event"]: line for line in lines}
+    floor = by_event["Failed to restore the pool connection floor"]
+    assert floor["logger"] == "asyncpg.pool" and floor["level"] == "warning"
+    assert "ConnectionRefusedError: connection refused" in floor["exception"]
+    assert by_event["during a call"]["request_id"] == "r-42"
+    assert "below the level" not in by_event
+    warned = next(line for line in lines if line.get("logger") == "py.warnings")
+    assert "DeprecationWarning: a deprecated thing" in warned["event"]
+    thread = by_event["uncaught_exception_in_thread worker"]
+    assert "ZeroDivisionError" in thread["exception"]
+    assert any(line.get("logger") == "asyncio" and "lost" in line.get("exception", "")
+               for line in lines), lines
+    assert "KeyError: 'uncaught'" in by_event["uncaught_exception"]["exception"]
+    assert by_event["ours"]["node"] == "node-7"
+
+
+def test_a_store_s_failures_are_exported_at_0_from_the_start(tmp_path: Path) -> None:
+    """Before any failure (an alert on increase() sees the first one), in a fresh process."""
+    import subprocess
+    import sys
+
+    probe = ("import asyncio, sys\n"
+             "from pathlib import Path\n"
+             "from prometheus_client import generate_latest\n"
+             "from tapis_service.server import open_store\n"
+             "from tapis_service.settings import Settings\n"
+             "settings = Settings(store='sqlite', data_dir=Path(sys.argv[1]))\n"
+             "asyncio.run(open_store(settings)).close()\n"
+             "sys.stdout.write(generate_latest().decode())\n")
+    result = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True,
+                            timeout=60, check=True)
+    lines = result.stdout.decode().splitlines()
+    assert 'tapis_store_write_failures_total{store="sqlite"} 0.0' in lines
+    assert 'tapis_store_commit_seconds_count{store="sqlite"} 0.0' in lines
+    assert 'tapis_refusals_total{code="RESOURCE_EXHAUSTED",reason="OVERLOADED"} 0.0' in lines

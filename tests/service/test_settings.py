@@ -6,6 +6,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,12 @@ import pytest
 from tapis_service import configuration
 from tapis_service.configuration import BadSetting, parse
 from tapis_service.settings import Declared, Settings, declared
+
+NUMBERS = [item for item in declared() if item.kind in (int, float)]
+URLS = [item for item in declared() if item.option.schemes]
+ADDRESSES = [item for item in declared() if item.option.address]
+SERVER = Path(sys.executable).with_name("tapis-server")
+"""The installed command (its entry point reads the settings before anything else)."""
 
 BASE = {"TAPIS_DATA_DIR": "/srv/tapis", "TAPIS_DATABASE_URL": "postgresql://db/tapis"}
 """What some settings need beside them (``--store postgres`` needs a URL)."""
@@ -36,6 +43,9 @@ def other_value(item: Declared) -> tuple[str, Any]:
         return str(item.default + 2.5), item.default + 2.5
     if item.kind is Path:
         return "/var/lib/elsewhere", Path("/var/lib/elsewhere")
+    if item.option.schemes:
+        return f"{item.option.schemes[-1]}://db.example/other", \
+            f"{item.option.schemes[-1]}://db.example/other"
     return "node-b.example:50051", "node-b.example:50051"
 
 
@@ -128,3 +138,104 @@ def test_a_bad_variable_stops_the_real_server_with_one_line() -> None:
 def test_an_ipv6_advertise_address_gets_its_brackets(given: str, meant: str) -> None:
     """The manifests advertise $(POD_IP):50051, which is a bare IPv6 address on IPv6 clusters."""
     assert parse([], {**BASE, "TAPIS_ADVERTISE": given}).advertise == meant
+
+
+def test_every_number_declares_a_range_that_holds_its_default() -> None:
+    assert NUMBERS and URLS and ADDRESSES
+    for item in NUMBERS:
+        assert item.option.bounds is not None, f"{item.name} declares no range"
+        assert item.default is None or item.default in item.option.bounds, item.name
+
+
+def refused(item: Declared, text: str) -> str:
+    """The one line ``parse`` refuses the variable's ``text`` with."""
+    with pytest.raises(BadSetting) as refusal:
+        parse([], {**BASE, item.env: text})
+    return str(refusal.value)
+
+
+def outside(item: Declared) -> list[str]:
+    """Values just beyond each end of the setting's range, as text."""
+    bounds = item.option.bounds
+    assert bounds is not None
+    step = 1 if item.kind is int else 0.001
+    below = bounds.low if bounds.above else bounds.low - step
+    found = [str(int(below) if item.kind is int else below),
+             str(int(bounds.high + step) if item.kind is int else bounds.high + step)]
+    return found + (["nan", "inf", "-inf"] if item.kind is float else [])
+
+
+@pytest.mark.parametrize("item", NUMBERS, ids=lambda item: item.name)
+def test_each_end_of_a_range_is_taken_and_beyond_it_the_start_is_refused(item: Declared) -> None:
+    bounds = item.option.bounds
+    assert bounds is not None
+    step = 0.001 if bounds.above else 0
+    for end in (bounds.low + step, bounds.high):
+        value = item.kind(end)
+        assert getattr(parse([], {**BASE, item.env: str(value)}), item.name) == value
+    for text in outside(item):
+        line = refused(item, text)
+        assert item.flag in line and item.env in line and str(bounds) in line, line
+    # a flag is checked as its variable is
+    argv = [item.flag, outside(item)[0]]
+    with pytest.raises(BadSetting, match=item.env):
+        parse(argv, BASE)
+
+
+@pytest.mark.parametrize("item", URLS, ids=lambda item: item.name)
+def test_a_url_of_another_scheme_is_refused_without_its_password(item: Declared) -> None:
+    assert item.option.schemes is not None
+    for scheme in item.option.schemes:
+        url = f"{scheme}://tapis:pw@db:5432/tapis"
+        assert getattr(parse([], {item.env: url}), item.name) == url
+    for url in ("mysql://tapis:s3cret@db/tapis", "db:5432/tapis", "http://db/tapis"):
+        line = refused(item, url)
+        assert item.env in line and "postgresql://" in line and "s3cret" not in line, line
+
+
+@pytest.mark.parametrize("item", ADDRESSES, ids=lambda item: item.name)
+def test_an_address_needs_a_host_and_a_port_from_1_to_65535(item: Declared) -> None:
+    for text in ("node-b", "node-b:0", "node-b:70000", ":50051", "node-b:http"):
+        assert item.env in refused(item, text)
+    assert getattr(parse([], {**BASE, item.env: "node-b:65535"}), item.name) == "node-b:65535"
+
+
+ISSUE_37 = {
+    "TAPIS_MAX_GAMES": "-5", "TAPIS_SNAPSHOT_EVERY": "0", "TAPIS_STREAM_QUEUE_SIZE": "0",
+    "TAPIS_MAX_STREAMS_PER_TABLE": "0", "TAPIS_SLAP_RATE": "nan", "TAPIS_DB_WAIT": "-3",
+    "TAPIS_GRACE": "-1", "TAPIS_KEEPALIVE_TIME_MS": "-1", "TAPIS_NODE_TTL": "0",
+    "TAPIS_CREATE_RATE": "-1", "TAPIS_DATABASE_URL": "mysql://tapis:s3cret@db/tapis",
+    "TAPIS_METRICS_PORT": "70000"}
+"""The values an operator tried (issue 37): each started a server, or ended in a traceback."""
+
+
+@pytest.mark.parametrize(("name", "text"), ISSUE_37.items(), ids=list(ISSUE_37))
+def test_an_out_of_range_variable_stops_the_real_server_with_one_line_within_2_s(
+        name: str, text: str) -> None:
+    item = next(item for item in declared() if item.env == name)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("TAPIS_")}
+    started = time.monotonic()
+    result = subprocess.run([str(SERVER)], env={**environ, name: text}, capture_output=True,
+                            timeout=60, check=False)
+    elapsed = time.monotonic() - started
+    stderr = result.stderr.decode()
+    assert result.returncode == 2, stderr
+    assert len(stderr.splitlines()) == 1, stderr
+    assert stderr.startswith(f"tapis-server: refusing to start: {item.flag} ({name}) is ")
+    assert stderr.rstrip().endswith(f"it takes {item.option.allowed}")
+    assert "s3cret" not in stderr
+    assert elapsed < 2.0, f"{elapsed:.2f} s"
+
+
+def test_a_bad_setting_is_refused_before_the_server_is_imported() -> None:
+    """The entry point checks the settings before importing grpc, asyncpg or the server."""
+    probe = ("import sys\n"
+             "from tapis_service import entry\n"
+             "sys.argv = ['tapis-server', '--max-games', '0']\n"
+             "try:\n    entry.main()\n"
+             "except SystemExit as stop:\n"
+             "    print(stop.code, sorted(m for m in ('grpc', 'asyncpg', 'tapis_service.main')"
+             " if m in sys.modules))\n")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60,
+                            check=True)
+    assert result.stdout.decode().split() == ["2", "[]"]

@@ -19,6 +19,7 @@ from typing import Any
 import asyncpg
 import grpc
 import pytest
+import structlog.testing
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
@@ -216,10 +217,16 @@ async def test_a_server_answers_an_in_doubt_submit_commit_unknown_and_the_retry_
     breaker.at = {breaker.calls + 1}
     request = pb.SubmitActionRequest(game_id=game_id, action=view.legal_actions[0],
                                      request_id="in-doubt")
-    with pytest.raises(grpc.aio.AioRpcError) as in_doubt:
+    with structlog.testing.capture_logs() as lines, \
+            pytest.raises(grpc.aio.AioRpcError) as in_doubt:
         await stub.SubmitAction(request, metadata=auth(tokens[seat]))
     assert in_doubt.value.code() == grpc.StatusCode.UNAVAILABLE
     assert reason_of(in_doubt.value) == "COMMIT_UNKNOWN"
+    # the line says what the caller was told, once: in doubt, never applied
+    told = [line for line in lines if line["event"].startswith("action_")
+            or line["event"] == "refused"]
+    assert [(line["event"], line["reason"]) for line in told] == [
+        ("action_in_doubt", "COMMIT_UNKNOWN")], lines
     assert "may have been applied" in (in_doubt.value.details() or "")
     await breaker.settle()
     await until(lambda: game_id in server.host.sessions)  # rebuilt from the store

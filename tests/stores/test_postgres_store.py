@@ -36,6 +36,7 @@ async def test_version_2_names_each_create_request_id_once_keeping_the_oldest_ta
                              "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
     await connection.execute(MIGRATIONS[0])
     await connection.execute("INSERT INTO tapis_schema (version) VALUES (1)")
+    await connection.execute("INSERT INTO meta VALUES ('join_key', $1)", "00" * 32)
     for game_id, request_id in (("old", "r"), ("new", "r"), ("none", ""), ("other", "s")):
         await connection.execute("INSERT INTO games (game_id, record) VALUES ($1, $2)",
                                  game_id, f'{{"request_id": "{request_id}"}}')

@@ -232,3 +232,38 @@ async def test_unacknowledged_results_expire_after_their_time_limit(
     assert game_id not in running.host.clerk.held
     later = await finished_table(stub)  # still delivered: the cursors go on
     assert [(r.cursor, r.game_id) for r in await records(stub, 0, 1)] == [(3, later)]
+
+
+async def test_a_restored_backup_delivers_each_unacknowledged_result_once_and_no_other(
+        tmp_path: Path, start_secured: StartSecured) -> None:
+    """The backup carries the results ledger (its cursors and acknowledgements) and every
+    other file the server keeps: after a restore, the backend gets what it had not
+    acknowledged, under the same cursors, and nothing it had."""
+    from tapis_service import admin
+
+    files = door(tmp_path)
+    data = tmp_path / "data"
+    data.mkdir()
+    first = await start_secured(files, store="sqlite", data_dir=data)
+    games = [await finished_table(first.stub) for _ in range(3)]
+    before = await records(first.stub, 0, 6)
+    await first.stub.AckResults(pb.AckResultsRequest(cursor=2), metadata=backend(KEY_A))
+    manifest = await asyncio.to_thread(admin.backup, data, tmp_path / "backup")
+    assert manifest["counts"]["unacknowledged"] == 4 and manifest["counts"]["results"] == 6
+    await first.channel.close()
+    await first.running.stop(0)
+    kept = {path.name for path in data.iterdir()
+            if path.name != "tapis.lock" and not path.name.endswith(("-wal", "-shm"))}
+    assert kept <= set(manifest["files"]), kept - set(manifest["files"])
+
+    admin.restore(tmp_path / "backup", tmp_path / "restored")
+    report = admin.check(tmp_path / "restored")
+    assert report["problems"] == [] and report["counts"]["unacknowledged"] == 4
+    second = await start_secured(files, store="sqlite", data_dir=tmp_path / "restored")
+    delivered = await records(second.stub, 0, 4)
+    assert [(r.cursor, r.game_id) for r in delivered] == [
+        (r.cursor, r.game_id) for r in before[2:]]
+    assert delivered[0].game_id == games[1]
+    later = await finished_table(second.stub)  # the next records follow: none came again
+    assert [(r.cursor, r.game_id) for r in await records(second.stub, 6, 2)] == [
+        (7, later), (8, later)]

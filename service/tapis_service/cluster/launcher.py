@@ -1,10 +1,12 @@
 """`tapis-cluster`: a local cluster — one embedded PostgreSQL and N `tapis-server` nodes.
 
     tapis-cluster --nodes 3 --port 50051      nodes on 50051, 50052, 50053
+    tapis-cluster --metrics-port 9101         their Prometheus metrics on 9101, 9102, 9103
 
 PostgreSQL's data lives under ``--data-dir`` (./var/cluster); each node logs to
 ``<data-dir>/node-<port>.log``. Once every node answers health SERVING, one JSON line is
-printed: ``{"database_url": ..., "target": ..., "nodes": [{"port", "pid", "log"}, ...]}``.
+printed: ``{"database_url": ..., "target": ..., "nodes": [{"port", "metrics_port", "pid",
+"log"}, ...]}``.
 Ctrl-C, SIGTERM or SIGHUP (its terminal closed) stops the nodes (gracefully: they hand their
 tables off), then PostgreSQL. If the launcher itself is killed (SIGKILL), its nodes get SIGTERM
 from the kernel (Linux) and stop the same way; PostgreSQL is left running and the next start
@@ -73,9 +75,11 @@ def _stop_with_launcher() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def node_command(port: int, host: str, database_url: str, extra: Sequence[str]) -> list[str]:
+def node_command(port: int, host: str, database_url: str, extra: Sequence[str],
+                 metrics_port: int = 0) -> list[str]:
     return [sys.executable, "-m", "tapis_service.main", "--host", host, "--port", str(port),
-            "--database-url", database_url, "--advertise", f"{host}:{port}", *extra]
+            "--database-url", database_url, "--advertise", f"{host}:{port}",
+            *(["--metrics-port", str(metrics_port)] if metrics_port else []), *extra]
 
 
 def wait_serving(address: str, process: subprocess.Popen[bytes], within_s: float) -> None:
@@ -115,6 +119,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="tapis-cluster", description=__doc__.split("\n")[0])
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--port", type=int, default=50051, help="the first node's port")
+    parser.add_argument("--metrics-port", type=int, default=0,
+                        help="the first node's Prometheus metrics port, the next nodes' the "
+                             "ports after it (0: none)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--data-dir", type=Path, default=Path("var/cluster"))
     parser.add_argument("node_args", nargs=argparse.REMAINDER,
@@ -140,13 +147,15 @@ def main(argv: list[str] | None = None) -> None:
     try:
         for n in range(args.nodes):
             port = args.port + n
+            metrics_port = args.metrics_port + n if args.metrics_port else 0
             log_path = data_dir / f"node-{port}.log"
             with log_path.open("ab") as log:
                 processes.append(subprocess.Popen(
-                    node_command(port, args.host, database_url, args.node_args),
+                    node_command(port, args.host, database_url, args.node_args, metrics_port),
                     stdout=log, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"},
                     preexec_fn=_stop_with_launcher if sys.platform == "linux" else None))
-            nodes.append({"port": port, "pid": processes[-1].pid, "log": str(log_path)})
+            nodes.append({"port": port, "metrics_port": metrics_port or None,
+                          "pid": processes[-1].pid, "log": str(log_path)})
         for node, process in zip(nodes, processes, strict=True):
             wait_serving(f"{args.host}:{node['port']}", process, READY_WITHIN_S)
         target = "ipv4:" + ",".join(f"{args.host}:{node['port']}" for node in nodes)

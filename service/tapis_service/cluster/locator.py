@@ -74,6 +74,8 @@ class Locator:
         self.leaving = False
         self.lease_until = -math.inf
         """Until when (``lease_clock``) this node's ownership is confirmed."""
+        self.renewed_at = -math.inf
+        """When (``lease_clock``) the last renewal the database accepted was sent."""
         self._renewal: asyncio.Task[None] | None = None
         self._lapses = 0
         """How many renewals found the membership lapsed."""
@@ -234,7 +236,12 @@ class Locator:
         sent = lease_clock()
         if await self.directory.renew():
             await self._recheck()
+        self.renewed_at = sent
         self.lease_until = sent + self.ttl_s * LEASE_SHARE
+
+    def lease_age_s(self) -> float:
+        """Seconds since the last renewal the database accepted was sent."""
+        return lease_clock() - self.renewed_at
 
     async def _recheck(self) -> None:
         """Our membership had lapsed (a pause, a partition): give up every table another

@@ -1,7 +1,9 @@
 """This node's membership: renewed three times per TTL (at most every second; the renewal is
 the locator's lease: a lapsed one gives up the tables another node took meanwhile), tunnels
 to nodes whose membership expired closed (their waiting calls go elsewhere), and the sweep
-that takes over the tables of dead or departed owners."""
+that takes over the tables of dead or departed owners. Exported: the live members this node
+sees (``tapis_cluster_members``, at each heartbeat) and its lease's age
+(``tapis_cluster_lease_age_seconds``, at each scrape)."""
 
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ class Membership:
         self._tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
+        metrics.LEASE_AGE.set_function(self.locator.lease_age_s)  # read at each scrape
         self._tasks = [asyncio.ensure_future(self._heartbeat()),
                        asyncio.ensure_future(self._sweep())]
 
@@ -48,8 +51,9 @@ class Membership:
             await asyncio.sleep(every)
             try:
                 await self.locator.renewal()
+                live = await self.directory.live_members()
+                metrics.MEMBERS.set(len(live))
                 if self.tunnels.addresses():
-                    live = await self.directory.live_members()
                     self.tunnels.close_others(set(live.values()))
             except Exception as error:  # the database is away: the lease runs out
                 logrepeat.limited(log.warning, "heartbeat_failed", error=str(error)[:200])

@@ -87,6 +87,7 @@ class ClusterNode:
         what its earlier life owned is handed off first, for the others (or itself) to adopt."""
         stale = await self.directory.hand_off()
         await self.locator.renewal()
+        metrics.MEMBERS.set(len(await self.directory.live_members()))
         if stale:
             log.info("stale_ownership_released", tables=stale)
         self.membership.start()
