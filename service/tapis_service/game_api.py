@@ -195,8 +195,10 @@ class GameApi:
         arguments = convert.create_arguments(request, self.host.settings.allow_stacked_decks)
         owned = ownership.decide(request, arguments["seats"], backend)
         name = None if backend is None else backend.name
-        if (not request.request_id or request.request_id not in self.host.create_requests) \
-                and not self.quotas.may_hold_another(name, self.host.held_by[name or ""]):
+        scope = ownership.scope_of(backend)  # a request id is its sender's, never another's
+        if (not request.request_id
+                or (scope, request.request_id) not in self.host.create_requests) \
+                and not self.quotas.may_hold_another(name, self.host.held_by[scope]):
             raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_GAMES",
                                "tables created without a key: as many as the server holds"
                                if backend is None else "your backend holds as many tables "
@@ -206,7 +208,7 @@ class GameApi:
         for seat in session.ownership.reserved_seats():  # claimed now (again, on a retry)
             _, _, token = await self.host.join(session.game_id, seat,
                                                session.ownership.names[seat],
-                                               f"{ownership.RESERVED_REQUEST}{seat}")
+                                               f"{ownership.RESERVED_REQUEST}{seat}", scope)
             tokens.append(pb.SeatToken(seat=seat, seat_token=token,
                                        player_id=session.ownership.player_ids[seat]))
         return pb.CreateGameResponse(game=self.view(session, None), seat_tokens=tokens)
@@ -306,6 +308,7 @@ class GameApi:
         name = convert.check_id(request.display_name, "display_name")
         seat = request.seat if request.HasField("seat") else None
         request_id = convert.check_id(request.request_id, "request_id")
+        scope = ownership.scope_of(backend)  # a request id is its sender's, never another's
         found = await self.host.find(request.game_id)
         owned = found.ownership
         if request_id.startswith(ownership.RESERVED_REQUEST):
@@ -315,10 +318,11 @@ class GameApi:
             table = found.table
             free = [i for i, slot in enumerate(table.seats)
                     if not slot.claimed and not owned.reserved(i)]
-            if not free and request_id not in found.join_requests:
+            if not free and (scope, request_id) not in found.join_requests:
                 raise failed_precondition("NO_FREE_SEAT", "every free seat is reserved")
             seat = free[0] if free else None
-        session, seat, token = await self.host.join(request.game_id, seat, name, request_id)
+        session, seat, token = await self.host.join(request.game_id, seat, name, request_id,
+                                                    scope)
         self.housekeeping.touched(session)
         return pb.JoinGameResponse(seat=seat, seat_token=token, game=self.view(session, seat))
 

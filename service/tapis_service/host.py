@@ -72,8 +72,10 @@ class GameHost:
         self.tokens = SeatTokens(join_key(settings))
         self.held_by: Counter[str] = Counter()
         """Tables held per backend name ("": created without a key), for its quota."""
-        self.create_requests: dict[str, str] = {}
-        """CreateGame request id -> the table it created."""
+        self.create_requests: dict[tuple[str, str], str] = {}
+        """(scope, CreateGame request id) -> the table it created: a request id is its
+        sender's (``ownership.scope_of``: the backend's name, "" without a key); the same id
+        from another scope creates a table of its own."""
         self.stopping = False
         """Set once the server is stopping (``end_streams``)."""
         self.quarantined: dict[str, Quarantined] = {}
@@ -90,7 +92,7 @@ class GameHost:
         self.clerk = ResultsClerk(ResultsFeed(MemoryResults()), clock.now_ms)
         """Files the results of backends' tables (a durable ledger set by the server)."""
         self.actor = TableActor(self)
-        self._creating: dict[str, asyncio.Future[Any]] = {}
+        self._creating: dict[tuple[str, str], asyncio.Future[Any]] = {}
         self.shelf = Shelf(self)
         """The finished tables' life: rest, wake, retention (shelf.py)."""
         self.lobby = Lobby()
@@ -145,11 +147,13 @@ class GameHost:
         ownership: Ownership | None = None,
     ) -> Session:
         """Create a table (bots sit at once); refusals raise before anything is kept. The
-        table is served (and its request id answered) only once its record is committed."""
+        table is served (and its request id answered) only once its record is committed. A
+        ``request_id`` is looked up in the scope of the ``ownership``'s backend only."""
+        scope = "" if ownership is None else ownership.backend or ""
         if request_id:
-            if request_id in self._creating:
-                await asyncio.wait([self._creating[request_id]])
-            created = self.create_requests.get(request_id, "")
+            if (scope, request_id) in self._creating:
+                await asyncio.wait([self._creating[scope, request_id]])
+            created = self.create_requests.get((scope, request_id), "")
             existing = self.sessions.get(created)
             if existing is not None:
                 return existing
@@ -186,7 +190,7 @@ class GameHost:
         if ownership is not None and ownership != Ownership():
             session.ownership = ownership
             record["ownership"] = ownership.encode()
-        key = request_id or f"\0{game_id}"
+        key = (scope, request_id) if request_id else ("\0", game_id)
         opening = self._creating[key] = asyncio.ensure_future(
             self.actor.open(session, record, request_id))
         try:
@@ -198,10 +202,10 @@ class GameHost:
                 opening.add_done_callback(lambda _: self._creating.pop(key, None))
 
     async def join(self, game_id: str, seat: int | None, name: str,
-                   request_id: str = "") -> tuple[Session, int, str]:
+                   request_id: str = "", scope: str = "") -> tuple[Session, int, str]:
         """Claim a person's seat: the session, the seat and its secret token (a retry with
-        the same ``request_id`` gets the same seat and token)."""
-        return await self.actor.claim(await self.find(game_id), seat, name, request_id)
+        the same ``request_id`` from the same ``scope`` gets the same seat and token)."""
+        return await self.actor.claim(await self.find(game_id), seat, name, request_id, scope)
 
     async def abandon(self, session: Session) -> None:
         """End a table nobody plays any more (housekeeping)."""
@@ -235,7 +239,7 @@ class GameHost:
         metrics.GAMES.set(len(self.sessions))
         if request_id:
             session.create_request_id = request_id
-            self.create_requests[request_id] = session.game_id
+            self.create_requests[session.ownership.backend or "", request_id] = session.game_id
 
     def install(self, restored: Restored) -> None:
         """Serve a table restored from the store."""
@@ -346,7 +350,7 @@ class GameHost:
                 continue
             self.rest_listed(game_id, table)
             if table.request_id:
-                self.create_requests[table.request_id] = game_id
+                self.create_requests[table.backend or "", table.request_id] = game_id
         stored = await self.store.load()
         for game_id in unreadable:
             one = await self.store.load_game(game_id)

@@ -139,6 +139,13 @@ class Ownership:
                    int(data.get("series_length", 0)))
 
 
+def scope_of(backend: Backend | None) -> str:
+    """Whose request ids a caller's are (issue 36.3): its backend's name, or "" for every
+    caller without a key (one shared keyless scope, apart from every backend's: a backend's
+    name is never empty). A request id is remembered and looked up within its scope only."""
+    return "" if backend is None else backend.name
+
+
 def _checked_id(value: str, what: str) -> str:
     if len(value.encode("utf-8")) > MAX_ID_BYTES:
         raise invalid_argument("VALUE_TOO_LONG", f"{what} is longer than {MAX_ID_BYTES} bytes")

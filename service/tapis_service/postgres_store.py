@@ -80,6 +80,12 @@ def _timed(record: JSON) -> bool:
         isinstance(seat, list) and seat and seat[0] for seat in seats)
 
 
+def _scope(record: JSON) -> str:
+    """Whose the table's CreateGame request id is: its backend's name ("" without a key)."""
+    ownership = record.get("ownership") or {}
+    return str(ownership.get("backend") or "")
+
+
 class PostgresStore:
     """Tables, their journals and snapshots in a PostgreSQL database.
 
@@ -139,7 +145,8 @@ class PostgresStore:
 
     def created(self, game_id: str, record: JSON) -> asyncio.Future[None]:
         return self.writer.submit(Create(game_id, canonical_json(record), _timed(record),
-                                         record.get("request_id") or None))
+                                         record.get("request_id") or None,
+                                         _scope(record)))
 
     def appended(self, game_id: str, index: int, entry: JSON,
                  epoch: int = 1) -> asyncio.Future[None]:
