@@ -35,7 +35,7 @@ from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
 from tapis_service.proxies import TrustedProxies
-from tapis_service.quotas import QuotaLimits, Quotas
+from tapis_service.quotas import CREATES, JOINS, LISTS, QuotaLimits, Quotas
 from tapis_service.ratelimit import PeerLimits
 from tapis_service.resting import RestingTable
 from tapis_service.results import CursorAhead
@@ -186,8 +186,12 @@ class GameApi:
         if backend is None and not self.security.open_mode:
             require(backend, "CreateGame on this server")
         now_ms = self.host.clock.now_ms()
-        if backend is None and not self.peers.allow_create(peer_host(caller.peer), now_ms):
-            raise _rate_limited("too many tables created from your address; try again later")
+        if backend is None:
+            address = peer_host(caller.peer)
+            if not (self.peers.allow_create(address, now_ms)
+                    and self.quotas.allow_address(CREATES, address, now_ms)):
+                raise _rate_limited("too many tables created from your address; try again "
+                                    "later")
         if not self.quotas.allow_create(None if backend is None else backend.name, now_ms):
             raise _rate_limited("too many tables created without a key right now; try again "
                                 "later" if backend is None
@@ -302,8 +306,12 @@ class GameApi:
     async def join_game(self, request: pb.JoinGameRequest,
                         caller: Caller) -> pb.JoinGameResponse:
         backend = self.backend_of(caller)
-        if not self.quotas.allow_join(None if backend is None else backend.name,
-                                      self.host.clock.now_ms()):
+        now_ms = self.host.clock.now_ms()
+        if backend is None and not self.quotas.allow_address(JOINS, peer_host(caller.peer),
+                                                             now_ms):
+            raise _rate_limited("too many seats taken without a key from your address right "
+                                "now; try again later")
+        if not self.quotas.allow_join(None if backend is None else backend.name, now_ms):
             raise _rate_limited("too many seats taken without a key right now; try again later")
         name = convert.check_id(request.display_name, "display_name")
         seat = request.seat if request.HasField("seat") else None
@@ -429,7 +437,12 @@ class GameApi:
         size, cursor = page_size(request), page_cursor(request)
         backend = self.backend_of(caller)
         name = None if backend is None else backend.name
-        if not self.quotas.allow_list(name, self.host.clock.now_ms()):
+        now_ms = self.host.clock.now_ms()
+        if backend is None and not self.quotas.allow_address(LISTS, peer_host(caller.peer),
+                                                             now_ms):
+            raise _rate_limited("too many listings from your address right now; try again "
+                                "later")
+        if not self.quotas.allow_list(name, now_ms):
             raise _rate_limited("too many listings right now; try again later")
         kind = convert.kind_of(request.kind) if request.kind else None
         host, finished_too = self.host, request.include_finished

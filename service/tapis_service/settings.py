@@ -180,6 +180,11 @@ class Settings:
                                      "limits", flag="--list-rate")
     list_burst: int = setting(100, "ListGames calls taken at once (keyless, or one backend)",
                               "limits")
+    keyless_address_share: float = setting(0.25, "the part of each keyless budget above "
+                                           "(--keyless-create-rate, --join-rate, --list-rate: "
+                                           "their rate and burst) one client address may take, "
+                                           "so one address never takes it all (0: no share)",
+                                           "limits")
     bad_token_rate_per_s: float = setting(1.0, "calls with a wrong seat token per second per "
                                           "client address (0: no limit)", "limits",
                                           flag="--bad-token-rate")
