@@ -73,9 +73,8 @@ class GameHost:
         self.held_by: Counter[str] = Counter()
         """Tables held per backend name ("": created without a key), for its quota."""
         self.create_requests: dict[tuple[str, str], str] = {}
-        """(scope, CreateGame request id) -> the table it created: a request id is its
-        sender's (``ownership.scope_of``: the backend's name, "" without a key); the same id
-        from another scope creates a table of its own."""
+        """(its sender's scope, ``ownership.scope_of``; CreateGame request id) -> the table
+        it created (another sender's same id creates a table of its own)."""
         self.stopping = False
         """Set once the server is stopping (``end_streams``)."""
         self.quarantined: dict[str, Quarantined] = {}
@@ -147,8 +146,7 @@ class GameHost:
         ownership: Ownership | None = None,
     ) -> Session:
         """Create a table (bots sit at once); refusals raise before anything is kept. The
-        table is served (and its request id answered) only once its record is committed. A
-        ``request_id`` is looked up in the scope of the ``ownership``'s backend only."""
+        table is served (and its request id, its backend's, answered) once committed."""
         scope = "" if ownership is None else ownership.backend or ""
         if request_id:
             if (scope, request_id) in self._creating:
