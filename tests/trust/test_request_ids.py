@@ -2,7 +2,8 @@
 victim's request id (the same body, another body, another game kind) gets a table of its own,
 never the victim's table or its reserved seats' tokens — on one node, after a restart on
 SQLite, and through another cluster node on PostgreSQL; the victim's own retry still gets its
-first answer. A JoinGame request id is its sender's too, and a SubmitAction request id its
+first answer (with its tokens from the node serving the table). A JoinGame request id is its
+sender's too, and a SubmitAction request id its
 seat holder's (a ReplaceSeat's new holder gets none of the former holder's answers)."""
 
 from __future__ import annotations
@@ -237,6 +238,17 @@ async def test_through_another_cluster_node_another_backend_gets_its_own_table(
         theirs = await one.CreateGame(other_kind(request_id=VICTIM_ID),
                                       metadata=backend(KEY_B))
         assert theirs.game.game_id == attacker.game.game_id != victim.game.game_id
+        # the victim's node stops (its tables handed off): the retry at the node that takes
+        # the table over gets the first answer again, tokens and all; the attacker, its own
+        await channels.pop(0).close()
+        await nodes.pop(0).stop(0)
+        taken = await two.CreateGame(reserved_request(request_id=VICTIM_ID),
+                                     metadata=backend(KEY_A))
+        assert taken.game.game_id == victim.game.game_id
+        assert tokens_of(taken) == tokens_of(victim)
+        assert (await two.CreateGame(reserved_request(request_id=VICTIM_ID),
+                                     metadata=backend(KEY_B))).game.game_id \
+            == attacker.game.game_id
     finally:
         for channel in channels:
             await channel.close()
