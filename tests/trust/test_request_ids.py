@@ -34,6 +34,7 @@ from tests.trust.door import (
     StartSecured,
     backend,
     door,
+    play_war,
     refused,
     reserved_request,
     war_request,
@@ -129,6 +130,32 @@ async def test_after_a_restart_another_backend_still_gets_its_own_table(
     assert (await third.stub.CreateGame(reserved_request(request_id=VICTIM_ID),
                                         metadata=backend(KEY_A))).game.game_id \
         == victim.game.game_id
+
+
+async def test_a_victim_s_table_at_rest_stays_its_own_across_a_restart(
+        tmp_path: Path, start_secured: StartSecured) -> None:
+    files = door(tmp_path)
+    data = tmp_path / "data"
+    data.mkdir()
+    first = await start_secured(files, tls=False, store="sqlite", data_dir=data)
+    victim = await first.stub.CreateGame(reserved_request(request_id=VICTIM_ID),
+                                         metadata=backend(KEY_A))
+    game_id = victim.game.game_id
+    assert await play_war(first.stub, game_id, tokens_of(victim),
+                          metadata=auth(tokens_of(victim)[0])) > 0
+    shelf = first.running.host.shelf
+    assert int(shelf.rest_idle()) + int(shelf.rest_idle()) == 1  # finished, out of memory
+    await first.channel.close()
+    await first.running.stop(0)
+    second = await start_secured(files, tls=False, store="sqlite", data_dir=data)
+    assert game_id in second.running.host.resting  # listed only, from its stored listing
+    attacker = await second.stub.CreateGame(reserved_request(request_id=VICTIM_ID),
+                                            metadata=backend(KEY_B))
+    assert game_id in second.running.host.resting  # not even woken for another backend
+    await assert_own_tables(second.stub, victim, attacker)
+    retried = await second.stub.CreateGame(reserved_request(request_id=VICTIM_ID),
+                                           metadata=backend(KEY_A))
+    assert retried.game.game_id == game_id and tokens_of(retried) == tokens_of(victim)
 
 
 async def test_a_join_request_id_is_its_sender_s(
