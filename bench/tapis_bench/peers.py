@@ -34,6 +34,7 @@ def run(folder: Path, tables: int, store: str, turns: int, turn_s: float) -> dic
                    "--max-games", str(tables + 100), "--create-burst", str(tables + 100),
                    # one load generator creates every table, without a backend key
                    "--keyless-create-rate", "0", "--keyless-max-tables", "0",
+                   "--keyless-address-share", "0",  # its joins too, from one address
                    "--ws-max-sockets-per-peer", str(4 * tables + 100)]
         if store == "sqlite":
             command += ["--data-dir", data_dir]

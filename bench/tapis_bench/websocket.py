@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> None:
                        "--log-level", "warning", "--max-games", str(tables * 2 + 100),
                        # one load generator creates every table, without a backend key
                        "--create-rate", "0", "--keyless-create-rate", "0",
-                       "--keyless-max-tables", "0"]
+                       "--keyless-max-tables", "0", "--keyless-address-share", "0"]
             if args.store == "sqlite":
                 command += ["--data-dir", str(Path(data_dir))]
             server = subprocess.Popen(command)

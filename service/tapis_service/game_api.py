@@ -35,7 +35,7 @@ from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
 from tapis_service.proxies import TrustedProxies
-from tapis_service.quotas import QuotaLimits, Quotas
+from tapis_service.quotas import CREATES, JOINS, LISTS, QuotaLimits, Quotas
 from tapis_service.ratelimit import PeerLimits
 from tapis_service.resting import RestingTable
 from tapis_service.results import CursorAhead
@@ -186,8 +186,12 @@ class GameApi:
         if backend is None and not self.security.open_mode:
             require(backend, "CreateGame on this server")
         now_ms = self.host.clock.now_ms()
-        if backend is None and not self.peers.allow_create(peer_host(caller.peer), now_ms):
-            raise _rate_limited("too many tables created from your address; try again later")
+        if backend is None:
+            address = peer_host(caller.peer)
+            if not (self.peers.allow_create(address, now_ms)
+                    and self.quotas.allow_address(CREATES, address, now_ms)):
+                raise _rate_limited("too many tables created from your address; try again "
+                                    "later")
         if not self.quotas.allow_create(None if backend is None else backend.name, now_ms):
             raise _rate_limited("too many tables created without a key right now; try again "
                                 "later" if backend is None
@@ -195,8 +199,10 @@ class GameApi:
         arguments = convert.create_arguments(request, self.host.settings.allow_stacked_decks)
         owned = ownership.decide(request, arguments["seats"], backend)
         name = None if backend is None else backend.name
-        if (not request.request_id or request.request_id not in self.host.create_requests) \
-                and not self.quotas.may_hold_another(name, self.host.held_by[name or ""]):
+        scope = ownership.scope_of(backend)  # a request id is its sender's, never another's
+        if (not request.request_id
+                or (scope, request.request_id) not in self.host.create_requests) \
+                and not self.quotas.may_hold_another(name, self.host.held_by[scope]):
             raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_GAMES",
                                "tables created without a key: as many as the server holds"
                                if backend is None else "your backend holds as many tables "
@@ -206,7 +212,7 @@ class GameApi:
         for seat in session.ownership.reserved_seats():  # claimed now (again, on a retry)
             _, _, token = await self.host.join(session.game_id, seat,
                                                session.ownership.names[seat],
-                                               f"{ownership.RESERVED_REQUEST}{seat}")
+                                               f"{ownership.RESERVED_REQUEST}{seat}", scope)
             tokens.append(pb.SeatToken(seat=seat, seat_token=token,
                                        player_id=session.ownership.player_ids[seat]))
         return pb.CreateGameResponse(game=self.backend_view(session, caller), seat_tokens=tokens)
@@ -322,12 +328,17 @@ class GameApi:
     async def join_game(self, request: pb.JoinGameRequest,
                         caller: Caller) -> pb.JoinGameResponse:
         backend = self.backend_of(caller)
-        if not self.quotas.allow_join(None if backend is None else backend.name,
-                                      self.host.clock.now_ms()):
+        now_ms = self.host.clock.now_ms()
+        if backend is None and not self.quotas.allow_address(JOINS, peer_host(caller.peer),
+                                                             now_ms):
+            raise _rate_limited("too many seats taken without a key from your address right "
+                                "now; try again later")
+        if not self.quotas.allow_join(None if backend is None else backend.name, now_ms):
             raise _rate_limited("too many seats taken without a key right now; try again later")
         name = convert.check_id(request.display_name, "display_name")
         seat = request.seat if request.HasField("seat") else None
         request_id = convert.check_id(request.request_id, "request_id")
+        scope = ownership.scope_of(backend)  # a request id is its sender's, never another's
         found = await self.host.find(request.game_id)
         owned = found.ownership
         if request_id.startswith(ownership.RESERVED_REQUEST):
@@ -337,10 +348,11 @@ class GameApi:
             table = found.table
             free = [i for i, slot in enumerate(table.seats)
                     if not slot.claimed and not owned.reserved(i)]
-            if not free and request_id not in found.join_requests:
+            if not free and (scope, request_id) not in found.join_requests:
                 raise failed_precondition("NO_FREE_SEAT", "every free seat is reserved")
             seat = free[0] if free else None
-        session, seat, token = await self.host.join(request.game_id, seat, name, request_id)
+        session, seat, token = await self.host.join(request.game_id, seat, name, request_id,
+                                                    scope)
         self.housekeeping.touched(session)
         return pb.JoinGameResponse(seat=seat, seat_token=token, game=self.view(session, seat))
 
@@ -467,7 +479,12 @@ class GameApi:
         size, cursor = page_size(request), page_cursor(request)
         backend = self.backend_of(caller)
         name = None if backend is None else backend.name
-        if not self.quotas.allow_list(name, self.host.clock.now_ms()):
+        now_ms = self.host.clock.now_ms()
+        if backend is None and not self.quotas.allow_address(LISTS, peer_host(caller.peer),
+                                                             now_ms):
+            raise _rate_limited("too many listings from your address right now; try again "
+                                "later")
+        if not self.quotas.allow_list(name, now_ms):
             raise _rate_limited("too many listings right now; try again later")
         kind = convert.kind_of(request.kind) if request.kind else None
         host, finished_too = self.host, request.include_finished

@@ -66,15 +66,14 @@ class GameHost:
         self.sessions: OrderedDict[str, Session] = OrderedDict()
         self.resting: dict[str, RestingTable] = {}
         """Tables at rest (finished, out of memory, kept by the store) -> their listing."""
-        self.rest_store: RestingStore | None = \
-            self.store if isinstance(self.store, RestingStore) else None
-        """The store, when tables may rest in it (None: a store that keeps nothing, or one
-        without listings: finished tables stay in memory until the retention drops them)."""
+        self.rest_store = self.store if isinstance(self.store, RestingStore) else None
+        """The store, when tables may rest in it (else finished ones stay in memory)."""
         self.tokens = SeatTokens(join_key(settings))
         self.held_by: Counter[str] = Counter()
         """Tables held per backend name ("": created without a key), for its quota."""
-        self.create_requests: dict[str, str] = {}
-        """CreateGame request id -> the table it created."""
+        self.create_requests: dict[tuple[str, str], str] = {}
+        """(its sender's scope, ``ownership.scope_of``; CreateGame request id) -> the table
+        it created (another sender's same id creates a table of its own)."""
         self.stopping = False
         """Set once the server is stopping (``end_streams``)."""
         self.quarantined: dict[str, Quarantined] = {}
@@ -92,7 +91,7 @@ class GameHost:
         """Files the results of backends' tables (a durable ledger set by the server)."""
         self.actor = TableActor(self)
         self.presence = Presence(self)  # who is connected at each table (presence.py)
-        self._creating: dict[str, asyncio.Future[Any]] = {}
+        self._creating: dict[tuple[str, str], asyncio.Future[Any]] = {}
         self.shelf = Shelf(self)
         """The finished tables' life: rest, wake, retention (shelf.py)."""
         self.lobby = Lobby()
@@ -147,11 +146,12 @@ class GameHost:
         ownership: Ownership | None = None,
     ) -> Session:
         """Create a table (bots sit at once); refusals raise before anything is kept. The
-        table is served (and its request id answered) only once its record is committed."""
+        table is served (and its request id, its backend's, answered) once committed."""
+        scope = "" if ownership is None else ownership.backend or ""
         if request_id:
-            if request_id in self._creating:
-                await asyncio.wait([self._creating[request_id]])
-            created = self.create_requests.get(request_id, "")
+            if (scope, request_id) in self._creating:
+                await asyncio.wait([self._creating[scope, request_id]])
+            created = self.create_requests.get((scope, request_id), "")
             existing = self.sessions.get(created)
             if existing is not None:
                 return existing
@@ -188,7 +188,7 @@ class GameHost:
         if ownership is not None and ownership != Ownership():
             session.ownership = ownership
             record["ownership"] = ownership.encode()
-        key = request_id or f"\0{game_id}"
+        key = (scope, request_id) if request_id else ("\0", game_id)
         opening = self._creating[key] = asyncio.ensure_future(
             self.actor.open(session, record, request_id))
         try:
@@ -200,10 +200,10 @@ class GameHost:
                 opening.add_done_callback(lambda _: self._creating.pop(key, None))
 
     async def join(self, game_id: str, seat: int | None, name: str,
-                   request_id: str = "") -> tuple[Session, int, str]:
+                   request_id: str = "", scope: str = "") -> tuple[Session, int, str]:
         """Claim a person's seat: the session, the seat and its secret token (a retry with
-        the same ``request_id`` gets the same seat and token)."""
-        return await self.actor.claim(await self.find(game_id), seat, name, request_id)
+        the same ``request_id`` from the same ``scope`` gets the same seat and token)."""
+        return await self.actor.claim(await self.find(game_id), seat, name, request_id, scope)
 
     async def abandon(self, session: Session) -> None:
         """End a table nobody plays any more (housekeeping)."""
@@ -237,7 +237,7 @@ class GameHost:
         metrics.GAMES.set(len(self.sessions))
         if request_id:
             session.create_request_id = request_id
-            self.create_requests[request_id] = session.game_id
+            self.create_requests[session.ownership.backend or "", request_id] = session.game_id
 
     def install(self, restored: Restored) -> None:
         """Serve a table restored from the store."""
@@ -348,7 +348,7 @@ class GameHost:
                 continue
             self.rest_listed(game_id, table)
             if table.request_id:
-                self.create_requests[table.request_id] = game_id
+                self.create_requests[table.backend or "", table.request_id] = game_id
         stored = await self.store.load()
         for game_id in unreadable:
             one = await self.store.load_game(game_id)

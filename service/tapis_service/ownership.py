@@ -156,6 +156,13 @@ def sorted_labels(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(key), str(value)) for key, value in labels.items()))
 
 
+def scope_of(backend: Backend | None) -> str:
+    """Whose request ids a caller's are (issue 36.3): its backend's name, or "" for every
+    caller without a key (one shared keyless scope, apart from every backend's: a backend's
+    name is never empty). A request id is remembered and looked up within its scope only."""
+    return "" if backend is None else backend.name
+
+
 def _checked_id(value: str, what: str) -> str:
     if len(value.encode("utf-8")) > MAX_ID_BYTES:
         raise invalid_argument("VALUE_TOO_LONG", f"{what} is longer than {MAX_ID_BYTES} bytes")

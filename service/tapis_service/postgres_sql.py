@@ -39,7 +39,11 @@ class Create:
     timed: bool
     """The table can move with no client call (a bot seat or a turn timer)."""
     request_id: str | None
-    """The CreateGame request id (None: none given): one table per id in the database."""
+    """The CreateGame request id (None: none given): one table per id and sender in the
+    database."""
+    scope: str = ""
+    """The sender the request id belongs to (``ownership.scope_of``: the backend's name, ""
+    without a key)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,13 +107,16 @@ Write = Create | Append | Snapshot | Drop | Rest | Wake | Probe
 
 async def create(connection: asyncpg.Connection, creates: Sequence[Create],
                  owner: str | None, epoch: int) -> None:
-    """Insert the tables' records, in order (a request id used before: UniqueViolationError)."""
+    """Insert the tables' records, in order (a request id its sender used before:
+    UniqueViolationError)."""
     await connection.execute(
-        "INSERT INTO games (game_id, record, timed, owner, epoch, create_request_id) "
-        "SELECT g, r, t, $4, $5, q FROM unnest($1::text[], $2::text[], $3::bool[], "
-        "$6::text[]) WITH ORDINALITY AS u(g, r, t, q, n) ORDER BY n",
+        "INSERT INTO games (game_id, record, timed, owner, epoch, create_request_id, "
+        "create_scope) "
+        "SELECT g, r, t, $4, $5, q, s FROM unnest($1::text[], $2::text[], $3::bool[], "
+        "$6::text[], $7::text[]) WITH ORDINALITY AS u(g, r, t, q, s, n) ORDER BY n",
         [c.game_id for c in creates], [c.record for c in creates],
-        [c.timed for c in creates], owner, epoch, [c.request_id for c in creates])
+        [c.timed for c in creates], owner, epoch, [c.request_id for c in creates],
+        [c.scope for c in creates])
 
 
 async def append(connection: asyncpg.Connection, appends: Sequence[Append],
@@ -297,6 +304,17 @@ MIGRATIONS: tuple[str, ...] = (
     # loaded at start; recovery reads only the listings of the others (resting.py).
     """
     ALTER TABLE games ADD COLUMN listing TEXT;
+    """,
+    # 4: a CreateGame request id is its sender's (issue 36.3): unique per backend (the
+    # record's ownership; "" for the tables created without a key), so another backend's
+    # same id creates a table of its own and never finds this one.
+    """
+    ALTER TABLE games ADD COLUMN create_scope TEXT NOT NULL DEFAULT '';
+    UPDATE games SET create_scope = COALESCE(record::json->'ownership'->>'backend', '')
+    WHERE create_request_id IS NOT NULL;
+    DROP INDEX games_create_request;
+    CREATE UNIQUE INDEX games_create_request_by_sender ON games (create_scope, create_request_id)
+        WHERE create_request_id IS NOT NULL;
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -130,6 +130,12 @@ async def _mark_served(connection: asyncpg.Connection) -> None:
         log.warning("database_not_marked", setting=SERVED, error=str(error)[:200])
 
 
+def _scope(record: JSON) -> str:
+    """Whose the table's CreateGame request id is: its backend's name ("" without a key)."""
+    ownership = record.get("ownership") or {}
+    return str(ownership.get("backend") or "")
+
+
 class PostgresStore:
     """Tables, their journals and snapshots in a PostgreSQL database.
 
@@ -192,7 +198,8 @@ class PostgresStore:
 
     def created(self, game_id: str, record: JSON) -> asyncio.Future[None]:
         return self.writer.submit(Create(game_id, canonical_json(record), _timed(record),
-                                         record.get("request_id") or None))
+                                         record.get("request_id") or None,
+                                         _scope(record)))
 
     def appended(self, game_id: str, index: int, entry: JSON,
                  epoch: int = 1) -> asyncio.Future[None]:

@@ -1,9 +1,13 @@
-"""Limits that do not multiply with addresses (issue 24.7).
+"""Limits that do not multiply with addresses (issue 24.7), shared fairly (issue 36.5).
 
 Everything done without a backend key shares server-wide buckets — creates, joins, listings —
 whatever address it comes from, and a cap on the tables it holds; each backend has buckets and a
 cap of its own, so a flood from strangers never takes a backend's share (nor one backend
-another's). Per-address limits (``ratelimit.PeerLimits``) still apply on top of these.
+another's). Within each keyless budget, one client address may take a share only
+(``keyless_address_share`` of its rate and of its burst; ``allow_address``, checked first, so an
+address refused its share spends nothing of the others'): one address flooding a budget leaves
+the rest to the other addresses. Per-address limits (``ratelimit.PeerLimits``) still apply on
+top of these.
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ from tapis_service.settings import Settings
 
 KEYLESS = ""
 """The bucket of everything done without a key."""
+CREATES = "create"
+JOINS = "join"
+LISTS = "list"
+"""The keyless budgets an address takes a share of (``Quotas.allow_address``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +39,9 @@ class QuotaLimits:
     backend_create_rate: float = 200.0
     backend_create_burst: int = 1000
     backend_max_tables: int = 50_000
+    keyless_address_share: float = 0.25
+    """The part of each keyless budget (rate and burst) one address may take (0: no share,
+    an address may take all of it)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> QuotaLimits:
@@ -41,11 +52,20 @@ class QuotaLimits:
                    backend_create_rate=settings.backend_create_rate_per_s,
                    backend_create_burst=settings.backend_create_burst,
                    keyless_max_tables=settings.keyless_max_tables,
-                   backend_max_tables=settings.backend_max_tables)
+                   backend_max_tables=settings.backend_max_tables,
+                   keyless_address_share=settings.keyless_address_share)
 
 
 def _buckets(rate: float, burst: int) -> TokenBuckets | None:
     return TokenBuckets(rate, burst) if rate > 0 else None
+
+
+def _share(share: float, rate: float, burst: int) -> TokenBuckets | None:
+    """One address's buckets of a keyless budget: ``share`` of its rate and of its burst (at
+    least one call); None when either is unlimited."""
+    if share <= 0 or rate <= 0:
+        return None
+    return TokenBuckets(rate * share, max(1, int(burst * share)))
 
 
 class Quotas:
@@ -57,6 +77,17 @@ class Quotas:
         self._backend_creates = _buckets(limits.backend_create_rate, limits.backend_create_burst)
         self._joins = _buckets(limits.join_rate, limits.join_burst)
         self._lists = _buckets(limits.list_rate, limits.list_burst)
+        share = limits.keyless_address_share
+        self._shares = {
+            CREATES: _share(share, limits.keyless_create_rate, limits.keyless_create_burst),
+            JOINS: _share(share, limits.join_rate, limits.join_burst),
+            LISTS: _share(share, limits.list_rate, limits.list_burst)}
+
+    def allow_address(self, budget: str, address: str, now_ms: int) -> bool:
+        """One more keyless call (``budget``: CREATES, JOINS or LISTS) within the share of
+        that budget one client ``address`` may take; checked before the budget itself."""
+        buckets = self._shares[budget]
+        return buckets is None or buckets.allow(address, now_ms)
 
     def allow_create(self, backend: str | None, now_ms: int) -> bool:
         """One more create within the caller's rate (the keyless share or its backend's)."""

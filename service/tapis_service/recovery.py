@@ -121,7 +121,8 @@ def _restore(game_id: str, record: JSON, snapshot: JSON | None,
             session.names[move.seat] = entry.get("name", "")
             restored.tokens[entry["token_hash"]] = move.seat
             if entry.get("join_request_id"):
-                session.join_requests[entry["join_request_id"]] = move.seat
+                scope = str(entry.get("join_scope") or "")
+                session.join_requests[scope, entry["join_request_id"]] = move.seat
         if isinstance(move, tbl.Replace):
             _replaced(restored, move.seat, entry)
         if entry.get("request_id"):

@@ -9,8 +9,9 @@ id) answers the same token without storing it. Without a player_id the seat has 
 bot keeps it for good, until another ReplaceSeat names a player.
 
 Besides the engine's table, a replacement changes the seat's name, the player it is bound to,
-its generation and the request ids answered: ``hand_over`` applies them, live and on replay
-alike (the journal entry carries them).
+its generation and the request ids answered (the former holder's SubmitAction request ids are
+forgotten: a request id belongs to its sender, and the new holder's are its own): ``hand_over``
+applies them, live and on replay alike (the journal entry carries them).
 """
 
 from __future__ import annotations
@@ -85,5 +86,6 @@ def hand_over(session: Session, replaced: Replacement, request_id: str) -> None:
     session.ownership = session.ownership.holding(seat, replaced.player_id, replaced.name,
                                                   len(session.table.seats))
     session.generations[seat] = replaced.generation
+    session.request_ids.pop(seat, None)  # the former holder's answers are not the new one's
     if request_id:
         session.replace_requests[request_id] = replaced

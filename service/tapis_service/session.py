@@ -87,6 +87,9 @@ class Applied:
 
 
 Queued = tuple[tuple[LoggedEvent, ...], bytes]
+Pending = tuple[int, str, str]
+"""An input being committed: (seat, or the table actor's JOIN/REPLACE; the scope of a join's
+request id, ``ownership.scope_of``, else ""; the request id)."""
 """What a stream's mailbox holds for one change: its events, and their serialized
 ``StreamEventsResponse`` as the stream's seat sees them (built once, by the fan-out); no
 events: a presence change (``presence.py``)."""
@@ -211,9 +214,9 @@ class Session:
     request_ids: dict[int, dict[str, tuple[int, int, int]]] = field(default_factory=dict)
     """Seat -> request id -> (version, first and last event sequence) of its committed answer,
     for the life of the table (rebuilt from the journal after a restart)."""
-    pending: dict[tuple[int, str], asyncio.Future[Any]] = field(default_factory=dict)
-    """(seat, request id) of inputs applied but not yet committed -> the task that commits
-    them and answers (a retry meanwhile gets its answer)."""
+    pending: dict[Pending, asyncio.Future[Any]] = field(default_factory=dict)
+    """(seat, scope, request id) of inputs applied but not yet committed -> the task that
+    commits them and answers (a retry meanwhile gets its answer)."""
     writes: set[Awaitable[None]] = field(default_factory=set)
     """Commits in flight (a rebuild waits for every one of them to settle first)."""
     subscribers: set[Subscriber] = field(default_factory=set)
@@ -224,8 +227,9 @@ class Session:
     durable_sequence: int = 0
     """Events up to this sequence come from inputs the store has committed: only those are
     published, so no stream ever sees an event that a crash could take back."""
-    join_requests: dict[str, int] = field(default_factory=dict)
-    """JoinGame request id -> the seat it claimed (retries get the same seat and token)."""
+    join_requests: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(scope, JoinGame request id) -> the seat it claimed (retries from the same scope,
+    ``ownership.scope_of``, get the same seat and token; another scope's is another join)."""
     generations: dict[int, int] = field(default_factory=dict)
     """Seat -> its holder's generation: how many times its backend replaced it (0: never)."""
     replace_requests: dict[str, Replacement] = field(default_factory=dict)

@@ -271,6 +271,11 @@ class Settings:
                                      "limits", flag="--list-rate", low=0, high=MAX_COUNT)
     list_burst: int = setting(100, "ListGames calls taken at once (keyless, or one backend)",
                               "limits", low=1, high=MAX_COUNT)
+    keyless_address_share: float = setting(0.25, "the part of each keyless budget above "
+                                           "(--keyless-create-rate, --join-rate, --list-rate: "
+                                           "their rate and burst) one client address may take, "
+                                           "so one address never takes it all (0: no share)",
+                                           "limits", low=0, high=1)
     bad_token_rate_per_s: float = setting(1.0, "calls with a wrong seat token per second per "
                                           "client address (0: no limit)", "limits",
                                           flag="--bad-token-rate", low=0, high=MAX_COUNT)

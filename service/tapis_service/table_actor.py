@@ -36,7 +36,7 @@ from tapis_service.ownership import spectator_token
 from tapis_service.ratelimit import TokenBuckets
 from tapis_service.recovery import snapshot_data
 from tapis_service.replacing import Replacement, hand_over, replacement
-from tapis_service.session import Applied, Session
+from tapis_service.session import Applied, Pending, Session
 from tapis_service.store import COMMITTED, CommitUnknown, StoreError
 from tapis_service.tokens import token_hash
 
@@ -122,7 +122,7 @@ class TableActor:
         session = self.host.get(session.game_id)  # discarded or moved while this waited?
         # 1. check
         if request_id:
-            earlier = session.pending.get((seat, request_id))
+            earlier = session.pending.get((seat, "", request_id))
             if earlier is not None:  # the same input, being committed: its answer
                 return await earlier
             seen = session.remembered(seat, request_id)
@@ -150,7 +150,7 @@ class TableActor:
         write = self._queue(session, entry)
         if write is not COMMITTED:  # a store that keeps nothing: nothing to wait for
             try:
-                await self._settle(session, write, (seat, request_id) if request_id else None)
+                await self._settle(session, write, (seat, "", request_id) if request_id else None)
             except ServiceError as refusal:  # the line says what the caller is told
                 refusal.logged = True
                 log.info("action_in_doubt" if refusal.reason == "COMMIT_UNKNOWN"
@@ -171,19 +171,21 @@ class TableActor:
 
     @shielded
     async def claim(self, session: Session, seat: int | None, name: str,
-                    request_id: str) -> tuple[Session, int, str]:
+                    request_id: str, scope: str = "") -> tuple[Session, int, str]:
         """A person takes a seat: (the session, the seat, its secret token). With a
-        ``request_id``, a retry gets the same seat and token (even while the first commits)."""
+        ``request_id``, a retry from the same ``scope`` (``ownership.scope_of``) gets the same
+        seat and token (even while the first commits); another scope's id is a join of its
+        own."""
         session = self.host.get(session.game_id)
         tokens = self.host.tokens
         # 1. check
         if request_id:
-            earlier = session.pending.get((JOIN, request_id))
+            earlier = session.pending.get((JOIN, scope, request_id))
             if earlier is not None:
                 return await earlier
-            if request_id in session.join_requests:
-                seat = session.join_requests[request_id]
-                return session, seat, tokens.issue(session.game_id, seat, request_id)
+            known = session.join_requests.get((scope, request_id))
+            if known is not None:
+                return session, known, tokens.issue(session.game_id, known, request_id)
         if seat is None:
             free = [i for i, s in enumerate(session.table.seats) if not s.claimed]
             if not free:
@@ -202,12 +204,14 @@ class TableActor:
                  "token_hash": digest, "name": name}
         if request_id:
             entry["join_request_id"] = request_id
-        await self._journal(session, entry, (JOIN, request_id) if request_id else None)
+            if scope:
+                entry["join_scope"] = scope
+        await self._journal(session, entry, (JOIN, scope, request_id) if request_id else None)
         # 4. publish (and know the token)
         if self.host.sessions.get(session.game_id) is session:
             tokens.add(digest, session.game_id, seat)
             if request_id:
-                session.join_requests[request_id] = seat
+                session.join_requests[scope, request_id] = seat
             log.info("seat_claimed", game=session.game_id, seat=seat)
         self._committed(session, upto)
         # 5. answer
@@ -224,7 +228,7 @@ class TableActor:
         tokens = self.host.tokens
         # 1. check
         if request_id:
-            earlier = session.pending.get((REPLACE, request_id))
+            earlier = session.pending.get((REPLACE, "", request_id))
             if earlier is not None:
                 return await earlier
             if request_id in session.replace_requests:
@@ -250,7 +254,7 @@ class TableActor:
             entry["token_hash"] = token_hash(token)
         if request_id:
             entry["replace_request_id"] = request_id
-        await self._journal(session, entry, (REPLACE, request_id) if request_id else None)
+        await self._journal(session, entry, (REPLACE, "", request_id) if request_id else None)
         # 4. publish (and know the new token)
         if self.host.sessions.get(session.game_id) is session:
             if token:
@@ -272,7 +276,7 @@ class TableActor:
         tokens = self.host.tokens
         # 1. check
         if request_id:
-            earlier = session.pending.get((ROTATE, request_id))
+            earlier = session.pending.get((ROTATE, "", request_id))
             if earlier is not None:
                 return await earlier
             if request_id in session.rotate_requests:
@@ -292,7 +296,7 @@ class TableActor:
                                  "now_ms": self.clock.now_ms()}
         if request_id:
             entry["rotate_request_id"] = request_id
-        await self._journal(session, entry, (ROTATE, request_id) if request_id else None)
+        await self._journal(session, entry, (ROTATE, "", request_id) if request_id else None)
         # 4. answer (nothing to publish: spectators see no event of it)
         if request_id and self.host.sessions.get(session.game_id) is session:
             session.rotate_requests[request_id] = generation
@@ -405,9 +409,9 @@ class TableActor:
         return {"input": table_codec.encode_input(session.rules, move), "now_ms": now}
 
     async def _journal(self, session: Session, entry: dict[str, Any],
-                       pending: tuple[int, str] | None = None) -> None:
+                       pending: Pending | None = None) -> None:
         """Journal the input just applied and wait for the commit; ``pending``: the (seat,
-        request id) under which a retry meanwhile waits for this task's answer."""
+        scope, request id) under which a retry meanwhile waits for this task's answer."""
         write = self._queue(session, entry)
         if write is not COMMITTED:  # a store that keeps nothing: nothing to wait for
             await self._settle(session, write, pending)
@@ -423,10 +427,10 @@ class TableActor:
         return write
 
     async def _settle(self, session: Session, write: Awaitable[None],
-                      pending: tuple[int, str] | None = None) -> None:
+                      pending: Pending | None = None) -> None:
         """Wait for a journal write; a refused one discards the table's session (it is rebuilt
         from the store later) and is raised as the caller's refusal. ``pending``: the (seat,
-        request id) under which a retry meanwhile waits for this task's answer."""
+        scope, request id) under which a retry meanwhile waits for this task's answer."""
         if pending is not None:
             session.pending[pending] = asyncio.current_task()  # type: ignore[assignment]
         session.writes.add(write)

@@ -40,7 +40,8 @@ async def start_node(url: str, keys: Path | None = None) -> RunningServer:
     port = free_port()
     return await create_server(replace(
         TEST_SETTINGS, port=port, store="postgres", database_url=url,
-        advertise=f"127.0.0.1:{port}", node_ttl_s=3.0, api_keys_file=keys))
+        advertise=f"127.0.0.1:{port}", node_ttl_s=3.0, api_keys_file=keys,
+        keyless_address_share=0.0))  # one client pages through every table at once
 
 
 async def test_a_cluster_page_asks_each_node_for_a_page(

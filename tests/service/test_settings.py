@@ -40,7 +40,11 @@ def other_value(item: Declared) -> tuple[str, Any]:
     if item.kind is int:  # an optional one (None: off) takes a number too
         return str((item.default or 0) + 7), (item.default or 0) + 7
     if item.kind is float:
-        return str(item.default + 2.5), item.default + 2.5
+        bounds = item.option.bounds
+        other = item.default + 2.5
+        if bounds is not None and other > bounds.high:  # a share, say: within its range
+            other = (bounds.low + item.default) / 2
+        return str(other), other
     if item.kind is Path:
         return "/var/lib/elsewhere", Path("/var/lib/elsewhere")
     if item.option.schemes:

@@ -55,6 +55,39 @@ async def test_version_2_names_each_create_request_id_once_keeping_the_oldest_ta
     await store.aclose()
 
 
+async def test_version_4_makes_a_create_request_id_unique_per_sender(
+        database_url: str) -> None:
+    connection = await asyncpg.connect(database_url)
+    await connection.execute("CREATE TABLE tapis_schema (version INTEGER PRIMARY KEY, "
+                             "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+    for version in (1, 2, 3):
+        await connection.execute(MIGRATIONS[version - 1])
+        await connection.execute("INSERT INTO tapis_schema (version) VALUES ($1)", version)
+    await connection.execute(
+        "INSERT INTO games (game_id, record, create_request_id) VALUES "
+        "('a-table', '{\"request_id\": \"r\", \"ownership\": {\"backend\": \"a\"}}', 'r'),"
+        "('keyless', '{\"request_id\": \"s\"}', 's')")
+    await connection.execute("INSERT INTO meta VALUES ('join_key', $1)", "00" * 32)  # as served
+    await connection.close()
+    store = await PostgresStore.open(database_url)
+    async with store.pool.acquire() as connection:
+        rows = await connection.fetch("SELECT game_id, create_scope FROM games")
+        assert {r["game_id"]: r["create_scope"] for r in rows} == {"a-table": "a",
+                                                                   "keyless": ""}
+    with pytest.raises(JournalConflict, match="already created with this request id"):
+        await store.created("a-again", {"kind": "war", "request_id": "r",
+                                        "ownership": {"backend": "a"}})
+    with pytest.raises(JournalConflict, match="already created with this request id"):
+        await store.created("keyless-again", {"kind": "war", "request_id": "s"})
+    # the same ids from other senders: tables of their own
+    await store.created("b-table", {"kind": "war", "request_id": "r",
+                                    "ownership": {"backend": "b"}})
+    await store.created("keyless-r", {"kind": "war", "request_id": "r"})
+    await store.created("a-s", {"kind": "war", "request_id": "s",
+                                "ownership": {"backend": "a"}})
+    await store.aclose()
+
+
 async def test_a_newer_schema_is_refused(database_url: str) -> None:
     await (await PostgresStore.open(database_url)).aclose()
     connection = await asyncpg.connect(database_url)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tapis_service.quotas import QuotaLimits, Quotas
+from tapis_service.quotas import CREATES, JOINS, LISTS, QuotaLimits, Quotas
 
 
 def count(allowed: list[bool]) -> int:
@@ -45,3 +45,18 @@ def test_a_rate_of_zero_is_no_limit() -> None:
     assert all(quotas.allow_create(None, 0) for _ in range(10_000))
     assert all(quotas.allow_join(None, 0) and quotas.allow_list(None, 0) for _ in range(1000))
     assert quotas.may_hold_another(None, 1_000_000)
+
+
+def test_one_address_takes_a_share_of_each_keyless_budget_only() -> None:
+    quotas = Quotas(QuotaLimits(keyless_create_rate=8, keyless_create_burst=8, join_rate=8,
+                                join_burst=8, list_rate=8, list_burst=8,
+                                keyless_address_share=0.25))
+    for budget in (CREATES, JOINS, LISTS):
+        # a quarter of the burst, then a quarter of the rate (2 a second), per address
+        assert [quotas.allow_address(budget, "10.0.0.1", 0) for _ in range(3)] == [
+            True, True, False]
+        assert quotas.allow_address(budget, "10.0.0.2", 0)  # another address: its own share
+        assert not quotas.allow_address(budget, "10.0.0.1", 499)
+        assert quotas.allow_address(budget, "10.0.0.1", 500)
+    unshared = Quotas(QuotaLimits(keyless_address_share=0))
+    assert all(unshared.allow_address(LISTS, "10.0.0.1", 0) for _ in range(1000))

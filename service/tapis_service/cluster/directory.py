@@ -89,11 +89,13 @@ class Directory:
             return None
         return Owner(row["owner"], row["epoch"], row["address"], row["alive"])
 
-    async def created_by(self, request_id: str) -> str | None:
-        """The table a CreateGame with this request id created, on any node (None: none)."""
+    async def created_by(self, scope: str, request_id: str) -> str | None:
+        """The table a CreateGame with this request id from this sender (``scope``: the
+        backend's name, "" without a key) created, on any node (None: none)."""
         async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
             game_id = await connection.fetchval(
-                "SELECT game_id FROM games WHERE create_request_id = $1", request_id)
+                "SELECT game_id FROM games WHERE create_scope = $1 AND create_request_id = $2",
+                scope, request_id)
         return None if game_id is None else str(game_id)
 
     async def take_over(self, game_id: str, seen_epoch: int) -> int | None:

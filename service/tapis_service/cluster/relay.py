@@ -30,6 +30,7 @@ from tapis_service.errors import ServiceError
 from tapis_service.game_api import EndStream, GameApi
 from tapis_service.host import GameHost
 from tapis_service.limits import check_sizes
+from tapis_service.ownership import scope_of
 from tapis_service.rpcs import BY_NAME, RPCS, Rpc
 from tapis_service.streams import too_slow
 from tapis_service.tls import ClusterTls
@@ -148,21 +149,39 @@ class Relay:
             raise
 
     async def create_game(self, raw: bytes, caller: Caller) -> bytes:
-        """CreateGame places a new table here; a retry (the same ``request_id``) whose table
-        was created on any node is answered with that table's public view, as GetGame gives
-        it to anyone from wherever the table is now (the two answers are the same bytes:
-        field 1, the GameView)."""
+        """CreateGame places a new table here; a retry (the same ``request_id`` from the same
+        sender: the same backend, or any caller without a key) whose table was created on any
+        node gets its first answer where the table is served here now (taken over from a dead
+        node, say), else that table's view, as GetGame gives it to that backend from its owner
+        (the same bytes without the seat tokens: field 1, the GameView). Another sender's
+        request id is never looked up: it creates a table of its own."""
         request = parsed(pb.CreateGameRequest, raw)
         request_id = request.request_id
-        if request_id and self.host.create_requests.get(request_id) not in self.host.sessions:
+        try:
+            scope = scope_of(self.api.security.backend_of(caller.api_key))
+        except ServiceError:  # a wrong key: create_game refuses it (and counts it)
+            request_id = ""
+        if request_id and self.host.create_requests.get((scope, request_id)) \
+                not in self.host.sessions:
             try:
-                game_id = await self.locator.directory.created_by(request_id)
+                game_id = await self.locator.directory.created_by(scope, request_id)
             except DATABASE_ERRORS as error:
                 raise database_away() from error
-            if game_id is not None:
-                return await self.call("GetGame", pb.GetGameRequest(
-                    game_id=game_id).SerializeToString(), caller.anonymous())
+            if game_id is not None and (
+                    await self.locator.route(game_id, caller.forwarded) is not None
+                    or not self._created_here(scope, request_id, game_id)):
+                view = await self.call("GetGame", pb.GetGameRequest(
+                    game_id=game_id).SerializeToString(),
+                    caller.anonymous()._replace(api_key=caller.api_key))
+                if not self._created_here(scope, request_id, game_id):
+                    return view  # else taken over meanwhile: its first answer, below
         return _serialized(await self.api.create_game(request, caller))
+
+    def _created_here(self, scope: str, request_id: str, game_id: str) -> bool:
+        """This node serves ``game_id`` as the table ``request_id`` of ``scope`` created."""
+        host = self.host
+        return host.create_requests.get((scope, request_id)) == game_id and (
+            game_id in host.sessions or game_id in host.resting)
 
     async def call(self, method: str, raw: bytes, caller: Caller) -> bytes:
         """A unary call for the table named in ``raw``, answered wherever it is served."""
