@@ -39,9 +39,9 @@ async def war_against_the_computer(client: Client, turn_ms: int = 0, target: int
 
 
 def basra_deck() -> list[cards_pb2.Card]:
-    """Seat 1 deals: seat 0 holds 8♠ 2♣ 3♣ 4♣, seat 1 5♣ 6♣ 9♣ 10♣, and the floor is
+    """Seat 1 deals: seat 0 holds 8♠ 2♣ 3♣ 4♥, seat 1 5♣ 6♣ 9♣ 10♣, and the floor is
     7♣ A♣ A♦ K♥: 8♠ takes 7♣ with either ace."""
-    hand0, hand1, floor = cards("8S 2C 3C 4C"), cards("5C 6C 9C 10C"), cards("7C AC AD KH")
+    hand0, hand1, floor = cards("8S 2C 3C 4H"), cards("5C 6C 9C 10C"), cards("7C AC AD KH")
     dealt = [c for pair in zip(hand0, hand1, strict=True) for c in pair] + list(floor)
     return cards_to_proto([*dealt, *(c for c in standard_deck() if c not in dealt)])
 

@@ -5,6 +5,7 @@ Every wait is on a DOM condition, never a fixed time."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -28,6 +29,16 @@ from tests.support.websocket import Client
 BACKEND_KEY = "backend-a-key-0123456789abcdef"
 expect = pytest.importorskip(  # installed by `make test-browser`
     "playwright.async_api", reason="needs Playwright for Python (make test-browser)").expect
+
+async def assert_suits_coloured(page: Any) -> None:
+    """Every face-up ♥ and ♦ on the page is drawn red (in hand as on the table), ♣ and ♠ not."""
+    cards = page.locator(".card[data-card]")
+    await expect(cards).not_to_have_count(0)
+    shown = await cards.evaluate_all(
+        "cards => cards.map(c => [c.dataset.card, c.classList.contains('red')])")
+    wrong = [card for card, red in shown if red != any(suit in card for suit in "♥♦")]
+    assert not wrong, f"cards in the wrong colour: {wrong}"
+
 
 def address(served: Harness | int | None) -> str:
     port = served if isinstance(served, int) else served.running.ws_port  # type: ignore[union-attr]
@@ -100,6 +111,8 @@ async def test_a_basra_capture_is_chosen(browser: Any, served: Harness) -> None:
     page = await open_page(browser, served, f"#/join/{game_id}")
     await expect(page.locator("#hand .card")).to_have_count(4)
     await expect(page.locator("#floor .card")).to_have_count(4)
+    await expect(page.locator('#hand .card[data-card="4♥"]')).to_have_class(re.compile(r"\bred\b"))
+    await assert_suits_coloured(page)
     await page.locator('#hand .card[data-card="8♠"]').click()
     options = page.locator("#capture-picker button.capture")
     await expect(options).to_have_count(2)  # 7♣ with A♣, or 7♣ with A♦
@@ -146,6 +159,7 @@ async def test_boutons_shows_the_bets(browser: Any, served: Harness) -> None:
     await expect(page.locator(".colour-choice.chosen")).to_have_attribute(
         "data-colour", await page.locator(".colour-choice").nth(1).get_attribute("data-colour")
         or "")
+    await assert_suits_coloured(page)
     await mine.locator(".card.playable").first.click()
     await expect(mine.locator(".button-pile")).to_have_count(1)
     if path := screenshot_path("boutons"):

@@ -18,10 +18,16 @@ export function sameCard(a: Card | undefined, b: Card | undefined): boolean {
   return !!a && !!b && a.rank === b.rank && a.suit === b.suit;
 }
 
-/** A face-up card, or a face-down one when `card` is absent. */
+export function isRed(card: Card): boolean {
+  return card.suit === Suit.HEARTS || card.suit === Suit.DIAMONDS;
+}
+
+/** A face-up card, or a face-down one when `card` is absent. A `class` in `extra` adds to the
+ * card's own classes ("card", "red", "back"), never replaces them. */
 export function cardElement(card: Card | undefined, extra: Record<string, string> = {}): HTMLElement {
-  if (!card) return h("span", { class: "card back", ...extra }, "");
-  const red = card.suit === Suit.HEARTS || card.suit === Suit.DIAMONDS;
-  return h("span", { class: `card${red ? " red" : ""}`, "data-card": cardText(card), ...extra },
-    cardText(card));
+  const { class: more, ...rest } = extra;
+  const classes = ["card", !card ? "back" : isRed(card) ? "red" : "",
+    ...(more ?? "").split(" ").filter((c) => c && c !== "card")].filter(Boolean).join(" ");
+  if (!card) return h("span", { ...rest, class: classes }, "");
+  return h("span", { "data-card": cardText(card), ...rest, class: classes }, cardText(card));
 }
