@@ -95,6 +95,14 @@ def test_basra_flags_a_basra_and_names_teams() -> None:
     shown = text_of(basra.score_sheet(sheet, table))
     for header in ("most", "10♦", "2♣", "aces", "jacks", "basras", "total"):
         assert header in shown
+    assert "×" not in shown and "you & cy: 1 basra" in shown  # points in the grid, count apart
+    assert re.search(r"you & cy +30 +30 +3 +0 +2 +1 +10 +46 +46", shown), shown
+    i18n.use("fr")
+    try:
+        french = text_of(basra.score_sheet(sheet, table))
+    finally:
+        i18n.use("en")
+    assert "vous & cy : 1 basra" in french and "×" not in french, french
 
 
 def test_a_slap_caption_shows_the_combination_its_cards_and_the_time() -> None:

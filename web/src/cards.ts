@@ -1,7 +1,9 @@
 // Cards as the table shows them.
 import { Rank, Suit, type Card } from "./gen/tapis/v1/cards_pb";
 import { h } from "./dom";
+import { ui } from "./app";
 
+/** The letters of the court cards in the data attributes (the same in every language). */
 const RANKS: Record<number, string> = {
   [Rank.JACK]: "J", [Rank.QUEEN]: "Q", [Rank.KING]: "K", [Rank.ACE]: "A", [Rank.JOKER]: "★",
 };
@@ -9,7 +11,14 @@ const SUITS: Record<number, string> = {
   [Suit.CLUBS]: "♣", [Suit.DIAMONDS]: "♦", [Suit.HEARTS]: "♥", [Suit.SPADES]: "♠",
 };
 
+/** The card as the reader's language writes it: ``D♥`` in French, ``Q♥`` in English. */
 export function cardText(card: Card): string {
+  const rank = ui.t.ranks[card.rank] ?? RANKS[card.rank] ?? String(card.rank);
+  return card.rank === Rank.JOKER ? rank : rank + (SUITS[card.suit] ?? "");
+}
+
+/** The card's id in the page (``data-card``): the same in every language, ``Q♥``. */
+export function cardId(card: Card): string {
   const rank = RANKS[card.rank] ?? String(card.rank);
   return card.rank === Rank.JOKER ? rank : rank + (SUITS[card.suit] ?? "");
 }
@@ -29,5 +38,6 @@ export function cardElement(card: Card | undefined, extra: Record<string, string
   const classes = ["card", !card ? "back" : isRed(card) ? "red" : "",
     ...(more ?? "").split(" ").filter((c) => c && c !== "card")].filter(Boolean).join(" ");
   if (!card) return h("span", { ...rest, class: classes }, "");
-  return h("span", { "data-card": cardText(card), ...rest, class: classes }, cardText(card));
+  return h("span", { "data-card": cardId(card), ...rest, class: classes },
+    cardText(card));
 }

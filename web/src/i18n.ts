@@ -44,9 +44,10 @@ const en = {
   winner: "Winner",
   wins: "Wins",
   draws: "Draws",
+  drawsCount: (n: number) => `Draws: ${n}`,
   score: "Score",
   waiting: "Waiting for players",
-  invite: "Invite a friend with this link",
+  invite: "Invite a friend with this link:",
   flip: "Flip",
   slap: "Slap! (space)",
   pile: (n: number) => `Pile: ${n} card${n === 1 ? "" : "s"}`,
@@ -55,7 +56,7 @@ const en = {
   out: "out",
   slapTooLate: "Too late: the pile changed",
   falseSlap: (name: string, mine: boolean) => (mine ? "You slapped falsely" : `${name} slapped falsely`),
-  pileWon: (name: string, mine: boolean, n: number) => `${mine ? "You take" : `${name} takes`} the pile (${n} cards)`,
+  pileWon: (name: string, mine: boolean, n: number) => `${mine ? "You take" : `${name} takes`} the pile (${n} card${n === 1 ? "" : "s"})`,
   floor: "Floor",
   yourHand: "Your hand",
   stock: (n: number) => `Stock: ${n}`,
@@ -69,12 +70,14 @@ const en = {
   round: (n: number, of: number) => `Round ${n} of ${of}`,
   centre: (n: number) => `Centre: ${n}`,
   reserve: (n: number) => `Reserve: ${n}`,
-  bet: "Bet",
+  bet: "Bet:",
   betOn: "on",
   yourButtons: "Your buttons",
   betting: "Betting",
   drawing: "Drawing",
   lastFlip: "Last card flipped",
+  basraBy: (name: string, mine: boolean) => (mine ? "Basra! (you)" : `Basra! (${name})`),
+  ranks: { 11: "J", 12: "Q", 13: "K", 14: "A", 15: "★" } as Record<number, string>,
   language: "Français",
   games: {
     war: "Bataille (War)",
@@ -100,6 +103,12 @@ const en = {
 
 export type Texts = typeof en;
 
+/** "de" before a name in French: "de Zoé", "d’Ana", "de l’ordinateur". */
+function de(name: string): string {
+  if (name.startsWith("ordinateur")) return `de l’${name}`;
+  return /^[aeiouyéèêàâîïôûh]/i.test(name) ? `d’${name}` : `de ${name}`;
+}
+
 const fr: Texts = {
   title: "Tapis — jeux de cartes",
   chooseGame: "Choisissez un jeu",
@@ -124,7 +133,7 @@ const fr: Texts = {
   points: (n) => `${n} point${n > 1 ? "s" : ""}`,
   target: (n) => `Le premier à ${n} points gagne`,
   yourTurn: "À vous de jouer",
-  theirTurn: (name) => `À ${name} de jouer`,
+  theirTurn: (name) => `Au tour ${de(name)}`,
   countdown: (s) => `encore ${s} s`,
   reveal: "Retourner une carte",
   bataille: "Bataille !",
@@ -144,9 +153,10 @@ const fr: Texts = {
   winner: "Gagnant",
   wins: "Victoires",
   draws: "Nuls",
+  drawsCount: (n) => `Nuls : ${n}`,
   score: "Score",
   waiting: "En attente des joueurs",
-  invite: "Invitez quelqu’un avec ce lien",
+  invite: "Invitez quelqu’un avec ce lien :",
   flip: "Retourner",
   slap: "Taper ! (espace)",
   pile: (n) => `Tas : ${n} carte${n > 1 ? "s" : ""}`,
@@ -155,7 +165,7 @@ const fr: Texts = {
   out: "hors jeu",
   slapTooLate: "Trop tard : le tas a changé",
   falseSlap: (name, mine) => (mine ? "Vous avez tapé à tort" : `${name} a tapé à tort`),
-  pileWon: (name, mine, n) => `${mine ? "Vous ramassez" : `${name} ramasse`} le tas (${n} cartes)`,
+  pileWon: (name, mine, n) => `${mine ? "Vous ramassez" : `${name} ramasse`} le tas (${n} carte${n > 1 ? "s" : ""})`,
   floor: "Tapis",
   yourHand: "Votre main",
   stock: (n) => `Talon : ${n}`,
@@ -169,12 +179,14 @@ const fr: Texts = {
   round: (n, of) => `Manche ${n} sur ${of}`,
   centre: (n) => `Centre : ${n}`,
   reserve: (n) => `Réserve : ${n}`,
-  bet: "Miser",
+  bet: "Miser :",
   betOn: "sur",
   yourButtons: "Vos boutons",
   betting: "Mises",
   drawing: "Tirage",
   lastFlip: "Dernière carte retournée",
+  basraBy: (name, mine) => (mine ? "Basra ! (vous)" : `Basra ! (${name})`),
+  ranks: { 11: "V", 12: "D", 13: "R", 14: "A", 15: "★" },
   language: "English",
   games: {
     war: "Bataille",

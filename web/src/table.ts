@@ -109,7 +109,7 @@ export class Table {
     const t0 = context.t;
     if (view.status === GameStatus.WAITING_FOR_PLAYERS) {
       const link = `${location.origin}/#/join/${view.gameId}`;
-      return h("div", { class: "status" }, t0.waiting, " — ", t0.invite, ": ",
+      return h("div", { class: "status" }, t0.waiting, " — ", t0.invite, " ",
         h("a", { href: link }, link));
     }
     const lines: (HTMLElement | string)[] = [];
@@ -158,7 +158,7 @@ export class Table {
               String(game.scores[s] ?? ""))))),
           h("tr", { class: "wins" }, h("td", {}, t0.wins),
             seats.map((s) => h("td", {}, String(view.scoreboard?.wins[s] ?? 0))))),
-        view.scoreboard?.draws ? h("p", {}, `${t0.draws}: ${view.scoreboard.draws}`) : null,
+        view.scoreboard?.draws ? h("p", {}, t0.drawsCount(view.scoreboard.draws)) : null,
         h("div", { class: "actions" },
           next ? h("button", { class: "primary", id: "next-game", onclick: () => {
             this.seriesOpen = false;

@@ -2,7 +2,7 @@
 // several sets of floor cards asks which.
 import { GameKind, type Action, type GameView } from "../gen/tapis/v1/game_service_pb";
 import type { Card } from "../gen/tapis/v1/cards_pb";
-import { cardElement, cardText, sameCard } from "../cards";
+import { cardElement, cardId, cardText, sameCard } from "../cards";
 import { h } from "../dom";
 import type { GameScreen, TableContext } from "./screen";
 
@@ -65,7 +65,7 @@ export const basra: GameScreen = {
             h("h3", {}, t.chooseCapture),
             plays(view, choosing).map((option) => {
               const taken = captureOf(option);
-              return h("button", { class: "capture", "data-capture": taken.map(cardText).join(" "),
+              return h("button", { class: "capture", "data-capture": taken.map(cardId).join(" "),
                                    onclick: () => { choosing = undefined; context.act(option); } },
                 `${cardText(choosing!)} ${taken.length ? t.takes : t.takesNothing} `,
                 taken.map((c) => cardElement(c)));
@@ -92,7 +92,7 @@ export const basra: GameScreen = {
       const cards = [body.value.card, ...body.value.taken].filter((c) => c !== undefined);
       return context.t.took(context.name(body.value.seat), body.value.seat === context.me, cards.map(cardText).join(" "));
     }
-    if (body.case === "basra") return `Basra ! (${context.name(body.value.seat)})`;
+    if (body.case === "basra") return context.t.basraBy(context.name(body.value.seat), body.value.seat === context.me);
     return null;
   },
 };

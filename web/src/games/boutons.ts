@@ -57,7 +57,7 @@ export const boutons: GameScreen = {
         boutons.lastFlip ? h("div", { class: "last-flip" }, t.lastFlip, " ", cardElement(boutons.lastFlip)) : "",
         h("div", { class: "boutons-table" }, players),
         h("div", { class: "actions" },
-          colours.length ? h("span", { class: "bet-hint" }, t.bet, ":") : null,
+          colours.length ? h("span", { class: "bet-hint" }, t.bet) : null,
           colours.map((c) => h("button", {
             class: `colour-choice colour-${c}${c === colour ? " chosen" : ""}`, "data-colour": String(c),
             onclick: () => { colour = c; draw(); } }, `● ${t.colours[c]}`)),
