@@ -401,3 +401,33 @@ async def test_war_to_its_end_in_french(browser: Any, served: Harness,
     assert not re.search(r"[^\s\d][:;!?](\s|$)", text), text
     assert page.errors == []
     client.close()
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+async def test_basra_shows_the_deal_sheet_when_a_deal_ends(
+        browser: Any, served: Harness, size: tuple[int, int]) -> None:
+    """A whole deal (24 cards each), played with the first card in hand: its score sheet then
+    shows every side's line and its legend, in French."""
+    client = await socket_to(served)
+    game_id = await basra_against_the_computer(client)
+    page = await open_sized(browser, served, size, f"#/join/{game_id}", locale="fr-FR")
+    moves = 0
+    while not await page.locator("#deal-sheet").count():
+        version = await page.locator("body").get_attribute("data-version")
+        await page.locator("#hand .card, #deal-sheet").first.wait_for()
+        if await page.locator("#deal-sheet").count():
+            break
+        await page.locator("#hand .card").first.click()
+        if await page.locator("#capture-picker").count():
+            await page.locator("#capture-picker button.capture").first.click()
+        await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
+        moves += 1
+        assert moves < 40
+    sheet = page.locator("#deal-sheet")
+    await expect(sheet).to_contain_text("Donne 1 : le score")
+    await expect(sheet.locator("tr[data-side]")).to_have_count(2)
+    await expect(sheet).to_contain_text("le plus")
+    await expect(sheet.locator(".legend")).to_contain_text("Cartes ramassées")
+    assert "×" not in await sheet.inner_text()
+    assert page.errors == []
+    client.close()

@@ -18,14 +18,14 @@ export const SHAPES = ["", "●", "■", "▲", "◆", "▼", "○", "◐", "✚
 
 function piles(buttons: BoutonsButtonPile[], context: TableContext): HTMLElement {
   return h("span", { class: "buttons" }, buttons.filter((b) => b.count > 0).map((b) =>
-    h("span", { class: `button-pile colour-${b.colour}`, "data-shape": SHAPES[b.colour] ?? "?",
+    h("span", { class: `button-pile colour-${b.colour}`, "data-shape": SHAPES[b.colour] ?? "◌",
                 title: context.t.colours[b.colour] },
-      `${SHAPES[b.colour] ?? "?"}×${b.count}`)));
+      `${SHAPES[b.colour] ?? "◌"}×${b.count}`)));
 }
 
 /** A player's score as its product: "●3 × ■2 = 6". */
 function product(buttons: BoutonsButtonPile[]): string {
-  return buttons.filter((b) => b.count > 0).map((b) => `${SHAPES[b.colour] ?? "?"}${b.count}`)
+  return buttons.filter((b) => b.count > 0).map((b) => `${SHAPES[b.colour] ?? "◌"}${b.count}`)
     .join(" × ") || "0";
 }
 
@@ -76,7 +76,7 @@ export const boutons: GameScreen = {
           colours.length ? h("span", { class: "bet-hint" }, t.bet) : null,
           colours.map((c) => h("button", {
             class: `colour-choice colour-${c}${c === colour ? " chosen" : ""}`, "data-colour": String(c),
-            onclick: () => { colour = c; draw(); } }, `${SHAPES[c] ?? "?"} ${t.colours[c]}`)),
+            onclick: () => { colour = c; draw(); } }, `${SHAPES[c] ?? "◌"} ${t.colours[c]}`)),
           flip ? h("button", { class: "primary", id: "flip", onclick: () => context.act(flip) }, t.flip) : null));
     };
     draw();
