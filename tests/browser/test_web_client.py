@@ -390,7 +390,7 @@ async def test_war_to_its_end_in_french(browser: Any, served: Harness,
     game_id = await war_against_the_computer(client)
     page = await open_sized(browser, served, size, f"#/join/{game_id}", locale="fr-FR")
     await expect(page.locator("#series-line")).to_contain_text(
-        "Partie 1 · Série : vous 0 · ordinateur 0 · nuls 0")
+        "Partie 1 · Série : vous 0 · l’ordinateur 0 · nuls 0")
     await expect(page.locator("#keys")).to_contain_text("Touches : Espace ou Entrée")
     await page.locator("#reveal").click()  # K against K
     await expect(page.locator(".trick .card").first).to_have_text(re.compile("R[♠♥]"))
@@ -429,5 +429,34 @@ async def test_basra_shows_the_deal_sheet_when_a_deal_ends(
     await expect(sheet).to_contain_text("le plus")
     await expect(sheet.locator(".legend")).to_contain_text("Cartes ramassées")
     assert "×" not in await sheet.inner_text()
+    assert page.errors == []
+    client.close()
+
+
+async def test_boutons_to_its_end_in_french(browser: Any, served: Harness) -> None:
+    """Bet the first colour on the first card, flip when it is time, until the end window:
+    it says why the game ended, in French (who ran out of buttons, when one did)."""
+    client = await socket_to(served)
+    game_id = await boutons_against_the_computer(client)
+    page = await open_sized(browser, served, (390, 844), f"#/join/{game_id}", locale="fr-FR")
+    await expect(page.locator("#product-rule")).to_contain_text("le produit")
+    moves = 0
+    while not await page.locator("#series").count():
+        version = await page.locator("body").get_attribute("data-version")
+        await page.locator("#flip, .card.playable, #series").first.wait_for()
+        if await page.locator("#series").count():
+            break
+        if await page.locator("#flip").count():
+            await page.locator("#flip").click()
+        else:
+            await page.locator(".boutons-player .card.playable").first.click()
+        await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
+        moves += 1
+        assert moves < 300
+    await expect(page.locator("#series")).to_contain_text("Partie terminée")
+    await expect(page.locator("#end-reason")).to_contain_text(re.compile(
+        r"Pourquoi : (la réserve est vide|vous n’aviez plus|l’ordinateur n’avait plus)"))
+    text = await page.locator("body").inner_text()
+    assert not re.search(r"[^\s\d][:;!?](\s|$)", text), text
     assert page.errors == []
     client.close()

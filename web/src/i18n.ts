@@ -93,9 +93,10 @@ const en = {
       "neither could lay a bataille"][reason] ?? "",
   corseEnd: (reason: number) =>
     ["", "last player in play, holds every card", "the flip cap was reached: most cards"][reason] ?? "",
-  boutonsEnd: (reason: number, name: string | undefined) =>
+  boutonsEnd: (reason: number, name: string | undefined, mine: boolean) =>
     reason === 1 ? "the reserve is empty"
-      : reason === 2 ? (name ? `${name} had no button left to bet` : "a player had no button left to bet") : "",
+      : reason === 2 ? (mine ? "you had no button left to bet" : name ? `${name} had no button left to bet`
+        : "a player had no button left to bet") : "",
   finalScore: (scores: string) => `final score ${scores}`,
   dealer: "deals",
   toMoveMark: "◀ to play",
@@ -137,7 +138,7 @@ export type Texts = typeof en;
 
 /** "de" before a name in French: "de Zoé", "d’Ana", "de l’ordinateur". */
 function de(name: string): string {
-  if (name.startsWith("ordinateur")) return `de l’${name}`;
+  if (name.startsWith("l’")) return `de ${name}`;
   return /^[aeiouyéèêàâîïôûh]/i.test(name) ? `d’${name}` : `de ${name}`;
 }
 
@@ -159,7 +160,7 @@ const fr: Texts = {
   connecting: "Connexion…",
   reconnecting: "Connexion perdue — reconnexion…",
   you: "vous",
-  computer: "ordinateur",
+  computer: "l’ordinateur",
   seat: (n) => `Place ${n + 1}`,
   deck: (n) => `${n} carte${n > 1 ? "s" : ""} dans le paquet`,
   points: (n) => `${n} point${n > 1 ? "s" : ""}`,
@@ -234,9 +235,10 @@ const fr: Texts = {
       "aucun ne pouvait poser de bataille"][reason] ?? "",
   corseEnd: (reason) =>
     ["", "dernier joueur en jeu, a toutes les cartes", "limite de cartes retournées atteinte : le plus de cartes"][reason] ?? "",
-  boutonsEnd: (reason, name) =>
+  boutonsEnd: (reason, name, mine) =>
     reason === 1 ? "la réserve est vide"
-      : reason === 2 ? (name ? `${name} n’avait plus de bouton à miser` : "un joueur n’avait plus de bouton à miser") : "",
+      : reason === 2 ? (mine ? "vous n’aviez plus de bouton à miser" : name ? `${name} n’avait plus de bouton à miser`
+        : "un joueur n’avait plus de bouton à miser") : "",
   finalScore: (scores) => `score final ${scores}`,
   dealer: "donneur",
   toMoveMark: "◀ à jouer",

@@ -95,7 +95,7 @@ export const boutons: GameScreen = {
     const boutons = view.game.case === "boutons" ? view.game.value : undefined;
     if (!boutons) return "";
     return context.t.boutonsEnd(boutons.endReason,
-      outOfButtons !== undefined ? context.name(outOfButtons) : undefined);
+      outOfButtons !== undefined ? context.name(outOfButtons) : undefined, outOfButtons === context.me);
   },
   keyPressed(key, view, context) {
     if (key !== "Enter") return false;
