@@ -25,7 +25,7 @@ import tapis_clients.games
 from tapis_clients import i18n
 
 CLIENTS = Path(i18n.__file__).resolve().parent
-KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}
+KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2), "NP_": (1, 2)}
 Message = str | tuple[str, ...]
 
 

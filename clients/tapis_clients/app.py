@@ -37,7 +37,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import games, lines, refusals
 from tapis_clients.connection import Connection, error_reason
 from tapis_clients.game import ClientGame
-from tapis_clients.i18n import _
+from tapis_clients.i18n import _, ngettext
 from tapis_clients.people import Table
 
 LOG_LINES = 400
@@ -275,8 +275,9 @@ class TableApp(App[int]):
 
     def _waiting(self) -> RenderableType:
         taken = sum(1 for seat in self.view.seats if seat.taken)
-        return Group(Text.from_markup("[bold]" + _(
-            "waiting for players: {taken} of {seats} seats taken").format(
+        return Group(Text.from_markup("[bold]" + ngettext(
+            "waiting for players: {taken} of {seats} seats taken",
+            "waiting for players: {taken} of {seats} seats taken", taken).format(
             taken=taken, seats=len(self.view.seats)) + "[/]"),
             Text(_("others join with: tapis join {game_id}").format(game_id=self.game_id)))
 

@@ -1,20 +1,29 @@
-"""Cards as the screens write them: ``10♥``, ``Q♠``, ``Joker``; red suits in red."""
+"""Cards as the screens write them: ``10♥``, ``Q♠``, ``Joker`` (``D♠`` in French: valet,
+dame, roi); red suits in red."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from tapis.v1.cards_pb2 import Card
+from tapis_clients.i18n import N_, _
 
-RANKS = {2: "2", 3: "3", 4: "4", 5: "5", 6: "6", 7: "7", 8: "8", 9: "9", 10: "10", 11: "J",
-         12: "Q", 13: "K", 14: "A", 15: "Joker"}
+RANKS = {2: "2", 3: "3", 4: "4", 5: "5", 6: "6", 7: "7", 8: "8", 9: "9", 10: "10",
+         # The court cards' letters: in French V (valet), D (dame), R (roi).
+         11: N_("J"), 12: N_("Q"), 13: N_("K"), 14: N_("A"), 15: N_("Joker")}
 SUITS = {1: "♣", 2: "♦", 3: "♥", 4: "♠", 0: ""}
 RED = {2, 3}
 
 
+def rank_text(rank: int) -> str:
+    """A rank's letter or number in the reader's language."""
+    shown = RANKS.get(rank)
+    return "?" if shown is None else _(shown) if rank > 10 else shown
+
+
 def card_text(card: Card) -> str:
     """``10♥``, ``Q♠``, ``Joker``."""
-    return RANKS.get(card.rank, "?") + SUITS.get(card.suit, "")
+    return rank_text(card.rank) + SUITS.get(card.suit, "")
 
 
 def card_markup(card: Card) -> str:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import getpass
 import json
 import os
 import sys
 import uuid
+from collections.abc import Callable, Mapping
 
 import grpc
 from google.protobuf import json_format
@@ -23,6 +25,7 @@ from tapis_clients.i18n import N_, _
 from tapis_clients.keys import KeyReader
 from tapis_clients.local_bots import DEFAULT_BOT_SPEED_S, LocalBots
 from tapis_clients.options import add_cli_globals, global_parent
+from tapis_clients.people import bot_name
 
 console = Console()
 ENTER = ("\r", "\n")
@@ -99,11 +102,12 @@ async def _still_mine(conn: Connection, held: seats_file.HeldSeat) -> bool:
     return view.HasField("your_seat")
 
 
-async def join(conn: Connection, game_id: str, name: str, seat: int | None = None,
-               fresh: bool = False) -> tuple[seats_file.HeldSeat, seats_file.SeatLock]:
+async def join(conn: Connection, game_id: str, name: str | Callable[[], str],
+               seat: int | None = None, fresh: bool = False
+               ) -> tuple[seats_file.HeldSeat, seats_file.SeatLock]:
     """The seat to play at ``game_id`` and its lock: one this person left there (offered back),
-    else a free one, remembered for next time. A seat another terminal plays is never taken
-    over: the person is told and offered a free seat."""
+    else a free one (``name``, asked for only then), remembered for next time. A seat another
+    terminal plays is never taken over: the person is told and offered a free seat."""
     in_use: list[int] = []
     for held in ([] if fresh else seats_file.find_all(game_id)):
         if seat is not None and seat != held.seat:
@@ -122,12 +126,13 @@ async def join(conn: Connection, game_id: str, name: str, seat: int | None = Non
                         "yours.").format(seats=", ".join(map(str, in_use))))
         if seat is not None or not await ask_yes(_("Take a free seat instead?")):
             raise SeatInUse
-    request = pb.JoinGameRequest(game_id=game_id, display_name=name,
-                                 request_id=uuid.uuid4().hex)
+    request = pb.JoinGameRequest(game_id=game_id, display_name=name if isinstance(name, str)
+                                 else name(), request_id=uuid.uuid4().hex)
     if seat is not None:
         request.seat = seat
     joined = await conn.call(conn.stub.JoinGame, request)
-    held = seats_file.HeldSeat(game_id, joined.seat, joined.seat_token, conn.target, name)
+    held = seats_file.HeldSeat(game_id, joined.seat, joined.seat_token, conn.target,
+                               request.display_name)
     lock = seats_file.SeatLock(game_id, held.seat)
     lock.acquire()
     seats_file.remember(held)
@@ -179,14 +184,15 @@ async def play(conn: Connection, args: argparse.Namespace) -> int:
     """Create a table against the computer and sit at seat 0."""
     game = games.by_command(args.kind)
     created = (await conn.call(conn.stub.CreateGame, create_request(args, 1))).game
-    request = pb.JoinGameRequest(game_id=created.game_id, display_name=args.name, seat=0,
-                                 request_id=uuid.uuid4().hex)
+    request = pb.JoinGameRequest(game_id=created.game_id, display_name=display_name(args.name),
+                                 seat=0, request_id=uuid.uuid4().hex)
     joined = await conn.call(conn.stub.JoinGame, request)
     open_seats = [s.seat for s in joined.game.seats if not s.taken]
     bots = await _seat_local_bots(conn, created.game_id, open_seats) \
         if game.reflexes and open_seats else []
     held = seats_file.HeldSeat(created.game_id, joined.seat, joined.seat_token, conn.target,
-                               args.name, bots, int(args.bot_speed * 1000) if bots else 0)
+                               request.display_name, bots,
+                               int(args.bot_speed * 1000) if bots else 0)
     seats_file.remember(held)
     lock = seats_file.SeatLock(created.game_id, held.seat)
     lock.acquire()
@@ -197,7 +203,7 @@ async def _seat_local_bots(conn: Connection, game_id: str, seats: list[int]
                            ) -> list[list[object]]:
     taken: list[list[object]] = []
     for number, seat in enumerate(seats, 1):
-        name = _("{strategy} bot").format(strategy="reflex") + (
+        name = bot_name("reflex") + (
             f" {number}" if len(seats) > 1 else "")
         joined = await conn.call(conn.stub.JoinGame, pb.JoinGameRequest(
             game_id=game_id, seat=seat, display_name=name, request_id=uuid.uuid4().hex))
@@ -303,8 +309,8 @@ async def run(args: argparse.Namespace) -> int:
             return 0
         if args.command == "join":
             try:
-                held, lock = await join(conn, args.game_id, args.name, args.seat,
-                                        args.new_seat)
+                held, lock = await join(conn, args.game_id, lambda: display_name(args.name),
+                                        args.seat, args.new_seat)
             except SeatInUse:
                 return 1
             return await sit(conn, held, lock)
@@ -319,11 +325,36 @@ async def run(args: argparse.Namespace) -> int:
         await conn.close()
 
 
-def _default_name() -> str:
+NAME_FILE = "name"
+"""The display name asked once, kept beside the seats file."""
+
+
+def display_name(given: str | None, environ: Mapping[str, str] | None = None,
+                 ask: Callable[[str], str] | None = None) -> str:
+    """The name others see: ``--name``, else ``$TAPIS_NAME``, else the one asked once on a
+    terminal and kept (``$TAPIS_STATE_DIR/name``), else (no terminal to ask on) the login."""
+    env = os.environ if environ is None else environ
+    if given:
+        return given
+    if env.get("TAPIS_NAME", "").strip():
+        return env["TAPIS_NAME"].strip()
+    kept = seats_file.path(env).parent / NAME_FILE
+    with contextlib.suppress(OSError):
+        if name := kept.read_text(encoding="utf-8").strip():
+            return name
+    if ask is None and sys.stdin.isatty():
+        ask = input
+    if ask is not None:
+        with contextlib.suppress(EOFError):
+            if name := ask(_("Your name at the tables (others see it): ")).strip():
+                with contextlib.suppress(OSError):
+                    kept.parent.mkdir(parents=True, exist_ok=True)
+                    kept.write_text(name + "\n", encoding="utf-8")
+                return name
     try:
         return getpass.getuser()
     except (KeyError, OSError):
-        return "player"
+        return _("player")
 
 
 def _seconds(text: str) -> float:
@@ -344,10 +375,33 @@ def _language_asked(argv: list[str]) -> str | None:
     return None
 
 
+def NAME_HELP() -> str:
+    return _("the name others see (default: $TAPIS_NAME, else the one asked once and kept)")
+
+
+ARGPARSE_TEXTS = (
+    N_("usage: "), N_("positional arguments"), N_("options"),
+    N_("show this help message and exit"), N_("%(prog)s: error: %(message)s\n"),
+    N_("argument %(argument_name)s: %(message)s"), N_("expected one argument"),
+    N_("invalid choice: %(value)r (choose from %(choices)s)"),
+    N_("invalid %(type)s value: %(value)r"), N_("the following arguments are required: %s"),
+    N_("unrecognized arguments: %s"), N_("ambiguous option: %(option)s could match %(matches)s"),
+)
+"""argparse's own words (its headings, its errors), for the catalog: `tapis --help` says them
+in the reader's language too."""
+
+
+def _argparse_speaks() -> None:
+    """argparse's words through the client's catalogs (it looks ``_`` up in its module)."""
+    argparse._ = i18n._  # type: ignore[attr-defined]
+    argparse.ngettext = i18n.ngettext  # type: ignore[attr-defined]
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line, its help in the language chosen (``--lang``, else the environment)."""
     argv = sys.argv[1:] if argv is None else argv
     i18n.use(i18n.language_from(_language_asked(argv)))
+    _argparse_speaks()
     parser = argparse.ArgumentParser(prog="tapis", description=_(USAGE),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_cli_globals(parser, False)
@@ -357,53 +411,56 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                        ("create", _("create a table for people"))):
         p = sub.add_parser(name, help=text, description=text, parents=[common])
         p.add_argument("kind", choices=sorted(games.KINDS), nargs="?", default="war")
-        p.add_argument("--players", type=int, default=0, help=_("seats at the table"))
-        p.add_argument("--bot", default="", help=_("the server's computer players' strategy"))
-        p.add_argument("--seed", type=int, help=_(
+        p.add_argument("--players", type=int, default=0, metavar="N",
+                       help=_("seats at the table"))
+        p.add_argument("--bot", default="", metavar=_("STRATEGY"),
+                       help=_("the server's computer players' strategy"))
+        p.add_argument("--seed", type=int, metavar="N", help=_(
             "a chosen deal (only a server started with --allow-stacked-decks accepts one)"))
         turn_defaults = ", ".join(f"{game.commands[0]} {game.default_turn_ms // 1000} s"
                                   for game in games.GAMES if game.default_turn_ms)
-        p.add_argument("--turn-time-ms", type=int, default=None, help=_(
+        p.add_argument("--turn-time-ms", type=int, default=None, metavar="MS", help=_(
             "time each player has to move, in ms, after which a bot moves for them (0: no "
             "timer; `tapis play` default: {defaults}, else none)").format(
             defaults=turn_defaults))
         with_points = ", ".join(g.title for g in games.GAMES if g.set_points is not None)
-        p.add_argument("--points", type=int, default=0, help=_(
+        p.add_argument("--points", type=int, default=0, metavar="N", help=_(
             "points to win ({games}; default: the game's)").format(games=with_points))
-        p.add_argument("--name", default=_default_name(), help=_("the name others see"))
+        p.add_argument("--name", metavar=_("NAME"), help=NAME_HELP())
         reflex_games = ", ".join(g.title for g in games.GAMES if g.reflexes)
         p.add_argument("--bot-speed", type=_seconds, default=DEFAULT_BOT_SPEED_S,
-                       metavar="SECONDS", help=_(
+                       metavar=_("SECONDS"), help=_(
                            "how fast the computer players react in games of reflexes "
                            "({games}), in seconds; default {default}").format(
                            games=reflex_games, default=f"{DEFAULT_BOT_SPEED_S:g}"))
         if name == "create":
-            p.add_argument("--people", type=int, default=2, help=_("seats for people"))
+            p.add_argument("--people", type=int, default=2, metavar="N",
+                           help=_("seats for people"))
     p_join = sub.add_parser("join", help=_("take a seat in a game (or the one you left)"),
                             parents=[common])
-    p_join.add_argument("game_id")
-    p_join.add_argument("--seat", type=int, help=_("this seat (a number from 0)"))
-    p_join.add_argument("--name", default=_default_name(), help=_("the name others see"))
+    p_join.add_argument("game_id", metavar="GAME_ID")
+    p_join.add_argument("--seat", type=int, metavar="N", help=_("this seat (a number from 0)"))
+    p_join.add_argument("--name", metavar=_("NAME"), help=NAME_HELP())
     p_join.add_argument("--new-seat", action="store_true",
                         help=_("do not offer back a seat you left there"))
     p_watch = sub.add_parser("watch", help=_("follow a table as a spectator"),
                              parents=[common])
-    p_watch.add_argument("game_id")
+    p_watch.add_argument("game_id", metavar="GAME_ID")
     p_replace = sub.add_parser(
         "replace-seat", parents=[common],
         help=_("a backend gives a seat of its table to a player (needs --api-key)"))
-    p_replace.add_argument("game_id")
-    p_replace.add_argument("seat", type=int, help=_("the seat (a number from 0)"))
-    p_replace.add_argument("--player-id", default="", help=_(
+    p_replace.add_argument("game_id", metavar="GAME_ID")
+    p_replace.add_argument("seat", type=int, metavar="SEAT", help=_("the seat (a number from 0)"))
+    p_replace.add_argument("--player-id", default="", metavar="ID", help=_(
         "the backend's player who holds the seat from now on (none: a bot keeps it)"))
-    p_replace.add_argument("--name", default="", help=_("the name others see (default: the "
-                                                       "player id)"))
+    p_replace.add_argument("--name", default="", metavar=_("NAME"), help=_(
+        "the name others see (default: the player id)"))
     p_list = sub.add_parser("list", help=_("list the tables"), parents=[common])
     p_list.add_argument("--all", action="store_true",
                         help=_("include finished tables nobody plays on"))
     p_list.add_argument("--json", action="store_true", help=_("JSON, one object per table"))
-    p_list.add_argument("--page-size", type=int, default=0, help=_("tables per call"))
-    p_list.add_argument("--limit", type=int, default=0, help=_("at most this many"))
+    p_list.add_argument("--page-size", type=int, default=0, metavar="N", help=_("tables per call"))
+    p_list.add_argument("--limit", type=int, default=0, metavar="N", help=_("at most this many"))
     return parser.parse_args(argv)
 
 

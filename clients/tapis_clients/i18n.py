@@ -4,7 +4,8 @@ The catalogs are ``locale/fr/LC_MESSAGES/*.po``: ``tapis.po`` for the generic te
 game for its own (``GAME.po``), read, merged and compiled by Babel when the language is chosen,
 so a fresh clone needs no build step. Texts are marked ``_("...")`` where they are said,
 ``N_("...")`` where they are only named (tables of texts, translated when shown), and
-``ngettext`` for a count. ``make messages`` (``tools/messages.py``) extracts the marked texts
+``ngettext`` for a count (``NP_`` names a singular and plural pair translated later).
+``make messages`` (``tools/messages.py``) extracts the marked texts
 into the templates (``tapis.pot``, ``GAME.pot``) and merges them into the French catalogs; a
 test fails on a text its catalog lacks.
 """
@@ -98,6 +99,22 @@ def N_(message: str) -> str:
     return message
 
 
+def NP_(singular: str, plural: str) -> tuple[str, str]:
+    """Mark a text about a count (its singular and plural) without translating it yet."""
+    return singular, plural
+
+
 def ngettext(singular: str, plural: str, count: int) -> str:
     """The singular or plural form for ``count``, in the chosen language."""
     return _translations.ngettext(singular, plural, count)
+
+
+def labelled(label: str, text: str) -> str:
+    """``label: text``, punctuated as the reader's language does (``label : text`` in French):
+    a colon is never glued to a text in code."""
+    return _("{label}: {text}").format(label=label, text=text)
+
+
+def then(first: str, second: str) -> str:
+    """Two clauses, ``first; second`` (``first ; second`` in French)."""
+    return _("{first}; {second}").format(first=first, second=second)

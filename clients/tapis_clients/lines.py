@@ -73,15 +73,18 @@ def describe_event(game: ClientGame, event: pb.Event, table: Table) -> str | Non
 
 
 def series_line(game: ClientGame, view: pb.GameView, table: Table) -> str:
-    """The series so far, by name (by team where partners win together): ``ana 2 · bob 1 ·
-    draws 0``."""
+    """The series so far, by name (by team where partners win together): ``ana (2) · bob (1) ·
+    draws 1`` (the count apart from a name that ends in a number, ``bot 2 (1)``; the draws
+    once there are some)."""
     board = view.scoreboard
     wins = list(board.wins) or [0] * len(view.seats)
     parts = []
     for side in game.sides(view):
         name = " & ".join(table.who(seat) for seat in side)
         count = wins[side[0]] if side and side[0] < len(wins) else 0
-        parts.append(f"{name} [bold]{count}[/]")
+        parts.append(f"{name} ([bold]{count}[/])")
+    if not board.draws:  # one line at four players: the draws once there are some
+        return _("series: {wins}").format(wins=" · ".join(parts))
     return _("series: {wins} · draws {draws}").format(wins=" · ".join(parts), draws=board.draws)
 
 

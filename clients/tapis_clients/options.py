@@ -22,12 +22,12 @@ AddOptions = Callable[[argparse.ArgumentParser, bool], None]
 def add_target(parser: argparse.ArgumentParser, suppress: bool) -> None:
     """Where the server is, and how to reach it (TLS, a backend's key)."""
     parser.add_argument("--target", default=argparse.SUPPRESS if suppress else None,
-                        help=_(TARGET_HELP))
-    parser.add_argument("--tls-ca", metavar="FILE", default=argparse.SUPPRESS if suppress
+                        metavar=_("HOST:PORT"), help=_(TARGET_HELP))
+    parser.add_argument("--tls-ca", metavar=_("FILE"), default=argparse.SUPPRESS if suppress
                         else None, help=_(TLS_CA_HELP))
     parser.add_argument("--tls", action="store_true", default=argparse.SUPPRESS if suppress
                         else False, help=_(TLS_HELP))
-    parser.add_argument("--api-key", metavar="KEY", default=argparse.SUPPRESS if suppress
+    parser.add_argument("--api-key", metavar=_("KEY"), default=argparse.SUPPRESS if suppress
                         else None, help=_(API_KEY_HELP))
 
 

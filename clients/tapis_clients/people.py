@@ -7,7 +7,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_clients.i18n import N_, _
+from tapis_clients.i18n import N_, _, ngettext
+
+STRATEGY_NAMES = {"basic": N_("basic"), "reflex": N_("reflex"), "heuristic": N_("heuristic"),
+                  "random": N_("random"), "sloppy": N_("sloppy")}
+"""The server's bot strategies (each engine's ``bot_strategies``) as the screens name them."""
+
+
+def bot_name(strategy: str) -> str:
+    """A bot as the screens name it, by its strategy in the reader's language (``reflex bot``,
+    ``robot réflexe``)."""
+    return _("{strategy} bot").format(strategy=_(STRATEGY_NAMES.get(strategy, strategy))
+                                      if strategy in STRATEGY_NAMES else strategy)
 
 
 @dataclass
@@ -31,7 +42,7 @@ class Table:
                 bots.add(seat.seat)
                 strategy = seat.bot_strategy or "bot"
                 strategies[strategy] = strategies.get(strategy, 0) + 1
-                name = _("{strategy} bot").format(strategy=strategy)
+                name = bot_name(strategy) if strategy != "bot" else _("bot")
                 if strategies[strategy] > 1:
                     name += f" {strategies[strategy]}"
             elif not seat.taken:
@@ -58,6 +69,14 @@ class Table:
         if seat == self.me:
             return _(yours).format(**values)
         return _(theirs).format(name=self.name(seat), **values)
+
+    def said_n(self, seat: int, yours: tuple[str, str], theirs: tuple[str, str], count: int,
+               **values: object) -> str:
+        """As ``said``, for a text about a count: each a (singular, plural) pair marked with
+        ``NP_``, the form chosen by ``count`` in the reader's language."""
+        if seat == self.me:
+            return ngettext(*yours, count).format(**values)
+        return ngettext(*theirs, count).format(name=self.name(seat), **values)
 
     def listed(self, seats: Sequence[int]) -> str:
         """``ana and bob`` / ``ana, bob and you``."""

@@ -39,16 +39,25 @@ async def war_against_the_computer(client: Client, turn_ms: int = 0, target: int
 
 
 def basra_deck() -> list[cards_pb2.Card]:
-    """Seat 1 deals: seat 0 holds 8♠ 2♣ 3♣ 4♣, seat 1 5♣ 6♣ 9♣ 10♣, and the floor is
+    """Seat 1 deals: seat 0 holds 8♠ 2♣ 3♣ 4♥, seat 1 5♣ 6♣ 9♣ 10♣, and the floor is
     7♣ A♣ A♦ K♥: 8♠ takes 7♣ with either ace."""
-    hand0, hand1, floor = cards("8S 2C 3C 4C"), cards("5C 6C 9C 10C"), cards("7C AC AD KH")
+    hand0, hand1, floor = cards("8S 2C 3C 4H"), cards("5C 6C 9C 10C"), cards("7C AC AD KH")
     dealt = [c for pair in zip(hand0, hand1, strict=True) for c in pair] + list(floor)
     return cards_to_proto([*dealt, *(c for c in standard_deck() if c not in dealt)])
 
 
-async def basra_against_the_computer(client: Client) -> str:
+def basra_sweep_deck() -> list[cards_pb2.Card]:
+    """Seat 1 deals: seat 0 holds 7♦ 2♥ 9♣ Q♥, the floor is 3♣ 4♠ 2♠ 5♥: 7♦ takes 3+4 and 2+5,
+    the whole floor, a basra."""
+    hand0, hand1, floor = cards("7D 2H 9C QH"), cards("6C 8C 10C KC"), cards("3C 4S 2S 5H")
+    dealt = [c for pair in zip(hand0, hand1, strict=True) for c in pair] + list(floor)
+    return cards_to_proto([*dealt, *(c for c in standard_deck() if c not in dealt)])
+
+
+async def basra_against_the_computer(client: Client, deck: list[cards_pb2.Card] | None = None
+                                     ) -> str:
     created = await client.call(create_game=pb.CreateGameRequest(
-        kind=pb.GAME_KIND_BASRA, seats=2, stacked_deck=basra_deck(), stacked_first_seat=1,
+        kind=pb.GAME_KIND_BASRA, seats=2, stacked_deck=deck or basra_deck(), stacked_first_seat=1,
         seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON),
                       pb.SeatConfig(type=pb.SEAT_TYPE_BOT)]))
     return created.create_game.game.game_id

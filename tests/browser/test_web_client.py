@@ -5,6 +5,7 @@ Every wait is on a DOM condition, never a fixed time."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -16,6 +17,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import SystemClock
 from tests.browser.tables import (
     basra_against_the_computer,
+    basra_sweep_deck,
     boutons_against_the_computer,
     corse_for_two,
     war_against_the_computer,
@@ -28,6 +30,16 @@ from tests.support.websocket import Client
 BACKEND_KEY = "backend-a-key-0123456789abcdef"
 expect = pytest.importorskip(  # installed by `make test-browser`
     "playwright.async_api", reason="needs Playwright for Python (make test-browser)").expect
+
+async def assert_suits_coloured(page: Any) -> None:
+    """Every face-up ♥ and ♦ on the page is drawn red (in hand as on the table), ♣ and ♠ not."""
+    cards = page.locator(".card[data-card]")
+    await expect(cards).not_to_have_count(0)
+    shown = await cards.evaluate_all(
+        "cards => cards.map(c => [c.dataset.card, c.classList.contains('red')])")
+    wrong = [card for card, red in shown if red != any(suit in card for suit in "♥♦")]
+    assert not wrong, f"cards in the wrong colour: {wrong}"
+
 
 def address(served: Harness | int | None) -> str:
     port = served if isinstance(served, int) else served.running.ws_port  # type: ignore[union-attr]
@@ -100,6 +112,8 @@ async def test_a_basra_capture_is_chosen(browser: Any, served: Harness) -> None:
     page = await open_page(browser, served, f"#/join/{game_id}")
     await expect(page.locator("#hand .card")).to_have_count(4)
     await expect(page.locator("#floor .card")).to_have_count(4)
+    await expect(page.locator('#hand .card[data-card="4♥"]')).to_have_class(re.compile(r"\bred\b"))
+    await assert_suits_coloured(page)
     await page.locator('#hand .card[data-card="8♠"]').click()
     options = page.locator("#capture-picker button.capture")
     await expect(options).to_have_count(2)  # 7♣ with A♣, or 7♣ with A♦
@@ -146,6 +160,7 @@ async def test_boutons_shows_the_bets(browser: Any, served: Harness) -> None:
     await expect(page.locator(".colour-choice.chosen")).to_have_attribute(
         "data-colour", await page.locator(".colour-choice").nth(1).get_attribute("data-colour")
         or "")
+    await assert_suits_coloured(page)
     await mine.locator(".card.playable").first.click()
     await expect(mine.locator(".button-pile")).to_have_count(1)
     if path := screenshot_path("boutons"):
@@ -244,3 +259,204 @@ async def test_with_api_keys_the_page_plays_a_ticket_handed_out_by_a_backend(
     await expect(page.locator(".banner")).to_contain_text(  # its stream ends for good
         "Cette place a été donnée à quelqu’un d’autre")
     assert page.errors == []
+
+
+VIEWPORTS = [pytest.param((1280, 800), id="desktop"), pytest.param((390, 844), id="phone")]
+"""The screens every table is checked on: a desktop and a phone."""
+
+
+async def open_sized(browser: Any, harness: Harness, size: tuple[int, int], path: str = "",
+                     locale: str = "en-GB") -> Any:
+    context = await browser.new_context(locale=locale,
+                                        viewport={"width": size[0], "height": size[1]})
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.errors = errors
+    await page.goto(address(harness) + path)
+    return page
+
+
+async def play_war_to_its_end(page: Any) -> None:
+    clicks = 0
+    while not await page.locator("#series").count():
+        version = await page.locator("body").get_attribute("data-version")
+        await page.locator("#reveal, #series").first.wait_for()
+        if await page.locator("#series").count():
+            break
+        await page.locator("#reveal").click()
+        clicks += 1
+        await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
+        assert clicks < 60
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+async def test_war_shows_the_series_the_keys_the_history_and_why_it_ended(
+        browser: Any, served: Harness, size: tuple[int, int]) -> None:
+    client = await socket_to(served)
+    game_id = await war_against_the_computer(client)
+    page = await open_sized(browser, served, size, f"#/join/{game_id}")
+    line = page.locator("#series-line")
+    await expect(line).to_contain_text("Game 1")
+    await expect(line).to_contain_text("Series: you 0 · computer 0 · draws 0")
+    await expect(page.locator("#keys")).to_contain_text("Space or Enter: reveal a card")
+    await page.locator("#reveal").click()
+    await expect(page.locator("#history li")).not_to_have_count(0)
+    await assert_suits_coloured(page)
+    await play_war_to_its_end(page)
+    await expect(page.locator("#end-reason")).to_contain_text("Why: reached 3 points")
+    await page.locator("#next-game").click()
+    await expect(page.locator("#series-line")).to_contain_text("Game 2")
+    await expect(page.locator("#series-line")).to_contain_text(
+        re.compile(r"Series: you (1 · computer 0|0 · computer 1)"))
+    await expect(page.locator("#history li")).to_have_count(0)  # game 1's lines are gone
+    assert await page.evaluate("document.documentElement.scrollWidth") <= size[0]
+    assert page.errors == []
+    client.close()
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+async def test_basra_flags_a_basra_and_marks_and_explains_the_dealer(
+        browser: Any, served: Harness, size: tuple[int, int]) -> None:
+    client = await socket_to(served)
+    game_id = await basra_against_the_computer(client, basra_sweep_deck())
+    page = await open_sized(browser, served, size, f"#/join/{game_id}")
+    await expect(page.locator("#hand .card")).to_have_count(4)
+    await expect(page.locator('#hand .card[data-card="7♦"]')).to_have_class(
+        re.compile(r"\bmakes-basra\b"))
+    await expect(page.locator("#hand .makes-basra")).to_have_count(1)
+    await expect(page.locator("#basra-flag")).to_contain_text("Basra!")
+    await expect(page.locator('.basra-player[data-seat="1"] .dealer-mark')).to_have_count(1)
+    await expect(page.locator(".legend").first).to_contain_text("D deals")
+    await expect(page.locator("#keys")).to_contain_text("Click a card of your hand")
+    await assert_suits_coloured(page)
+    await page.locator('#hand .card[data-card="7♦"]').click()
+    await expect(page.locator(".log")).to_contain_text("Basra! (you)")
+    assert await page.evaluate("document.documentElement.scrollWidth") <= size[0]
+    assert page.errors == []
+    client.close()
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+async def test_boutons_shows_each_score_a_shape_per_colour_and_the_rule(
+        browser: Any, served: Harness, size: tuple[int, int]) -> None:
+    client = await socket_to(served)
+    game_id = await boutons_against_the_computer(client)
+    page = await open_sized(browser, served, size, f"#/join/{game_id}")
+    scores = page.locator(".player-score")
+    await expect(scores).to_have_count(2)
+    await expect(scores.first).to_contain_text(re.compile(r"Score: .+ = \d+"))
+    await expect(page.locator("#product-rule")).to_contain_text("multiplied")
+    choices = await page.locator(".colour-choice").all_inner_texts()
+    shapes = [choice.split()[0] for choice in choices]
+    assert len(shapes) >= 2 and len(set(shapes)) == len(shapes), shapes  # one shape a colour
+    piles = await page.locator(".boutons-player .button-pile").evaluate_all(
+        "piles => piles.map(p => [p.className, p.dataset.shape])")
+    by_colour = {cls: shape for cls, shape in piles}
+    assert len(set(by_colour.values())) == len(by_colour) > 2, by_colour
+    await expect(page.locator("#keys")).to_contain_text("Pick a colour")
+    await assert_suits_coloured(page)
+    assert await page.evaluate("document.documentElement.scrollWidth") <= size[0]
+    assert page.errors == []
+    client.close()
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+async def test_a_corse_slap_is_captioned_with_its_combination_cards_and_who(
+        browser: Any, served: Harness, size: tuple[int, int]) -> None:
+    client = await socket_to(served)
+    game_id, other = await corse_for_two(client)
+    page = await open_sized(browser, served, size, f"#/join/{game_id}")
+    await expect(page.locator("#keys")).to_contain_text("Enter: flip · Space: slap")
+    await page.keyboard.press("Enter")  # 5♠
+    await expect(page.locator("#pile .card")).to_have_count(1)
+    flip = pb.Action(bataille_corse=corse_pb2.BatailleCorseAction(
+        flip=corse_pb2.BatailleCorseFlip()))
+    await client.call(seat_token=other, submit_action=pb.SubmitActionRequest(
+        game_id=game_id, action=flip))  # 5♥: a double
+    await expect(page.locator("#pile .card")).to_have_count(2)
+    await assert_suits_coloured(page)
+    await page.keyboard.press(" ")
+    await expect(page.locator("#slap-caption")).to_have_text(
+        "You take the pile: double (5♠ 5♥)")
+    assert page.errors == []
+    client.close()
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+async def test_war_to_its_end_in_french(browser: Any, served: Harness,
+                                        size: tuple[int, int]) -> None:
+    client = await socket_to(served)
+    game_id = await war_against_the_computer(client)
+    page = await open_sized(browser, served, size, f"#/join/{game_id}", locale="fr-FR")
+    await expect(page.locator("#series-line")).to_contain_text(
+        "Partie 1 · Série : vous 0 · l’ordinateur 0 · nuls 0")
+    await expect(page.locator("#keys")).to_contain_text("Touches : Espace ou Entrée")
+    await page.locator("#reveal").click()  # K against K
+    await expect(page.locator(".trick .card").first).to_have_text(re.compile("R[♠♥]"))
+    await play_war_to_its_end(page)
+    await expect(page.locator("#series")).to_contain_text("Partie terminée")
+    await expect(page.locator("#end-reason")).to_contain_text("Pourquoi : 3 points atteints")
+    text = await page.locator("body").inner_text()
+    assert not re.search(r"[^\s\d][:;!?](\s|$)", text), text
+    assert page.errors == []
+    client.close()
+
+
+@pytest.mark.parametrize("size", VIEWPORTS)
+async def test_basra_shows_the_deal_sheet_when_a_deal_ends(
+        browser: Any, served: Harness, size: tuple[int, int]) -> None:
+    """A whole deal (24 cards each), played with the first card in hand: its score sheet then
+    shows every side's line and its legend, in French."""
+    client = await socket_to(served)
+    game_id = await basra_against_the_computer(client)
+    page = await open_sized(browser, served, size, f"#/join/{game_id}", locale="fr-FR")
+    moves = 0
+    while not await page.locator("#deal-sheet").count():
+        version = await page.locator("body").get_attribute("data-version")
+        await page.locator("#hand .card, #deal-sheet").first.wait_for()
+        if await page.locator("#deal-sheet").count():
+            break
+        await page.locator("#hand .card").first.click()
+        if await page.locator("#capture-picker").count():
+            await page.locator("#capture-picker button.capture").first.click()
+        await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
+        moves += 1
+        assert moves < 40
+    sheet = page.locator("#deal-sheet")
+    await expect(sheet).to_contain_text("Donne 1 : le score")
+    await expect(sheet.locator("tr[data-side]")).to_have_count(2)
+    await expect(sheet).to_contain_text("le plus")
+    await expect(sheet.locator(".legend")).to_contain_text("Cartes ramassées")
+    assert "×" not in await sheet.inner_text()
+    assert page.errors == []
+    client.close()
+
+
+async def test_boutons_to_its_end_in_french(browser: Any, served: Harness) -> None:
+    """Bet the first colour on the first card, flip when it is time, until the end window:
+    it says why the game ended, in French (who ran out of buttons, when one did)."""
+    client = await socket_to(served)
+    game_id = await boutons_against_the_computer(client)
+    page = await open_sized(browser, served, (390, 844), f"#/join/{game_id}", locale="fr-FR")
+    await expect(page.locator("#product-rule")).to_contain_text("le produit")
+    moves = 0
+    while not await page.locator("#series").count():
+        version = await page.locator("body").get_attribute("data-version")
+        await page.locator("#flip, .card.playable, #series").first.wait_for()
+        if await page.locator("#series").count():
+            break
+        if await page.locator("#flip").count():
+            await page.locator("#flip").click()
+        else:
+            await page.locator(".boutons-player .card.playable").first.click()
+        await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
+        moves += 1
+        assert moves < 300
+    await expect(page.locator("#series")).to_contain_text("Partie terminée")
+    await expect(page.locator("#end-reason")).to_contain_text(re.compile(
+        r"Pourquoi : (la réserve est vide|vous n’aviez plus|l’ordinateur n’avait plus)"))
+    text = await page.locator("body").inner_text()
+    assert not re.search(r"[^\s\d][:;!?](\s|$)", text), text
+    assert page.errors == []
+    client.close()

@@ -52,10 +52,13 @@ class Terminal:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
         env = dict(os.environ, TAPIS_STATE_DIR=str(state_dir), TERM="xterm-256color",
                    LANG="C.UTF-8")
+        env["TAPIS_NAME"] = "cli"  # a person's name, never asked (unless a test unsets it)
         env.update(environ or {})
         for name in ("TAPIS_TARGET", "LC_ALL", "LC_MESSAGES", "COLUMNS", "LINES"):
             if name not in (environ or {}):
                 env.pop(name, None)
+        if not env["TAPIS_NAME"]:
+            del env["TAPIS_NAME"]
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-c", CHILD, *args, stdin=slave, stdout=slave, stderr=slave,
             env=env, start_new_session=True)

@@ -44,10 +44,11 @@ const en = {
   winner: "Winner",
   wins: "Wins",
   draws: "Draws",
+  drawsCount: (n: number) => `Draws: ${n}`,
   score: "Score",
   waiting: "Waiting for players",
-  invite: "Invite a friend with this link",
-  flip: "Flip",
+  invite: "Invite a friend with this link:",
+  flip: "Flip (Enter)",
   slap: "Slap! (space)",
   pile: (n: number) => `Pile: ${n} card${n === 1 ? "" : "s"}`,
   challenge: (name: string, tries: number) => `${name} must answer: ${tries} tr${tries === 1 ? "y" : "ies"} left`,
@@ -55,7 +56,7 @@ const en = {
   out: "out",
   slapTooLate: "Too late: the pile changed",
   falseSlap: (name: string, mine: boolean) => (mine ? "You slapped falsely" : `${name} slapped falsely`),
-  pileWon: (name: string, mine: boolean, n: number) => `${mine ? "You take" : `${name} takes`} the pile (${n} cards)`,
+  pileWon: (name: string, mine: boolean, n: number) => `${mine ? "You take" : `${name} takes`} the pile (${n} card${n === 1 ? "" : "s"})`,
   floor: "Floor",
   yourHand: "Your hand",
   stock: (n: number) => `Stock: ${n}`,
@@ -69,12 +70,47 @@ const en = {
   round: (n: number, of: number) => `Round ${n} of ${of}`,
   centre: (n: number) => `Centre: ${n}`,
   reserve: (n: number) => `Reserve: ${n}`,
-  bet: "Bet",
+  bet: "Bet:",
   betOn: "on",
   yourButtons: "Your buttons",
   betting: "Betting",
   drawing: "Drawing",
   lastFlip: "Last card flipped",
+  basraBy: (name: string, mine: boolean) => (mine ? "Basra! (you)" : `Basra! (${name})`),
+  ranks: { 11: "J", 12: "Q", 13: "K", 14: "A", 15: "★" } as Record<number, string>,
+  seriesLine: (wins: string, draws: number) => `Series: ${wins} · draws ${draws}`,
+  history: "History",
+  keysTitle: "Keys:",
+  keys: {
+    war: "Space or Enter: reveal a card (or the button)",
+    corse: "Enter: flip · Space: slap (or click the pile)",
+    boutons: "Pick a colour, then click one of your cards to bet it · Enter: flip",
+    basra: "Click a card of your hand to play it; when it can take several ways, pick one",
+  },
+  whyEnded: (why: string) => `Why: ${why}`,
+  warEnd: (reason: number, target: number) =>
+    ["", `reached ${target} points`, "holds all 52 cards", "the other could not lay a bataille",
+      "neither could lay a bataille"][reason] ?? "",
+  corseEnd: (reason: number) =>
+    ["", "last player in play, holds every card", "the flip cap was reached: most cards"][reason] ?? "",
+  boutonsEnd: (reason: number, name: string | undefined, mine: boolean) =>
+    reason === 1 ? "the reserve is empty"
+      : reason === 2 ? (mine ? "you had no button left to bet" : name ? `${name} had no button left to bet`
+        : "a player had no button left to bet") : "",
+  finalScore: (scores: string) => `final score ${scores}`,
+  dealer: "deals",
+  toMoveMark: "◀ to play",
+  dealSheet: (deal: number) => `Deal ${deal}: the score`,
+  sheetHeaders: ["", "cards", "most", "10♦", "2♣", "aces", "jacks", "basras", "deal", "total"],
+  sheetLegend: "Cards taken, then the points each earns: most cards, 10♦, 2♣, aces, jacks, basras.",
+  basraFlag: "Basra!",
+  makesBasra: "This card makes a basra",
+  playerScore: (piles: string, score: number) => `Score: ${piles} = ${score}`,
+  productRule: "Score: the sizes of your colour groups multiplied (3 red × 2 blue = 6).",
+  combinations: ["", "double", "sandwich", "big mac", "suite", "ten", "seven"],
+  pileReasons: ["", "challenge won", "", "last in play"],
+  slapCaption: (name: string, mine: boolean, why: string, cards: string) =>
+    `${mine ? "You take" : `${name} takes`} the pile: ${why}${cards ? ` (${cards})` : ""}`,
   language: "Français",
   games: {
     war: "Bataille (War)",
@@ -100,6 +136,12 @@ const en = {
 
 export type Texts = typeof en;
 
+/** "de" before a name in French: "de Zoé", "d’Ana", "de l’ordinateur". */
+function de(name: string): string {
+  if (name.startsWith("l’")) return `de ${name}`;
+  return /^[aeiouyéèêàâîïôûh]/i.test(name) ? `d’${name}` : `de ${name}`;
+}
+
 const fr: Texts = {
   title: "Tapis — jeux de cartes",
   chooseGame: "Choisissez un jeu",
@@ -118,13 +160,13 @@ const fr: Texts = {
   connecting: "Connexion…",
   reconnecting: "Connexion perdue — reconnexion…",
   you: "vous",
-  computer: "ordinateur",
+  computer: "l’ordinateur",
   seat: (n) => `Place ${n + 1}`,
   deck: (n) => `${n} carte${n > 1 ? "s" : ""} dans le paquet`,
   points: (n) => `${n} point${n > 1 ? "s" : ""}`,
   target: (n) => `Le premier à ${n} points gagne`,
   yourTurn: "À vous de jouer",
-  theirTurn: (name) => `À ${name} de jouer`,
+  theirTurn: (name) => `Au tour ${de(name)}`,
   countdown: (s) => `encore ${s} s`,
   reveal: "Retourner une carte",
   bataille: "Bataille !",
@@ -144,10 +186,11 @@ const fr: Texts = {
   winner: "Gagnant",
   wins: "Victoires",
   draws: "Nuls",
+  drawsCount: (n) => `Nuls : ${n}`,
   score: "Score",
   waiting: "En attente des joueurs",
-  invite: "Invitez quelqu’un avec ce lien",
-  flip: "Retourner",
+  invite: "Invitez quelqu’un avec ce lien :",
+  flip: "Retourner (Entrée)",
   slap: "Taper ! (espace)",
   pile: (n) => `Tas : ${n} carte${n > 1 ? "s" : ""}`,
   challenge: (name, tries) => `${name} doit répondre : encore ${tries} essai${tries > 1 ? "s" : ""}`,
@@ -155,7 +198,7 @@ const fr: Texts = {
   out: "hors jeu",
   slapTooLate: "Trop tard : le tas a changé",
   falseSlap: (name, mine) => (mine ? "Vous avez tapé à tort" : `${name} a tapé à tort`),
-  pileWon: (name, mine, n) => `${mine ? "Vous ramassez" : `${name} ramasse`} le tas (${n} cartes)`,
+  pileWon: (name, mine, n) => `${mine ? "Vous ramassez" : `${name} ramasse`} le tas (${n} carte${n > 1 ? "s" : ""})`,
   floor: "Tapis",
   yourHand: "Votre main",
   stock: (n) => `Talon : ${n}`,
@@ -169,12 +212,47 @@ const fr: Texts = {
   round: (n, of) => `Manche ${n} sur ${of}`,
   centre: (n) => `Centre : ${n}`,
   reserve: (n) => `Réserve : ${n}`,
-  bet: "Miser",
+  bet: "Miser :",
   betOn: "sur",
   yourButtons: "Vos boutons",
   betting: "Mises",
   drawing: "Tirage",
   lastFlip: "Dernière carte retournée",
+  basraBy: (name, mine) => (mine ? "Basra ! (vous)" : `Basra ! (${name})`),
+  ranks: { 11: "V", 12: "D", 13: "R", 14: "A", 15: "★" },
+  seriesLine: (wins, draws) => `Série : ${wins} · nuls ${draws}`,
+  history: "Historique",
+  keysTitle: "Touches :",
+  keys: {
+    war: "Espace ou Entrée : retourner une carte (ou le bouton)",
+    corse: "Entrée : retourner · Espace : taper (ou cliquer sur le tas)",
+    boutons: "Choisissez une couleur, puis cliquez une de vos cartes pour miser · Entrée : retourner",
+    basra: "Cliquez une carte de votre main pour la jouer ; si elle peut prendre de plusieurs façons, choisissez",
+  },
+  whyEnded: (why) => `Pourquoi : ${why}`,
+  warEnd: (reason, target) =>
+    ["", `${target} points atteints`, "a les 52 cartes", "l’autre ne pouvait pas poser de bataille",
+      "aucun ne pouvait poser de bataille"][reason] ?? "",
+  corseEnd: (reason) =>
+    ["", "dernier joueur en jeu, a toutes les cartes", "limite de cartes retournées atteinte : le plus de cartes"][reason] ?? "",
+  boutonsEnd: (reason, name, mine) =>
+    reason === 1 ? "la réserve est vide"
+      : reason === 2 ? (mine ? "vous n’aviez plus de bouton à miser" : name ? `${name} n’avait plus de bouton à miser`
+        : "un joueur n’avait plus de bouton à miser") : "",
+  finalScore: (scores) => `score final ${scores}`,
+  dealer: "donneur",
+  toMoveMark: "◀ à jouer",
+  dealSheet: (deal) => `Donne ${deal} : le score`,
+  sheetHeaders: ["", "cartes", "le plus", "10♦", "2♣", "as", "valets", "basras", "donne", "total"],
+  sheetLegend: "Cartes ramassées, puis les points de chacun : le plus de cartes, 10♦, 2♣, as, valets, basras.",
+  basraFlag: "Basra !",
+  makesBasra: "Cette carte fait une basra",
+  playerScore: (piles, score) => `Score : ${piles} = ${score}`,
+  productRule: "Score : le produit du nombre de boutons de chaque couleur (3 rouges × 2 bleus = 6).",
+  combinations: ["", "doublette", "sandwich", "big mac", "suite", "dix", "sept"],
+  pileReasons: ["", "défi gagné", "", "dernier en jeu"],
+  slapCaption: (name, mine, why, cards) =>
+    `${mine ? "Vous ramassez" : `${name} ramasse`} le tas : ${why}${cards ? ` (${cards})` : ""}`,
   language: "English",
   games: {
     war: "Bataille",

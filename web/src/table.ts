@@ -8,6 +8,9 @@ import type { ActionInit, TableContext } from "./games/screen";
 import { languageToggle, message, requestId, say, socket, ui, type SeatKey } from "./app";
 import { Refusal } from "./socket";
 
+const HISTORY = 40;
+/** Lines kept in the move history panel (it scrolls). */
+
 export class Table {
   view: GameView | undefined;
   lastSequence = 0n;
@@ -42,8 +45,11 @@ export class Table {
     for (const event of events) {
       if (event.sequence <= this.lastSequence) continue;
       this.lastSequence = event.sequence;
-      const line = this.view ? screenFor(this.view.kind)?.describe(event, this.context()) : null;
-      if (line) this.log = [line, ...this.log].slice(0, 6);
+      const screen = this.view ? screenFor(this.view.kind) : undefined;
+      if (event.body.case === "gameStarted") this.log = [];  // a new game, a new history
+      screen?.see?.(event, this.view, this.context());
+      const line = screen?.describe(event, this.context());
+      if (line) this.log = [line, ...this.log].slice(0, HISTORY);
       if (event.body.case === "gameEnded") this.seriesOpen = true;
     }
     void this.refresh();
@@ -109,7 +115,7 @@ export class Table {
     const t0 = context.t;
     if (view.status === GameStatus.WAITING_FOR_PLAYERS) {
       const link = `${location.origin}/#/join/${view.gameId}`;
-      return h("div", { class: "status" }, t0.waiting, " — ", t0.invite, ": ",
+      return h("div", { class: "status" }, t0.waiting, " — ", t0.invite, " ",
         h("a", { href: link }, link));
     }
     const lines: (HTMLElement | string)[] = [];
@@ -122,6 +128,7 @@ export class Table {
       lines.push(h("span", { class: "countdown", "data-seat": String(deadline.seat),
                              "data-expires": String(timestampDate(deadline.expireTime).getTime()) }, ""));
     }
+    lines.push(this.seriesLine(view, context));
     const mine = view.yourSeat !== undefined ? view.seats[view.yourSeat] : undefined;
     if (mine?.botControlled && mine.type === SeatType.PERSON) lines.push(h("span", {}, t0.botPlaysYou));
     const reclaim = view.legalActions.find((a) => a.action.case === "reclaimSeat");
@@ -134,6 +141,15 @@ export class Table {
         t0.nextGame));
     }
     return h("div", { class: "status" }, lines);
+  }
+
+  /** The game's number and the series so far: "Game 2 · Series: you 1 · computer 0 · draws 0". */
+  seriesLine(view: GameView, context: TableContext): HTMLElement {
+    const wins = view.seats.map((s) =>
+      `${context.name(s.seat)} ${view.scoreboard?.wins[s.seat] ?? 0}`).join(" · ");
+    return h("span", { class: "series-line", id: "series-line" },
+      h("b", { class: "game-number" }, context.t.game(view.gameNumber || 1)), " · ",
+      context.t.seriesLine(wins, view.scoreboard?.draws ?? 0));
   }
 
   seriesWindow(view: GameView, context: TableContext): HTMLElement | null {
@@ -149,6 +165,10 @@ export class Table {
       h("div", { class: "window" },
         h("h2", {}, t0.gameOver),
         h("p", { class: "verdict" }, verdict),
+        ...(() => {
+          const why = screenFor(view.kind)?.endReason?.(view, context) ?? "";
+          return why ? [h("p", { class: "end-reason", id: "end-reason" }, t0.whyEnded(why))] : [];
+        })(),
         h("h3", {}, t0.series),
         h("table", {},
           h("tr", {}, h("th", {}, ""), seats.map((s) => h("th", {}, context.name(s)))),
@@ -158,7 +178,7 @@ export class Table {
               String(game.scores[s] ?? ""))))),
           h("tr", { class: "wins" }, h("td", {}, t0.wins),
             seats.map((s) => h("td", {}, String(view.scoreboard?.wins[s] ?? 0))))),
-        view.scoreboard?.draws ? h("p", {}, `${t0.draws}: ${view.scoreboard.draws}`) : null,
+        view.scoreboard?.draws ? h("p", {}, t0.drawsCount(view.scoreboard.draws)) : null,
         h("div", { class: "actions" },
           next ? h("button", { class: "primary", id: "next-game", onclick: () => {
             this.seriesOpen = false;
@@ -185,7 +205,9 @@ export class Table {
         languageToggle(() => this.draw())),
       this.status(view, context),
       h("div", { class: `game ${screen.key}` }, screen.render(view, context)),
-      h("ul", { class: "log" }, this.log.map((line) => h("li", {}, line))),
+      h("div", { class: "keys", id: "keys" }, h("b", {}, ui.t.keysTitle), " ", ui.t.keys[screen.key]),
+      h("section", { class: "history", id: "history" }, h("h3", {}, ui.t.history),
+        h("ul", { class: "log" }, this.log.map((line) => h("li", {}, line)))),
       this.seriesWindow(view, context) ?? "",
     );
     this.tick();

@@ -13,7 +13,7 @@ from tapis.v1 import basra_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients.cards import card_markup, card_text, cards_markup, cards_text
 from tapis_clients.game import ClientGame, Memory
-from tapis_clients.i18n import N_, _
+from tapis_clients.i18n import N_, _, labelled, ngettext, then
 from tapis_clients.people import Table, as_table
 from tapis_clients.strategies import Strategy, random_legal
 
@@ -31,6 +31,15 @@ def side_name(seats: list[int], table: Table) -> str:
     return _("team {names}").format(names=names) if len(seats) > 1 else names
 
 
+def team_letters(view: pb.GameView) -> dict[int, str]:
+    """Seat -> its team's letter (A, B) when partners play together, else nothing."""
+    b = view.basra
+    if not any(len(side.seats) > 1 for side in b.sides):
+        return {}
+    return {seat: "AB"[i] if i < 2 else str(i + 1)
+            for i, side in enumerate(b.sides) for seat in side.seats}
+
+
 def _sides(view: pb.GameView) -> list[list[int]]:
     if view.basra.sides:
         return [list(side.seats) for side in view.basra.sides]
@@ -42,28 +51,38 @@ def board(view: pb.GameView, reader: Table | int | None = None) -> RenderableTyp
     table = as_table(reader)
     b = view.basra
     variant = _(_VARIANTS.get(b.variant, N_("Egyptian")))
-    sides = Grid(box=None, padding=(0, 1), show_edge=False, header_style="bold cyan")
-    sides.add_column(_("deal {deal} · {variant} · to {target}").format(
-        deal=b.deal, variant=variant, target=b.target))
+    teams = team_letters(view)
+    side_of = {seat: i for i, side in enumerate(b.sides) for seat in side.seats}
+    players = Grid(box=None, padding=(0, 1), show_edge=False, header_style="bold cyan")
+    players.add_column(_("deal {deal} · {variant} · to {target}").format(
+        deal=b.deal, variant=variant, target=b.target), no_wrap=True)
+    players.add_column(_("in hand"), justify="right")
+    if teams:
+        players.add_column(_("team"), justify="center")
     for header in (_("cards"), _("basras"), _("score")):
-        sides.add_column(header, justify="right")
-    for side in b.sides:
-        sides.add_row(side_name(list(side.seats), table), str(side.captured_cards),
-                      str(side.basras), f"[bold]{side.score}[/]")
-    hands = []
+        players.add_column(header, justify="right")
+    shown_sides: set[int] = set()
     for seat, size in enumerate(b.hand_sizes):
         if seat not in b.playing_seats:
             continue
         acting = b.HasField("to_move") and b.to_move == seat
         timer = table.timers.get(seat, "")
-        hands.append(("[bold]▶ " if acting else "") + table.who(seat) + f" {size}"
-                     + (" ⓓ" if seat == b.dealer else "") + ("[/]" if acting else "")
-                     + (f" [bold reverse] {timer} [/]" if timer and acting else ""))
+        name = (("[bold]▶ " if acting else "  ") + table.name(seat)
+                + (" " + _("(you)") if seat == table.me else "")
+                + (" ⓓ" if seat == b.dealer else "") + ("[/]" if acting else "")
+                + (f" [bold reverse] {timer} [/]" if timer and acting else ""))
+        index = side_of.get(seat)
+        numbers = ["", "", ""]
+        if index is not None and index not in shown_sides:  # a team's once, on its first
+            shown_sides.add(index)
+            side = b.sides[index]
+            numbers = [str(side.captured_cards), str(side.basras), f"[bold]{side.score}[/]"]
+        players.add_row(name, str(size), *([teams.get(seat, "")] if teams else []), *numbers)
     lines: list[RenderableType] = [
-        sides, Text(""),
-        Text.from_markup(_("floor: {cards}").format(cards=cards_markup(b.floor))),
-        Text.from_markup(_("hands: {hands}").format(hands=" · ".join(hands))
-                         + "  [dim]" + _("stock {count}").format(count=b.stock_size) + "[/]"),
+        players,
+        Text.from_markup(_("floor: {cards}").format(cards=cards_markup(b.floor))
+                         + "  [dim]" + _("stock {count}").format(count=b.stock_size)
+                         + " · " + _("ⓓ deals") + " · " + _("▶ to play") + "[/]"),
     ]
     if table.me is not None:
         lines.append(Text.from_markup(_("your hand: {cards}").format(cards=cards_markup(b.hand))))
@@ -123,13 +142,15 @@ def describe_event(event: pb.Event, reader: Table | int | None = None) -> str | 
     which = b.WhichOneof("event")
     if which == "hands_dealt":
         dealt = b.hands_dealt
-        return _("deal {deal}, hand {round}").format(deal=dealt.deal, round=dealt.round) + \
-            ": " + table.said(dealt.dealer, N_("you deal"), N_("{name} deals"))
+        return labelled(_("deal {deal}, hand {round}").format(deal=dealt.deal,
+                                                              round=dealt.round),
+                        table.said(dealt.dealer, N_("you deal"), N_("{name} deals")))
     if which == "floor_laid":
         laid = b.floor_laid
         line = _("floor: {cards}").format(cards=cards_markup(laid.floor))
         if laid.buried:
-            line += " " + _("({cards} buried)").format(cards=cards_text(laid.buried))
+            line += " " + ngettext("({cards} buried)", "({cards} buried)", len(laid.buried)).format(
+                cards=cards_text(laid.buried))
         return line
     if which == "card_played":
         played = b.card_played
@@ -152,7 +173,10 @@ def describe_event(event: pb.Event, reader: Table | int | None = None) -> str | 
         sheet = b.deal_scored
         parts = [f"{side_name(list(line.seats), table)} +{line.points} → {line.total}"
                  for line in sheet.lines]
-        return _("deal {deal} scored: {sides}").format(deal=sheet.deal, sides="; ".join(parts))
+        sides = parts[0] if parts else ""
+        for part in parts[1:]:
+            sides = then(sides, part)
+        return _("deal {deal} scored: {sides}").format(deal=sheet.deal, sides=sides)
     if which == "tie_deal":
         return _("a tie at the target: another deal between {names}").format(
             names=table.listed(list(b.tie_deal.seats)))
@@ -166,17 +190,22 @@ def score_sheet(sheet: basra_pb2.BasraDealScored, table: Table) -> RenderableTyp
     """A deal's score, side by side: majority, 10♦, 2♣, aces, jacks, basras."""
     grid = Grid(title=_("deal {deal}: the score").format(deal=sheet.deal), box=None,
                 padding=(0, 1), header_style="bold cyan")
-    grid.add_column("")
+    grid.add_column("", max_width=24)
     for header in (_("cards"), _("most"), "10♦", "2♣", _("aces"), _("jacks"), _("basras"),
                    _("deal"), _("total")):
         grid.add_column(header, justify="right")
     for line in sheet.lines:
-        grid.add_row(side_name(list(line.seats), table), str(line.cards),
+        grid.add_row(" & ".join(table.who(seat) for seat in line.seats), str(line.cards),
                      str(line.most_cards), str(line.ten_of_diamonds), str(line.two_of_clubs),
-                     str(line.aces), str(line.jacks),
-                     f"{line.basras}×={line.basra_points}" if line.basras else "0",
+                     str(line.aces), str(line.jacks), str(line.basra_points),
                      f"[bold]{line.points}[/]", f"[bold]{line.total}[/]")
-    return grid
+    made = [ngettext("{names}: {count} basra", "{names}: {count} basras", line.basras).format(
+        names=" & ".join(table.who(seat) for seat in line.seats), count=line.basras)
+        for line in sheet.lines if line.basras]
+    legend = _("cards taken, then the points each earns: most cards, 10♦, 2♣, aces, jacks, "
+               "basras")
+    return Group(grid, Text.from_markup("[dim]" + legend + "[/]"),
+                 *(Text(text) for text in made))
 
 
 class BasraMemory(Memory):

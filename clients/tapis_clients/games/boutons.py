@@ -2,7 +2,7 @@
 their buttons by colour and score; the centre, the reserve, the black aces out and deck B.
 Each colour has its own hue and symbol (for colour-blind players), and each bet a key that
 keeps its meaning from turn to turn: the colour's letter then the card's suit (``rc``: red on
-clubs)."""
+clubs), both in the reader's language (``rt``: rouge sur trèfle)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from rich.text import Text
 from tapis.v1 import boutons_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1.cards_pb2 import Card
+from tapis_clients import i18n
 from tapis_clients.cards import card_markup
 from tapis_clients.game import ClientGame, Memory
-from tapis_clients.i18n import N_, _
+from tapis_clients.i18n import N_, NP_, _, labelled, then
 from tapis_clients.people import Table, as_table
 from tapis_clients.strategies import Strategy, random_legal
 
@@ -35,6 +36,32 @@ _COLOURS: dict[int, tuple[str, str, str, str]] = {
     boutons_pb2.BOUTONS_COLOUR_RESERVE: (N_("reserve"), "x", "◎", "bold cyan"),
 }
 SUIT_KEYS = {1: "c", 2: "d", 3: "h", 4: "s"}
+"""The suits' keys in English: clubs, diamonds, hearts, spades."""
+_KEYS_IN: dict[str, tuple[dict[int, str], dict[int, str]]] = {
+    # language: (colour -> key, suit -> key), where it differs from English. In French:
+    # rouge, bleu, vert, jaune, noir, bLanc, orange, vIolet; trèfle, Karreau, cœur, pique
+    # (n, l, i: b and v are taken; q quits, f flips).
+    "fr": ({boutons_pb2.BOUTONS_COLOUR_RED: "r", boutons_pb2.BOUTONS_COLOUR_BLUE: "b",
+            boutons_pb2.BOUTONS_COLOUR_GREEN: "v", boutons_pb2.BOUTONS_COLOUR_YELLOW: "j",
+            boutons_pb2.BOUTONS_COLOUR_BLACK: "n", boutons_pb2.BOUTONS_COLOUR_WHITE: "l",
+            boutons_pb2.BOUTONS_COLOUR_ORANGE: "o", boutons_pb2.BOUTONS_COLOUR_PURPLE: "i",
+            boutons_pb2.BOUTONS_COLOUR_RESERVE: "x"},
+           {1: "t", 2: "k", 3: "c", 4: "p"}),
+}
+
+
+def colour_key(colour: int) -> str:
+    """The key of a colour in the reader's language (``k`` black, ``n`` noir)."""
+    keys = _KEYS_IN.get(i18n.language())
+    if keys and colour in keys[0]:
+        return keys[0][colour]
+    return _COLOURS.get(colour, ("?", "?", "?", ""))[1]
+
+
+def suit_key(suit: int) -> str:
+    """The key of a suit in the reader's language (``h`` hearts, ``c`` cœur)."""
+    keys = _KEYS_IN.get(i18n.language())
+    return (keys[1] if keys else SUIT_KEYS).get(suit, "?")
 _PHASES = {boutons_pb2.BOUTONS_PHASE_BETTING: N_("betting"),
            boutons_pb2.BOUTONS_PHASE_DRAWING: N_("drawing"),
            boutons_pb2.BOUTONS_PHASE_OVER: N_("game over")}
@@ -42,6 +69,9 @@ _ROUND_END = {boutons_pb2.BOUTONS_ROUND_END_REASON_SECOND_BLACK_ACE: N_("the sec
               boutons_pb2.BOUTONS_ROUND_END_REASON_NO_BUTTONS_LEFT: N_("no button left to take")}
 _END = {boutons_pb2.BOUTONS_END_REASON_RESERVE_EMPTY: N_("the reserve is empty"),
         boutons_pb2.BOUTONS_END_REASON_NO_BUTTON_TO_BET: N_("a player had no button left to bet")}
+RAN_OUT = (N_("you had no button left to bet"), N_("{name} had no button left to bet"))
+"""Why the game ended when a player could not bet, naming them (from the betting_stopped
+event; the view does not say who)."""
 
 
 def colour_name(colour: int) -> str:
@@ -62,7 +92,7 @@ def piles(buttons: Iterable[boutons_pb2.BoutonsButtonPile]) -> str:
 
 def legend(colours: Iterable[int]) -> str:
     """``●r red ■b blue``: each colour's symbol, key and name."""
-    return "  ".join(f"{button(colour)}{_COLOURS[colour][1]} {colour_name(colour)}"
+    return "  ".join(f"{button(colour)}{colour_key(colour)} {colour_name(colour)}"
                      for colour in colours if colour in _COLOURS)
 
 
@@ -70,7 +100,7 @@ def board(view: pb.GameView, reader: Table | int | None = None) -> RenderableTyp
     """The table as the viewer sees it (deck B's order is never known)."""
     table = as_table(reader)
     b = view.boutons
-    players = Grid.grid(padding=(0, 1))
+    players = Grid.grid(padding=(0, 2))  # two spaces: a name never runs into a card
     for _column in range(4):
         players.add_column()
     for player in b.players:
@@ -89,7 +119,8 @@ def board(view: pb.GameView, reader: Table | int | None = None) -> RenderableTyp
     lines: list[RenderableType] = [
         Text.from_markup("[bold cyan]" + _("round {round} of {rounds} · {phase}").format(
             round=b.round, rounds=b.rounds, phase=_(_PHASES.get(b.phase, N_("?"))))
-            + ("  [bold yellow]" + _("last round") + "[/]" if b.last_round else "") + "[/]"),
+            + ("  [bold yellow]" + _("last round") + "[/]" if b.last_round else "") + "[/]"
+            + "  [dim]" + _("★ bets first this round") + "[/]"),
         players,
         Text.from_markup(_("centre {centre} · reserve {reserve} · black aces out {aces} · "
                            "deck B {deck} · last flip {last}").format(
@@ -97,8 +128,8 @@ def board(view: pb.GameView, reader: Table | int | None = None) -> RenderableTyp
             reserve=b.reserve, aces=aces, deck=b.deck_left, last=last)),
     ]
     if b.phase == boutons_pb2.BOUTONS_PHASE_OVER:
-        lines.append(Text.from_markup(f"[bold green]{table.verdict(list(b.winners))}: "
-                                      f"{_(_END.get(b.end_reason, N_('game over')))}[/]"))
+        lines.append(Text.from_markup("[bold green]" + labelled(
+            table.verdict(list(b.winners)), _(_END.get(b.end_reason, N_("game over")))) + "[/]"))
     return Group(*lines)
 
 
@@ -144,15 +175,14 @@ def describe_action(action: pb.Action, reader: Table | int | None = None) -> str
 
 def hotkey(action: pb.Action) -> str | None:
     """``f`` flips; a bet is its colour's key (``k`` black, ``x`` reserve) and the card's suit
-    letter, e.g. ``rc`` for red on clubs."""
+    letter, e.g. ``rc`` for red on clubs (in French ``rt``, rouge sur trèfle)."""
     if action.WhichOneof("action") != "boutons":
         return None
     b = action.boutons
     if b.WhichOneof("action") == "flip":
         return "f"
     if b.WhichOneof("action") == "bet":
-        colour = _COLOURS.get(b.bet.colour, ("?", "?", "?", ""))[1]
-        return colour + SUIT_KEYS.get(b.bet.card.suit, "?")
+        return colour_key(b.bet.colour) + suit_key(b.bet.card.suit)
     return None
 
 
@@ -163,10 +193,12 @@ def describe_event(event: pb.Event, reader: Table | int | None = None) -> str | 
     which = b.WhichOneof("event")
     if which == "reserve_to_centre":
         e = b.reserve_to_centre
-        return _("round {round}").format(round=e.round) + ": " + table.said(
-            e.first_seat, N_("you move a reserve button to the centre ({left} left)"),
-            N_("{name} moves a reserve button to the centre ({left} left)"),
-            left=e.reserve_left)
+        return labelled(_("round {round}").format(round=e.round), table.said_n(
+            e.first_seat, NP_("you move a reserve button to the centre ({left} left)",
+                              "you move a reserve button to the centre ({left} left)"),
+            NP_("{name} moves a reserve button to the centre ({left} left)",
+                "{name} moves a reserve button to the centre ({left} left)"),
+            e.reserve_left, left=e.reserve_left))
     if which == "bet_placed":
         bet = b.bet_placed
         return table.said(bet.seat, N_("you bet {button} on {card}"),
@@ -177,13 +209,15 @@ def describe_event(event: pb.Event, reader: Table | int | None = None) -> str | 
                           N_("you have no button to bet: betting stops, last round"),
                           N_("{name} has no button to bet: betting stops, last round"))
     if which == "draw_started":
-        return _("deck B is shuffled") + "; " + table.said(
-            b.draw_started.seat, N_("you flip first"), N_("{name} flips first"))
+        return then(_("deck B is shuffled"), table.said(
+            b.draw_started.seat, N_("you flip first"), N_("{name} flips first")))
     if which == "card_flipped":
         flip = b.card_flipped
-        return table.said(flip.seat, N_("you flip {card} ({left} left)"),
-                          N_("{name} flips {card} ({left} left)"),
-                          card=card_markup(flip.card), left=flip.deck_left)
+        return table.said_n(flip.seat, NP_("you flip {card} ({left} left)",
+                                           "you flip {card} ({left} left)"),
+                            NP_("{name} flips {card} ({left} left)",
+                                "{name} flips {card} ({left} left)"),
+                            flip.deck_left, card=card_markup(flip.card), left=flip.deck_left)
     if which == "buttons_taken":
         taken = b.buttons_taken
         where = (_("from {card}").format(card=card_markup(taken.card)) if taken.HasField("card")
@@ -208,10 +242,37 @@ def describe_event(event: pb.Event, reader: Table | int | None = None) -> str | 
 
 
 class BoutonsMemory(Memory):
+    def __init__(self) -> None:
+        super().__init__()
+        self.out_of_buttons: int | None = None
+        """The seat that had no button to bet (betting stopped), this game."""
+
     def see(self, event: pb.Event, table: Table) -> None:
-        if event.WhichOneof("body") == "boutons" and event.boutons.WhichOneof("event") == "ended":
-            self.end_reasons[event.game_number] = _(_END.get(event.boutons.ended.reason,
-                                                             N_("game over")))
+        if event.WhichOneof("body") != "boutons":
+            return
+        which = event.boutons.WhichOneof("event")
+        if which == "reserve_to_centre" and event.boutons.reserve_to_centre.round == 1:
+            self.out_of_buttons = None
+        elif which == "betting_stopped":
+            self.out_of_buttons = event.boutons.betting_stopped.seat
+        elif which == "ended":
+            self.end_reasons[event.game_number] = self.end_reason(event.boutons.ended.reason,
+                                                                  table)
+
+    def end_reason(self, reason: boutons_pb2.BoutonsEndReason.ValueType, table: Table) -> str:
+        """Why the game ended, naming who ran out of buttons when one did."""
+        if reason == boutons_pb2.BOUTONS_END_REASON_NO_BUTTON_TO_BET and \
+                self.out_of_buttons is not None:
+            return table.said(self.out_of_buttons, *RAN_OUT)
+        return _(_END.get(reason, N_("game over")))
+
+    def caption(self, table: Table) -> str:
+        """Who ran out of buttons (the board's own end line says only that one did)."""
+        if self.out_of_buttons is None:
+            return ""
+        return table.said(self.out_of_buttons,
+                          N_("you have no button to bet: betting stops, last round"),
+                          N_("{name} has no button to bet: betting stops, last round"))
 
 
 def strategy(rng: random.Random) -> Strategy:

@@ -15,7 +15,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1.cards_pb2 import Card
 from tapis_clients.cards import card_markup, cards_markup
 from tapis_clients.game import ClientGame, Memory
-from tapis_clients.i18n import N_, _, ngettext
+from tapis_clients.i18n import N_, NP_, _, labelled, ngettext, then
 from tapis_clients.people import Table, as_table
 from tapis_clients.strategies import Strategy
 from tapis_clients.strategies.corse import CorseFollower, slap_or_flip
@@ -86,17 +86,17 @@ def board(view: pb.GameView, reader: Table | int | None = None) -> RenderableTyp
         owes = corse.owes if corse.HasField("owes") else corse.turn
         tries = ngettext("{count} try left", "{count} tries left", corse.tries_left).format(
             count=corse.tries_left)
-        lines.append(Text.from_markup("[bold yellow]" + _("challenge") + "[/]: " + _(
+        lines.append(Text.from_markup(labelled("[bold yellow]" + _("challenge") + "[/]", _(
             "{challenger} against {owes}, {tries}").format(
-            challenger=table.who(corse.challenger), owes=table.who(owes), tries=tries)))
+            challenger=table.who(corse.challenger), owes=table.who(owes), tries=tries))))
     else:
         lines.append(Text(""))
     lines.append(Text.from_markup("[dim]" + _("flips {flips} of {cap}").format(
         flips=corse.flips, cap=corse.flip_cap) + "[/]"))
     if corse.end_reason:
         winners = [corse.winner] if corse.HasField("winner") else []
-        lines.append(Text.from_markup(f"[bold green]{table.verdict(winners)}: "
-                                      f"{_(_END[corse.end_reason])}[/]"))
+        lines.append(Text.from_markup("[bold green]" + labelled(
+            table.verdict(winners), _(_END[corse.end_reason])) + "[/]"))
     return Group(*lines)
 
 
@@ -160,10 +160,12 @@ def describe_event(event: pb.Event, reader: Table | int | None = None) -> str | 
                           N_("{name} challenges: {tries}"), tries=tries)
     if which == "pile_won":
         won = corse.pile_won
-        return "[bold]" + table.said(
-            won.seat, N_("you take the pile ({why}): {cards} cards"),
-            N_("{name} takes the pile ({why}): {cards} cards"),
-            why=_reason(won), cards=won.cards) + "[/]"
+        return "[bold]" + table.said_n(
+            won.seat, NP_("you take the pile ({why}): {cards} card",
+                          "you take the pile ({why}): {cards} cards"),
+            NP_("{name} takes the pile ({why}): {cards} card",
+                "{name} takes the pile ({why}): {cards} cards"),
+            won.cards, why=_reason(won), cards=won.cards) + "[/]"
     if which == "false_slap":
         e3 = corse.false_slap
         if e3.penalty_cards:
@@ -171,8 +173,11 @@ def describe_event(event: pb.Event, reader: Table | int | None = None) -> str | 
                               N_("{name} slaps falsely: {cards} under the pile"),
                               cards=ngettext("{count} card", "{count} cards",
                                              e3.penalty_cards).format(count=e3.penalty_cards))
-        return table.said(e3.seat, N_("you slap falsely (strike {strikes})"),
-                          N_("{name} slaps falsely (strike {strikes})"), strikes=e3.strikes)
+        if not e3.strikes:  # no card left to pay with, and not eliminated: nothing to pay
+            return table.said(e3.seat, N_("you slap falsely, with no card to pay"),
+                              N_("{name} slaps falsely, with no card to pay"))
+        return table.said(e3.seat, N_("you slap falsely: strike {strikes} of 3"),
+                          N_("{name} slaps falsely: strike {strikes} of 3"), strikes=e3.strikes)
     if which == "eliminated":
         return "[yellow]" + table.said(corse.eliminated.seat, N_("you are eliminated"),
                                        N_("{name} is eliminated")) + "[/]"
@@ -184,12 +189,12 @@ def describe_event(event: pb.Event, reader: Table | int | None = None) -> str | 
                                     N_("{name} is out for good")) + "[/]"
     if which == "dealt":
         sizes = "-".join(str(size) for size in corse.dealt.deck_sizes)
-        return _("cards dealt ({sizes})").format(sizes=sizes) + "; " + table.said(
-            0, N_("you flip first"), N_("{name} flips first"))
+        return then(_("cards dealt ({sizes})").format(sizes=sizes), table.said(
+            0, N_("you flip first"), N_("{name} flips first")))
     if which == "ended":
         ended = corse.ended
         winners = [ended.winner] if ended.HasField("winner") else []
-        return f"{table.verdict(winners)}: {_(_END.get(ended.reason, N_('game over')))}"
+        return labelled(table.verdict(winners), _(_END.get(ended.reason, N_("game over"))))
     return None
 
 

@@ -13,7 +13,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis_clients.cards import card_markup
 from tapis_clients.game import ClientGame, Memory
-from tapis_clients.i18n import N_, _, ngettext
+from tapis_clients.i18n import N_, NP_, _, labelled, ngettext, then
 from tapis_clients.people import Table, as_table
 from tapis_clients.strategies import Strategy, random_legal
 
@@ -70,8 +70,8 @@ def board(view: pb.GameView, reader: Table | int | None = None) -> RenderableTyp
     ]
     if war.end_reason:
         winners = [war.winner] if war.HasField("winner") else []
-        lines.append(Text.from_markup(f"[bold green]{table.verdict(winners)}: "
-                                      f"{end_text(war.end_reason, war.target_points)}[/]"))
+        lines.append(Text.from_markup("[bold green]" + labelled(
+            table.verdict(winners), end_text(war.end_reason, war.target_points)) + "[/]"))
     return Group(*lines)
 
 
@@ -103,8 +103,11 @@ def describe_event(event: pb.Event, reader: Table | int | None = None) -> str | 
     which = war.WhichOneof("event")
     if which == "trick_won":
         won = war.trick_won
-        return table.said(won.seat, N_("you take the trick ({cards} cards)"),
-                          N_("{name} takes the trick ({cards} cards)"), cards=won.cards)
+        return table.said_n(
+            won.seat,
+            NP_("you take the trick ({cards} card)", "you take the trick ({cards} cards)"),
+            NP_("{name} takes the trick ({cards} card)", "{name} takes the trick ({cards} cards)"),
+            won.cards, cards=won.cards)
     if which == "bataille":
         return "[bold yellow]" + _("Bataille !") + "[/]"
     if which == "short_bataille":
@@ -114,8 +117,8 @@ def describe_event(event: pb.Event, reader: Table | int | None = None) -> str | 
                               N_("{name} cannot lay a bataille and loses"))
         return _("neither player can lay a bataille: draw")
     if which == "dealt":
-        return _("26 cards each") + "; " + table.said(
-            war.dealt.first_seat, N_("you reveal first"), N_("{name} reveals first"))
+        return then(_("26 cards each"), table.said(
+            war.dealt.first_seat, N_("you reveal first"), N_("{name} reveals first")))
     return None
 
 

@@ -1,13 +1,48 @@
 // Basra at the table: your hand, the floor, every side's captures; a card that can take
 // several sets of floor cards asks which.
 import { GameKind, type Action, type GameView } from "../gen/tapis/v1/game_service_pb";
-import type { Card } from "../gen/tapis/v1/cards_pb";
-import { cardElement, cardText, sameCard } from "../cards";
+import { BasraVariant, type BasraDealScored } from "../gen/tapis/v1/basra_pb";
+import { Rank, type Card } from "../gen/tapis/v1/cards_pb";
+import { cardElement, cardId, cardText, sameCard } from "../cards";
 import { h } from "../dom";
 import type { GameScreen, TableContext } from "./screen";
 
 let choosing: Card | undefined;
 /** The card whose captures are offered (cleared when the view moves on). */
+let sheet: BasraDealScored | undefined;
+/** The last deal's score sheet (from its event: the view keeps only the totals). */
+
+/** Whether this move scores a basra by the variant's rules, judged on the floor shown (as the
+ * terminal's makes_basra). */
+function makesBasra(view: GameView, action: Action): boolean {
+  const basra = view.game.case === "basra" ? view.game.value : undefined;
+  if (!basra || action.action.case !== "basra" || action.action.value.action.case !== "playCard") return false;
+  const play = action.action.value.action.value;
+  const floor = basra.floor;
+  if (!floor.length || !play.capture || play.capture.cards.length !== floor.length) return false;
+  if (basra.variant === BasraVariant.LEBANESE) return floor.length === 1 && floor[0].rank === play.card?.rank;
+  if (play.card?.rank === Rank.JACK) return floor.length === 1 || (basra.twoCardJackBasra && floor.length === 2);
+  return true;
+}
+
+/** The dealer's mark: a D in a disc, drawn by the page's style (no font lacks it). */
+function dealerMark(title: string): HTMLElement {
+  return h("span", { class: "dealer-mark", title }, "D");
+}
+
+function sheetTable(scored: BasraDealScored, context: TableContext): HTMLElement {
+  const t = context.t;
+  return h("section", { class: "deal-sheet", id: "deal-sheet" },
+    h("h3", {}, t.dealSheet(scored.deal)),
+    h("table", {},
+      h("tr", {}, t.sheetHeaders.map((header) => h("th", {}, header))),
+      scored.lines.map((line) => h("tr", { "data-side": String(line.side) },
+        h("td", {}, line.seats.map((s) => context.name(s)).join(" & ")),
+        [line.cards, line.mostCards, line.tenOfDiamonds, line.twoOfClubs, line.aces, line.jacks,
+          line.basraPoints, line.points].map((n) => h("td", {}, String(n))),
+        h("td", { class: "total" }, String(line.total))))),
+    h("p", { class: "legend" }, t.sheetLegend));
+}
 
 function plays(view: GameView, card: Card): Action[] {
   return view.legalActions.filter((a) => a.action.case === "basra"
@@ -52,12 +87,18 @@ export const basra: GameScreen = {
           h("div", {}, t.basras(side.basras))));
       const others = basra.playingSeats.filter((s) => s !== context.me).map((s) =>
         h("div", { class: "basra-player", "data-seat": String(s) },
-          h("div", { class: "name" }, context.name(s)),
+          h("div", { class: "name" }, context.name(s),
+            basra.dealer === s ? dealerMark(t.dealer) : null),
           h("div", {}, t.hand(basra.handSizes[s] ?? 0)),
           basra.toMove === s ? h("div", { class: "to-move-mark" }, "◀") : null));
-      const hand = basra.hand.map((card) => cardElement(card, {
-        role: "button", class: `card playable${choosing && sameCard(choosing, card) ? " chosen" : ""}`,
-      }));
+      const hand = basra.hand.map((card) => {
+        const basraMove = plays(view, card).some((a) => makesBasra(view, a));
+        return cardElement(card, {
+          role: "button",
+          class: `playable${choosing && sameCard(choosing, card) ? " chosen" : ""}${basraMove ? " makes-basra" : ""}`,
+          ...(basraMove ? { title: t.makesBasra } : {}),
+        });
+      });
       hand.forEach((element, i) => element.addEventListener("click",
         () => play(view, basra.hand[i], context, draw)));
       const picker = choosing
@@ -65,10 +106,11 @@ export const basra: GameScreen = {
             h("h3", {}, t.chooseCapture),
             plays(view, choosing).map((option) => {
               const taken = captureOf(option);
-              return h("button", { class: "capture", "data-capture": taken.map(cardText).join(" "),
+              return h("button", { class: "capture", "data-capture": taken.map(cardId).join(" "),
                                    onclick: () => { choosing = undefined; context.act(option); } },
                 `${cardText(choosing!)} ${taken.length ? t.takes : t.takesNothing} `,
-                taken.map((c) => cardElement(c)));
+                taken.map((c) => cardElement(c)),
+                makesBasra(view, option) ? h("span", { class: "basra-flag" }, ` ${t.basraFlag}`) : null);
             }))
         : null;
       return [
@@ -78,12 +120,27 @@ export const basra: GameScreen = {
           h("div", { class: "floor", id: "floor" }, basra.floor.map((c) => cardElement(c))),
           h("div", { class: "stock" }, t.stock(basra.stockSize))),
         ...(picker ? [picker] : []),
-        h("div", { class: "hand-area" }, h("h3", {}, t.yourHand),
-          h("div", { class: "hand", id: "hand" }, hand)),
+        h("div", { class: "hand-area" }, h("h3", {}, t.yourHand,
+          basra.dealer === context.me ? dealerMark(t.dealer) : null),
+          h("div", { class: "hand", id: "hand" }, hand),
+          hand.some((c) => c.classList.contains("makes-basra"))
+            ? h("p", { class: "basra-flag", id: "basra-flag" }, `${t.basraFlag} — ${t.makesBasra}`) : null),
+        h("p", { class: "legend" }, dealerMark(t.dealer), ` ${t.dealer} · ${t.toMoveMark}`),
+        ...(sheet ? [sheetTable(sheet, context)] : []),
       ];
     };
     draw();
     return root;
+  },
+  see(event) {
+    if (event.body.case === "gameStarted") sheet = undefined;
+    if (event.body.case === "basra" && event.body.value.event.case === "dealScored") {
+      sheet = event.body.value.event.value;
+    }
+  },
+  endReason(view, context) {
+    const basra = view.game.case === "basra" ? view.game.value : undefined;
+    return basra?.over ? context.t.finalScore(basra.sides.map((s) => s.score).join(" – ")) : "";
   },
   describe(event, context) {
     if (event.body.case !== "basra") return null;
@@ -92,7 +149,7 @@ export const basra: GameScreen = {
       const cards = [body.value.card, ...body.value.taken].filter((c) => c !== undefined);
       return context.t.took(context.name(body.value.seat), body.value.seat === context.me, cards.map(cardText).join(" "));
     }
-    if (body.case === "basra") return `Basra ! (${context.name(body.value.seat)})`;
+    if (body.case === "basra") return context.t.basraBy(context.name(body.value.seat), body.value.seat === context.me);
     return null;
   },
 };

@@ -9,11 +9,24 @@ import type { GameScreen, TableContext } from "./screen";
 
 let colour: number | undefined;
 /** The colour picked for the next bet (kept while it can still be bet). */
+let outOfButtons: number | undefined;
+/** The seat that had no button left to bet, this game (betting stopped). */
+
+/** Each colour's own shape, as the terminal draws them (a colour-blind player tells them apart):
+ * red ●, blue ■, green ▲, yellow ◆, black ▼, white ○, orange ◐, purple ✚, reserve ◎. */
+export const SHAPES = ["", "●", "■", "▲", "◆", "▼", "○", "◐", "✚", "◎"];
 
 function piles(buttons: BoutonsButtonPile[], context: TableContext): HTMLElement {
   return h("span", { class: "buttons" }, buttons.filter((b) => b.count > 0).map((b) =>
-    h("span", { class: `button-pile colour-${b.colour}`, title: context.t.colours[b.colour] },
-      `●×${b.count}`)));
+    h("span", { class: `button-pile colour-${b.colour}`, "data-shape": SHAPES[b.colour] ?? "◌",
+                title: context.t.colours[b.colour] },
+      `${SHAPES[b.colour] ?? "◌"}×${b.count}`)));
+}
+
+/** A player's score as its product: "●3 × ■2 = 6". */
+function product(buttons: BoutonsButtonPile[]): string {
+  return buttons.filter((b) => b.count > 0).map((b) => `${SHAPES[b.colour] ?? "◌"}${b.count}`)
+    .join(" × ") || "0";
 }
 
 function bets(view: GameView): Action[] {
@@ -43,6 +56,8 @@ export const boutons: GameScreen = {
                    "data-seat": String(player.seat) },
           h("div", { class: "name" }, context.name(player.seat)),
           piles(player.buttons, context),
+          h("div", { class: "player-score", "data-score": String(player.score) },
+            t.playerScore(product(player.buttons), Number(player.score))),
           h("div", { class: "laid-out" }, player.cards.map((laid) => {
             const bet = legal.find((a) => betOf(a).colour === colour && sameCard(betOf(a).card, laid.card));
             const card = cardElement(laid.card, bet ? { class: "card playable", role: "button" } : {});
@@ -54,13 +69,14 @@ export const boutons: GameScreen = {
         h("div", { class: "round" }, t.round(boutons.round, boutons.rounds), " · ",
           boutons.phase === BoutonsPhase.BETTING ? t.betting : t.drawing),
         h("div", { class: "centre" }, t.centre(boutons.centre), " · ", t.reserve(boutons.reserve)),
+        h("div", { class: "product-rule", id: "product-rule" }, t.productRule),
         boutons.lastFlip ? h("div", { class: "last-flip" }, t.lastFlip, " ", cardElement(boutons.lastFlip)) : "",
         h("div", { class: "boutons-table" }, players),
         h("div", { class: "actions" },
-          colours.length ? h("span", { class: "bet-hint" }, t.bet, ":") : null,
+          colours.length ? h("span", { class: "bet-hint" }, t.bet) : null,
           colours.map((c) => h("button", {
             class: `colour-choice colour-${c}${c === colour ? " chosen" : ""}`, "data-colour": String(c),
-            onclick: () => { colour = c; draw(); } }, `● ${t.colours[c]}`)),
+            onclick: () => { colour = c; draw(); } }, `${SHAPES[c] ?? "◌"} ${t.colours[c]}`)),
           flip ? h("button", { class: "primary", id: "flip", onclick: () => context.act(flip) }, t.flip) : null));
     };
     draw();
@@ -68,5 +84,24 @@ export const boutons: GameScreen = {
   },
   describe() {
     return null;
+  },
+  see(event) {
+    if (event.body.case === "gameStarted") outOfButtons = undefined;
+    if (event.body.case === "boutons" && event.body.value.event.case === "bettingStopped") {
+      outOfButtons = event.body.value.event.value.seat;
+    }
+  },
+  endReason(view, context) {
+    const boutons = view.game.case === "boutons" ? view.game.value : undefined;
+    if (!boutons) return "";
+    return context.t.boutonsEnd(boutons.endReason,
+      outOfButtons !== undefined ? context.name(outOfButtons) : undefined, outOfButtons === context.me);
+  },
+  keyPressed(key, view, context) {
+    if (key !== "Enter") return false;
+    const flip = view.legalActions.find((a) => a.action.case === "boutons" && a.action.value.action.case === "flip");
+    if (!flip) return false;
+    context.act(flip);
+    return true;
   },
 };

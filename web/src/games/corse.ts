@@ -1,10 +1,18 @@
 // Bataille corse at the table: the pile's top cards, every deck, the challenge; flip with a
 // button, slap with the space bar, a click on the pile or the button.
-import { BatailleCorseSeatStatus } from "../gen/tapis/v1/bataille_corse_pb";
+import { BatailleCorsePileReason, BatailleCorseSeatStatus } from "../gen/tapis/v1/bataille_corse_pb";
+import type { Card } from "../gen/tapis/v1/cards_pb";
 import { GameKind, type GameView } from "../gen/tapis/v1/game_service_pb";
-import { cardElement } from "../cards";
+import { cardElement, cardText } from "../cards";
 import { h } from "../dom";
 import type { GameScreen, TableContext } from "./screen";
+
+/** How many of the top cards make each combination (the caption shows them). */
+const COMBINATION_CARDS = [0, 2, 3, 4, 2, 2, 1];
+
+/** The face-up pile as the events built it, and the last pile taken: who, why, which cards. */
+const pile: Card[] = [];
+let caption: { seat: number; reason: number; combination: number; cards: Card[] } | undefined;
 
 function legal(view: GameView, which: "flip" | "slap") {
   return view.legalActions.find(
@@ -33,11 +41,18 @@ export const corse: GameScreen = {
         h("div", { class: "deck-size", "data-deck": String(seat.deckSize) }, t.deck(seat.deckSize)),
         seat.status === BatailleCorseSeatStatus.ELIMINATED ? h("div", { class: "status" }, t.eliminated) : null,
         seat.status === BatailleCorseSeatStatus.OUT ? h("div", { class: "status" }, t.out) : null));
-    const pile = h("div", { class: "pile", id: "pile", onclick: () => act(view, "slap", context) },
+    const pileShown = h("div", { class: "pile", id: "pile", onclick: () => act(view, "slap", context) },
       corse.pileTop.slice(-4).map((card) => cardElement(card)));
+    const said = caption
+      ? t.slapCaption(context.name(caption.seat), caption.seat === context.me,
+        caption.reason === BatailleCorsePileReason.COMBINATION
+          ? t.combinations[caption.combination] ?? "" : t.pileReasons[caption.reason] ?? "",
+        caption.cards.map(cardText).join(" "))
+      : "";
     return h("div", { class: "corse" },
       h("div", { class: "corse-table" }, seats),
-      pile,
+      pileShown,
+      h("div", { class: "slap-caption", id: "slap-caption" }, said),
       h("div", { class: "pile-size" }, t.pile(corse.pileSize)),
       corse.challenger !== undefined && corse.turn !== undefined
         ? h("div", { class: "challenge" }, t.challenge(context.name(corse.turn), corse.triesLeft))
@@ -56,6 +71,26 @@ export const corse: GameScreen = {
     if (body.case === "pileWon") return context.t.pileWon(context.name(body.value.seat), body.value.seat === context.me, body.value.cards);
     if (body.case === "falseSlap") return context.t.falseSlap(context.name(body.value.seat), body.value.seat === context.me);
     return null;
+  },
+  see(event) {
+    if (event.body.case === "gameStarted") {
+      pile.length = 0;
+      caption = undefined;
+    }
+    if (event.body.case !== "batailleCorse") return;
+    const body = event.body.value.event;
+    if (body.case === "cardFlipped" && body.value.card) pile.push(body.value.card);
+    if (body.case === "pileWon") {
+      const won = body.value;
+      const shown = won.reason === BatailleCorsePileReason.COMBINATION
+        ? pile.slice(-(COMBINATION_CARDS[won.combination] ?? 0)) : [];
+      caption = { seat: won.seat, reason: won.reason, combination: won.combination, cards: shown };
+      pile.length = 0;
+    }
+  },
+  endReason(view, context) {
+    const corse = view.game.case === "batailleCorse" ? view.game.value : undefined;
+    return corse ? context.t.corseEnd(corse.endReason) : "";
   },
   keyPressed(key, view, context) {
     if (key === " ") return act(view, "slap", context);

@@ -27,4 +27,9 @@ export interface GameScreen {
   describe(event: Event, context: TableContext): string | null;
   /** A key pressed at the table; true if the game used it. */
   keyPressed?(key: string, view: GameView, context: TableContext): boolean;
+  /** Take in an event before the view moves on (what the view does not keep: a deal's score
+   * sheet, the cards a slap took, who ran out of buttons). */
+  see?(event: Event, view: GameView | undefined, context: TableContext): void;
+  /** Why the game of `view` ended, in words ("" when it has not). */
+  endReason?(view: GameView, context: TableContext): string;
 }

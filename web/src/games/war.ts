@@ -64,6 +64,10 @@ export const war: GameScreen = {
     if (body.case === "trickWon") return context.t.tookTrick(context.name(body.value.seat), body.value.seat === context.me);
     return null;
   },
+  endReason(view, context) {
+    const war = view.game.case === "war" ? view.game.value : undefined;
+    return war ? context.t.warEnd(war.endReason, war.targetPoints) : "";
+  },
   keyPressed(key, view, context) {
     if (key !== " " && key !== "Enter") return false;
     if (!view.legalActions.some((a) => a.action.case === "war")) return false;
