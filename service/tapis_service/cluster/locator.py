@@ -29,6 +29,8 @@ from tapis_service.cluster.directory import Directory
 from tapis_service.errors import ServiceError
 from tapis_service.host import GameHost
 from tapis_service.resting import RestingTable
+from tapis_service.store import StoreUnavailable
+from tapis_service.streams import resume_at
 
 log = structlog.get_logger("tapis.cluster")
 
@@ -52,9 +54,15 @@ def lease_clock() -> float:
     return time.monotonic() if boottime is None else time.clock_gettime(boottime)
 
 
-def table_moved(game_id: str) -> ServiceError:
+def table_moved(game_id: str, last: int | None = None) -> ServiceError:
+    """The table moved to another node; a stream's end says where to resume (after
+    ``last``)."""
+    if last is None:
+        return ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
+                            f"game {game_id} is moving to another node; retry")
     return ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
-                        f"game {game_id} is moving to another node; retry")
+                        f"game {game_id} is moving to another node; resume with "
+                        f"after_sequence={last}", resume_at(last))
 
 
 def database_away() -> ServiceError:
@@ -119,6 +127,8 @@ class Locator:
             if owner.node_id == self.node_id:
                 if self.leaving:
                     raise table_moved(game_id)
+                if game_id in self.host.unavailable:  # the healer rebuilds it (or gives it up)
+                    return None
                 await self._adopt(game_id, owner.epoch, "")
                 return None
             if owner.alive and owner.address:
@@ -183,15 +193,11 @@ class Locator:
             session = await self.host.adopt(game_id, epoch)
             if session is None:
                 return
-            while True:  # confirmed by a look taken after any lapse seen meanwhile
-                lapses = self._lapses
-                if not await self.directory.holds(game_id, epoch) \
-                        or self.host.sessions.get(game_id) is not session:
-                    self.host.discard(game_id)  # another node took it while it loaded
-                    self.lost(game_id)
-                    raise table_moved(game_id)
-                if lapses == self._lapses:
-                    break
+            if not await self._holds(game_id, epoch) \
+                    or self.host.sessions.get(game_id) is not session:
+                self.host.discard(game_id)  # another node took it while it loaded
+                self.lost(game_id)
+                raise table_moved(game_id)
         except BaseException:
             if game_id in self._unconfirmed:
                 self.host.discard(game_id)
@@ -202,6 +208,25 @@ class Locator:
         if trigger:
             metrics.TAKEOVERS.labels(trigger).inc()
             log.info("table_taken_over", game=game_id, epoch=epoch, trigger=trigger)
+
+    async def _holds(self, game_id: str, epoch: int) -> bool:
+        """Whether the database says this node owns the table at ``epoch``, by a look taken
+        after any lapse seen meanwhile (a lapse's recheck gives up what moved before it)."""
+        while True:
+            lapses = self._lapses
+            if not await self.directory.holds(game_id, epoch):
+                return False
+            if lapses == self._lapses:
+                return True
+
+    async def owns(self, game_id: str, epoch: int) -> bool:
+        """The host's owner check (``GameHost.confirm_owner``), asked before a table healed
+        after a failed write or woken from rest is served again; ``StoreUnavailable`` when
+        the database cannot say (the healer asks again later)."""
+        try:
+            return await self._holds(game_id, epoch)
+        except DATABASE_ERRORS as error:
+            raise StoreUnavailable(f"ownership unconfirmed: {str(error)[:200]}") from error
 
     # --- the lease ---------------------------------------------------------------------------
 
@@ -241,18 +266,23 @@ class Locator:
         node took meanwhile (the renewal, just committed, is ordered after every takeover)."""
         self.lease_until = -math.inf
         self._lapses += 1
-        if not self.host.sessions and not self.host.resting:  # (a node's first renewal, too)
+        host = self.host
+        if not host.sessions and not host.resting and not host.unavailable:  # (a first one too)
             return
         owned = await self.directory.owned()
-        for game_id, session in list(self.host.sessions.items()):
+        for game_id, session in list(host.sessions.items()):
             if owned.get(game_id) != session.epoch:
-                self.host.discard(game_id)
+                host.discard(game_id)
                 self.lost(game_id)
-        for game_id, table in list(self.host.resting.items()):
+        for game_id, session in list(host.unavailable.items()):  # awaiting the healer
+            if owned.get(game_id) != session.epoch:
+                del host.unavailable[game_id]
+                host.healing.lost(session)
+        for game_id, table in list(host.resting.items()):
             if owned.get(game_id) != table.epoch:
-                self.host.unrest(game_id)
+                host.unrest(game_id)
                 self.lost(game_id)
-        log.warning("membership_lapsed", kept=len(self.host.sessions))
+        log.warning("membership_lapsed", kept=len(host.sessions))
 
     def lost(self, game_id: str) -> None:
         """Another node owns the table now (its append was refused)."""

@@ -69,6 +69,7 @@ class ClusterNode:
         self.tunnel_server = tunnel.TunnelServer(self.relay.call, self.relay.stream,
                                                  self.tunnels.relay_key, settings.max_in_flight)
         host.lost_listeners.append(self.locator.lost)
+        host.confirm_owner = self.locator.owns  # a healed or woken table: still ours?
 
     def handlers(self) -> tuple[grpc.GenericRpcHandler, ...]:
         """Every GameService method (served here or relayed), and the tunnel."""

@@ -225,11 +225,14 @@ class Relay:
         address = await self.locator.route(game_id, caller.forwarded)
         if address is None:
             session = self.host.sessions.get(game_id)
+            sent = b""
             async for message in self.api.stream_events(parsed(pb.StreamEventsRequest, raw),
                                                         caller, end):
+                sent = message
                 yield message
             if session is not None and self.host.sessions.get(game_id) is not session:
-                raise table_moved(game_id)  # the table left: the client resumes where it is
+                # the table left (lost, or healed as a new session): resume where it is
+                raise table_moved(game_id, _last_sequence(sent, raw))
             return
         if not frames.fits(frames.STREAM, caller, raw):
             raw = _compacted(pb.StreamEventsRequest, raw)
@@ -273,6 +276,7 @@ class Relay:
 def _last_sequence(last: bytes, request: bytes) -> int:
     """Where a stream cut off resumes: after its last message's last event (or where it
     started)."""
-    if last:
-        return int(pb.StreamEventsResponse.FromString(last).events[-1].sequence)
+    events = pb.StreamEventsResponse.FromString(last).events if last else ()
+    if events:
+        return int(events[-1].sequence)
     return int(pb.StreamEventsRequest.FromString(request).after_sequence)
