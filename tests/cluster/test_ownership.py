@@ -7,9 +7,7 @@ ownership is moved by hand, as another node's takeover during the outage would."
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import grpc
 import pytest
@@ -17,50 +15,11 @@ from google.rpc import error_details_pb2, status_pb2
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.server import RunningServer, create_server
 from tapis_service.store import StoreUnavailable
 from tests.cluster.harness import fetch
+from tests.cluster.inprocess import Running, two_nodes
 from tests.support.calls import person_seats
 from tests.support.postgres import Postgres
-from tests.support.process import free_port
-from tests.support.server import TEST_SETTINGS
-
-
-@dataclass
-class Running:
-    node: RunningServer
-    stub: pb_grpc.GameServiceStub
-
-    @property
-    def node_id(self) -> str:
-        return str(self.node.cluster.node_id)
-
-
-@asynccontextmanager
-async def two_nodes(postgres: Postgres, store_retry_ms: int
-                    ) -> AsyncIterator[tuple[str, Running, Running]]:
-    """(database url, node A, node B), each with a channel."""
-    database = await postgres.create_database()
-    url = postgres.url(database)
-    nodes: list[RunningServer] = []
-    channels: list[grpc.aio.Channel] = []
-    try:
-        for _ in range(2):
-            port = free_port()
-            nodes.append(await create_server(replace(
-                TEST_SETTINGS, port=port, store="postgres", database_url=url,
-                advertise=f"127.0.0.1:{port}", node_ttl_s=3.0,
-                store_retry_ms=store_retry_ms)))
-            channels.append(grpc.aio.insecure_channel(f"127.0.0.1:{port}"))
-        first, second = (Running(n, pb_grpc.GameServiceStub(c))
-                         for n, c in zip(nodes, channels, strict=True))
-        yield url, first, second
-    finally:
-        for channel in channels:
-            await channel.close()
-        for node in reversed(nodes):
-            await node.stop(0)
-        await postgres.drop_database(database)
 
 
 async def move_to(url: str, game_id: str, node: Running) -> None:

@@ -19,7 +19,6 @@ import math
 import time
 from typing import Any
 
-import asyncpg
 import grpc
 import structlog
 
@@ -28,13 +27,16 @@ from tapis_service.cluster import metrics
 from tapis_service.cluster.directory import Directory
 from tapis_service.errors import ServiceError
 from tapis_service.host import GameHost
+from tapis_service.postgres_store import DATABASE_ERRORS as POSTGRES_ERRORS
 from tapis_service.resting import RestingTable
-from tapis_service.store import StoreUnavailable
+from tapis_service.store import StoreError, StoreUnavailable
 from tapis_service.streams import resume_at
 
 log = structlog.get_logger("tapis.cluster")
 
-DATABASE_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
+DATABASE_ERRORS: tuple[type[Exception], ...] = (*POSTGRES_ERRORS, StoreError)
+"""What a look in the database may raise when it is away (asyncpg's errors, and the store's
+``StoreUnavailable`` when a table cannot be loaded): the call is answered ``UNAVAILABLE``."""
 LOOKUPS = 3
 """Directory lookups for one call at most (each a takeover race lost to another node)."""
 LEASE_SHARE = 0.9
@@ -225,7 +227,7 @@ class Locator:
         the database cannot say (the healer asks again later)."""
         try:
             return await self._holds(game_id, epoch)
-        except DATABASE_ERRORS as error:
+        except POSTGRES_ERRORS as error:
             raise StoreUnavailable(f"ownership unconfirmed: {str(error)[:200]}") from error
 
     # --- the lease ---------------------------------------------------------------------------
@@ -243,7 +245,7 @@ class Locator:
         try:
             async with asyncio.timeout(self.ttl_s):
                 await asyncio.shield(self.renewal())
-        except (TimeoutError, *DATABASE_ERRORS) as error:
+        except DATABASE_ERRORS as error:  # (a timeout among them)
             raise database_away() from error
         if not self.confirmed():
             raise database_away()

@@ -8,7 +8,10 @@ looked past once: the table is looked up again (and taken over if its owner is g
 A relayed call carries the client's deadline, capped at ``DEADLINE_TTLS`` TTLs: the relaying
 node waits no longer for the owner (a frozen one), then looks the table up again. A write
 whose request went to an owner lost before it answered may have been applied there: unless
-the second attempt answers it, it is answered ``COMMIT_UNKNOWN``, never as not applied.
+the second attempt answers it, it is answered ``COMMIT_UNKNOWN``, never as not applied; so is
+a write (or a CreateGame retry) that cannot be routed because the database is away: an earlier
+attempt with its request id may have been applied. A read that cannot be routed is
+``STORE_UNAVAILABLE``.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from google.protobuf.message import DecodeError, Message
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.caller import Caller, deadline_in
 from tapis_service.cluster import frames, metrics, tunnel
-from tapis_service.cluster.locator import DATABASE_ERRORS, Locator, database_away, table_moved
+from tapis_service.cluster.locator import DATABASE_ERRORS, Locator, table_moved
 from tapis_service.cluster.wire import game_id_of
 from tapis_service.errors import ServiceError
 from tapis_service.game_api import EndStream, GameApi
@@ -43,6 +46,21 @@ def commit_unknown(game_id: str) -> ServiceError:
     return ServiceError(grpc.StatusCode.UNAVAILABLE, "COMMIT_UNKNOWN",
                         f"the node serving game {game_id} was lost while it served this "
                         "request: it may have been applied; retry with the same request_id")
+
+
+def unrouted(game_id: str) -> ServiceError:
+    """A write (or a CreateGame retry) that could not be routed: this attempt changed nothing,
+    but an earlier one with the same request id may have been applied, which only the database
+    can tell."""
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "COMMIT_UNKNOWN",
+                        f"the database cannot be reached to find where game {game_id or '?'} "
+                        "is served: an earlier attempt of this request may have been applied; "
+                        "retry with the same request_id")
+
+
+IN_DOUBT = frames.WRITES | {"EndTable"}
+"""The methods whose refusal must never say "not applied" unless the table said it: a retry of
+one may find its first attempt committed."""
 
 CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
                    ("grpc.min_reconnect_backoff_ms", 100),
@@ -148,11 +166,14 @@ class Relay:
         (a graceful stop hands every table off) has moved, not vanished: TABLE_MOVED, which
         the client retries where it went, never NOT_FOUND."""
         message, serve = REQUESTS[method]
+        healing = method in IN_DOUBT and game_id_of(raw) in self.host.unavailable
         try:
             return _serialized(await serve(self.api, parsed(message, raw), caller))
         except ServiceError as refused:
             if refused.code == grpc.StatusCode.NOT_FOUND and self.locator.leaving:
                 raise table_moved(game_id_of(raw)) from refused
+            if healing and refused.reason == "STORE_UNAVAILABLE":  # the table, not this call,
+                raise unrouted(game_id_of(raw)) from refused  # is unavailable: in doubt
             raise
 
     async def create_game(self, raw: bytes, caller: Caller) -> bytes:
@@ -165,11 +186,16 @@ class Relay:
         if request_id and self.host.create_requests.get(request_id) not in self.host.sessions:
             try:
                 game_id = await self.locator.directory.created_by(request_id)
-            except DATABASE_ERRORS as error:
-                raise database_away() from error
+            except DATABASE_ERRORS as error:  # its first attempt may have created it
+                raise unrouted("") from error
             if game_id is not None:
-                return await self.call("GetGame", pb.GetGameRequest(
-                    game_id=game_id).SerializeToString(), caller.anonymous())
+                try:
+                    return await self.call("GetGame", pb.GetGameRequest(
+                        game_id=game_id).SerializeToString(), caller.anonymous())
+                except ServiceError as refused:  # created, but where it is cannot be said
+                    if refused.reason == "STORE_UNAVAILABLE":
+                        raise unrouted(game_id) from refused
+                    raise
         return _serialized(await self.api.create_game(request, caller))
 
     async def call(self, method: str, raw: bytes, caller: Caller) -> bytes:
@@ -194,7 +220,12 @@ class Relay:
             raise
 
     async def _once(self, method: str, raw: bytes, caller: Caller, game_id: str) -> bytes:
-        address = await self.locator.route(game_id, caller.forwarded)
+        try:
+            address = await self.locator.route(game_id, caller.forwarded)
+        except ServiceError as refused:  # the database cannot say where the table is
+            if method in IN_DOUBT and refused.reason == "STORE_UNAVAILABLE":
+                raise unrouted(game_id) from refused
+            raise
         if address is None:
             return await self.local(method, raw, caller)
         index = frames.METHODS.index(method)
