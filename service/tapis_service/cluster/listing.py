@@ -2,7 +2,10 @@
 through the tunnel), in one list paged as a single node pages its own; tables of dead or
 departed owners that the sweep has not reached yet are taken over first, so the list has them.
 The nodes are asked at once; a node that does not answer within ``NODE_TIMEOUT_S`` (or the
-client's deadline) makes the answer ``partial``, with its address in ``missing_nodes``.
+client's deadline) makes the answer ``partial``, with its address in ``missing_nodes``. So does
+every owner of a table that no node answering listed — a dead node whose tables are not all
+taken over yet, whether or not its membership expired (``Directory.unlisted_owners``): an
+answer is complete only when every table of the cluster had a node to list it.
 
 A page costs a page per node: every node lists in the same order (by creation time, then id;
 the quarantined tables after the others, by id: lobby.py), so the client's ``page_token`` names
@@ -72,6 +75,14 @@ class Listing:
                                        for node_id in ordered))
         missing = [members[node_id] for node_id, page in zip(ordered, pages, strict=True)
                    if page is None]
+        answered = [node_id for node_id, page in zip(ordered, pages, strict=True)
+                    if page is not None]
+        try:  # a dead node's tables not taken over yet: missing, whatever ``members`` says
+            unlisted = await self.directory.unlisted_owners(answered,
+                                                            request.include_finished)
+        except DATABASE_ERRORS as error:
+            raise database_away() from error
+        missing += [name for name in unlisted if name not in missing]
         merged: dict[str, pb.GameListing] = {}  # a table moving may be listed by two nodes
         for line in sorted((line for page in pages if page is not None for line in page.games),
                            key=position):
