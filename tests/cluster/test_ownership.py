@@ -148,3 +148,31 @@ async def test_a_table_woken_from_rest_is_confirmed_first(postgres: Postgres) ->
             await a.node.host.shelf.wake(moved)
         assert getattr(caught.value, "reason", "") == "TABLE_MOVED"
         assert moved not in a.node.host.sessions and moved not in a.node.host.resting
+
+
+async def test_a_table_at_rest_taken_over_across_a_lapse_is_confirmed_first(
+        postgres: Postgres, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with two_nodes(postgres, store_retry_ms=50) as (url, a, b):
+        created = await b.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))
+        game_id = created.game.game_id
+        b.node.host.shelf.rest(b.node.host.sessions[game_id])
+        await b.node.host.store.settled()  # type: ignore[attr-defined]
+        for node in (a, b):
+            node.node.cluster.membership.stop()
+        await fetch(url, "UPDATE members SET expires_at = now() - interval '1 second' "
+                    "WHERE node_id = $1", b.node_id)  # B died
+        locator = a.node.cluster.locator
+        (orphan, listing), = await locator.directory.orphans(True, 10)
+        assert orphan == game_id and listing is not None
+        take_over = locator.directory.take_over
+
+        async def across_a_lapse(game: str, seen: int) -> int | None:
+            epoch = await take_over(game, seen)
+            locator._lapses += 1  # A's membership lapsed meanwhile; B came back, took it
+            await fetch(url, "UPDATE games SET owner = $2, epoch = epoch + 1 "
+                        "WHERE game_id = $1", game, b.node_id)
+            return epoch
+
+        monkeypatch.setattr(locator.directory, "take_over", across_a_lapse)
+        assert await locator.adopt_resting(game_id, listing)
+        assert game_id not in a.node.host.resting  # never listed as A's

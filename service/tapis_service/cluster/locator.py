@@ -8,8 +8,10 @@ the database accepted, measured on a monotonic clock that keeps counting through
 no other node can take a table over before the database sees the membership expire, which is
 later. A renewal that finds the membership had lapsed (a pause, a partition) first gives up
 every table another node took meanwhile. A call for a held table while the lease is out waits
-for a renewal (the first such call starts one). A table taken over is served only once the
-database confirms, after it is loaded, that its epoch is still this node's.
+for a renewal (the first such call starts one). A table is installed only once the database
+confirms, after it is loaded, that its epoch is still this node's (a look taken after any lapse
+seen meanwhile): a table taken over, and (through ``owns``, the host's ``confirm_owner``) one
+the healer rebuilds after a failed write or one woken from rest.
 """
 
 from __future__ import annotations
@@ -177,8 +179,10 @@ class Locator:
                 owner = await self.directory.owner_of(game_id)
                 if owner is None or (owner.alive and owner.node_id != self.node_id):
                     return True
+                lapses = self._lapses
                 epoch = await self.directory.take_over(game_id, owner.epoch)
-                if epoch is not None:
+                if epoch is not None and (lapses == self._lapses
+                                          or await self._holds(game_id, epoch)):
                     self.host.rest_listed(game_id, RestingTable.of(game_id, listing, epoch))
                     metrics.TAKEOVERS.labels("list").inc()
                 return True

@@ -166,7 +166,8 @@ class Relay:
         (a graceful stop hands every table off) has moved, not vanished: TABLE_MOVED, which
         the client retries where it went, never NOT_FOUND."""
         message, serve = REQUESTS[method]
-        healing = method in IN_DOUBT and game_id_of(raw) in self.host.unavailable
+        unavailable = self.host.unavailable  # (empty but in an outage)
+        healing = bool(unavailable) and method in IN_DOUBT and game_id_of(raw) in unavailable
         try:
             return _serialized(await serve(self.api, parsed(message, raw), caller))
         except ServiceError as refused:
