@@ -36,7 +36,7 @@ from tapis_bench.cluster import Nodes
 
 
 def _reason(error: grpc.aio.AioRpcError) -> str:
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    status = rpc_status.from_call(error)
     for detail in status.details if status is not None else ():
         info = error_details_pb2.ErrorInfo()
         if detail.Unpack(info):

@@ -1,9 +1,10 @@
 """A cluster ListGames is complete only when every table of the cluster had a node to list it:
 while a dead node's tables are not all taken over it is ``partial`` and names that node, even
 once its membership expired (the live nodes no longer ask it); tables a stopped node handed off
-that nobody took yet are named ``unowned``. Once they are taken over, the answer is complete
-and lists them. Nodes run in this process; the death is the database's view of it (the
-membership expired, its renewals and the sweeps stopped)."""
+that nobody took yet are named ``unowned``; a node taking tables over while it answers (one
+it owns in the database may not be loaded yet) is named too. Once they are taken over, the
+answer is complete and lists them. Nodes run in this process; the death is the database's
+view of it (the membership expired, its renewals and the sweeps stopped)."""
 
 from __future__ import annotations
 
@@ -50,3 +51,19 @@ async def test_a_dead_nodes_tables_make_the_listing_partial_until_taken_over(
         answer = await a.stub.ListGames(pb.ListGamesRequest())
         assert not answer.partial and not answer.missing_nodes
         assert {g.game_id for g in answer.games} == mine | theirs
+
+
+async def test_a_node_taking_tables_over_makes_the_listing_partial(
+        postgres: Postgres) -> None:
+    async with two_nodes(postgres, store_retry_ms=50) as (_, a, b):
+        games = {(await stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR)))
+                 .game.game_id for stub in (a.stub, b.stub)}
+        address = a.node.cluster.settings.advertise
+        with a.node.cluster.locator.taking_over():  # owned in the database, not loaded yet
+            for stub in (a.stub, b.stub):  # its own page, and its page relayed to B
+                answer = await stub.ListGames(pb.ListGamesRequest())
+                assert answer.partial and list(answer.missing_nodes) == [address]
+                assert {g.game_id for g in answer.games} == games  # what it holds, listed
+        for stub in (a.stub, b.stub):
+            answer = await stub.ListGames(pb.ListGamesRequest())
+            assert not answer.partial and {g.game_id for g in answer.games} == games

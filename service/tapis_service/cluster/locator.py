@@ -17,8 +17,10 @@ the healer rebuilds after a failed write or one woken from rest.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -89,6 +91,9 @@ class Locator:
         self._renewal: asyncio.Task[None] | None = None
         self._lapses = 0
         """How many renewals found the membership lapsed."""
+        self.moving = 0
+        """Takeovers under way (a call's, a listing's, a sweep's): while any runs, a table this
+        node owns in the database may not be loaded yet (its listing says partial)."""
         self._unconfirmed: set[str] = set()
         """Tables being adopted: installed, not yet confirmed at their epoch."""
         self._locks: dict[str, asyncio.Lock] = {}
@@ -142,11 +147,22 @@ class Locator:
                 return owner.address
             if self.leaving:
                 raise table_moved(game_id)
-            epoch = await self.directory.take_over(game_id, owner.epoch)
-            if epoch is not None:
-                await self._adopt(game_id, epoch, "call")
-                return None
+            with self.taking_over():
+                epoch = await self.directory.take_over(game_id, owner.epoch)
+                if epoch is not None:
+                    await self._adopt(game_id, epoch, "call")
+                    return None
         raise table_moved(game_id)  # every takeover race lost: the client retries
+
+    @contextlib.contextmanager
+    def taking_over(self) -> Iterator[None]:
+        """Counts a takeover under way in ``moving`` (from before the database is asked until
+        the table is served or given up)."""
+        self.moving += 1
+        try:
+            yield
+        finally:
+            self.moving -= 1
 
     def forget(self, game_id: str) -> None:
         """The cached owner did not answer, or the table moved: look it up afresh."""
@@ -180,11 +196,12 @@ class Locator:
                 if owner is None or (owner.alive and owner.node_id != self.node_id):
                     return True
                 lapses = self._lapses
-                epoch = await self.directory.take_over(game_id, owner.epoch)
-                if epoch is not None and (lapses == self._lapses
-                                          or await self._holds(game_id, epoch)):
-                    self.host.rest_listed(game_id, RestingTable.of(game_id, listing, epoch))
-                    metrics.TAKEOVERS.labels("list").inc()
+                with self.taking_over():
+                    epoch = await self.directory.take_over(game_id, owner.epoch)
+                    if epoch is not None and (lapses == self._lapses
+                                              or await self._holds(game_id, epoch)):
+                        self.host.rest_listed(game_id, RestingTable.of(game_id, listing, epoch))
+                        metrics.TAKEOVERS.labels("list").inc()
                 return True
         finally:
             if not lock.locked():

@@ -58,6 +58,9 @@ def unrouted(game_id: str) -> ServiceError:
                         "retry with the same request_id")
 
 
+PARTIAL = pb.ListGamesResponse(partial=True).SerializeToString()
+"""Appended to a serialized ListGames answer, it says partial (a message's bytes merge)."""
+
 IN_DOUBT = frames.WRITES | {"EndTable"}
 """The methods whose refusal must never say "not applied" unless the table said it: a retry of
 one may find its first attempt committed."""
@@ -204,6 +207,9 @@ class Relay:
         game_id = game_id_of(raw)
         if method == "ListGames":  # this node's part: only while its ownership is confirmed
             await self.locator.confirm()
+            page = await self._once(method, raw, caller, game_id)
+            # partial while it takes tables over (one it owns may not be listed yet)
+            return page + PARTIAL if self.locator.moving else page
         try:
             return await self._once(method, raw, caller, game_id)
         except tunnel.OwnerUnreachable as error:
