@@ -58,6 +58,13 @@ class Membership:
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(SWEEP_EVERY_S)
+            try:  # (index probes) so that a listing is partial only while there is some
+                live = await self.directory.live_members()
+                if not await self.directory.unlisted_owners(list(live), False):
+                    continue
+            except Exception as error:
+                logrepeat.limited(log.warning, "sweep_failed", error=str(error)[:200])
+                continue
             with self.locator.taking_over():  # owned in the database, not all loaded yet
                 try:
                     orphans = await self.directory.sweep_orphans(SWEEP_BATCH)
