@@ -11,12 +11,11 @@ from dataclasses import replace
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2, status_pb2
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.store import StoreUnavailable
-from tests.cluster.harness import fetch
+from tests.cluster.harness import fetch, resume_point
 from tests.cluster.inprocess import Running, two_nodes
 from tests.support.calls import person_seats
 from tests.support.postgres import Postgres
@@ -26,18 +25,6 @@ async def move_to(url: str, game_id: str, node: Running) -> None:
     """Another node's takeover, as the database records it: owner and epoch moved on."""
     await fetch(url, "UPDATE games SET owner = $2, epoch = epoch + 1 WHERE game_id = $1",
                 game_id, node.node_id)
-
-
-def resume_point(error: grpc.aio.AioRpcError) -> tuple[str, str]:
-    """(reason, resume_after_sequence) of a stream's end."""
-    for key, value in error.trailing_metadata() or ():
-        if key == "grpc-status-details-bin":
-            status = status_pb2.Status.FromString(value)
-            for detail in status.details:
-                info = error_details_pb2.ErrorInfo()
-                if detail.Unpack(info):
-                    return info.reason, info.metadata.get("resume_after_sequence", "")
-    return "", ""
 
 
 async def open_stream(stub: pb_grpc.GameServiceStub, game_id: str

@@ -299,7 +299,7 @@ class Relay:
             raise
         except tunnel.OwnerUnreachable as error:
             self.locator.forget(game_id)
-            raise table_moved(game_id) from error
+            raise table_moved(game_id, _last_sequence(last, raw)) from error
         finally:
             self.relayed_streams.pop(relayed, None)
             relayed.stop()
