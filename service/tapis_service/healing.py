@@ -4,9 +4,11 @@ The table's session is discarded at once (its streams wait on it), health goes N
 and the store is probed until it commits again; then every discarded table is rebuilt from its
 durable prefix (snapshot-checked journal replay) and its open streams carry on from where they
 were. A table another writer appended to first (a cluster node took it over) is lost to this
-server, not rebuilt. A table whose stored records cannot be restored faithfully is quarantined:
-kept on disk untouched, listed (a private one to its backend only; one whose owner cannot be
-read, to nobody), and refused with GAME_QUARANTINED.
+server, not rebuilt; so is one the owner check (``host.confirm_owner``: a cluster node asks
+the database) says this server no longer owns at its epoch, and one served meanwhile by a
+newer session (never replaced by an older one). A table whose stored records cannot be
+restored faithfully is quarantined: kept on disk untouched, listed (a private one to its
+backend only; one whose owner cannot be read, to nobody), and refused with GAME_QUARANTINED.
 """
 
 from __future__ import annotations
@@ -65,6 +67,12 @@ def quarantined_refusal(game_id: str) -> ServiceError:
     """What a call for a quarantined game is told."""
     return failed_precondition("GAME_QUARANTINED", f"game {game_id} is quarantined: its stored "
                                "records are damaged; an operator must look at it")
+
+
+def moved_refusal(game_id: str) -> ServiceError:
+    """What a call for a table this server no longer owns is told (another node serves it)."""
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
+                        f"another server serves game {game_id} now; retry")
 
 
 def store_unavailable() -> ServiceError:
@@ -151,21 +159,41 @@ class Healing:
             listener(True)
 
     async def _rebuild(self, game_id: str) -> None:
+        """Rebuild one discarded table from its durable prefix and serve it again, once the
+        owner check (``host.confirm_owner``) says this server still owns it at its epoch and
+        no newer session of it is served meanwhile; else its streams end (another server
+        serves it now: they resume there)."""
         host = self.host
-        old = host.unavailable[game_id]
+        old = host.unavailable.get(game_id)
+        if old is None:  # given up meanwhile (another node owns it)
+            return
         await asyncio.gather(*old.writes, return_exceptions=True)
         stored = await host.store.load_game(game_id)
-        del host.unavailable[game_id]
+        if host.unavailable.get(game_id) is not old:
+            return
         if stored is None:
+            del host.unavailable[game_id]
             for subscriber in old.subscribers:
                 subscriber.close()
             return
         try:
             restored = restore(game_id, *stored)
         except RecoveryError as error:
+            del host.unavailable[game_id]
             self.quarantine(game_id, str(error), stored[0])
             for subscriber in old.subscribers:
                 subscriber.close()
+            return
+        owned = game_id not in host.sessions and await host.confirm_owner(game_id, old.epoch)
+        if host.unavailable.get(game_id) is not old:
+            return
+        del host.unavailable[game_id]
+        if game_id in host.sessions:  # a newer session serves it: its streams resume there
+            for subscriber in old.subscribers:
+                subscriber.close()
+            return
+        if not owned:
+            self.lost(old)
             return
         fresh = restored.session
         fresh.epoch = old.epoch
@@ -175,6 +203,15 @@ class Healing:
         host.install(restored)
         log.info("game_rebuilt", game=game_id, inputs=fresh.journal_length)
         host.actor.after_change(fresh)
+
+    def lost(self, session: Session) -> None:
+        """A discarded table this server does not own any more (another node serves it):
+        not rebuilt; its streams end (to resume where it is served now)."""
+        log.warning("table_lost", game=session.game_id, epoch=session.epoch)
+        for subscriber in session.subscribers:
+            subscriber.close()
+        for lost in self.host.lost_listeners:
+            lost(session.game_id)
 
     def quarantine(self, game_id: str, why: str, record: Any) -> None:
         """Keep ``game_id`` apart: ``record`` is its stored creation record (what of it can be

@@ -15,7 +15,7 @@ import asyncio
 import secrets
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -86,6 +86,11 @@ class GameHost:
         """Told False when a write fails and True once the store commits again."""
         self.lost_listeners: list[Callable[[str], None]] = []
         """Told the game id when the store says another writer appended first."""
+        self.confirm_owner: Callable[[str, int], Awaitable[bool]] = _always_owner
+        """Whether this server still owns a table at a fencing epoch, asked before a table
+        it let go of (a failed write: ``healing``; at rest: ``shelf``) is served again: a
+        cluster node asks the database (a ``StoreError`` when it cannot); a single server
+        always owns its tables."""
         self.healing = Healing(self)
         self.clerk = ResultsClerk(ResultsFeed(MemoryResults()), clock.now_ms)
         """Files the results of backends' tables (a durable ledger set by the server)."""
@@ -392,6 +397,11 @@ class GameHost:
         for session in list(self.sessions.values()):
             await asyncio.gather(*session.writes, return_exceptions=True)
         self.store.close()
+
+
+async def _always_owner(game_id: str, epoch: int) -> bool:
+    """A single server's answer to ``confirm_owner``: its tables are its own."""
+    return True
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:

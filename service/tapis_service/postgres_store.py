@@ -51,10 +51,10 @@ from tapis_service.postgres_sql import (
 )
 from tapis_service.postgres_writer import ACQUIRE_TIMEOUT_S, Failpoint, Writer
 from tapis_service.recovery import RecoveryError
-from tapis_service.store import StoreCorrupt, StoredGame
+from tapis_service.store import StoreCorrupt, StoredGame, StoreUnavailable
 
-__all__ = ["ACQUIRE_TIMEOUT_S", "MIGRATIONS", "SCHEMA_VERSION", "DatabaseUnreachable",
-           "PostgresStore", "SchemaError", "redacted"]
+__all__ = ["ACQUIRE_TIMEOUT_S", "DATABASE_ERRORS", "MIGRATIONS", "SCHEMA_VERSION",
+           "DatabaseUnreachable", "PostgresStore", "SchemaError", "redacted"]
 
 JSON = dict[str, Any]
 
@@ -66,6 +66,16 @@ their tables' rows against a takeover) is ended by the database after 10 s."""
 LANES = 1
 """Writers per store: a table's writes go through one of them (by its id), in order. One: more
 lanes measured no better on 2 shared cores, and the reconnect path is only proven with one."""
+
+
+DATABASE_ERRORS: tuple[type[Exception], ...] = (
+    OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError,
+    asyncpg.InternalClientError)
+"""Whatever a query may raise when the database is away, restarting or breaks a connection:
+an error it answered (``PostgresError``, ``ConnectionDoesNotExistError`` among them), a
+client-side one (``InterfaceError``; ``InternalClientError``: a connection left in a state it
+cannot leave, "cannot switch to state 12", ``ProtocolError``), a socket's (``OSError``) or a
+timeout (a pool's acquire, a statement's)."""
 
 
 class DatabaseUnreachable(RecoveryError):
@@ -229,8 +239,11 @@ class PostgresStore:
         if self.fenced:
             return []
         await self.settled()
-        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
-            return await sql.resting(connection)
+        try:
+            async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+                return await sql.resting(connection)
+        except DATABASE_ERRORS as error:
+            raise StoreUnavailable(f"the database cannot be read: {str(error)[:200]}") from error
 
     def probe(self) -> asyncio.Future[None]:
         """A small write through the writer: completes once the database commits again."""
@@ -257,8 +270,11 @@ class PostgresStore:
         queued before the call. Its refused writes are forgotten: appends may go on from the
         durable prefix read here."""
         await self.settled()
-        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
-            found = await sql.load_game(connection, game_id)
+        try:
+            async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+                found = await sql.load_game(connection, game_id)
+        except DATABASE_ERRORS as error:
+            raise StoreUnavailable(f"the database cannot be read: {str(error)[:200]}") from error
         if found is None:
             return None
         stored, last_index = found

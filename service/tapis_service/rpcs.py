@@ -107,7 +107,7 @@ RPCS: tuple[Rpc, ...] = (
     Rpc("AckResults", pb.AckResultsRequest, pb.AckResultsResponse, "ack_results", 9,
         Routing.HERE, Access.BACKEND),
     Rpc("EndTable", pb.EndTableRequest, pb.EndTableResponse, "end_table", 10,
-        Routing.TABLE, Access.TABLE_OWNER),
+        Routing.TABLE, Access.TABLE_OWNER, writes=True),
     Rpc("ReplaceSeat", pb.ReplaceSeatRequest, pb.ReplaceSeatResponse, "replace_seat", 11,
         Routing.TABLE, Access.TABLE_OWNER, writes=True),
     Rpc("RotateSpectatorToken", pb.RotateSpectatorTokenRequest,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from tapis_service.errors import not_found
-from tapis_service.healing import quarantined_refusal, store_refusal
+from tapis_service.healing import moved_refusal, quarantined_refusal, store_refusal
 from tapis_service.limits import quote
 from tapis_service.recovery import RecoveryError, restore
 from tapis_service.resting import RestingTable, listing_of, restable
@@ -115,7 +115,22 @@ class Shelf:
             raise store_refusal(error) from error
         if game_id in self.host.sessions:
             return self.host.sessions[game_id]
-        if self.host.resting.pop(game_id, None) is None or stored is None:  # dropped meanwhile
+        resting = self.host.resting.get(game_id)
+        if resting is not None and stored is not None:  # still this server's at its epoch?
+            try:
+                owned = await self.host.confirm_owner(game_id, resting.epoch)
+            except StoreError as error:
+                raise store_refusal(error) from error
+            if game_id in self.host.sessions:
+                return self.host.sessions[game_id]
+            if not owned:
+                if self.host.resting.get(game_id) is resting:
+                    self.host.unrest(game_id)
+                    for lost in self.host.lost_listeners:
+                        lost(game_id)
+                raise moved_refusal(game_id)
+        resting = self.host.resting.pop(game_id, None)
+        if resting is None or stored is None:  # dropped meanwhile
             self.host.lobby.remove(game_id)
             raise not_found(f"no game {quote(game_id)} on this server")
         try:
@@ -125,6 +140,7 @@ class Shelf:
             self.host.healing.quarantine(game_id, str(error), stored[0])
             raise quarantined_refusal(game_id) from error
         restored.session.at_rest = True
+        restored.session.epoch = resting.epoch
         self.host.install(restored)
         self._used.add(game_id)
         self.host.actor.after_change(restored.session)

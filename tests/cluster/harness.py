@@ -17,6 +17,7 @@ from typing import Any
 
 import asyncpg
 import grpc
+from google.rpc import error_details_pb2, status_pb2
 
 from tests.support.process import free_port, wait_serving
 
@@ -152,3 +153,15 @@ async def fetch(database_url: str, sql: str, *args: Any) -> list[asyncpg.Record]
 
 StartNodes = Callable[[int], Awaitable[list[Node]]]
 """The ``start_nodes`` fixture: ``await start_nodes(n)`` gives n more running nodes."""
+
+
+def resume_point(error: grpc.aio.AioRpcError) -> tuple[str, str]:
+    """(reason, resume_after_sequence) of a stream's end."""
+    for key, value in error.trailing_metadata() or ():
+        if key == "grpc-status-details-bin":
+            status = status_pb2.Status.FromString(value)
+            for detail in status.details:
+                info = error_details_pb2.ErrorInfo()
+                if detail.Unpack(info):
+                    return info.reason, info.metadata.get("resume_after_sequence", "")
+    return "", ""

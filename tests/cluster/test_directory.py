@@ -8,7 +8,7 @@ import asyncio
 import asyncpg
 
 from tapis_service import postgres_sql
-from tapis_service.cluster.directory import Directory
+from tapis_service.cluster.directory import UNOWNED, Directory
 from tapis_service.postgres_store import PostgresStore
 
 
@@ -79,5 +79,30 @@ async def test_a_takeover_waits_for_an_append_in_flight_and_never_takes_a_live_o
             assert await connection.fetchval(
                 "SELECT count(*) FROM journal WHERE game_id = 'moving'") == 1
         assert await heir.holds("moving", 2) and not await heir.holds("moving", 1)
+    finally:
+        await store.aclose()
+
+
+async def test_the_owners_no_listed_node_lists_are_named_finished_tables_when_asked(
+        database_url: str) -> None:
+    store = await PostgresStore.open(database_url)
+    try:
+        async with store.pool.acquire() as connection:
+            for node_id, alive in (("live", True), ("dead", False)):
+                await connection.execute(
+                    "INSERT INTO members (node_id, address, expires_at) VALUES ($1, $2, "
+                    f"now() {'+' if alive else '-'} interval '1 hour')", node_id,
+                    f"{node_id}:1")
+            for game_id, owner, finished in (
+                    ("of-the-living", "live", False), ("of-the-dead", "dead", True),
+                    ("of-the-gone", "gone", False), ("handed-off", None, True)):
+                await connection.execute(
+                    "INSERT INTO games (game_id, record, owner, epoch, finished) "
+                    "VALUES ($1, '{}', $2, 1, $3)", game_id, owner, finished)
+        directory = Directory(store.pool, "live", "live:1", 3.0)
+        assert await directory.unlisted_owners(["live"], True) == ["dead:1", "gone", UNOWNED]
+        assert await directory.unlisted_owners(["live"], False) == ["gone"]
+        assert await directory.unlisted_owners(["live", "dead", "gone"], False) == []
+        assert await directory.unlisted_owners([], False) == ["gone", "live:1"]
     finally:
         await store.aclose()

@@ -12,14 +12,16 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tests.cluster.harness import StartNodes
+from tests.cluster.harness import StartNodes, resume_point
 from tests.cluster.play import Stats, new_table, play_to_the_end
 
 PLAYED_BEFORE = 8
 
 
-async def follow(target: str, game_id: str, after: int, into: list[pb.Event]) -> str:
-    """Read the spectator stream after ``after`` into ``into`` until it breaks; its code."""
+async def follow(target: str, game_id: str, after: int, into: list[pb.Event],
+                 ends: list[tuple[str, str]] | None = None) -> str:
+    """Read the spectator stream after ``after`` into ``into`` until it breaks; its code
+    (and into ``ends``, its reason and where it says to resume)."""
     async with grpc.aio.insecure_channel(target) as channel:
         stream = pb_grpc.GameServiceStub(channel).StreamEvents(
             pb.StreamEventsRequest(game_id=game_id, after_sequence=after))
@@ -27,6 +29,8 @@ async def follow(target: str, game_id: str, after: int, into: list[pb.Event]) ->
             async for response in stream:
                 into.extend(response.events)
         except grpc.aio.AioRpcError as error:
+            if ends is not None:
+                ends.append(resume_point(error))
             return error.code().name
     return "OK"
 
@@ -53,7 +57,8 @@ async def test_a_relayed_stream_resumes_without_gap_or_duplicate(start_nodes: St
             grpc.aio.insecure_channel(other.address) as to_other:
         table = await new_table(pb_grpc.GameServiceStub(to_owner), stats, "war", seed=21)
         events: list[pb.Event] = []
-        reading = asyncio.ensure_future(follow(relay.address, table.game_id, 0, events))
+        ends: list[tuple[str, str]] = []
+        reading = asyncio.ensure_future(follow(relay.address, table.game_id, 0, events, ends))
         at_other = pb_grpc.GameServiceStub(to_other)
         rng = random.Random(2)
         await play_to_the_end(at_other, stats, table, rng, max_actions=PLAYED_BEFORE)
@@ -66,6 +71,8 @@ async def test_a_relayed_stream_resumes_without_gap_or_duplicate(start_nodes: St
             assert relay.terminate() == 0
             resume_at = other.address
         assert await asyncio.wait_for(reading, 20) == "UNAVAILABLE"
+        if how == "kill the owner":  # where to resume: after the last event it relayed
+            assert ends == [("TABLE_MOVED", str(events[-1].sequence))]
         resumed = asyncio.ensure_future(keep_following(resume_at, table.game_id, events))
         await play_to_the_end(at_other, stats, table, rng, max_actions=2 * PLAYED_BEFORE)
         view = (await at_other.GetGame(pb.GetGameRequest(game_id=table.game_id))).game

@@ -11,6 +11,7 @@ decided by the journal's primary key (and, to fail fast, the epoch).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,9 @@ from tapis_service.postgres_store import ACQUIRE_TIMEOUT_S
 _ORPHAN = ("(owner IS NULL OR NOT EXISTS (SELECT 1 FROM members m "
            "WHERE m.node_id = games.owner AND m.expires_at > now()))")
 """A games row whose owner is dead (its membership expired) or gone (handed off)."""
+UNOWNED = "unowned"
+"""How ListGames names, among its missing nodes, the tables a stopped node handed off that no
+node took over yet."""
 _DEAD = "dead AS (SELECT node_id FROM members WHERE expires_at <= now() FOR SHARE)"
 """The expired members, their rows locked until the takeover commits: an owner's renewal
 waits for it (and one that committed first makes its row not expired any more)."""
@@ -155,6 +159,29 @@ class Directory:
                 f"SELECT game_id, listing FROM games WHERE ($1 OR NOT finished) AND {_ORPHAN} "
                 "ORDER BY created_order LIMIT $2", include_finished, limit)
         return [(r["game_id"], _decoded(r["listing"])) for r in rows]
+
+    async def unlisted_owners(self, listed: Sequence[str], include_finished: bool
+                              ) -> list[str]:
+        """Who owns tables that no node of ``listed`` lists (a table being taken over from a
+        dead or departed node; finished ones only if ``include_finished``): each owner's
+        address (its node id when its membership row is gone), ``UNOWNED`` for tables handed
+        off that no node took yet. The owners are found through the owner index, one probe
+        per owner (not a scan of every table)."""
+        async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
+            rows = await connection.fetch(
+                "WITH RECURSIVE owners(owner) AS ("
+                "(SELECT owner FROM games WHERE owner IS NOT NULL ORDER BY owner LIMIT 1) "
+                "UNION ALL SELECT (SELECT g.owner FROM games g WHERE g.owner > o.owner "
+                "ORDER BY g.owner LIMIT 1) FROM owners o WHERE o.owner IS NOT NULL) "
+                "SELECT COALESCE(m.address, o.owner) AS name FROM owners o "
+                "LEFT JOIN members m ON m.node_id = o.owner "
+                "WHERE o.owner IS NOT NULL AND o.owner <> ALL($1::text[]) "
+                "AND EXISTS (SELECT 1 FROM games g WHERE g.owner = o.owner "
+                "AND ($2 OR NOT g.finished)) "
+                "UNION ALL SELECT $3 WHERE EXISTS (SELECT 1 FROM games "
+                "WHERE owner IS NULL AND ($2 OR NOT finished))",
+                list(listed), include_finished, UNOWNED)
+        return sorted(r["name"] for r in rows)
 
     async def owned(self) -> dict[str, int]:
         """game id -> epoch of every table this node owns."""

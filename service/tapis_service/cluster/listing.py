@@ -2,7 +2,12 @@
 through the tunnel), in one list paged as a single node pages its own; tables of dead or
 departed owners that the sweep has not reached yet are taken over first, so the list has them.
 The nodes are asked at once; a node that does not answer within ``NODE_TIMEOUT_S`` (or the
-client's deadline) makes the answer ``partial``, with its address in ``missing_nodes``.
+client's deadline) makes the answer ``partial``, with its address in ``missing_nodes``. So does
+every owner of a table that no node answering listed — a dead node whose tables are not all
+taken over yet, whether or not its membership expired (``Directory.unlisted_owners``, asked
+before the nodes and again after, with those that answered), and every node taking tables over
+while it answers (``Locator.moving``: a table it owns in the database may not be loaded yet):
+an answer is complete only when every table of the cluster had a node to list it.
 
 A page costs a page per node: every node lists in the same order (by creation time, then id;
 the quarantined tables after the others, by id: lobby.py), so the client's ``page_token`` names
@@ -61,18 +66,31 @@ class Listing:
             if not self.locator.leaving:
                 await self._adopt_orphans(request.include_finished)
             members = await self.directory.live_members()
+            if self.node_id not in members:  # our membership lapsed: our tables still count
+                members[self.node_id] = ""
+            # a dead node's tables not taken over yet: missing, whatever ``members`` says
+            missing = await self.directory.unlisted_owners(list(members),
+                                                           request.include_finished)
         except DATABASE_ERRORS as error:
             raise database_away() from error
-        if self.node_id not in members:  # our own membership lapsed: our tables still count
-            members[self.node_id] = ""
         await self.locator.confirm()
         ordered = sorted(members)
         ask = pb.ListGamesRequest(kind=request.kind, include_finished=request.include_finished,
                                   page_size=size, page_token=request.page_token)
         pages = await asyncio.gather(*(self._list_node(node_id, members[node_id], ask, caller)
                                        for node_id in ordered))
-        missing = [members[node_id] for node_id, page in zip(ordered, pages, strict=True)
-                   if page is None]
+        answered = []
+        for node_id, page in zip(ordered, pages, strict=True):
+            if page is None or page.partial:  # it did not answer, or is taking tables over
+                missing.append(members[node_id] or self.directory.address)
+            if page is not None:
+                answered.append(node_id)
+        try:  # and tables taken over by a node after it answered (from a node that did not)
+            unlisted = await self.directory.unlisted_owners(answered,
+                                                            request.include_finished)
+        except DATABASE_ERRORS as error:
+            raise database_away() from error
+        missing = sorted(set(missing) | set(unlisted))
         merged: dict[str, pb.GameListing] = {}  # a table moving may be listed by two nodes
         for line in sorted((line for page in pages if page is not None for line in page.games),
                            key=position):
@@ -109,7 +127,7 @@ class Listing:
         if node_id == self.node_id:
             if self.locator.leaving:
                 return pb.ListGamesResponse()
-            return await self.api.list_games(ask, caller)
+            return partial_while_moving(self.locator, await self.api.list_games(ask, caller))
         left = caller.time_remaining()
         wait_s = NODE_TIMEOUT_S if left is None else min(left, NODE_TIMEOUT_S)
         try:
@@ -119,8 +137,15 @@ class Listing:
                     ask.SerializeToString())
         except (ServiceError, tunnel.OwnerUnreachable, TimeoutError):
             return None
-        answer = pb.ListGamesResponse.FromString(raw)
-        return None if answer.partial else answer
+        return pb.ListGamesResponse.FromString(raw)
+
+
+def partial_while_moving(locator: Locator, page: pb.ListGamesResponse) -> pb.ListGamesResponse:
+    """A node's own page is partial while it takes tables over: one it owns in the database
+    may not be loaded (listed) yet."""
+    if locator.moving:
+        page.partial = True
+    return page
 
 
 def position(line: pb.GameListing) -> tuple[bool, int, str]:

@@ -8,18 +8,21 @@ the database accepted, measured on a monotonic clock that keeps counting through
 no other node can take a table over before the database sees the membership expire, which is
 later. A renewal that finds the membership had lapsed (a pause, a partition) first gives up
 every table another node took meanwhile. A call for a held table while the lease is out waits
-for a renewal (the first such call starts one). A table taken over is served only once the
-database confirms, after it is loaded, that its epoch is still this node's.
+for a renewal (the first such call starts one). A table is installed only once the database
+confirms, after it is loaded, that its epoch is still this node's (a look taken after any lapse
+seen meanwhile): a table taken over, and (through ``owns``, the host's ``confirm_owner``) one
+the healer rebuilds after a failed write or one woken from rest.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
+from collections.abc import Iterator
 from typing import Any
 
-import asyncpg
 import grpc
 import structlog
 
@@ -28,11 +31,16 @@ from tapis_service.cluster import metrics
 from tapis_service.cluster.directory import Directory
 from tapis_service.errors import ServiceError
 from tapis_service.host import GameHost
+from tapis_service.postgres_store import DATABASE_ERRORS as POSTGRES_ERRORS
 from tapis_service.resting import RestingTable
+from tapis_service.store import StoreError, StoreUnavailable
+from tapis_service.streams import resume_at
 
 log = structlog.get_logger("tapis.cluster")
 
-DATABASE_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
+DATABASE_ERRORS: tuple[type[Exception], ...] = (*POSTGRES_ERRORS, StoreError)
+"""What a look in the database may raise when it is away (asyncpg's errors, and the store's
+``StoreUnavailable`` when a table cannot be loaded): the call is answered ``UNAVAILABLE``."""
 LOOKUPS = 3
 """Directory lookups for one call at most (each a takeover race lost to another node)."""
 LEASE_SHARE = 0.9
@@ -52,9 +60,15 @@ def lease_clock() -> float:
     return time.monotonic() if boottime is None else time.clock_gettime(boottime)
 
 
-def table_moved(game_id: str) -> ServiceError:
+def table_moved(game_id: str, last: int | None = None) -> ServiceError:
+    """The table moved to another node; a stream's end says where to resume (after
+    ``last``)."""
+    if last is None:
+        return ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
+                            f"game {game_id} is moving to another node; retry")
     return ServiceError(grpc.StatusCode.UNAVAILABLE, "TABLE_MOVED",
-                        f"game {game_id} is moving to another node; retry")
+                        f"game {game_id} is moving to another node; resume with "
+                        f"after_sequence={last}", resume_at(last))
 
 
 def database_away() -> ServiceError:
@@ -79,6 +93,9 @@ class Locator:
         self._renewal: asyncio.Task[None] | None = None
         self._lapses = 0
         """How many renewals found the membership lapsed."""
+        self.moving = 0
+        """Takeovers under way (a call's, a listing's, a sweep's): while any runs, a table this
+        node owns in the database may not be loaded yet (its listing says partial)."""
         self._unconfirmed: set[str] = set()
         """Tables being adopted: installed, not yet confirmed at their epoch."""
         self._locks: dict[str, asyncio.Lock] = {}
@@ -121,6 +138,8 @@ class Locator:
             if owner.node_id == self.node_id:
                 if self.leaving:
                     raise table_moved(game_id)
+                if game_id in self.host.unavailable:  # the healer rebuilds it (or gives it up)
+                    return None
                 await self._adopt(game_id, owner.epoch, "")
                 return None
             if owner.alive and owner.address:
@@ -130,11 +149,22 @@ class Locator:
                 return owner.address
             if self.leaving:
                 raise table_moved(game_id)
-            epoch = await self.directory.take_over(game_id, owner.epoch)
-            if epoch is not None:
-                await self._adopt(game_id, epoch, "call")
-                return None
+            with self.taking_over():
+                epoch = await self.directory.take_over(game_id, owner.epoch)
+                if epoch is not None:
+                    await self._adopt(game_id, epoch, "call")
+                    return None
         raise table_moved(game_id)  # every takeover race lost: the client retries
+
+    @contextlib.contextmanager
+    def taking_over(self) -> Iterator[None]:
+        """Counts a takeover under way in ``moving`` (from before the database is asked until
+        the table is served or given up)."""
+        self.moving += 1
+        try:
+            yield
+        finally:
+            self.moving -= 1
 
     def forget(self, game_id: str) -> None:
         """The cached owner did not answer, or the table moved: look it up afresh."""
@@ -167,10 +197,13 @@ class Locator:
                 owner = await self.directory.owner_of(game_id)
                 if owner is None or (owner.alive and owner.node_id != self.node_id):
                     return True
-                epoch = await self.directory.take_over(game_id, owner.epoch)
-                if epoch is not None:
-                    self.host.rest_listed(game_id, RestingTable.of(game_id, listing, epoch))
-                    metrics.TAKEOVERS.labels("list").inc()
+                lapses = self._lapses
+                with self.taking_over():
+                    epoch = await self.directory.take_over(game_id, owner.epoch)
+                    if epoch is not None and (lapses == self._lapses
+                                              or await self._holds(game_id, epoch)):
+                        self.host.rest_listed(game_id, RestingTable.of(game_id, listing, epoch))
+                        metrics.TAKEOVERS.labels("list").inc()
                 return True
         finally:
             if not lock.locked():
@@ -185,15 +218,11 @@ class Locator:
             session = await self.host.adopt(game_id, epoch)
             if session is None:
                 return
-            while True:  # confirmed by a look taken after any lapse seen meanwhile
-                lapses = self._lapses
-                if not await self.directory.holds(game_id, epoch) \
-                        or self.host.sessions.get(game_id) is not session:
-                    self.host.discard(game_id)  # another node took it while it loaded
-                    self.lost(game_id)
-                    raise table_moved(game_id)
-                if lapses == self._lapses:
-                    break
+            if not await self._holds(game_id, epoch) \
+                    or self.host.sessions.get(game_id) is not session:
+                self.host.discard(game_id)  # another node took it while it loaded
+                self.lost(game_id)
+                raise table_moved(game_id)
         except BaseException:
             if game_id in self._unconfirmed:
                 self.host.discard(game_id)
@@ -204,6 +233,25 @@ class Locator:
         if trigger:
             metrics.TAKEOVERS.labels(trigger).inc()
             log.info("table_taken_over", game=game_id, epoch=epoch, trigger=trigger)
+
+    async def _holds(self, game_id: str, epoch: int) -> bool:
+        """Whether the database says this node owns the table at ``epoch``, by a look taken
+        after any lapse seen meanwhile (a lapse's recheck gives up what moved before it)."""
+        while True:
+            lapses = self._lapses
+            if not await self.directory.holds(game_id, epoch):
+                return False
+            if lapses == self._lapses:
+                return True
+
+    async def owns(self, game_id: str, epoch: int) -> bool:
+        """The host's owner check (``GameHost.confirm_owner``), asked before a table healed
+        after a failed write or woken from rest is served again; ``StoreUnavailable`` when
+        the database cannot say (the healer asks again later)."""
+        try:
+            return await self._holds(game_id, epoch)
+        except POSTGRES_ERRORS as error:
+            raise StoreUnavailable(f"ownership unconfirmed: {str(error)[:200]}") from error
 
     # --- the lease ---------------------------------------------------------------------------
 
@@ -220,7 +268,7 @@ class Locator:
         try:
             async with asyncio.timeout(self.ttl_s):
                 await asyncio.shield(self.renewal())
-        except (TimeoutError, *DATABASE_ERRORS) as error:
+        except DATABASE_ERRORS as error:  # (a timeout among them)
             raise database_away() from error
         if not self.confirmed():
             raise database_away()
@@ -248,18 +296,23 @@ class Locator:
         node took meanwhile (the renewal, just committed, is ordered after every takeover)."""
         self.lease_until = -math.inf
         self._lapses += 1
-        if not self.host.sessions and not self.host.resting:  # (a node's first renewal, too)
+        host = self.host
+        if not host.sessions and not host.resting and not host.unavailable:  # (a first one too)
             return
         owned = await self.directory.owned()
-        for game_id, session in list(self.host.sessions.items()):
+        for game_id, session in list(host.sessions.items()):
             if owned.get(game_id) != session.epoch:
-                self.host.discard(game_id)
+                host.discard(game_id)
                 self.lost(game_id)
-        for game_id, table in list(self.host.resting.items()):
+        for game_id, session in list(host.unavailable.items()):  # awaiting the healer
+            if owned.get(game_id) != session.epoch:
+                del host.unavailable[game_id]
+                host.healing.lost(session)
+        for game_id, table in list(host.resting.items()):
             if owned.get(game_id) != table.epoch:
-                self.host.unrest(game_id)
+                host.unrest(game_id)
                 self.lost(game_id)
-        log.warning("membership_lapsed", kept=len(self.host.sessions))
+        log.warning("membership_lapsed", kept=len(host.sessions))
 
     def lost(self, game_id: str) -> None:
         """Another node owns the table now (its append was refused)."""

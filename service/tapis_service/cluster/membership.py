@@ -62,14 +62,22 @@ class Membership:
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(SWEEP_EVERY_S)
-            try:
-                orphans = await self.directory.sweep_orphans(SWEEP_BATCH)
+            try:  # (index probes) so that a listing is partial only while there is some
+                live = await self.directory.live_members()
+                if not await self.directory.unlisted_owners(list(live), False):
+                    continue
             except Exception as error:
                 logrepeat.limited(log.warning, "sweep_failed", error=str(error)[:200])
                 continue
-            for game_id, epoch in orphans:
+            with self.locator.taking_over():  # owned in the database, not all loaded yet
                 try:
-                    await self.locator.adopt(game_id, epoch, "sweep")
-                except Exception as error:  # quarantined, or the database went away
-                    logrepeat.limited(log.warning, "adopt_failed", game=game_id,
-                                      error=str(error)[:200])
+                    orphans = await self.directory.sweep_orphans(SWEEP_BATCH)
+                except Exception as error:
+                    logrepeat.limited(log.warning, "sweep_failed", error=str(error)[:200])
+                    continue
+                for game_id, epoch in orphans:
+                    try:
+                        await self.locator.adopt(game_id, epoch, "sweep")
+                    except Exception as error:  # quarantined, or the database went away
+                        logrepeat.limited(log.warning, "adopt_failed", game=game_id,
+                                          error=str(error)[:200])

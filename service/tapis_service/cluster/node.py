@@ -73,6 +73,7 @@ class ClusterNode:
                                                  self.tunnels.relay_key, settings.max_in_flight,
                                                  door=door)
         host.lost_listeners.append(self.locator.lost)
+        host.confirm_owner = self.locator.owns  # a healed or woken table: still ours?
 
     def routes(self) -> dict[str, Route]:
         """How this node serves each method (the WebSocket's calls take them too)."""

@@ -8,7 +8,10 @@ looked past once: the table is looked up again (and taken over if its owner is g
 A relayed call carries the client's deadline, capped at ``DEADLINE_TTLS`` TTLs: the relaying
 node waits no longer for the owner (a frozen one), then looks the table up again. A write
 whose request went to an owner lost before it answered may have been applied there: unless
-the second attempt answers it, it is answered ``COMMIT_UNKNOWN``, never as not applied.
+the second attempt answers it, it is answered ``COMMIT_UNKNOWN``, never as not applied; so is
+a write (or a CreateGame retry) that cannot be routed because the database is away: an earlier
+attempt with its request id may have been applied. A read that cannot be routed is
+``STORE_UNAVAILABLE``.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from google.protobuf.message import DecodeError, Message
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.caller import Caller, deadline_in
 from tapis_service.cluster import frames, metrics, tunnel
-from tapis_service.cluster.locator import DATABASE_ERRORS, Locator, database_away, table_moved
+from tapis_service.cluster.locator import DATABASE_ERRORS, Locator, table_moved
 from tapis_service.cluster.wire import game_id_of
 from tapis_service.errors import ServiceError
 from tapis_service.game_api import EndStream, GameApi
@@ -45,6 +48,24 @@ def commit_unknown(game_id: str) -> ServiceError:
     return ServiceError(grpc.StatusCode.UNAVAILABLE, "COMMIT_UNKNOWN",
                         f"the node serving game {game_id} was lost while it served this "
                         "request: it may have been applied; retry with the same request_id")
+
+
+def unrouted(game_id: str) -> ServiceError:
+    """A write (or a CreateGame retry) that could not be routed: this attempt changed nothing,
+    but an earlier one with the same request id may have been applied, which only the database
+    can tell."""
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "COMMIT_UNKNOWN",
+                        f"the database cannot be reached to find where game {game_id or '?'} "
+                        "is served: an earlier attempt of this request may have been applied; "
+                        "retry with the same request_id")
+
+
+PARTIAL = pb.ListGamesResponse(partial=True).SerializeToString()
+"""Appended to a serialized ListGames answer, it says partial (a message's bytes merge)."""
+
+IN_DOUBT = frozenset(rpc.name for rpc in RPCS if rpc.writes)
+"""The methods whose refusal must never say "not applied" unless the table said it: a retry of
+one may find its first attempt committed."""
 
 CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
                    ("grpc.min_reconnect_backoff_ms", 100),
@@ -141,11 +162,15 @@ class Relay:
         (a graceful stop hands every table off) has moved, not vanished: TABLE_MOVED, which
         the client retries where it went, never NOT_FOUND."""
         rpc, serve = self.served[method]
+        unavailable = self.host.unavailable  # (empty but in an outage)
+        healing = bool(unavailable) and method in IN_DOUBT and game_id_of(raw) in unavailable
         try:
             return _serialized(await serve(parsed(rpc.request, raw), caller))
         except ServiceError as refused:
             if refused.code == grpc.StatusCode.NOT_FOUND and self.locator.leaving:
                 raise table_moved(game_id_of(raw)) from refused
+            if healing and refused.reason == "STORE_UNAVAILABLE":  # the table, not this call,
+                raise unrouted(game_id_of(raw)) from refused  # is unavailable: in doubt
             raise
 
     async def create_game(self, raw: bytes, caller: Caller) -> bytes:
@@ -165,16 +190,21 @@ class Relay:
                 not in self.host.sessions:
             try:
                 game_id = await self.locator.directory.created_by(scope, request_id)
-            except DATABASE_ERRORS as error:
-                raise database_away() from error
-            if game_id is not None and (
-                    await self.locator.route(game_id, caller.forwarded) is not None
-                    or not self._created_here(scope, request_id, game_id)):
-                view = await self.call("GetGame", pb.GetGameRequest(
-                    game_id=game_id).SerializeToString(),
-                    caller.anonymous()._replace(api_key=caller.api_key))
-                if not self._created_here(scope, request_id, game_id):
-                    return view  # else taken over meanwhile: its first answer, below
+            except DATABASE_ERRORS as error:  # its first attempt may have created it
+                raise unrouted("") from error
+            if game_id is not None:
+                try:
+                    if (await self.locator.route(game_id, caller.forwarded) is not None
+                            or not self._created_here(scope, request_id, game_id)):
+                        view = await self.call("GetGame", pb.GetGameRequest(
+                            game_id=game_id).SerializeToString(),
+                            caller.anonymous()._replace(api_key=caller.api_key))
+                        if not self._created_here(scope, request_id, game_id):
+                            return view  # else taken over meanwhile: its first answer, below
+                except ServiceError as refused:  # created, but where it is cannot be said
+                    if refused.reason == "STORE_UNAVAILABLE":
+                        raise unrouted(game_id) from refused
+                    raise
         return _serialized(await self.api.create_game(request, caller))
 
     def _created_here(self, scope: str, request_id: str, game_id: str) -> bool:
@@ -188,6 +218,9 @@ class Relay:
         game_id = game_id_of(raw)
         if method == "ListGames":  # this node's part: only while its ownership is confirmed
             await self.locator.confirm()
+            page = await self._once(method, raw, caller, game_id)
+            # partial while it takes tables over (one it owns may not be listed yet)
+            return page + PARTIAL if self.locator.moving else page
         try:
             return await self._once(method, raw, caller, game_id)
         except tunnel.OwnerUnreachable as error:
@@ -205,7 +238,12 @@ class Relay:
             raise
 
     async def _once(self, method: str, raw: bytes, caller: Caller, game_id: str) -> bytes:
-        address = await self.locator.route(game_id, caller.forwarded)
+        try:
+            address = await self.locator.route(game_id, caller.forwarded)
+        except ServiceError as refused:  # the database cannot say where the table is
+            if method in IN_DOUBT and refused.reason == "STORE_UNAVAILABLE":
+                raise unrouted(game_id) from refused
+            raise
         if address is None:
             return await self.local(method, raw, caller)
         rpc = BY_NAME[method]
@@ -236,11 +274,14 @@ class Relay:
         address = await self.locator.route(game_id, caller.forwarded)
         if address is None:
             session = self.host.sessions.get(game_id)
+            sent = b""
             async for message in self.api.stream_events(parsed(pb.StreamEventsRequest, raw),
                                                         caller, end):
+                sent = message
                 yield message
             if session is not None and self.host.sessions.get(game_id) is not session:
-                raise table_moved(game_id)  # the table left: the client resumes where it is
+                # the table left (lost, or healed as a new session): resume where it is
+                raise table_moved(game_id, _last_sequence(sent, raw))
             return
         if not frames.fits(caller, raw):
             raw = _compacted(pb.StreamEventsRequest, raw)
@@ -269,7 +310,7 @@ class Relay:
             raise
         except tunnel.OwnerUnreachable as error:
             self.locator.forget(game_id)
-            raise table_moved(game_id) from error
+            raise table_moved(game_id, _last_sequence(last, raw)) from error
         finally:
             self.relayed_streams.pop(relayed, None)
             relayed.stop()
@@ -284,6 +325,7 @@ class Relay:
 def _last_sequence(last: bytes, request: bytes) -> int:
     """Where a stream cut off resumes: after its last message's last event (or where it
     started)."""
-    if last:
-        return int(pb.StreamEventsResponse.FromString(last).events[-1].sequence)
+    events = pb.StreamEventsResponse.FromString(last).events if last else ()
+    if events:
+        return int(events[-1].sequence)
     return int(pb.StreamEventsRequest.FromString(request).after_sequence)

@@ -1,0 +1,165 @@
+"""A node serves a table only while the database confirms it owns it at its epoch: a table its
+healer rebuilds after a PostgreSQL outage, one woken from rest, and one still waiting for the
+healer when a lapse is rechecked are all checked first; one another node took meanwhile is not
+served again (its reads are relayed to its owner) and its open streams end TABLE_MOVED with
+where to resume, never stall. Nodes run in this process (``create_server``); the database's
+ownership is moved by hand, as another node's takeover during the outage would."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import grpc
+import pytest
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis_service.store import StoreUnavailable
+from tests.cluster.harness import fetch, resume_point
+from tests.cluster.inprocess import Running, two_nodes
+from tests.support.calls import person_seats
+from tests.support.postgres import Postgres
+
+
+async def move_to(url: str, game_id: str, node: Running) -> None:
+    """Another node's takeover, as the database records it: owner and epoch moved on."""
+    await fetch(url, "UPDATE games SET owner = $2, epoch = epoch + 1 WHERE game_id = $1",
+                game_id, node.node_id)
+
+
+async def open_stream(stub: pb_grpc.GameServiceStub, game_id: str
+                      ) -> tuple[grpc.aio.UnaryStreamCall, int]:
+    """A stream from the start (a seat is claimed first: it has an event), and the last
+    sequence of its first message."""
+    await stub.JoinGame(pb.JoinGameRequest(game_id=game_id, display_name="Al"))
+    call = stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id, after_sequence=0))
+    first = await call.read()
+    assert isinstance(first, pb.StreamEventsResponse)
+    return call, first.events[-1].sequence
+
+
+async def ended(call: grpc.aio.UnaryStreamCall) -> grpc.aio.AioRpcError:
+    """How a stream ended (it must end with a refusal, not stall: the test's timeout)."""
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        while (await call.read()) is not grpc.aio.EOF:
+            pass
+    return caught.value
+
+
+async def test_a_table_healed_after_an_outage_is_not_served_when_another_node_took_it(
+        postgres: Postgres) -> None:
+    async with two_nodes(postgres, store_retry_ms=50) as (url, a, b):
+        created = await a.stub.CreateGame(pb.CreateGameRequest(
+            kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))
+        game_id = created.game.game_id
+        call, last = await open_stream(a.stub, game_id)
+        session = a.node.host.sessions[game_id]
+        # its write failed (PostgreSQL away): discarded, for the healer to rebuild ...
+        a.node.host.healing.store_failed(session, StoreUnavailable("the database restarted"))
+        assert game_id in a.node.host.unavailable
+        await move_to(url, game_id, b)  # ... while another node took it over
+        await b.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, display_name="Bea"))
+        task = a.node.host.healing._task
+        assert task is not None
+        await task
+
+        assert game_id not in a.node.host.sessions and not a.node.host.unavailable
+        error = await ended(call)
+        assert error.code() == grpc.StatusCode.UNAVAILABLE
+        assert resume_point(error) == ("TABLE_MOVED", str(last))
+        through_a = (await a.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+        through_b = (await b.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+        assert through_a.version == through_b.version > created.game.version  # not stale
+
+
+async def test_a_table_healed_while_still_owned_is_served_again_with_its_stream(
+        postgres: Postgres) -> None:
+    async with two_nodes(postgres, store_retry_ms=50) as (_, a, _b):
+        created = await a.stub.CreateGame(pb.CreateGameRequest(
+            kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))
+        game_id = created.game.game_id
+        call, _ = await open_stream(a.stub, game_id)
+        a.node.host.healing.store_failed(a.node.host.sessions[game_id],
+                                         StoreUnavailable("the database restarted"))
+        task = a.node.host.healing._task
+        assert task is not None
+        await task
+        assert a.node.host.sessions[game_id].epoch == 1
+        await a.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, display_name="Cy"))
+        more = await call.read()  # the stream carried on
+        assert isinstance(more, pb.StreamEventsResponse) and more.events
+        call.cancel()
+
+
+async def test_a_lapse_gives_up_a_table_awaiting_the_healer_and_ends_its_streams(
+        postgres: Postgres) -> None:
+    async with two_nodes(postgres, store_retry_ms=600_000) as (url, a, b):
+        created = await a.stub.CreateGame(pb.CreateGameRequest(
+            kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))
+        game_id = created.game.game_id
+        call, last = await open_stream(a.stub, game_id)
+        a.node.cluster.membership.stop()  # its renewals are the test's
+        a.node.host.healing.store_failed(a.node.host.sessions[game_id],
+                                         StoreUnavailable("the database restarted"))
+        # A's membership expired during the outage; B took the table over
+        await fetch(url, "UPDATE members SET expires_at = now() - interval '1 second' "
+                    "WHERE node_id = $1", a.node_id)
+        await move_to(url, game_id, b)
+        await a.node.cluster.locator.renewal()  # finds the lapse: rechecks what A holds
+
+        assert game_id not in a.node.host.unavailable
+        error = await ended(call)
+        assert resume_point(error) == ("TABLE_MOVED", str(last))
+        await b.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, display_name="Bea"))
+        through_a = (await a.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+        through_b = (await b.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+        assert through_a.version == through_b.version > created.game.version + 1  # at B
+
+
+async def test_a_table_woken_from_rest_is_confirmed_first(postgres: Postgres) -> None:
+    async with two_nodes(postgres, store_retry_ms=50) as (url, a, b):
+        games = []
+        for _ in range(2):
+            created = await a.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))
+            games.append(created.game.game_id)
+            a.node.host.shelf.rest(a.node.host.sessions[created.game.game_id])
+        await a.node.host.store.settled()  # type: ignore[attr-defined]
+        kept, moved = games
+        await fetch(url, "UPDATE games SET epoch = 4 WHERE game_id = $1", kept)
+        a.node.host.resting[kept] = replace(a.node.host.resting[kept], epoch=4)
+        await move_to(url, moved, b)
+
+        woken = await a.node.host.shelf.wake(kept)
+        assert a.node.host.sessions[kept] is woken and woken.epoch == 4  # its own epoch
+        with pytest.raises(Exception) as caught:
+            await a.node.host.shelf.wake(moved)
+        assert getattr(caught.value, "reason", "") == "TABLE_MOVED"
+        assert moved not in a.node.host.sessions and moved not in a.node.host.resting
+
+
+async def test_a_table_at_rest_taken_over_across_a_lapse_is_confirmed_first(
+        postgres: Postgres, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with two_nodes(postgres, store_retry_ms=50) as (url, a, b):
+        created = await b.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))
+        game_id = created.game.game_id
+        b.node.host.shelf.rest(b.node.host.sessions[game_id])
+        await b.node.host.store.settled()  # type: ignore[attr-defined]
+        for node in (a, b):
+            node.node.cluster.membership.stop()
+        await fetch(url, "UPDATE members SET expires_at = now() - interval '1 second' "
+                    "WHERE node_id = $1", b.node_id)  # B died
+        locator = a.node.cluster.locator
+        (orphan, listing), = await locator.directory.orphans(True, 10)
+        assert orphan == game_id and listing is not None
+        take_over = locator.directory.take_over
+
+        async def across_a_lapse(game: str, seen: int) -> int | None:
+            epoch = await take_over(game, seen)
+            locator._lapses += 1  # A's membership lapsed meanwhile; B came back, took it
+            await fetch(url, "UPDATE games SET owner = $2, epoch = epoch + 1 "
+                        "WHERE game_id = $1", game, b.node_id)
+            return epoch
+
+        monkeypatch.setattr(locator.directory, "take_over", across_a_lapse)
+        assert await locator.adopt_resting(game_id, listing)
+        assert game_id not in a.node.host.resting  # never listed as A's
