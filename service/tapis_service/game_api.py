@@ -21,7 +21,7 @@ import structlog
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
-from tapis_service import compaction, convert, lobby, logcontext, metrics, ownership, wire
+from tapis_service import compaction, convert, lobby, logcontext, metrics, ownership, realtime, wire
 from tapis_service.api_keys import Backend, require
 from tapis_service.caller import Caller
 from tapis_service.capacity import Capacity
@@ -34,6 +34,7 @@ from tapis_service.errors import (
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
+from tapis_service.paging import page_cursor, page_size
 from tapis_service.proxies import TrustedProxies
 from tapis_service.quotas import CREATES, JOINS, LISTS, QuotaLimits, Quotas
 from tapis_service.ratelimit import PeerLimits
@@ -46,7 +47,6 @@ from tapis_service.streams import StreamGuard, revoked, stopping, too_slow
 log = structlog.get_logger("tapis.rpc")
 
 R = TypeVar("R")
-MAX_PAGE = 1000
 BACKLOG_CHUNK = 64
 """Missed events sent per stream message when a stream catches up."""
 
@@ -95,23 +95,6 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
     return wrapper
 
 
-def page_size(request: pb.ListGamesRequest) -> int:
-    """The lines of a ListGames page, checked."""
-    size = request.page_size or 100
-    if size > MAX_PAGE:
-        raise invalid_argument("INVALID_PAGE_SIZE", f"page_size is at most {MAX_PAGE}")
-    return size
-
-
-def page_cursor(request: pb.ListGamesRequest) -> lobby.Cursor:
-    """Where a ListGames page starts (its ``page_token``, checked): a position in the order
-    every node lists in, so a cluster's page token is a single node's too."""
-    try:
-        return lobby.cursor_of(request.page_token)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise invalid_argument("INVALID_PAGE_TOKEN", "page_token is not valid") from error
-
-
 def _rate_limited(message: str) -> ServiceError:
     return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED", message)
 
@@ -124,13 +107,6 @@ def _token_required() -> ServiceError:
 def _bad_authorization() -> ServiceError:
     return ServiceError(grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN",
                         "send the seat token as `authorization: Bearer <token>`")
-
-
-def _observe(probes: dict[int, float], sequence: int) -> None:
-    """A probed event is about to be sent for the first time: record its latency."""
-    received = probes.pop(sequence, None)
-    if received is not None:
-        metrics.SLAP_TO_PILE_WON.observe(time.perf_counter() - received)
 
 
 class GameApi:
@@ -455,7 +431,7 @@ class GameApi:
                 last = batch[-1].event.sequence
                 if session.probes:
                     for logged in batch:
-                        _observe(session.probes, logged.sequence)
+                        realtime.observe_sent(session.probes, logged.sequence)
                 stream.writing_since, stream.last = clock.now_ms(), last
                 yield response
                 stream.writing_since = None

@@ -8,11 +8,13 @@ after a slap, whose delay to the streams is a metric) is each game's own declara
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from tapis_engine import table as tbl
 from tapis_engine.protocol import Rules
 from tapis_engine.registry import BY_KIND
+from tapis_service import metrics
 from tapis_service.session import Applied
 
 
@@ -32,3 +34,10 @@ def probe_outcomes(rules: Rules[Any, Any, Any], move: tbl.Input, applied: Applie
     for logged in applied.events:
         if type(logged.event.body) in probed:
             probes[logged.sequence] = received
+
+
+def observe_sent(probes: dict[int, float], sequence: int) -> None:
+    """A probed event is about to be sent for the first time: record its latency."""
+    received = probes.pop(sequence, None)
+    if received is not None:
+        metrics.SLAP_TO_PILE_WON.observe(time.perf_counter() - received)

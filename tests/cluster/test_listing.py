@@ -20,9 +20,9 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_service import convert
-from tapis_service.game_api import MAX_PAGE
 from tapis_service.healing import Quarantined
 from tapis_service.ownership import Ownership
+from tapis_service.paging import MAX_PAGE
 from tapis_service.server import RunningServer, create_server
 from tests.support.calls import auth, refusal
 from tests.support.postgres import Postgres

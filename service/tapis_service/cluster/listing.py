@@ -30,7 +30,8 @@ from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.locator import DATABASE_ERRORS, Locator, database_away
 from tapis_service.cluster.relay import Tunnels
 from tapis_service.errors import ServiceError
-from tapis_service.game_api import GameApi, page_cursor, page_size
+from tapis_service.game_api import GameApi
+from tapis_service.paging import page_cursor, page_size
 from tapis_service.rpcs import BY_NAME
 
 log = structlog.get_logger("tapis.cluster")
