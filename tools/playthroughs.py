@@ -203,10 +203,12 @@ def replay(play: Playthrough, text: str) -> str | None:
         return "the setup differs: " + difference(recorded[0], now)
     recorder = Recorder(play)
     table, events = start(play)
-    got = [recorder.line(table, 0, None, events)]
+    if (mismatch := _compare(recorded[1], recorder.line(table, 0, None, events))) is not None:
+        return mismatch
     for data in recorded[2:]:
         if table.game_over(rules):
-            break
+            return (f"the game now ends at step {data['step'] - 1}, it was recorded ending "
+                    f"at step {recorded[-1]['step']}")
         move = table_codec.decode_input(rules, data["input"])
         seat = getattr(move, "seat", 0)
         action = tbl.bot_move(rules, table, seat) if isinstance(move, tbl.BotMove) else None
@@ -214,16 +216,17 @@ def replay(play: Playthrough, text: str) -> str | None:
             table, events = tbl.step(rules, table, move, data["step"])
         except RuleError as error:
             return f"step {data['step']}: the recorded input {data['input']} fails now: {error!r}"
-        got.append(recorder.line(table, data["step"], move, events, action))
-    for index, (old, new) in enumerate(zip(recorded[1:], got, strict=False)):
-        if (now := _roundtrip(new)) != old:
-            return f"step {index}: " + difference(old, now)
-    if len(got) != len(recorded) - 1:
-        return (f"the game now ends after step {len(got) - 1}, it was recorded ending after "
-                f"step {len(recorded) - 2}")
+        line = recorder.line(table, data["step"], move, events, action)
+        if (mismatch := _compare(data, line)) is not None:
+            return mismatch
     if not table.game_over(rules):
-        return f"the game is not over after the recorded step {len(recorded) - 2}"
+        return f"the game is not over after the recorded step {recorded[-1]['step']}"
     return None
+
+
+def _compare(recorded: dict[str, Any], line: dict[str, Any]) -> str | None:
+    now = _roundtrip(line)
+    return None if now == recorded else f"step {line['step']}: " + difference(recorded, now)
 
 
 def _roundtrip(data: dict[str, Any]) -> Any:

@@ -67,11 +67,16 @@ def test_a_changed_view_is_reported_with_its_field() -> None:
     assert mismatch.startswith(f'step {line["step"]}: .seats.{seat}.{field}: recorded "changed"')
 
 
-def test_a_game_cut_short_or_a_changed_setup_is_reported() -> None:
+def test_a_game_cut_short_or_longer_or_a_changed_setup_is_reported() -> None:
     play = PLAYS[0]
     rows = _text(play).splitlines()
     assert replay(play, "\n".join(rows[:-1])) == (
         f"the game is not over after the recorded step {len(rows) - 3}")
+    extra = json.loads(rows[-1])
+    extra["step"] += 1
+    assert replay(play, "\n".join([*rows, playthroughs.encode(extra)])) == (
+        f"the game now ends at step {extra['step'] - 1}, it was recorded ending at step "
+        f"{extra['step']}")
     header = json.loads(rows[0])
     header["seed"] += 1
     mismatch = replay(play, "\n".join([playthroughs.encode(header), *rows[1:]]))
