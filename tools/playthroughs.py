@@ -105,6 +105,7 @@ def header(play: Playthrough) -> dict[str, Any]:
 
 
 def bots(play: Playthrough) -> list[str]:
+    """Each seat's bot: the game's strategies in turn, so that each one plays."""
     strategies = play.descriptor.rules.bot_strategies
     return [strategies[seat % len(strategies)] for seat in range(play.seats)]
 
@@ -112,7 +113,7 @@ def bots(play: Playthrough) -> list[str]:
 def start(play: Playthrough) -> tuple[tbl.Table, list[tbl.TableEvent]]:
     rules = play.descriptor.rules
     setup = GameSetup(play.seats, SEED, play.options)
-    return tbl.new_table(rules, setup, list(bots(play)), 0, 0)
+    return tbl.new_table(rules, setup, bots(play), 0, 0)
 
 
 class Recorder:
@@ -197,8 +198,8 @@ def replay(play: Playthrough, text: str) -> str | None:
     same, else where the first difference is (the step, the field, recorded and now)."""
     rules = play.descriptor.rules
     recorded = [json.loads(row) for row in text.splitlines() if row.strip()]
-    if not recorded:
-        return "the file is empty"
+    if len(recorded) < 2:
+        return "the file has no game (a setup line, then one line per step)"
     if (now := _roundtrip(header(play))) != recorded[0]:
         return "the setup differs: " + difference(recorded[0], now)
     recorder = Recorder(play)

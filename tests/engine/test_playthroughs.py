@@ -70,6 +70,7 @@ def test_a_changed_view_is_reported_with_its_field() -> None:
 def test_a_game_cut_short_or_longer_or_a_changed_setup_is_reported() -> None:
     play = PLAYS[0]
     rows = _text(play).splitlines()
+    assert replay(play, rows[0]) is not None
     assert replay(play, "\n".join(rows[:-1])) == (
         f"the game is not over after the recorded step {len(rows) - 3}")
     extra = json.loads(rows[-1])
