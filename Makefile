@@ -9,7 +9,7 @@ GEN_STAMP := gen/.generated
 TOOLS  := $(VENV)/.tools
 
 .PHONY: secrets setup gen serve cluster test test-fast lint bench bench-quick selfplay clean \
-	proto-baseline api-docs settings-docs lock messages screens
+	proto-baseline api-docs settings-docs lock messages screens playthroughs
 
 setup: $(STAMP)
 
@@ -117,6 +117,11 @@ messages: setup
 # The README's pictures of the client: each game's screen at 80x24, as SVG, in docs/screens/.
 screens: setup
 	$(BIN)/python tools/screens.py
+
+# Record the golden playthroughs again (tests/engine/playthroughs/), after an intended rules
+# change: review the diff before committing it (ARGS: only some, e.g. ARGS=basra-iraqi).
+playthroughs: setup
+	$(BIN)/python -m tools.playthroughs $(ARGS)
 
 # The contract as last released, which `make lint` checks every change against (`buf breaking`):
 # rebuild it only when releasing, so that a breaking change is a conscious one.

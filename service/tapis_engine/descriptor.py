@@ -36,6 +36,10 @@ class GameDescriptor:
     routine_action: Any | None = None
     """An action the awaited seat can always make (War's reveal, a flip), or None when an
     awaited seat has a real choice to make."""
+    variants: tuple[tuple[str, Any], ...] = ()
+    """Named options whose rules differ from ``short_options``' (a variant's scoring or
+    captures, not just a longer game): each has its own golden playthrough
+    (``tools/playthroughs.py``), as ``short_options`` has."""
 
     @property
     def kind(self) -> str:

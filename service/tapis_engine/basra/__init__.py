@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from tapis_engine.basra.rules import BasraRules
-from tapis_engine.basra.state import BasraOptions, BasraState, BasraView, PlayCard
+from tapis_engine.basra.state import (
+    IRAQI,
+    LEBANESE,
+    BasraOptions,
+    BasraState,
+    BasraView,
+    PlayCard,
+)
 from tapis_engine.cards import Card, standard_deck
 from tapis_engine.descriptor import GameDescriptor
 
@@ -18,7 +25,10 @@ def _hand(state: BasraState, seat: int) -> tuple[Card, ...]:
 
 GAME = GameDescriptor(
     rules=RULES, title="Basra", max_stacked_cards=len(standard_deck()) * MAX_STACKED_DEALS,
-    short_options=BasraOptions(), private_cards=_hand)
+    short_options=BasraOptions(), private_cards=_hand,
+    variants=(("lebanese", BasraOptions(variant=LEBANESE)),
+              ("iraqi", BasraOptions(variant=IRAQI)),
+              ("jack-basra", BasraOptions(two_card_jack_basra=True))))
 
 __all__ = ["GAME", "MAX_STACKED_DEALS", "RULES", "BasraOptions", "BasraRules", "BasraState",
            "BasraView", "PlayCard"]
