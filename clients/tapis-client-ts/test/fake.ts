@@ -44,6 +44,7 @@ export type Handlers = Partial<Record<keyof typeof GameService.method, grpc.Unty
 export async function serve(
   handlers: Handlers,
   client: Partial<ClientOptions> = {},
+  port = 0,
 ): Promise<{ client: TapisClient; server: grpc.Server; target: string }> {
   const server = new grpc.Server();
   const definition: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
@@ -64,12 +65,12 @@ export async function serve(
     implementation[GameService.method[name as keyof typeof GameService.method].name] = handler;
   }
   server.addService(definition as grpc.ServiceDefinition, implementation);
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, bound) =>
+  const bound = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) =>
       error ? reject(error) : resolve(bound),
     ),
   );
-  const target = `127.0.0.1:${port}`;
+  const target = `127.0.0.1:${bound}`;
   return {
     client: new TapisClient({ target, retry: { sleep: async () => undefined }, ...client }),
     server,

@@ -179,3 +179,43 @@ test("a call the caller cancels ends CANCELLED and is not retried", async () => 
     server.forceShutdown();
   }
 });
+
+test("a call cut by the server's death is sent again, same request_id, to the server back", async () => {
+  const seen: string[] = [];
+  let back: () => void = () => undefined;
+  const serverBack = new Promise<void>((resolve) => (back = resolve));
+  const codes: grpc.status[] = [];
+  const first = await serve(
+    {
+      createGame: (call: grpc.ServerUnaryCall<CreateGameRequest, unknown>) => {
+        seen.push(call.request.requestId); // never answers: the server dies first
+      },
+    },
+    { retry: { sleep: () => serverBack, onRetry: (refusal) => void codes.push(refusal.code) } },
+  );
+  const pending = first.client.createGame({ seats: 2 });
+  while (seen.length === 0) await new Promise((resolve) => setImmediate(resolve));
+  first.server.forceShutdown(); // the connection drops under the call in flight
+  const port = Number(first.target.split(":")[1]);
+  const second = await serve(
+    {
+      createGame: (call: grpc.ServerUnaryCall<CreateGameRequest, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        seen.push(call.request.requestId);
+        callback(null, create(CreateGameResponseSchema, {}));
+      },
+    },
+    {},
+    port,
+  );
+  back();
+  try {
+    await pending;
+    assert.equal(seen.length, 2);
+    assert.equal(seen[0], seen[1]);
+    assert.ok(codes.length >= 1, "retried");
+  } finally {
+    first.client.close();
+    second.client.close();
+    second.server.forceShutdown();
+  }
+});
