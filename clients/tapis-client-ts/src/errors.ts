@@ -1,30 +1,15 @@
-// A refusal, decoded: the gRPC status code and the ErrorInfo of the `grpc-status-details-bin`
-// trailer (a google.rpc.Status), its `reason` mapped onto the contract's ErrorReason enum.
-import { anyUnpack } from "@bufbuild/protobuf/wkt";
+// A refusal over gRPC, decoded: the status code and the ErrorInfo of the
+// `grpc-status-details-bin` trailer (a google.rpc.Status), its `reason` mapped onto the
+// contract's ErrorReason enum.
 import { fromBinary } from "@bufbuild/protobuf";
 import { status as Status, type Metadata, type ServiceError } from "@grpc/grpc-js";
-import { ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "./gen/google/rpc/status_pb.js";
 import { ErrorReason } from "./gen/tapis/v1/errors_pb.js";
+import { refusalOfStatus, type Refusal } from "./refusal.js";
 
-/** The domain of every ErrorInfo the server gives. */
-export const ERROR_DOMAIN = "tapis.v1";
+export { ERROR_DOMAIN, reasonName, reasonOf, refusalOfStatus, type Refusal } from "./refusal.js";
 
 const DETAILS_TRAILER = "grpc-status-details-bin";
-
-/** What a refused call carries: its code, its reason, and the ErrorInfo metadata. */
-export interface Refusal {
-  /** The gRPC status code (grpc-js's `status` enum). */
-  code: Status;
-  /** The ErrorInfo's reason as the enum; UNSPECIFIED when absent or unknown to this client. */
-  reason: ErrorReason;
-  /** The reason string itself ("NOT_YOUR_TURN"), or "" when the status had no ErrorInfo. */
-  reasonName: string;
-  /** The ErrorInfo's metadata (e.g. `resume_after_sequence` of a stream cut short). */
-  metadata: Record<string, string>;
-  /** The status message. */
-  details: string;
-}
 
 /** A call the server (or the transport) refused; `reason` is the contract's ErrorReason. */
 export class TapisError extends Error implements Refusal {
@@ -49,43 +34,24 @@ export class TapisError extends Error implements Refusal {
   }
 }
 
-/** The ErrorReason of a reason string ("NOT_YOUR_TURN"); UNSPECIFIED if unknown. */
-export function reasonOf(name: string): ErrorReason {
-  const value = (ErrorReason as unknown as Record<string, number | undefined>)[name];
-  return typeof value === "number" ? (value as ErrorReason) : ErrorReason.UNSPECIFIED;
-}
-
-/** The name of an ErrorReason without its prefix, as ErrorInfo.reason spells it. */
-export function reasonName(reason: ErrorReason): string {
-  return ErrorReason[reason] ?? "";
-}
-
 /** The refusal a status's trailers carry (code and message from the status itself). */
 export function decodeRefusal(code: Status, details: string, trailers?: Metadata): Refusal {
-  const refusal: Refusal = {
+  const raw = trailers?.get(DETAILS_TRAILER)[0];
+  let decoded: Refusal | undefined;
+  if (raw !== undefined && typeof raw !== "string") {
+    try {
+      decoded = refusalOfStatus(fromBinary(StatusSchema, raw));
+    } catch {
+      decoded = undefined; // not a Status: the code alone
+    }
+  }
+  return {
     code,
     details,
-    reason: ErrorReason.UNSPECIFIED,
-    reasonName: "",
-    metadata: {},
+    reason: decoded?.reason ?? ErrorReason.UNSPECIFIED,
+    reasonName: decoded?.reasonName ?? "",
+    metadata: decoded?.metadata ?? {},
   };
-  const raw = trailers?.get(DETAILS_TRAILER)[0];
-  if (raw === undefined || typeof raw === "string") return refusal;
-  let decoded;
-  try {
-    decoded = fromBinary(StatusSchema, raw);
-  } catch {
-    return refusal;
-  }
-  for (const detail of decoded.details) {
-    const info = anyUnpack(detail, ErrorInfoSchema);
-    if (info === undefined) continue;
-    refusal.reasonName = info.reason;
-    refusal.reason = reasonOf(info.reason);
-    refusal.metadata = { ...info.metadata };
-    break;
-  }
-  return refusal;
 }
 
 /** A grpc-js error as a TapisError (one already decoded is returned as it is). */

@@ -1,9 +1,12 @@
 // The retry policy that is safe with request ids: which refusals a call may be sent again for
 // (always with the same request_id, so the server applies it at most once), and how long to
 // wait before each attempt (exponential backoff with jitter).
-import { status as Status } from "@grpc/grpc-js";
 import { ErrorReason } from "./gen/tapis/v1/errors_pb.js";
-import type { Refusal } from "./errors.js";
+import type { Refusal } from "./refusal.js";
+
+/** The gRPC status codes the policy names (their numbers: the same over gRPC and the
+ * WebSocket envelope; no transport needed, so that browsers may use the policy too). */
+const Status = { CANCELLED: 1, RESOURCE_EXHAUSTED: 8, INTERNAL: 13, UNAVAILABLE: 14 } as const;
 
 /** RESOURCE_EXHAUSTED reasons that pass with time (not a cap the caller must act on). */
 const PASSING_EXHAUSTION = new Set<ErrorReason>([ErrorReason.RATE_LIMITED, ErrorReason.OVERLOADED]);
