@@ -11,8 +11,13 @@
 // 3. The backend follows its results into a file (one JSON line per record, written and
 //    synced before the record is acknowledged), resuming after the last cursor the file holds.
 //
+// 4. Killed and started again with the same arguments, it goes on where it was: its tables
+//    (kept in a state file beside the results, written before any is played) are not created
+//    again, the players pick their seats up from the view, and the results follow on after the
+//    last cursor of the file (acknowledged first): nothing skipped, nothing stored twice.
+//
 // It ends once every game and every series of its tables is stored, printing "done".
-import { open, readFile } from "node:fs/promises";
+import { open, readFile, rename } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import {
   followResults,
@@ -34,6 +39,7 @@ const { values, positionals } = parseArgs({
     ca: { type: "string" },
     "api-key-file": { type: "string" },
     results: { type: "string", default: "results.jsonl" },
+    state: { type: "string" },
     tables: { type: "string", default: "3" },
     games: { type: "string", default: "3" },
     "target-points": { type: "string", default: "3" },
@@ -47,6 +53,7 @@ const tables = Number(values.tables);
 let retries = 0;
 const retriedFor = new Map<string, number>();
 const retry = {
+  maxAttempts: 40, // about a minute of backoff in a row: long enough for a server's restart
   onRetry: (refusal: { code: number }) => {
     retries += 1;
     const name = GrpcStatus[refusal.code] ?? String(refusal.code);
@@ -148,12 +155,33 @@ async function follow(backend: TapisClient, path: string, wanted: number): Promi
   }
 }
 
-const backend = new TapisClient({ target, ca, apiKey: apiKey || undefined, retry });
-try {
-  const created = [];
+interface Table {
+  gameId: string;
+  tickets: string[];
+}
+
+/** The tables of an earlier run (from its state file), else new ones, saved before play. */
+async function ourTables(backend: TapisClient, path: string): Promise<Table[]> {
+  const saved = await readFile(path, "utf8").catch(() => undefined);
+  if (saved !== undefined) {
+    console.log(`resuming: the tables of ${path}`);
+    return JSON.parse(saved) as Table[];
+  }
+  const created: Table[] = [];
   for (let i = 1; i <= tables; i++) {
     created.push(await createTable(backend, `match-${i}`, [`p${i}a`, `p${i}b`]));
   }
+  const file = await open(`${path}.new`, "w");
+  await file.writeFile(JSON.stringify(created));
+  await file.sync();
+  await file.close();
+  await rename(`${path}.new`, path);
+  return created;
+}
+
+const backend = new TapisClient({ target, ca, apiKey: apiKey || undefined, retry });
+try {
+  const created = await ourTables(backend, values.state ?? `${values.results}.tables.json`);
   const following = follow(backend, values.results!, tables * (games + 1));
   const moves = await Promise.all(
     created.flatMap(({ gameId, tickets }) => tickets.map((ticket) => play(gameId, ticket))),
@@ -161,7 +189,8 @@ try {
   console.log(`played: ${moves.reduce((a, b) => a + b, 0)} moves`);
   await following;
   const why = [...retriedFor].map(([code, count]) => `${code}: ${count}`).join(", ");
-  console.log(`done: ${tables * (games + 1)} results in ${values.results}; ${retries} retries (${why})`);
+  const retried = retries === 0 ? "no retry" : `${retries} retries (${why})`;
+  console.log(`done: ${tables * (games + 1)} results in ${values.results}; ${retried}`);
 } finally {
   backend.close();
 }
