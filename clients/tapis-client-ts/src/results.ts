@@ -24,7 +24,8 @@ export interface FollowOptions extends CallOptions {
 
 /**
  * Follows the calling backend's results until `until` says so or `signal` aborts (then it
- * rejects with the signal's reason); returns the last cursor stored and acknowledged.
+ * rejects: a TapisError CANCELLED, or the signal's reason during a pause); returns the last
+ * cursor stored and acknowledged.
  * A refusal that is not retryable (UNAUTHENTICATED, INVALID_CURSOR...) rejects as TapisError.
  */
 export async function followResults(client: TapisClient, options: FollowOptions): Promise<bigint> {
