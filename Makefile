@@ -128,7 +128,15 @@ playthroughs: setup
 proto-baseline: setup
 	cd protos && ../$(BIN)/buf build -o baseline.binpb
 
-.PHONY: web web-check test-browser web-screens bench-ws bench-peers
+.PHONY: web web-check test-browser web-screens bench-ws bench-peers ts-client
+
+# The TypeScript client package, @tapis/client (clients/tapis-client-ts): its npm packages
+# (package-lock.json), the contract's types generated from protos/ (buf + protoc-gen-es), the
+# build into dist/ (with the Node example), then its unit tests (node --test). Install it
+# elsewhere with `npm install ./clients/tapis-client-ts` (or the tarball of `npm pack` there).
+ts-client: setup
+	cd clients/tapis-client-ts && npm ci --no-audit --no-fund --loglevel=error && node build.mjs \
+		&& npm test --silent
 
 # The web client (web/, TypeScript + protobuf-es, bundled by esbuild) is served from its built
 # files in clients/tapis_webclient/static/ (the package tapis_webclient), committed so that `make serve` needs no Node.js.
