@@ -280,7 +280,13 @@ class TableActor:
         now = self.clock.now_ms()
         try:
             applied = session.apply(move, now)
-        except RuleError:
+        except RuleError as error:
+            if isinstance(move, tbl.Timeout) and _due(session.table, move.seat, now):
+                # the engine refuses a deadline that has passed (a bug): arming it again would
+                # only fire it again at once
+                log.error("turn_timer_refused", game=session.game_id, seat=move.seat,
+                          reason=error.reason.value)
+                return
             self.after_change(session)  # the world moved on; look again
             return
         metrics.ACTIONS.inc(session.rules.kind, "server")
@@ -426,6 +432,12 @@ class TableActor:
         """Wait for the server moves in progress (stopping)."""
         while self._moves:
             await asyncio.gather(*list(self._moves), return_exceptions=True)
+
+
+def _due(table: tbl.Table, seat: int, now: int) -> bool:
+    """``seat`` has a deadline and it has passed."""
+    at = table.deadline_of(seat)
+    return at is not None and at <= now
 
 
 def _ignore(future: asyncio.Future[Any]) -> None:
