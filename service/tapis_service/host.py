@@ -125,6 +125,17 @@ class GameHost:
                 self.shelf.used(game_id)
         return self.get(game_id) if session is None else session
 
+    def answering(self, session: Session) -> Session:
+        """The table a call answers from once its input committed: the one served, or
+        ``session`` itself when it rested meanwhile (finished: its state is final); refused as
+        ``get`` otherwise."""
+        current = self.sessions.get(session.game_id)
+        if current is not None:
+            return current
+        if session.game_id in self.resting:
+            return session
+        return self.get(session.game_id)
+
     def seat_of(self, session: Session, token: str | None) -> int | None:
         """The caller's seat from its token; None for a spectator (no token)."""
         return self.tokens.seat_of(session, token)
@@ -220,10 +231,14 @@ class GameHost:
         return subscriber, list(session.compacted), backlog
 
     def unsubscribe(self, session: Session, subscriber: Subscriber) -> None:
+        """A stream ended; a finished table whose last stream it was rests at once."""
         session.subscribers.discard(subscriber)
         current = self.sessions.get(session.game_id) or self.unavailable.get(session.game_id)
         if current is not None and current is not session:
             current.subscribers.discard(subscriber)
+        if current is not None and not current.subscribers \
+                and current.table.game_over(current.rules):
+            self.shelf.rest_if_done(current)
 
     # --- serving and forgetting tables -----------------------------------------------------------
 
@@ -366,8 +381,11 @@ class GameHost:
         self.shelf.enforce_retention()
         for session in self.sessions.values():
             self.actor.after_change(session)  # publish nothing yet, arm the timers and the bots
+        rested = sum(self.shelf.rest_if_done(session) for session in list(self.sessions.values())
+                     if session.table.game_over(session.rules))  # over: no restart loads it
         if stored or resting:
             log.info("recovered", games=len(self.sessions), resting=len(self.resting),
+                     rested=rested,
                      quarantined=len(self.quarantined),
                      dropped=held - len(self.sessions) - len(self.resting),
                      inputs=inputs, seconds=round(time.perf_counter() - started, 3))

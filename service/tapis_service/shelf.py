@@ -81,6 +81,18 @@ class Shelf:
                 rested += 1
         return rested
 
+    def rest_if_done(self, session: Session) -> bool:
+        """A finished table leaves memory at once when nothing keeps it there (``restable``:
+        no open stream, nothing in flight, no timer): called once its last input commits, once
+        its last stream ends, and at start for each table recovered finished. Whether it
+        rested (never with a store that keeps no listing, nor while the server stops)."""
+        host = self.host
+        if host.rest_store is None or host.stopping \
+                or host.sessions.get(session.game_id) is not session or not restable(session):
+            return False
+        self.rest(session)
+        return True
+
     def rest(self, session: Session) -> None:
         """The table leaves memory; the store keeps it with its listing."""
         assert self.host.rest_store is not None

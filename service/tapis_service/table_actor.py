@@ -116,7 +116,8 @@ class TableActor:
     async def submit(self, session: Session, seat: int, move: tbl.Input, request_id: str,
                      expected_version: int | None, received: float | None = None) -> Applied:
         """A person's input, applied at most once per request id; answered once committed."""
-        session = self.host.get(session.game_id)  # discarded or moved while this waited?
+        # discarded, moved or rested (finished, then loaded back) while this waited?
+        session = self.host.sessions.get(session.game_id) or await self.host.find(session.game_id)
         # 1. check
         if request_id:
             earlier = session.pending.get((seat, request_id))
@@ -163,7 +164,7 @@ class TableActor:
                     request_id: str) -> tuple[Session, int, str]:
         """A person takes a seat: (the session, the seat, its secret token). With a
         ``request_id``, a retry gets the same seat and token (even while the first commits)."""
-        session = self.host.get(session.game_id)
+        session = self.host.sessions.get(session.game_id) or await self.host.find(session.game_id)
         tokens = self.host.tokens
         # 1. check
         if request_id:
@@ -209,7 +210,7 @@ class TableActor:
         former token is revoked and its streams end at once; answered (the session and the
         replacement) once committed. A retry with the same ``request_id`` gets the same
         answer."""
-        session = self.host.get(session.game_id)
+        session = self.host.sessions.get(session.game_id) or await self.host.find(session.game_id)
         tokens = self.host.tokens
         # 1. check
         if request_id:
@@ -418,6 +419,8 @@ class TableActor:
             session.durable_sequence = upto
         if self.host.sessions.get(session.game_id) is session:
             self.after_change(session)
+            if session.table.game_over(session.rules):  # finished: it rests at once if it may
+                self.host.shelf.rest_if_done(session)
 
     def after_change(self, session: Session) -> None:
         """File a backend's results, publish what is durable, then arm the bots and timers
