@@ -46,7 +46,7 @@ from tapis_service.results_clerk import ResultsClerk
 from tapis_service.session import CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
 from tapis_service.shelf import Shelf
-from tapis_service.store import MemoryStore, RestingStore, Store
+from tapis_service.store import YIELD_EVERY, MemoryStore, RestingStore, Store
 from tapis_service.table_actor import TableActor
 from tapis_service.tokens import SeatTokens
 
@@ -368,7 +368,9 @@ class GameHost:
             if one is not None:
                 stored.append((game_id, *one))
         inputs = 0
-        for game_id, record, snapshot, journal in stored:
+        for number, (game_id, record, snapshot, journal) in enumerate(stored, 1):
+            if number % YIELD_EVERY == 0:  # liveness answers throughout (startup.WaitingRoom)
+                await asyncio.sleep(0)
             inputs += len(journal)
             try:
                 restored = restore(game_id, record, snapshot, journal)
@@ -379,10 +381,15 @@ class GameHost:
             self.install(restored)
         held = len(self.sessions) + len(self.resting)
         self.shelf.enforce_retention()
-        for session in self.sessions.values():
+        rested = 0
+        for number, session in enumerate(list(self.sessions.values()), 1):
+            if number % YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+            if self.sessions.get(session.game_id) is not session:
+                continue  # rested meanwhile (a bot's move ended its game)
             self.actor.after_change(session)  # publish nothing yet, arm the timers and the bots
-        rested = sum(self.shelf.rest_if_done(session) for session in list(self.sessions.values())
-                     if session.table.game_over(session.rules))  # over: no restart loads it
+            if session.table.game_over(session.rules):  # over: no restart loads it
+                rested += self.shelf.rest_if_done(session)
         if stored or resting:
             log.info("recovered", games=len(self.sessions), resting=len(self.resting),
                      rested=rested,

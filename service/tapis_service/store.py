@@ -8,6 +8,9 @@ from typing import Any, Protocol, runtime_checkable
 JSON = dict[str, Any]
 StoredGame = tuple[JSON, JSON | None, list[JSON]]
 """One stored table: (creation record, last snapshot or None, the whole journal)."""
+YIELD_EVERY = 32
+"""Tables read or restored at start between two turns of the event loop: recovery yields so
+the port keeps answering health (``liveness``) however many tables there are."""
 
 
 class StoreError(Exception):
