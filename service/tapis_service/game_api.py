@@ -234,7 +234,7 @@ class GameApi:
         session = await self.host.find(request.game_id)
         session.ownership.check_backend(self.backend_of(caller), "EndTable")
         await self.host.actor.abandon(session, by_backend=True)
-        return pb.EndTableResponse(game=self.view(self.host.answering(session), None))
+        return pb.EndTableResponse(game=self.view(self.host.shelf.answering(session), None))
 
     @rpc
     async def replace_seat(self, request: pb.ReplaceSeatRequest,
@@ -250,7 +250,7 @@ class GameApi:
                                                           name, request_id)
         return pb.ReplaceSeatResponse(
             seat_token=replaced.to_proto(self.host.tokens.key, session.game_id),
-            game=self.view(self.host.answering(session), None))
+            game=self.view(self.host.shelf.answering(session), None))
 
     def viewer(self, session: Session, caller: Caller) -> int | None:
         """The caller's seat (None: a spectator, which a private table allows to its backend

@@ -46,7 +46,7 @@ from tapis_service.results_clerk import ResultsClerk
 from tapis_service.session import CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
 from tapis_service.shelf import Shelf
-from tapis_service.store import YIELD_EVERY, MemoryStore, RestingStore, Store
+from tapis_service.store import MemoryStore, RestingStore, Store, paced
 from tapis_service.table_actor import TableActor
 from tapis_service.tokens import SeatTokens
 
@@ -124,17 +124,6 @@ class GameHost:
             if session is not None and self.rest_store is not None:
                 self.shelf.used(game_id)
         return self.get(game_id) if session is None else session
-
-    def answering(self, session: Session) -> Session:
-        """The table a call answers from once its input committed: the one served, or
-        ``session`` itself when it rested meanwhile (finished: its state is final); refused as
-        ``get`` otherwise."""
-        current = self.sessions.get(session.game_id)
-        if current is not None:
-            return current
-        if session.game_id in self.resting:
-            return session
-        return self.get(session.game_id)
 
     def seat_of(self, session: Session, token: str | None) -> int | None:
         """The caller's seat from its token; None for a spectator (no token)."""
@@ -236,8 +225,7 @@ class GameHost:
         current = self.sessions.get(session.game_id) or self.unavailable.get(session.game_id)
         if current is not None and current is not session:
             current.subscribers.discard(subscriber)
-        if current is not None and not current.subscribers \
-                and current.table.game_over(current.rules):
+        if current is not None and not current.subscribers:  # its last: a finished one rests
             self.shelf.rest_if_done(current)
 
     # --- serving and forgetting tables -----------------------------------------------------------
@@ -368,9 +356,7 @@ class GameHost:
             if one is not None:
                 stored.append((game_id, *one))
         inputs = 0
-        for number, (game_id, record, snapshot, journal) in enumerate(stored, 1):
-            if number % YIELD_EVERY == 0:  # liveness answers throughout (startup.WaitingRoom)
-                await asyncio.sleep(0)
+        async for game_id, record, snapshot, journal in paced(stored):  # liveness answers
             inputs += len(journal)
             try:
                 restored = restore(game_id, record, snapshot, journal)
@@ -381,19 +367,10 @@ class GameHost:
             self.install(restored)
         held = len(self.sessions) + len(self.resting)
         self.shelf.enforce_retention()
-        rested = 0
-        for number, session in enumerate(list(self.sessions.values()), 1):
-            if number % YIELD_EVERY == 0:
-                await asyncio.sleep(0)
-            if self.sessions.get(session.game_id) is not session:
-                continue  # rested meanwhile (a bot's move ended its game)
-            self.actor.after_change(session)  # publish nothing yet, arm the timers and the bots
-            if session.table.game_over(session.rules):  # over: no restart loads it
-                rested += self.shelf.rest_if_done(session)
+        rested = await self.shelf.start_recovered()
         if stored or resting:
             log.info("recovered", games=len(self.sessions), resting=len(self.resting),
-                     rested=rested,
-                     quarantined=len(self.quarantined),
+                     rested=rested, quarantined=len(self.quarantined),
                      dropped=held - len(self.sessions) - len(self.resting),
                      inputs=inputs, seconds=round(time.perf_counter() - started, 3))
 

@@ -16,7 +16,7 @@ from tapis_service.limits import quote
 from tapis_service.recovery import RecoveryError, restore
 from tapis_service.resting import RestingTable, listing_of, restable
 from tapis_service.session import Session
-from tapis_service.store import StoreError
+from tapis_service.store import StoreError, paced
 
 if TYPE_CHECKING:
     from tapis_service.host import GameHost
@@ -92,6 +92,29 @@ class Shelf:
             return False
         self.rest(session)
         return True
+
+    async def start_recovered(self) -> int:
+        """At start: arm each recovered table's timers and bots; a finished one rests at once
+        (no restart loads it again). How many rested."""
+        host, rested = self.host, 0
+        async for session in paced(list(host.sessions.values())):  # liveness answers
+            if host.sessions.get(session.game_id) is not session:
+                continue  # rested meanwhile (a bot's move ended its game)
+            host.actor.after_change(session)  # publish nothing yet, arm the timers and bots
+            if session.table.game_over(session.rules):
+                rested += self.rest_if_done(session)
+        return rested
+
+    def answering(self, session: Session) -> Session:
+        """The table a call answers from once its input committed: the one served, or
+        ``session`` itself when it rested meanwhile (finished: its state is final); refused as
+        ``GameHost.get`` otherwise."""
+        current = self.host.sessions.get(session.game_id)
+        if current is not None:
+            return current
+        if session.game_id in self.host.resting:
+            return session
+        return self.host.get(session.game_id)
 
     def rest(self, session: Session) -> None:
         """The table leaves memory; the store keeps it with its listing."""

@@ -37,7 +37,6 @@ import structlog
 from tapis_service import logrepeat, metrics
 from tapis_service.checksums import canonical_json, checksum
 from tapis_service.store import (
-    YIELD_EVERY,
     CommitUnknown,
     JournalConflict,
     SchemaTooNew,
@@ -46,6 +45,7 @@ from tapis_service.store import (
     StoreError,
     StoreInUse,
     StoreUnavailable,
+    paced,
 )
 
 JSON = dict[str, Any]
@@ -259,24 +259,18 @@ class SqliteStore:
                 snapshots = {row[0]: row[1:] for row in reader.execute(
                     "SELECT s.game_id, s.idx, s.format, s.checksum, s.data FROM snapshots s "
                     "JOIN games g ON g.game_id = s.game_id WHERE g.listing IS NULL")}
-                journals = {}
-                for number, (game_id, _) in enumerate(games, 1):  # by key: only these games
-                    journals[game_id] = reader.execute(
-                        "SELECT idx, entry FROM journal WHERE game_id = CAST(? AS TEXT) "
-                        "ORDER BY idx", (game_id,)).fetchall()
-                    if number % YIELD_EVERY == 0:  # the health service answers meanwhile
-                        await asyncio.sleep(0)
+                journals = {game_id: reader.execute(  # by primary key: only these games
+                    "SELECT idx, entry FROM journal WHERE game_id = CAST(? AS TEXT) "
+                    "ORDER BY idx", (game_id,)).fetchall() async for game_id, _ in paced(games)}
             finally:
                 reader.close()
         except sqlite3.Error as error:
             raise StoreCorrupt(f"{self.path}: cannot be read ({_short(error)})") from error
         loaded: list[tuple[str, JSON, JSON | None, list[JSON]]] = []
-        for number, (raw_id, record) in enumerate(games, 1):
+        async for raw_id, record in paced(games):  # the health service answers meanwhile
             row = snapshots.get(raw_id)
             game_id = _text(raw_id)
             loaded.append((game_id, *_decoded(game_id, record, row, journals.get(raw_id, []))))
-            if number % YIELD_EVERY == 0:
-                await asyncio.sleep(0)
         return loaded
 
     async def load_game(self, game_id: str) -> StoredGame | None:
