@@ -39,14 +39,32 @@ class Autoplay:
             self._schedule_bots(session)
 
     def _schedule_deadlines(self, session: Session) -> None:
+        """Exactly one armed timer per deadline of the table: a timer no longer wanted is
+        cancelled, a deadline without one gets one (a fired timer has left the map: see
+        ``_deadline_due``)."""
         wanted = set(session.table.deadlines)
-        for key in list(session.deadline_timers):
+        timers = session.deadline_timers
+        for key in list(timers):
             if key not in wanted:
-                session.deadline_timers.pop(key).cancel()
+                timers.pop(key).cancel()
         for seat, at in wanted:
-            if (seat, at) not in session.deadline_timers:
-                session.deadline_timers[(seat, at)] = self.clock.call_at(
-                    at, functools.partial(self.play, session, tbl.Timeout(seat)))
+            if (seat, at) not in timers:
+                self._arm_deadline(session, seat, at)
+
+    def _arm_deadline(self, session: Session, seat: int, at: int) -> None:
+        session.deadline_timers[(seat, at)] = self.clock.call_at(
+            at, functools.partial(self._deadline_due, session, seat, at))
+
+    def _deadline_due(self, session: Session, seat: int, at: int) -> None:
+        """A turn timer fired: it is armed no more, whatever becomes of its ``Timeout`` (one
+        refused because the table moved on meanwhile leaves no spent timer behind for the
+        next ``rearm`` to mistake for an armed one); one that woke before its time (a clock
+        may round) waits for the rest instead of playing a ``Timeout`` the engine refuses."""
+        session.deadline_timers.pop((seat, at), None)
+        if self.clock.now_ms() < at:
+            self._arm_deadline(session, seat, at)
+            return
+        self.play(session, tbl.Timeout(seat))
 
     def _schedule_bots(self, session: Session) -> None:
         for handle in session.bot_timers.values():

@@ -223,7 +223,7 @@ class GameApi:
         session = await self.host.find(request.game_id)
         session.ownership.check_backend(self.backend_of(caller), "EndTable")
         await self.host.actor.abandon(session, by_backend=True)
-        return pb.EndTableResponse(game=self.backend_view(self.host.get(request.game_id),
+        return pb.EndTableResponse(game=self.backend_view(self.host.shelf.answering(session),
                                                           caller))
 
     @rpc
@@ -240,7 +240,7 @@ class GameApi:
                                                           name, request_id)
         return pb.ReplaceSeatResponse(
             seat_token=replaced.to_proto(self.host.tokens.key, session.game_id),
-            game=self.backend_view(self.host.get(request.game_id), caller))
+            game=self.backend_view(self.host.shelf.answering(session), caller))
 
     def viewer(self, session: Session, caller: Caller) -> int | None:
         """The caller's seat (None: a spectator, which a private table allows to its backend

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import time
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -40,7 +39,7 @@ from tapis_service.limits import quote
 from tapis_service.lobby import Lobby
 from tapis_service.ownership import Ownership
 from tapis_service.presence import Presence
-from tapis_service.recovery import RecoveryError, Restored, restore
+from tapis_service.recovery import RecoveryError, Restored, recover_all, restore
 from tapis_service.resting import RestingTable
 from tapis_service.results import MemoryResults, ResultsFeed
 from tapis_service.results_clerk import ResultsClerk
@@ -227,10 +226,13 @@ class GameHost:
         return subscriber, list(session.compacted), backlog
 
     def unsubscribe(self, session: Session, subscriber: Subscriber) -> None:
+        """A stream ended; a finished table whose last stream it was rests at once."""
         session.subscribers.discard(subscriber)
         current = self.sessions.get(session.game_id) or self.unavailable.get(session.game_id)
         if current is not None and current is not session:
             current.subscribers.discard(subscriber)
+        if current is not None and not current.subscribers:  # its last: a finished one rests
+            self.shelf.rest_if_done(current)
 
     # --- serving and forgetting tables -----------------------------------------------------------
 
@@ -340,44 +342,8 @@ class GameHost:
     # --- start and stop ------------------------------------------------------------------------
 
     async def recover(self) -> None:
-        """Restore every stored table not at rest before serving (those at rest are only
-        listed, from their stored listing); a damaged one is quarantined alone."""
-        started = time.perf_counter()
-        resting = await self.rest_store.resting() if self.rest_store is not None else []
-        unreadable = []
-        for game_id, listing in resting:
-            try:
-                table = RestingTable.of(game_id, listing or {})
-            except (KeyError, TypeError, ValueError):
-                unreadable.append(game_id)  # loaded below instead
-                continue
-            self.rest_listed(game_id, table)
-            if table.request_id:
-                self.create_requests[table.backend or "", table.request_id] = game_id
-        stored = await self.store.load()
-        for game_id in unreadable:
-            one = await self.store.load_game(game_id)
-            if one is not None:
-                stored.append((game_id, *one))
-        inputs = 0
-        for game_id, record, snapshot, journal in stored:
-            inputs += len(journal)
-            try:
-                restored = restore(game_id, record, snapshot, journal)
-            except RecoveryError as error:
-                self.healing.quarantine(game_id, str(error), record)
-                continue
-            restored.session.at_rest = game_id in unreadable  # its listing is still stored
-            self.install(restored)
-        held = len(self.sessions) + len(self.resting)
-        self.shelf.enforce_retention()
-        for session in self.sessions.values():
-            self.actor.after_change(session)  # publish nothing yet, arm the timers and the bots
-        if stored or resting:
-            log.info("recovered", games=len(self.sessions), resting=len(self.resting),
-                     quarantined=len(self.quarantined),
-                     dropped=held - len(self.sessions) - len(self.resting),
-                     inputs=inputs, seconds=round(time.perf_counter() - started, 3))
+        """Restore every stored table not at rest before serving (``recovery.recover_all``)."""
+        await recover_all(self)
 
     def end_streams(self) -> None:
         """The server is stopping: every open event stream ends now (UNAVAILABLE /

@@ -2,7 +2,8 @@
 as abandoned.
 
 Each sweep first lets the finished tables nobody used since the previous sweep leave memory
-(``Shelf.rest_idle``, resting.py: the store keeps them; the next call loads them back). An
+(``Shelf.rest_idle``, resting.py: the store keeps them; the next call loads them back): those
+a call loaded back, the others rest as their last input commits or their last stream ends. An
 unfinished table stays in memory while it may still need its timers, bots or housekeeping: an
 idle one is ended as abandoned (below), then rests like any finished table.
 

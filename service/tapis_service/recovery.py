@@ -21,8 +21,11 @@ is never half-loaded and nothing acknowledged is silently skipped.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import structlog
 
 from tapis_engine import table as tbl
 from tapis_engine import table_codec
@@ -31,9 +34,15 @@ from tapis_engine.registry import rules_for
 from tapis_service import replacing
 from tapis_service.adapters import ADAPTERS
 from tapis_service.ownership import Ownership
+from tapis_service.resting import RestingTable
 from tapis_service.session import Session
+from tapis_service.store import paced
+
+if TYPE_CHECKING:
+    from tapis_service.host import GameHost
 
 JSON = dict[str, Any]
+log = structlog.get_logger("tapis.recovery")
 SNAPSHOT_FORMAT = 1
 """The snapshot format this server writes and reads."""
 
@@ -197,3 +206,45 @@ def _verify(game_id: str, rules: Any, session: Session, data: JSON) -> None:
 
 def _normal(data: Any) -> Any:
     return json.loads(json.dumps(data, sort_keys=True))
+
+
+async def recover_all(host: GameHost) -> None:
+    """Restore every stored table of ``host`` not at rest before serving (those at rest are
+    only listed, from their stored listing); a damaged one is quarantined alone. The store's
+    tables are read and restored in paced steps: the starting server's health service answers
+    throughout."""
+    started = time.perf_counter()
+    resting = await host.rest_store.resting() if host.rest_store is not None else []
+    unreadable = []
+    for game_id, listing in resting:
+        try:
+            table = RestingTable.of(game_id, listing or {})
+        except (KeyError, TypeError, ValueError):
+            unreadable.append(game_id)  # loaded below instead
+            continue
+        host.rest_listed(game_id, table)
+        if table.request_id:
+            host.create_requests[table.backend or "", table.request_id] = game_id
+    stored = await host.store.load()
+    for game_id in unreadable:
+        one = await host.store.load_game(game_id)
+        if one is not None:
+            stored.append((game_id, *one))
+    inputs = 0
+    async for game_id, record, snapshot, journal in paced(stored):  # liveness answers
+        inputs += len(journal)
+        try:
+            restored = restore(game_id, record, snapshot, journal)
+        except RecoveryError as error:
+            host.healing.quarantine(game_id, str(error), record)
+            continue
+        restored.session.at_rest = game_id in unreadable  # its listing is still stored
+        host.install(restored)
+    held = len(host.sessions) + len(host.resting)
+    host.shelf.enforce_retention()
+    rested = await host.shelf.start_recovered()
+    if stored or resting:
+        log.info("recovered", games=len(host.sessions), resting=len(host.resting),
+                 rested=rested, quarantined=len(host.quarantined),
+                 dropped=held - len(host.sessions) - len(host.resting),
+                 inputs=inputs, seconds=round(time.perf_counter() - started, 3))

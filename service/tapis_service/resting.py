@@ -1,7 +1,9 @@
 """Tables at rest: finished tables that left memory while the store keeps them.
 
-A finished table nobody watches leaves memory at the next housekeeping sweep that finds it
-unused (``Shelf.rest_idle``): the store keeps its records and, beside them, its listing (the
+A finished table nobody watches leaves memory as soon as its last input commits, or its last
+stream ends (``Shelf.rest_if_done``); at start, a table recovered finished rests at once; one
+loaded back by a call rests at the second housekeeping sweep after its last use
+(``Shelf.rest_idle``). The store keeps its records and, beside them, its listing (the
 ``ListGames`` line, a small JSON object: ``listing_of``); the host keeps only that line
 (``RestingTable``). The next call that needs the table (``GetGame``, ``JoinGame``, a retried
 request id, ``StreamEvents``, ``StartNextGame``, a retried ``CreateGame``) loads it back from

@@ -16,7 +16,7 @@ from tapis_service.limits import quote
 from tapis_service.recovery import RecoveryError, restore
 from tapis_service.resting import RestingTable, listing_of, restable
 from tapis_service.session import Session
-from tapis_service.store import StoreError
+from tapis_service.store import StoreError, paced
 
 if TYPE_CHECKING:
     from tapis_service.host import GameHost
@@ -80,6 +80,41 @@ class Shelf:
                 self.rest(session)
                 rested += 1
         return rested
+
+    def rest_if_done(self, session: Session) -> bool:
+        """A finished table leaves memory at once when nothing keeps it there (``restable``:
+        no open stream, nothing in flight, no timer): called once its last input commits, once
+        its last stream ends, and at start for each table recovered finished. Whether it
+        rested (never with a store that keeps no listing, nor while the server stops)."""
+        host = self.host
+        if host.rest_store is None or host.stopping \
+                or host.sessions.get(session.game_id) is not session or not restable(session):
+            return False
+        self.rest(session)
+        return True
+
+    async def start_recovered(self) -> int:
+        """At start: arm each recovered table's timers and bots; a finished one rests at once
+        (no restart loads it again). How many rested."""
+        host, rested = self.host, 0
+        async for session in paced(list(host.sessions.values())):  # liveness answers
+            if host.sessions.get(session.game_id) is not session:
+                continue  # rested meanwhile (a bot's move ended its game)
+            host.actor.after_change(session)  # publish nothing yet, arm the timers and bots
+            if session.table.game_over(session.rules):
+                rested += self.rest_if_done(session)
+        return rested
+
+    def answering(self, session: Session) -> Session:
+        """The table a call answers from once its input committed: the one served, or
+        ``session`` itself when it rested meanwhile (finished: its state is final); refused as
+        ``GameHost.get`` otherwise."""
+        current = self.host.sessions.get(session.game_id)
+        if current is not None:
+            return current
+        if session.game_id in self.host.resting:
+            return session
+        return self.host.get(session.game_id)
 
     def rest(self, session: Session) -> None:
         """The table leaves memory; the store keeps it with its listing."""

@@ -45,6 +45,7 @@ from tapis_service.store import (
     StoreError,
     StoreInUse,
     StoreUnavailable,
+    paced,
 )
 
 JSON = dict[str, Any]
@@ -260,14 +261,13 @@ class SqliteStore:
                     "JOIN games g ON g.game_id = s.game_id WHERE g.listing IS NULL")}
                 journals = {game_id: reader.execute(  # by primary key: only these games
                     "SELECT idx, entry FROM journal WHERE game_id = CAST(? AS TEXT) "
-                    "ORDER BY idx",
-                    (game_id,)).fetchall() for game_id, _ in games}
+                    "ORDER BY idx", (game_id,)).fetchall() async for game_id, _ in paced(games)}
             finally:
                 reader.close()
         except sqlite3.Error as error:
             raise StoreCorrupt(f"{self.path}: cannot be read ({_short(error)})") from error
         loaded: list[tuple[str, JSON, JSON | None, list[JSON]]] = []
-        for raw_id, record in games:
+        async for raw_id, record in paced(games):  # the health service answers meanwhile
             row = snapshots.get(raw_id)
             game_id = _text(raw_id)
             loaded.append((game_id, *_decoded(game_id, record, row, journals.get(raw_id, []))))

@@ -5,9 +5,12 @@
   native gRPC probes, from before the store opens to the end.
 - The waiting room: while the store opens (and, for PostgreSQL, waits for the database) and
   recovery runs, a gRPC server with the health service alone holds the port: ``liveness``
-  SERVING, readiness NOT_SERVING. A database that cannot be reached is retried with backoff
-  (one log line per attempt at most every ``LOG_EVERY_S``) for ``--db-wait`` seconds (0: for
-  ever); damaged or incompatible data still refuses the start (exit 2).
+  SERVING, readiness NOT_SERVING. Recovery yields to the event loop every ``YIELD_EVERY``
+  tables (store.py), so the room answers throughout; at the hand-over its calls in flight are
+  answered, not cancelled (``HANDOVER_GRACE_S``). A database that cannot be reached is
+  retried with backoff (one log line per attempt at most every ``LOG_EVERY_S``) for
+  ``--db-wait`` seconds (0: for ever); damaged or incompatible data still refuses the start
+  (exit 2).
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ MAX_RETRY_S = 5.0
 """Between two attempts to reach the database (so it is found within seconds of its
 return)."""
 LOG_EVERY_S = 10.0
+HANDOVER_GRACE_S = 1.0
+"""How long the waiting room's calls in flight may take to be answered when the real server
+takes the port: each is answered at once (health, or ``SERVER_STARTING``), none cancelled."""
 
 
 class StartupFailed(Exception):
@@ -128,9 +134,12 @@ class WaitingRoom:
         return cls(server)
 
     async def close(self) -> None:
+        """Give the port up: new calls are refused by the transport (``UNAVAILABLE``: a
+        client retries, and reaches the real server); the calls in flight are answered
+        first (``SERVER_STARTING``, or their health status), never cancelled."""
         if self.server is not None:
             server, self.server = self.server, None
-            await server.stop(None)
+            await server.stop(HANDOVER_GRACE_S)
 
 
 class HealthRelay(health_pb2_grpc.HealthServicer):

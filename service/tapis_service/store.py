@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Generator
-from typing import Any, Protocol, runtime_checkable
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Generator, Iterable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 JSON = dict[str, Any]
 StoredGame = tuple[JSON, JSON | None, list[JSON]]
 """One stored table: (creation record, last snapshot or None, the whole journal)."""
+YIELD_EVERY = 32
+"""Tables read or restored at start between two turns of the event loop: recovery yields so
+the port keeps answering health (``liveness``) however many tables there are."""
+T = TypeVar("T")
+
+
+async def paced(items: Iterable[T]) -> AsyncIterator[T]:
+    """Each of ``items``, with a turn of the event loop every ``YIELD_EVERY``."""
+    for number, item in enumerate(items, 1):
+        if number % YIELD_EVERY == 0:
+            await asyncio.sleep(0)
+        yield item
 
 
 class StoreError(Exception):

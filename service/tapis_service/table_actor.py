@@ -17,10 +17,9 @@ a lock, and their journal writes are queued in the order they were applied.
 from __future__ import annotations
 
 import asyncio
-import functools
 import types
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import grpc
 import structlog
@@ -37,6 +36,7 @@ from tapis_service.ratelimit import TokenBuckets
 from tapis_service.recovery import snapshot_data
 from tapis_service.replacing import Replacement, hand_over, replacement
 from tapis_service.session import Applied, Pending, Session
+from tapis_service.shielding import retrieve, shielded
 from tapis_service.store import COMMITTED, CommitUnknown, StoreError
 from tapis_service.tokens import token_hash
 
@@ -53,35 +53,6 @@ REPLACE = -2
 """The seat under which a ReplaceSeat's request id is pending (the backend has no seat)."""
 ROTATE = -3
 """The seat under which a RotateSpectatorToken's request id is pending."""
-
-
-def _retrieve(task: asyncio.Future[Any]) -> None:
-    """A finished task nobody may be waiting for: its refusal is the caller's business, any
-    other failure is a bug worth a log line."""
-    if task.cancelled():
-        return
-    error = task.exception()
-    if error is not None and not isinstance(error, ServiceError | RuleError):
-        log.error("table_task_failed", error=repr(error)[:300])
-
-
-def shielded(method: Callable[Concatenate[TableActor, P], Coroutine[Any, Any, R]]
-             ) -> Callable[Concatenate[TableActor, P], Awaitable[R]]:
-    """Run each call in a task of its own and wait for it shielded: the caller's cancellation
-    ends the wait, not the work. With a store that keeps nothing, a call never suspends (its
-    journal write is committed at once): nothing could interrupt it, and the caller awaits the
-    method's own coroutine, in its own task — the actor binds the method itself then, without
-    this wrapper's call (``SHIELDED``: about 1% of an action's instructions)."""
-
-    @functools.wraps(method)
-    def run(actor: TableActor, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
-        if not actor.host.keeps_journal:
-            return method(actor, *args, **kwargs)
-        task = asyncio.ensure_future(method(actor, *args, **kwargs))
-        task.add_done_callback(_retrieve)
-        return asyncio.shield(task)
-
-    return run
 
 
 SHIELDED = ("submit", "claim", "replace", "rotate_spectator")
@@ -119,7 +90,8 @@ class TableActor:
     async def submit(self, session: Session, seat: int, move: tbl.Input, request_id: str,
                      expected_version: int | None, received: float | None = None) -> Applied:
         """A person's input, applied at most once per request id; answered once committed."""
-        session = self.host.get(session.game_id)  # discarded or moved while this waited?
+        # discarded, moved or rested (finished, then loaded back) while this waited?
+        session = self.host.sessions.get(session.game_id) or await self.host.find(session.game_id)
         # 1. check
         if request_id:
             earlier = session.pending.get((seat, "", request_id))
@@ -176,7 +148,7 @@ class TableActor:
         ``request_id``, a retry from the same ``scope`` (``ownership.scope_of``) gets the same
         seat and token (even while the first commits); another scope's id is a join of its
         own."""
-        session = self.host.get(session.game_id)
+        session = self.host.sessions.get(session.game_id) or await self.host.find(session.game_id)
         tokens = self.host.tokens
         # 1. check
         if request_id:
@@ -224,7 +196,7 @@ class TableActor:
         former token is revoked and its streams end at once; answered (the session and the
         replacement) once committed. A retry with the same ``request_id`` gets the same
         answer."""
-        session = self.host.get(session.game_id)
+        session = self.host.sessions.get(session.game_id) or await self.host.find(session.game_id)
         tokens = self.host.tokens
         # 1. check
         if request_id:
@@ -332,7 +304,13 @@ class TableActor:
         now = self.clock.now_ms()
         try:
             applied = session.apply(move, now)
-        except RuleError:
+        except RuleError as error:
+            if isinstance(move, tbl.Timeout) and _due(session.table, move.seat, now):
+                # the engine refuses a deadline that has passed (a bug): arming it again would
+                # only fire it again at once
+                log.error("turn_timer_refused", game=session.game_id, seat=move.seat,
+                          reason=error.reason.value)
+                return
             self.after_change(session)  # the world moved on; look again
             return
         metrics.ACTIONS.inc(session.rules.kind, "server")
@@ -348,7 +326,7 @@ class TableActor:
         task = asyncio.ensure_future(self._publish_once_committed(session, write, upto))
         self._moves.add(task)
         task.add_done_callback(self._moves.discard)
-        task.add_done_callback(_retrieve)
+        task.add_done_callback(retrieve)
 
     async def _publish_once_committed(self, session: Session, write: Awaitable[None],
                                       upto: int) -> None:
@@ -464,6 +442,8 @@ class TableActor:
             session.durable_sequence = upto
         if self.host.sessions.get(session.game_id) is session:
             self.after_change(session)
+            if session.table.game_over(session.rules):  # finished: it rests at once if it may
+                self.host.shelf.rest_if_done(session)
 
     def after_change(self, session: Session) -> None:
         """File a backend's results, publish what is durable, then arm the bots and timers
@@ -481,6 +461,12 @@ class TableActor:
         """Wait for the server moves in progress (stopping)."""
         while self._moves:
             await asyncio.gather(*list(self._moves), return_exceptions=True)
+
+
+def _due(table: tbl.Table, seat: int, now: int) -> bool:
+    """``seat`` has a deadline and it has passed."""
+    at = table.deadline_of(seat)
+    return at is not None and at <= now
 
 
 def _ignore(future: asyncio.Future[Any]) -> None:

@@ -348,6 +348,7 @@ async def test_a_retry_of_the_first_action_after_2000_more_gets_the_first_answer
     made = 1
     while made < 2001:
         for seat in (me, 1 - me):
+            session = await host.find(session.game_id)  # a finished game rests: loaded back
             move: tbl.Input = (tbl.NextGame(seat) if session.table.game_over(session.rules)
                                else tbl.Act(seat, Reveal()))
             try:
@@ -355,6 +356,7 @@ async def test_a_retry_of_the_first_action_after_2000_more_gets_the_first_answer
             except ServiceError:
                 continue  # not this seat's turn
             made += seat == me
+    session = await host.find(session.game_id)
     version = session.table.version
     again = await host.actor.submit(session, me, tbl.Act(me, Reveal()), "mine-0", None)
     # as the caller gets it: the first game's events are compacted to bytes by now
@@ -364,7 +366,7 @@ async def test_a_retry_of_the_first_action_after_2000_more_gets_the_first_answer
 
     restarted = GameHost(TEST_SETTINGS, clock, SqliteStore(tmp_path, synchronous="OFF"))
     await restarted.recover()
-    reloaded = restarted.sessions[session.game_id]
+    reloaded = await restarted.find(session.game_id)
     after = await restarted.actor.submit(reloaded, me, tbl.Act(me, Reveal()), "mine-0", None)
     assert wire.answer_wire(reloaded, after, me) == \
         wire.answer_wire(session, first, me)

@@ -12,6 +12,7 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis.v1 import war_pb2
 from tapis_service.clock import ManualClock
 from tapis_service.sqlite_store import FILE_NAME, SqliteStore
 from tests.support.calls import auth, person_seats, reason_of
@@ -28,9 +29,11 @@ async def listed(stub: pb_grpc.GameServiceStub, include_finished: bool) -> list[
 
 
 async def streams_closed(h: Harness, game_id: str) -> None:
-    """Wait (bounded) until the server has seen the table's cancelled streams end."""
+    """Wait (bounded) until the server has seen the table's cancelled streams end (a
+    finished table then rests at once)."""
     for _ in range(500):
-        if not h.host.sessions[game_id].subscribers:
+        session = h.host.sessions.get(game_id)
+        if session is None or not session.subscribers:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("the cancelled streams did not end")
@@ -94,7 +97,7 @@ async def test_stream_events_resumes_from_a_resting_table(durable: Harness) -> N
     before = [await all_events(durable.stub, game_id, 3, last, token)
               for token in (None, *tokens)]
     await streams_closed(durable, game_id)
-    assert rest(durable) == 1
+    assert game_id in durable.host.resting  # its last stream ended: it rested at once
     assert [await all_events(durable.stub, game_id, 3, last, token)
             for token in (None, *tokens)] == before
     assert game_id in durable.host.sessions
@@ -181,3 +184,101 @@ async def test_a_damaged_resting_table_is_quarantined_when_it_comes_back(
     assert reason_of(refused.value) == "GAME_QUARANTINED"
     assert [(g.game_id, g.status) for g in await listed(durable.stub, True)] == [
         (game_id, pb.GAME_STATUS_QUARANTINED)]
+
+
+async def _played_to_its_end(h: Harness) -> str:
+    """A War to 1 point between two people, played to its end with no stream open, the table
+    looked up by nothing but the actions: its id."""
+    created = await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, seed=7, seat_configs=person_seats(2),
+        war=war_pb2.WarOptions(target_points=1)))
+    game_id = created.game.game_id
+    tokens = [(await h.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=seat))).seat_token
+              for seat in (0, 1)]
+    for _ in range(200):
+        session = h.host.sessions[game_id]  # in memory while the game runs
+        seat = next(iter(session.rules.to_act(session.table.state)))
+        await h.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),
+                                  metadata=auth(tokens[seat]))
+        if game_id not in h.host.sessions:
+            return game_id
+    raise AssertionError("the game did not end, or its table did not rest")
+
+
+async def test_a_finished_table_rests_as_its_last_input_commits(tmp_path: Path) -> None:
+    server = Restartable(tmp_path)
+    stub = await server.start(ManualClock())
+    try:
+        assert server.running is not None
+        h = Harness(server.running, server.channel, stub,  # type: ignore[arg-type]
+                    server.running.host.clock)
+        game_id = await _played_to_its_end(h)
+        assert game_id in h.host.resting  # no sweep ran: its last answer's commit rested it
+        view = (await stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+        assert view.status == pb.GAME_STATUS_GAME_OVER  # loaded back for the call
+    finally:
+        await server.stop()
+    await server.start(ManualClock())
+    try:
+        host = server.running.host  # type: ignore[union-attr]
+        assert not host.sessions and game_id in host.resting  # a restart loads none
+    finally:
+        await server.stop()
+
+
+async def test_a_finished_table_with_an_open_stream_rests_when_its_stream_ends(
+        durable: Harness) -> None:
+    game_id, _, _ = await finished_war(durable.stub)
+    stream = durable.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id))
+    await stream.read()
+    assert rest(durable) == 0  # watched: it stays
+    stream.cancel()
+    await streams_closed(durable, game_id)
+    assert game_id in durable.host.resting and game_id not in durable.host.sessions
+
+
+async def test_recovery_rests_at_once_a_table_that_finished_while_watched(
+        tmp_path: Path) -> None:
+    server = Restartable(tmp_path)
+    stub = await server.start(ManualClock())
+    try:
+        game_id, tokens, _ = await finished_war(stub)
+        stream = stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id))
+        await stream.read()  # watched when the server stops: it is not at rest
+        assert game_id in server.running.host.sessions  # type: ignore[union-attr]
+    finally:
+        await server.stop()
+    stub = await server.start(ManualClock())
+    try:
+        host = server.running.host  # type: ignore[union-attr]
+        assert game_id in host.resting and game_id not in host.sessions  # over: rested
+        assert (await stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                                   metadata=auth(tokens[0]))).game.status == \
+            pb.GAME_STATUS_GAME_OVER
+    finally:
+        await server.stop()
+    await server.start(ManualClock())
+    try:
+        host = server.running.host  # type: ignore[union-attr]
+        assert not host.sessions and game_id in host.resting  # only its listing is read
+    finally:
+        await server.stop()
+
+
+@pytest.mark.parametrize("used_after_ms", [1, 59_999])
+async def test_a_table_loaded_back_rests_one_to_two_periods_after_its_last_use(
+        durable: Harness, used_after_ms: int) -> None:
+    """The period documented (docs/operations.md: 60 s by default) and what it means: a table
+    a call loaded back rests at the second sweep after that call."""
+    clock = durable.clock
+    assert isinstance(clock, ManualClock)
+    period = durable.running.api.housekeeping.period_ms  # type: ignore[union-attr]
+    assert period == 60_000
+    game_id, _, _ = await finished_war(durable.stub)  # its last GetGame loaded it back
+    clock.advance(period)  # a sweep: it was used since the last one
+    clock.advance(used_after_ms)
+    await durable.stub.GetGame(pb.GetGameRequest(game_id=game_id))  # used again
+    clock.advance(period - used_after_ms)  # the next sweep: used since the last one
+    assert game_id in durable.host.sessions
+    clock.advance(period)
+    assert game_id in durable.host.resting  # 2 periods - used_after_ms after its last use
