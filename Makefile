@@ -128,25 +128,30 @@ playthroughs: setup
 proto-baseline: setup
 	cd protos && ../$(BIN)/buf build -o baseline.binpb
 
-.PHONY: web web-check test-browser web-screens bench-ws bench-peers ts-client
+.PHONY: web web-check test-browser web-screens bench-ws bench-peers ts-client ts-client-build
 
 # The TypeScript client package, @tapis/client (clients/tapis-client-ts): its npm packages
 # (package-lock.json), the contract's types generated from protos/ (buf + protoc-gen-es), the
 # build into dist/ (with the Node example), then its unit tests (node --test). Install it
 # elsewhere with `npm install ./clients/tapis-client-ts` (or the tarball of `npm pack` there).
-ts-client: setup
-	cd clients/tapis-client-ts && npm ci --no-audit --no-fund --loglevel=error && node build.mjs \
-		&& npm test --silent
+ts-client: ts-client-build
+	cd clients/tapis-client-ts && npm test --silent
+
+# The package built (its npm packages, the generated types, dist/), without its tests: what
+# web/ depends on (web/package.json: "@tapis/client": "file:../clients/tapis-client-ts").
+ts-client-build: setup
+	cd clients/tapis-client-ts && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
 
 # The web client (web/, TypeScript + protobuf-es, bundled by esbuild) is served from its built
 # files in clients/tapis_webclient/static/ (the package tapis_webclient), committed so that `make serve` needs no Node.js.
 # `make web` rebuilds them; `make web-check` rebuilds into a scratch folder and fails if the
-# committed files differ. Both install the npm packages of web/package-lock.json first.
+# committed files differ. Both build the package @tapis/client first (the web client's envelope
+# client and the contract's types), then install the npm packages of web/package-lock.json.
 WEB_CHECK_DIR ?= build/webclient-check
-web: setup
+web: ts-client-build
 	cd web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
 
-web-check: setup
+web-check: ts-client-build
 	rm -rf $(WEB_CHECK_DIR)
 	cd web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs ../$(WEB_CHECK_DIR)
 	diff -r $(WEB_CHECK_DIR) clients/tapis_webclient/static

@@ -2,9 +2,9 @@
 // keys kept in the browser, and the request ids.
 import { h } from "./dom";
 import { chosenLanguage, texts, type Language, type Texts } from "./i18n";
-import { GameSocket, Refusal } from "./socket";
+import { disconnected, EnvelopeError, ReconnectingEnvelope } from "./socket";
 
-export const socket = new GameSocket(
+export const socket = ReconnectingEnvelope.connect(
   `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}/ws`);
 
 /** The language shown, and its texts. */
@@ -59,8 +59,8 @@ export function requestId(): string {
 
 /** A refusal as the player reads it. */
 export function message(error: unknown): string {
-  if (error instanceof Refusal) return ui.t.refusals[error.reason] ?? error.message;
-  return String(error);
+  if (!(error instanceof EnvelopeError)) return String(error);
+  return ui.t.refusals[disconnected(error) ? "DISCONNECTED" : error.reasonName] ?? error.details;
 }
 
 /** The line at the top: the connection's state and refusals. */

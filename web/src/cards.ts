@@ -1,5 +1,5 @@
 // Cards as the table shows them.
-import { Rank, Suit, type Card } from "./gen/tapis/v1/cards_pb";
+import { Rank, Suit, type Card } from "@tapis/client/gen/tapis/v1/cards_pb";
 import { h } from "./dom";
 import { ui } from "./app";
 

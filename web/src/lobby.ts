@@ -1,6 +1,6 @@
 // The lobby: a game against the computer in one click, or a table joined by its id. On a server
 // whose tables a backend creates (API keys), a sentence saying so instead of the create buttons.
-import { SeatType } from "./gen/tapis/v1/game_service_pb";
+import { SeatType } from "@tapis/client/gen/tapis/v1/game_service_pb";
 import { h } from "./dom";
 import { GAMES } from "./games/index";
 import { keepSeatKey, languageToggle, message, requestId, say, socket, ui,
@@ -20,14 +20,13 @@ export function lobby(redraw: () => void, capabilities: Capabilities): HTMLEleme
       localStorage.setItem("tapis.name", name.value);
       const count = Number(seats.value);
       try {
-        const created = await socket.call({ case: "createGame", value: {
+        const created = await socket.call("createGame", {
           kind: game.kind, seats: count, turnTimeLimitMs: Number(timer.value) * 1000,
           requestId: requestId(),
           seatConfigs: Array.from({ length: count }, (_, seat) =>
             ({ type: seat === 0 ? SeatType.PERSON : SeatType.BOT })),
-        } });
-        if (created.case !== "createGame") return;
-        await join(created.value.game!.gameId, name.value, 0);
+        });
+        await join(created.game!.gameId, name.value, 0);
       } catch (error) {
         say(message(error), "error");
       }
@@ -57,9 +56,7 @@ export function lobby(redraw: () => void, capabilities: Capabilities): HTMLEleme
 
 /** Take a seat at `gameId` (the first free one, or `seat`), keep its key, go to the table. */
 export async function join(gameId: string, displayName: string, seat?: number): Promise<void> {
-  const joined = await socket.call({ case: "joinGame", value: {
-    gameId, displayName, seat, requestId: requestId() } });
-  if (joined.case !== "joinGame") return;
-  keepSeatKey(gameId, { seat: joined.value.seat, token: joined.value.seatToken });
+  const joined = await socket.call("joinGame", { gameId, displayName, seat, requestId: requestId() });
+  keepSeatKey(gameId, { seat: joined.seat, token: joined.seatToken });
   location.hash = `#/table/${gameId}`;
 }

@@ -1,12 +1,12 @@
 // A table: drawn from the server's view of it (the caller's seat's), redrawn as its events
 // arrive; the series window at each game's end, the turn countdowns, the log.
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { GameStatus, SeatType, type Event, type GameView } from "./gen/tapis/v1/game_service_pb";
+import { GameStatus, SeatType, type Event, type GameView } from "@tapis/client/gen/tapis/v1/game_service_pb";
 import { h } from "./dom";
 import { screenFor } from "./games/index";
 import type { ActionInit, TableContext } from "./games/screen";
 import { languageToggle, message, requestId, say, socket, ui, type SeatKey } from "./app";
-import { Refusal } from "./socket";
+import { disconnected } from "./socket";
 
 const HISTORY = 40;
 /** Lines kept in the move history panel (it scrolls). */
@@ -30,7 +30,7 @@ export class Table {
   async start(): Promise<void> {
     await this.refresh();
     if (this.view) {
-      await socket.follow(this.gameId, this.token, this.view.lastSequence,
+      await socket.follow(this.gameId, { seatToken: this.token }, this.view.lastSequence,
         (batch) => this.received(batch.events),
         (refusal) => say(message(refusal), "error"));
     }
@@ -65,24 +65,24 @@ export class Table {
     try {
       do {
         this.stale = false;
-        const answer = await socket.call({ case: "getGame", value: { gameId: this.gameId } }, this.token);
-        if (answer.case === "getGame" && answer.value.game) {
-          const view = answer.value.game;
+        const answer = await socket.call("getGame", { gameId: this.gameId }, { seatToken: this.token });
+        if (answer.game) {
+          const view = answer.game;
           if (!this.view || view.version >= this.view.version) this.view = view;
           if (view.lastSequence > this.lastSequence) this.lastSequence = view.lastSequence;
         }
       } while (this.stale);
       this.draw();
     } catch (error) {
-      if (!(error instanceof Refusal && error.reason === "DISCONNECTED")) say(message(error), "error");
+      if (!disconnected(error)) say(message(error), "error");
     } finally {
       this.refreshing = false;
     }
   }
 
   act(action: ActionInit): void {
-    socket.call({ case: "submitAction", value: {
-      gameId: this.gameId, action, requestId: requestId() } }, this.token)
+    socket.call("submitAction", { gameId: this.gameId, action, requestId: requestId() },
+      { seatToken: this.token })
       .then(() => this.refresh())
       .catch((error) => say(message(error), "error"));
   }

@@ -1,8 +1,8 @@
 // Basra at the table: your hand, the floor, every side's captures; a card that can take
 // several sets of floor cards asks which.
-import { GameKind, type Action, type GameView } from "../gen/tapis/v1/game_service_pb";
-import { BasraVariant, type BasraDealScored } from "../gen/tapis/v1/basra_pb";
-import { Rank, type Card } from "../gen/tapis/v1/cards_pb";
+import { GameKind, type Action, type GameView } from "@tapis/client/gen/tapis/v1/game_service_pb";
+import { BasraVariant, type BasraDealScored } from "@tapis/client/gen/tapis/v1/basra_pb";
+import { Rank, type Card } from "@tapis/client/gen/tapis/v1/cards_pb";
 import { cardElement, cardId, cardText, sameCard } from "../cards";
 import { h } from "../dom";
 import type { GameScreen, TableContext } from "./screen";

@@ -1,9 +1,9 @@
 // La bataille des boutons at the table: each seat's laid-out cards with the buttons on them,
 // the centre and the reserve. To bet, pick one of your colours, then one of your cards.
-import { GameKind, type Action, type GameView } from "../gen/tapis/v1/game_service_pb";
-import { BoutonsPhase, type BoutonsButtonPile } from "../gen/tapis/v1/boutons_pb";
+import { GameKind, type Action, type GameView } from "@tapis/client/gen/tapis/v1/game_service_pb";
+import { BoutonsPhase, type BoutonsButtonPile } from "@tapis/client/gen/tapis/v1/boutons_pb";
 import { cardElement, sameCard } from "../cards";
-import type { Card } from "../gen/tapis/v1/cards_pb";
+import type { Card } from "@tapis/client/gen/tapis/v1/cards_pb";
 import { h } from "../dom";
 import type { GameScreen, TableContext } from "./screen";
 

@@ -1,8 +1,8 @@
 // Bataille corse at the table: the pile's top cards, every deck, the challenge; flip with a
 // button, slap with the space bar, a click on the pile or the button.
-import { BatailleCorsePileReason, BatailleCorseSeatStatus } from "../gen/tapis/v1/bataille_corse_pb";
-import type { Card } from "../gen/tapis/v1/cards_pb";
-import { GameKind, type GameView } from "../gen/tapis/v1/game_service_pb";
+import { BatailleCorsePileReason, BatailleCorseSeatStatus } from "@tapis/client/gen/tapis/v1/bataille_corse_pb";
+import type { Card } from "@tapis/client/gen/tapis/v1/cards_pb";
+import { GameKind, type GameView } from "@tapis/client/gen/tapis/v1/game_service_pb";
 import { cardElement, cardText } from "../cards";
 import { h } from "../dom";
 import type { GameScreen, TableContext } from "./screen";

@@ -1,5 +1,5 @@
 // Every game the web client plays: its one declaration in this layer.
-import type { GameKind } from "../gen/tapis/v1/game_service_pb";
+import type { GameKind } from "@tapis/client/gen/tapis/v1/game_service_pb";
 import { basra } from "./basra";
 import { boutons } from "./boutons";
 import { corse } from "./corse";

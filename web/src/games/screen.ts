@@ -1,6 +1,6 @@
 // What a game's screen gives the table, and what the table gives it.
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { ActionSchema, Event, GameKind, GameView } from "../gen/tapis/v1/game_service_pb";
+import type { ActionSchema, Event, GameKind, GameView } from "@tapis/client/gen/tapis/v1/game_service_pb";
 import type { Texts } from "../i18n";
 
 export type ActionInit = MessageInitShape<typeof ActionSchema>;

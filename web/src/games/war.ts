@@ -1,7 +1,7 @@
 // Bataille at the table: both deck sizes, the trick in play and the last one, "Bataille !"
 // beside each player while a bataille is being played.
-import { GameKind, type Event, type GameView } from "../gen/tapis/v1/game_service_pb";
-import type { WarLaidCard } from "../gen/tapis/v1/war_pb";
+import { GameKind, type Event, type GameView } from "@tapis/client/gen/tapis/v1/game_service_pb";
+import type { WarLaidCard } from "@tapis/client/gen/tapis/v1/war_pb";
 import { cardElement } from "../cards";
 import { h } from "../dom";
 import type { GameScreen, TableContext } from "./screen";
