@@ -31,6 +31,7 @@ from tapis_service.errors import (
     from_rule_error,
     invalid_argument,
 )
+from tapis_service.healing import rebuilding_in_doubt
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
 from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
@@ -40,6 +41,7 @@ from tapis_service.quotas import CREATES, JOINS, LISTS, QuotaLimits, Quotas
 from tapis_service.ratelimit import PeerLimits
 from tapis_service.resting import RestingTable
 from tapis_service.results import CursorAhead
+from tapis_service.rpcs import BY_NAME
 from tapis_service.security import Security
 from tapis_service.session import Session
 from tapis_service.streams import StreamGuard, revoked, stopping, too_slow
@@ -77,6 +79,7 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
     """A unary RPC: its name and table bound to the logs, the request's sizes checked before
     any other work, every refusal raised as a counted and logged ``ServiceError``."""
     name = "".join(part.title() for part in method.__name__.split("_"))
+    writes = name in BY_NAME and BY_NAME[name].writes
 
     @functools.wraps(method)
     async def wrapper(self: GameApi, request: Any, caller: Caller) -> R:
@@ -88,6 +91,8 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
                 check_game_id(game_id)
             return await method(self, request, caller)
         except (RuleError, ServiceError) as error:
+            if writes and game_id in self.host.unavailable and request.request_id:
+                error = rebuilding_in_doubt(game_id, error)  # its failed write may be this one
             raise account(name, game_id, error) from None
         finally:
             logcontext.leave(bound)

@@ -81,6 +81,19 @@ def store_unavailable() -> ServiceError:
                         "retry it (with the same request_id)")
 
 
+def rebuilding_in_doubt(game_id: str, error: Any) -> Any:
+    """What a retried write (one with a request id) refused because its table awaits its
+    rebuild is told: this attempt changed nothing, but the write that failed may have been an
+    earlier attempt of it, committed or not, which only the rebuilt table will tell (any other
+    refusal ``error`` stands)."""
+    if not isinstance(error, ServiceError) or error.reason != "STORE_UNAVAILABLE":
+        return error
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "COMMIT_UNKNOWN",
+                        f"game {game_id} is being rebuilt after a failed write: an earlier "
+                        "attempt of this request may have been applied; retry with the same "
+                        "request_id")
+
+
 def store_refusal(error: StoreError) -> ServiceError:
     """What a caller whose input was not committed is told."""
     if isinstance(error, CreateConflict):

@@ -162,15 +162,11 @@ class Relay:
         (a graceful stop hands every table off) has moved, not vanished: TABLE_MOVED, which
         the client retries where it went, never NOT_FOUND."""
         rpc, serve = self.served[method]
-        unavailable = self.host.unavailable  # (empty but in an outage)
-        healing = bool(unavailable) and method in IN_DOUBT and game_id_of(raw) in unavailable
         try:
             return _serialized(await serve(parsed(rpc.request, raw), caller))
         except ServiceError as refused:
             if refused.code == grpc.StatusCode.NOT_FOUND and self.locator.leaving:
                 raise table_moved(game_id_of(raw)) from refused
-            if healing and refused.reason == "STORE_UNAVAILABLE":  # the table, not this call,
-                raise unrouted(game_id_of(raw)) from refused  # is unavailable: in doubt
             raise
 
     async def create_game(self, raw: bytes, caller: Caller) -> bytes:
