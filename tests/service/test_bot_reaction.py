@@ -148,16 +148,17 @@ async def test_a_tables_reaction_time_survives_a_restart(tmp_path: Path) -> None
     server = Restartable(tmp_path)
     clock = ManualClock()
     try:
-        stub = await server.start(clock, bot_delay_spread=0.0)
+        stub = await server.start(clock, bot_delay_ms=1000, bot_delay_spread=0.0)
         created = await stub.CreateGame(pb.CreateGameRequest(
             kind=pb.GAME_KIND_BATAILLE_CORSE, seats=2, bot_reaction_ms=1800, seat_configs=[
-                pb.SeatConfig(type=pb.SEAT_TYPE_PERSON), pb.SeatConfig(type=pb.SEAT_TYPE_BOT)]))
+                pb.SeatConfig(type=pb.SEAT_TYPE_BOT), pb.SeatConfig(type=pb.SEAT_TYPE_BOT)]))
         game_id = created.game.game_id
-        await stub.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=0))
+        assert bot_delays(clock) == [1800]
         await server.stop()
         clock = ManualClock(clock.now_ms())
-        stub = await server.start(clock, bot_delay_spread=0.0)
+        stub = await server.start(clock, bot_delay_ms=1000, bot_delay_spread=0.0)
         view = (await stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
         assert view.settings.bot_reaction_ms == 1800
+        assert bot_delays(clock) == [1800]
     finally:
         await server.stop()
