@@ -6,7 +6,7 @@ A bot's reaction time is drawn for each move, log-normal around a median (``--bo
 1 s, or the table's ``bot_reaction_ms``) with the spread ``--bot-delay-spread`` (0.2), kept
 within half to twice the median: people's reaction times are skewed that way (a log-normal
 is the usual model of them), and a second is what a person takes to see a slap combination and
-hit, so a person has a fair chance at Bataille Corse (docs/rulings.md). The draw is the
+hit, so a person has a fair chance at a game of reflexes (docs/rulings.md). The draw is the
 service's, never the engine's; its ``random.Random`` may be seeded (``Autoplay.rng``)."""
 
 from __future__ import annotations
