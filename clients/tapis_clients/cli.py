@@ -23,9 +23,8 @@ from tapis_clients import app, games, i18n, refusals, seats_file
 from tapis_clients.connection import Connection, Credentials, Unreachable
 from tapis_clients.i18n import N_, _
 from tapis_clients.keys import KeyReader
-from tapis_clients.local_bots import DEFAULT_BOT_SPEED_S, LocalBots
+from tapis_clients.local_bots import LocalBots
 from tapis_clients.options import add_cli_globals, global_parent
-from tapis_clients.people import bot_name
 
 console = Console()
 ENTER = ("\r", "\n")
@@ -164,10 +163,8 @@ def create_request(args: argparse.Namespace, people: int) -> pb.CreateGameReques
     game = games.by_command(args.kind)
     players = max(args.players or 2, people)
     bots = players - people
-    local = args.command == "play" and game.reflexes and bots
-    seat_type = pb.SEAT_TYPE_PERSON if local else pb.SEAT_TYPE_BOT
     configs = [pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)] * people + [
-        pb.SeatConfig(type=seat_type, bot_strategy="" if local else args.bot)] * bots
+        pb.SeatConfig(type=pb.SEAT_TYPE_BOT, bot_strategy=args.bot)] * bots
     turn_ms = args.turn_time_ms
     if turn_ms is None:
         turn_ms = game.default_turn_ms if args.command == "play" else 0
@@ -175,40 +172,26 @@ def create_request(args: argparse.Namespace, people: int) -> pb.CreateGameReques
                                    turn_time_limit_ms=turn_ms, request_id=uuid.uuid4().hex)
     if args.seed is not None:
         request.seed = args.seed
+    if args.bot_speed is not None:  # else the server's (1 s unless it says otherwise)
+        request.bot_reaction_ms = round(args.bot_speed * 1000)
     if args.points and game.set_points is not None:
         game.set_points(request, args.points)
     return request
 
 
 async def play(conn: Connection, args: argparse.Namespace) -> int:
-    """Create a table against the computer and sit at seat 0."""
-    game = games.by_command(args.kind)
+    """Create a table against the computer (the server's bots, the same as the web table's,
+    at the reaction time ``--bot-speed`` asks for, else the server's) and sit at seat 0."""
     created = (await conn.call(conn.stub.CreateGame, create_request(args, 1))).game
     request = pb.JoinGameRequest(game_id=created.game_id, display_name=display_name(args.name),
                                  seat=0, request_id=uuid.uuid4().hex)
     joined = await conn.call(conn.stub.JoinGame, request)
-    open_seats = [s.seat for s in joined.game.seats if not s.taken]
-    bots = await _seat_local_bots(conn, created.game_id, open_seats) \
-        if game.reflexes and open_seats else []
     held = seats_file.HeldSeat(created.game_id, joined.seat, joined.seat_token, conn.target,
-                               request.display_name, bots,
-                               int(args.bot_speed * 1000) if bots else 0)
+                               request.display_name)
     seats_file.remember(held)
     lock = seats_file.SeatLock(created.game_id, held.seat)
     lock.acquire()
     return await sit(conn, held, lock)
-
-
-async def _seat_local_bots(conn: Connection, game_id: str, seats: list[int]
-                           ) -> list[list[object]]:
-    taken: list[list[object]] = []
-    for number, seat in enumerate(seats, 1):
-        name = bot_name("reflex") + (
-            f" {number}" if len(seats) > 1 else "")
-        joined = await conn.call(conn.stub.JoinGame, pb.JoinGameRequest(
-            game_id=game_id, seat=seat, display_name=name, request_id=uuid.uuid4().hex))
-        taken.append([seat, joined.seat_token])
-    return taken
 
 
 def _sitter(listing: pb.GameListing, seat: int, name: str) -> str:
@@ -326,6 +309,8 @@ async def run(args: argparse.Namespace) -> int:
 
 
 NAME_FILE = "name"
+MAX_BOT_SPEED_S = 60
+"""The slowest reaction a table may ask of its bots (the server's limit, 60 s)."""
 """The display name asked once, kept beside the seats file."""
 
 
@@ -361,6 +346,8 @@ def _seconds(text: str) -> float:
     value = float(text)
     if value < 0:
         raise argparse.ArgumentTypeError("a reaction time is 0 or more seconds")
+    if value > MAX_BOT_SPEED_S:
+        raise argparse.ArgumentTypeError(f"a reaction time is at most {MAX_BOT_SPEED_S} seconds")
     return value
 
 
@@ -427,12 +414,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.add_argument("--points", type=int, default=0, metavar="N", help=_(
             "points to win ({games}; default: the game's)").format(games=with_points))
         p.add_argument("--name", metavar=_("NAME"), help=NAME_HELP())
-        reflex_games = ", ".join(g.title for g in games.GAMES if g.reflexes)
-        p.add_argument("--bot-speed", type=_seconds, default=DEFAULT_BOT_SPEED_S,
-                       metavar=_("SECONDS"), help=_(
-                           "how fast the computer players react in games of reflexes "
-                           "({games}), in seconds; default {default}").format(
-                           games=reflex_games, default=f"{DEFAULT_BOT_SPEED_S:g}"))
+        p.add_argument("--bot-speed", type=_seconds, default=None, metavar=_("SECONDS"),
+                       help=_("how fast the server's computer players react, in seconds (a "
+                              "person's reaction time around it; at most 60); default: the "
+                              "server's, 1 s unless it says otherwise"))
         if name == "create":
             p.add_argument("--people", type=int, default=2, metavar="N",
                            help=_("seats for people"))

@@ -1,8 +1,8 @@
-"""Computer players that the CLI plays itself, in its own process, at a chosen reaction time
-(``--bot-speed``). The server's own bots all move after its ``--bot-delay-ms`` (about 0.5 s by
-default), too fast for a person in a game of reflexes (a game whose ``reflexes`` is set); so in
-those games `tapis play` seats its computer players as players of its own, through the public API
-like any bot."""
+"""Computer players that the CLI plays itself, in its own process: those of a table that an
+earlier `tapis play` created for a game of reflexes (then the server's bots all answered after
+0.6 s, too fast for a person), remembered with the person's seat and brought back with it by
+`tapis join`. `tapis play` now seats the server's bots, which react like a person, at the
+reaction time ``--bot-speed`` asks for (``CreateGameRequest.bot_reaction_ms``)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,6 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import games
 from tapis_clients.bot import BotStyle, SeatBot, Stats
 from tapis_clients.connection import Connection
-
-DEFAULT_BOT_SPEED_S = 1.0
-"""The computer players' reaction time unless told: slow enough that a person wins slaps."""
 
 
 async def _next_game(conn: Connection, game_id: str, token: str) -> None:

@@ -1,10 +1,18 @@
-"""Moves the server makes itself: server bots, after a short human-looking delay, and turn
+"""Moves the server makes itself: server bots, after a person's reaction time, and turn
 timers, when a seat's deadline passes. Each is armed on the injected clock after every change
-and plays through the table actor like any input (``TableActor.play``)."""
+and plays through the table actor like any input (``TableActor.play``).
+
+A bot's reaction time is drawn for each move, log-normal around a median (``--bot-delay-ms``,
+1 s, or the table's ``bot_reaction_ms``) with the spread ``--bot-delay-spread`` (0.2), kept
+within half to twice the median: people's reaction times are skewed that way (a log-normal
+is the usual model of them), and a second is what a person takes to see a slap combination and
+hit, so a person has a fair chance at a game of reflexes (docs/rulings.md). The draw is the
+service's, never the engine's; its ``random.Random`` may be seeded (``Autoplay.rng``)."""
 
 from __future__ import annotations
 
 import functools
+import math
 import random
 from collections.abc import Callable
 
@@ -16,15 +24,30 @@ from tapis_service.settings import Settings
 Play = Callable[[Session, tbl.Input], None]
 """Plays a server move at a table (the table actor's ``play``)."""
 
+FASTEST, SLOWEST = 0.5, 2.0
+"""A reaction time is kept within these multiples of its median."""
+
+
+def reaction_ms(median_ms: int, spread: float, rng: random.Random) -> int:
+    """One reaction time: log-normal around ``median_ms`` (``spread``: the standard deviation
+    of its logarithm), within ``FASTEST`` to ``SLOWEST`` times the median."""
+    if median_ms <= 0 or spread <= 0:
+        return max(median_ms, 0)
+    factor = min(max(math.exp(rng.gauss(0.0, spread)), FASTEST), SLOWEST)
+    return round(median_ms * factor)
+
 
 class Autoplay:
     """Arms each table's bot moves and turn timers."""
 
-    def __init__(self, settings: Settings, clock: Clock, play: Play) -> None:
+    def __init__(self, settings: Settings, clock: Clock, play: Play,
+                 rng: random.Random | None = None) -> None:
         self.bot_delay_ms = settings.bot_delay_ms
+        self.spread = settings.bot_delay_spread
         self.clock = clock
         self.play = play
-        self._jitter = random.Random()
+        self.rng = rng or random.Random()
+        """Draws the bots' reaction times (seed it for a repeatable test)."""
 
     def rearm(self, session: Session, over: bool) -> None:
         """After a change: the timers and bot moves the table's state calls for, no others
@@ -74,9 +97,10 @@ class Autoplay:
         if not any(slot.bot_controlled for slot in seats):
             session.seats_without_bots = seats  # nothing to schedule until the seats change
             return
-        delay = self.bot_delay_ms
+        median = session.ownership.bot_reaction_ms
+        if median is None:
+            median = self.bot_delay_ms
         for seat in tbl.pending_bot_seats(session.rules, session.table):
-            jitter = int(delay * self._jitter.uniform(-0.2, 0.2)) if delay else 0
-            at = self.clock.now_ms() + delay + jitter
+            at = self.clock.now_ms() + reaction_ms(median, self.spread, self.rng)
             session.bot_timers[seat] = self.clock.call_at(
                 at, functools.partial(self.play, session, tbl.BotMove(seat)))

@@ -15,7 +15,7 @@ from tapis_engine.registry import rules_for
 from tapis_service.adapters import ADAPTERS, BY_PROTO_KIND
 from tapis_service.adapters.cards import card_from_proto
 from tapis_service.errors import ServiceError, failed_precondition, invalid_argument
-from tapis_service.limits import check_stacked_deck, check_text, quote
+from tapis_service.limits import MAX_BOT_REACTION_MS, check_stacked_deck, check_text, quote
 from tapis_service.presence import connected_seats
 from tapis_service.session import LoggedEvent, Session
 from tapis_service.table_messages import scoreboard, summaries, table_body
@@ -66,6 +66,8 @@ def create_arguments(request: pb.CreateGameRequest,
                 "a chosen seed is only accepted by a server started with --allow-stacked-decks; "
                 "leave it out and the server draws one (and commits to it)")
     check_stacked_deck(adapter.kind, deck_length)
+    if request.bot_reaction_ms > MAX_BOT_REACTION_MS:
+        raise invalid(Reason.INVALID_OPTIONS, f"bot_reaction_ms is at most {MAX_BOT_REACTION_MS}")
     rules = rules_for(adapter.kind)
     assert rules is not None
     seats = request.seats or rules.min_seats

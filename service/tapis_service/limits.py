@@ -36,6 +36,8 @@ MAX_METADATA_BYTES = 8 * 1024
 """Request headers: grpc refuses some calls beyond this size and all beyond twice it."""
 MAX_LABELS = 16
 """A table's labels (``CreateGameRequest.labels``): at most this many entries."""
+MAX_BOT_REACTION_MS = 60_000
+"""A table's bots' median reaction time (``CreateGameRequest.bot_reaction_ms``): at most this."""
 MAX_LABEL_KEY_BYTES = 64
 LABEL_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,63}")
 """A label key: 1 to ``MAX_LABEL_KEY_BYTES`` ASCII letters, digits, '.', '_', '-', '/',

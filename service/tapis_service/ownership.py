@@ -1,5 +1,5 @@
 """Whose a table is, and what that allows (issue 24.3-24.5): its backend, its visibility, the
-players its seats are reserved for, its series length.
+players its seats are reserved for, its series length, its bots' reaction time.
 
 A table created with a backend key belongs to that backend: private unless it asks for public,
 its person seats that name a ``player_id`` reserved (bound at creation, their tokens returned at
@@ -51,6 +51,9 @@ class Ownership:
     """Games in the series (0: open-ended)."""
     labels: tuple[tuple[str, str], ...] = ()
     """The backend's labels (key, value), sorted by key: given back to the backend only."""
+    bot_reaction_ms: int | None = None
+    """The median reaction time of the table's server bots (None: the server's
+    ``--bot-delay-ms``); any creator may choose it, with or without a key."""
 
     @property
     def private(self) -> bool:
@@ -118,6 +121,8 @@ class Ownership:
         view.settings.visibility = (pb.VISIBILITY_PRIVATE if self.private
                                     else pb.VISIBILITY_PUBLIC)
         view.settings.series_length = self.series_length
+        if self.bot_reaction_ms is not None:
+            view.settings.bot_reaction_ms = self.bot_reaction_ms
         if view.status == pb.GAME_STATUS_SERIES_OVER:
             del view.legal_actions[:]
         return view
@@ -139,6 +144,8 @@ class Ownership:
                                    "series_length": self.series_length}
         if self.labels:  # a table without labels keeps the record it had before them
             encoded["labels"] = dict(self.labels)
+        if self.bot_reaction_ms is not None:  # likewise
+            encoded["bot_reaction_ms"] = self.bot_reaction_ms
         return encoded
 
     @classmethod
@@ -148,7 +155,9 @@ class Ownership:
             return cls()
         return cls(data.get("backend"), data.get("visibility", PUBLIC),
                    tuple(data.get("player_ids", ())), tuple(data.get("names", ())),
-                   int(data.get("series_length", 0)), sorted_labels(data.get("labels") or {}))
+                   int(data.get("series_length", 0)), sorted_labels(data.get("labels") or {}),
+                   None if data.get("bot_reaction_ms") is None
+                   else int(data["bot_reaction_ms"]))
 
 
 def sorted_labels(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
@@ -200,7 +209,8 @@ def decide(request: pb.CreateGameRequest, seats: int, backend: Backend | None) -
                      tuple(players) if named else (),
                      tuple(n or p for n, p in zip(names, players, strict=True)) if named
                      else (),
-                     request.series_length, sorted_labels(request.labels))
+                     request.series_length, sorted_labels(request.labels),
+                     request.bot_reaction_ms if request.HasField("bot_reaction_ms") else None)
 
 
 def seat_token(join_key: bytes, game_id: str, seat: int, generation: int) -> str:

@@ -220,8 +220,15 @@ class Settings:
     allow_stacked_decks: bool = setting(False, "accept explicit deck orders and chosen seeds "
                                         "(tests, tutorials, bug reports); every view then says "
                                         "the deal was chosen", "games")
-    bot_delay_ms: int = setting(600, "how long a server bot waits before it moves (people "
-                                "like to see the cards)", "games", low=0, high=3_600_000)
+    bot_delay_ms: int = setting(1000, "a server bot's median reaction time: each move waits "
+                                "a draw around it, as a person's would (docs/rulings.md, "
+                                "\"Server bots' reaction time\"); a table may ask for its own "
+                                "(CreateGameRequest.bot_reaction_ms); 0: at once", "games",
+                                low=0, high=60_000)
+    bot_delay_spread: float = setting(0.2, "the spread of the bots' reaction times: the "
+                                      "standard deviation of their logarithm (0: always the "
+                                      "median; 0.2: half of them within 0.87-1.14 times it)",
+                                      "games", low=0, high=1)
     slap_rate_per_s: float = setting(10.0, "slaps per second per seat", "games",
                                      flag="--slap-rate", low=0, high=MAX_COUNT, above=True)
     slap_burst: int = setting(5, "slaps a seat may send at once before --slap-rate applies",

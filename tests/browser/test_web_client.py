@@ -362,7 +362,7 @@ async def test_boutons_shows_each_score_a_shape_per_colour_and_the_rule(
 
 
 @pytest.mark.parametrize("size", VIEWPORTS)
-async def test_a_corse_slap_is_captioned_with_its_combination_cards_and_who(
+async def test_a_corse_slap_is_captioned_with_its_combination_cards_who_and_how_fast(
         browser: Any, served: Harness, size: tuple[int, int]) -> None:
     client = await socket_to(served)
     game_id, other = await corse_for_two(client)
@@ -377,8 +377,8 @@ async def test_a_corse_slap_is_captioned_with_its_combination_cards_and_who(
     await expect(page.locator("#pile .card")).to_have_count(2)
     await assert_suits_coloured(page)
     await page.keyboard.press(" ")
-    await expect(page.locator("#slap-caption")).to_have_text(
-        "You take the pile: double (5♠ 5♥)")
+    await expect(page.locator("#slap-caption")).to_have_text(re.compile(  # and how fast
+        r"^You take the pile: double \(5♠ 5♥\), slapped in \d+\.\d\d s$"))
     assert page.errors == []
     client.close()
 

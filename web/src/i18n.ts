@@ -109,8 +109,9 @@ const en = {
   productRule: "Score: the sizes of your colour groups multiplied (3 red × 2 blue = 6).",
   combinations: ["", "double", "sandwich", "big mac", "suite", "ten", "seven"],
   pileReasons: ["", "challenge won", "", "last in play"],
-  slapCaption: (name: string, mine: boolean, why: string, cards: string) =>
-    `${mine ? "You take" : `${name} takes`} the pile: ${why}${cards ? ` (${cards})` : ""}`,
+  slapCaption: (name: string, mine: boolean, why: string, cards: string, seconds?: number) =>
+    `${mine ? "You take" : `${name} takes`} the pile: ${why}${cards ? ` (${cards})` : ""}`
+    + (seconds === undefined ? "" : `, slapped in ${seconds.toFixed(2)} s`),
   language: "Français",
   games: {
     war: "Bataille (War)",
@@ -251,8 +252,9 @@ const fr: Texts = {
   productRule: "Score : le produit du nombre de boutons de chaque couleur (3 rouges × 2 bleus = 6).",
   combinations: ["", "doublette", "sandwich", "big mac", "suite", "dix", "sept"],
   pileReasons: ["", "défi gagné", "", "dernier en jeu"],
-  slapCaption: (name, mine, why, cards) =>
-    `${mine ? "Vous ramassez" : `${name} ramasse`} le tas : ${why}${cards ? ` (${cards})` : ""}`,
+  slapCaption: (name, mine, why, cards, seconds) =>
+    `${mine ? "Vous ramassez" : `${name} ramasse`} le tas : ${why}${cards ? ` (${cards})` : ""}`
+    + (seconds === undefined ? "" : `, tapé en ${seconds.toFixed(2).replace(".", ",")} s`),
   language: "English",
   games: {
     war: "Bataille",

@@ -2,7 +2,7 @@
 // button, slap with the space bar, a click on the pile or the button.
 import { BatailleCorsePileReason, BatailleCorseSeatStatus } from "@tapis/client/gen/tapis/v1/bataille_corse_pb";
 import type { Card } from "@tapis/client/gen/tapis/v1/cards_pb";
-import { GameKind, type GameView } from "@tapis/client/gen/tapis/v1/game_service_pb";
+import { GameKind, type Event, type GameView } from "@tapis/client/gen/tapis/v1/game_service_pb";
 import { cardElement, cardText } from "../cards";
 import { h } from "../dom";
 import type { GameScreen, TableContext } from "./screen";
@@ -10,9 +10,16 @@ import type { GameScreen, TableContext } from "./screen";
 /** How many of the top cards make each combination (the caption shows them). */
 const COMBINATION_CARDS = [0, 2, 3, 4, 2, 2, 1];
 
-/** The face-up pile as the events built it, and the last pile taken: who, why, which cards. */
+/** The face-up pile as the events built it, when its top card came (server ms), and the last
+ * pile taken: who, why, which cards, how fast (seconds after the top card, for a slap). */
 const pile: Card[] = [];
-let caption: { seat: number; reason: number; combination: number; cards: Card[] } | undefined;
+let topAt: number | undefined;
+let caption: { seat: number; reason: number; combination: number; cards: Card[];
+               seconds?: number } | undefined;
+
+function eventMs(event: Event): number | undefined {
+  return event.time ? Number(event.time.seconds) * 1000 + event.time.nanos / 1e6 : undefined;
+}
 
 function legal(view: GameView, which: "flip" | "slap") {
   return view.legalActions.find(
@@ -47,7 +54,7 @@ export const corse: GameScreen = {
       ? t.slapCaption(context.name(caption.seat), caption.seat === context.me,
         caption.reason === BatailleCorsePileReason.COMBINATION
           ? t.combinations[caption.combination] ?? "" : t.pileReasons[caption.reason] ?? "",
-        caption.cards.map(cardText).join(" "))
+        caption.cards.map(cardText).join(" "), caption.seconds)
       : "";
     return h("div", { class: "corse" },
       h("div", { class: "corse-table" }, seats),
@@ -75,17 +82,26 @@ export const corse: GameScreen = {
   see(event) {
     if (event.body.case === "gameStarted") {
       pile.length = 0;
+      topAt = undefined;
       caption = undefined;
     }
     if (event.body.case !== "batailleCorse") return;
     const body = event.body.value.event;
-    if (body.case === "cardFlipped" && body.value.card) pile.push(body.value.card);
+    if (body.case === "cardFlipped" && body.value.card) {
+      pile.push(body.value.card);
+      topAt = eventMs(event);
+    }
     if (body.case === "pileWon") {
       const won = body.value;
-      const shown = won.reason === BatailleCorsePileReason.COMBINATION
-        ? pile.slice(-(COMBINATION_CARDS[won.combination] ?? 0)) : [];
-      caption = { seat: won.seat, reason: won.reason, combination: won.combination, cards: shown };
+      const slapped = won.reason === BatailleCorsePileReason.COMBINATION;
+      const shown = slapped ? pile.slice(-(COMBINATION_CARDS[won.combination] ?? 0)) : [];
+      const at = eventMs(event);
+      const seconds = slapped && at !== undefined && topAt !== undefined
+        ? Math.max(0, at - topAt) / 1000 : undefined;
+      caption = { seat: won.seat, reason: won.reason, combination: won.combination, cards: shown,
+                  seconds };
       pile.length = 0;
+      topAt = undefined;
     }
   },
   endReason(view, context) {
