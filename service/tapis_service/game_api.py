@@ -91,8 +91,8 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
                 check_game_id(game_id)
             return await method(self, request, caller)
         except (RuleError, ServiceError) as error:
-            if writes and game_id in self.host.unavailable and request.request_id:
-                error = rebuilding_in_doubt(game_id, error)  # its failed write may be this one
+            if writes and (discarded := self.host.unavailable.get(game_id or "")) is not None:
+                error = rebuilding_in_doubt(discarded, request.request_id, error)
             raise account(name, game_id, error) from None
         finally:
             logcontext.leave(bound)

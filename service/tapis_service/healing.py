@@ -81,17 +81,20 @@ def store_unavailable() -> ServiceError:
                         "retry it (with the same request_id)")
 
 
-def rebuilding_in_doubt(game_id: str, error: Any) -> Any:
-    """What a retried write (one with a request id) refused because its table awaits its
-    rebuild is told: this attempt changed nothing, but the write that failed may have been an
-    earlier attempt of it, committed or not, which only the rebuilt table will tell (any other
-    refusal ``error`` stands)."""
-    if not isinstance(error, ServiceError) or error.reason != "STORE_UNAVAILABLE":
+def rebuilding_in_doubt(discarded: Session, request_id: str, error: Any) -> Any:
+    """What a retried write refused because its table awaits its rebuild is told: this attempt
+    changed nothing, but an earlier attempt may have been applied — when the write that failed
+    was in doubt, or when the table had committed that request id — which only the rebuilt
+    table will tell. Otherwise (or without a request id) the refusal ``error`` stands: nothing
+    of this request was kept."""
+    if not isinstance(error, ServiceError) or error.reason != "STORE_UNAVAILABLE" \
+            or not request_id or not (discarded.failed_in_doubt
+                                      or discarded.knows_request(request_id)):
         return error
     return ServiceError(grpc.StatusCode.UNAVAILABLE, "COMMIT_UNKNOWN",
-                        f"game {game_id} is being rebuilt after a failed write: an earlier "
-                        "attempt of this request may have been applied; retry with the same "
-                        "request_id")
+                        f"game {discarded.game_id} is being rebuilt after a failed write: an "
+                        "earlier attempt of this request may have been applied; retry with the "
+                        "same request_id")
 
 
 def store_refusal(error: StoreError) -> ServiceError:
@@ -139,6 +142,7 @@ class Healing:
                     lost(game_id)
                 return
             logrepeat.limited(log.error, "game_discarded", game=game_id, error=str(error)[:200])
+            session.failed_in_doubt = isinstance(error, CommitUnknown)
             host.unavailable[game_id] = session
         if isinstance(error, JournalConflict):
             return

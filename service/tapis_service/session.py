@@ -248,6 +248,9 @@ class Session:
     epoch: int = 1
     """The fencing epoch this server holds the table under: 1 from its creation, bumped by
     each takeover in a cluster (a store that is not fenced ignores it)."""
+    failed_in_doubt: bool = False
+    """Discarded because a write's commit could not be told (``CommitUnknown``): until its
+    rebuild, a retried write of any request id may have been applied."""
     create_request_id: str = ""
     """The CreateGame request id that created the table ("" for none)."""
     at_rest: bool = False
@@ -320,6 +323,13 @@ class Session:
             rest = tuple(self.events_after(live - 1)[:max(0, last - live + 1)])
             return Applied(version, rest, compacted=(first, min(last, live - 1)))
         return Applied(version, tuple(self.events_after(first - 1)[:last - first + 1]))
+
+    def knows_request(self, request_id: str) -> bool:
+        """This table committed a request of that id (a seat's action, a join, a
+        replacement or a rotation, whoever sent it)."""
+        return (any(request_id in seen for seen in self.request_ids.values())
+                or any(known == request_id for _, known in self.join_requests)
+                or request_id in self.replace_requests or request_id in self.rotate_requests)
 
     def remember(self, seat: int, request_id: str, applied: Applied) -> None:
         """Keep the answer to a committed input (three integers, for the table's life)."""
