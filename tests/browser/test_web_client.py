@@ -24,6 +24,7 @@ from tests.browser.tables import (
     war_deck,
 )
 from tests.support.browser import screenshot_path
+from tests.support.calls import auth
 from tests.support.server import Harness, Restartable, ServerFactory
 from tests.support.websocket import Client
 
@@ -459,4 +460,53 @@ async def test_boutons_to_its_end_in_french(browser: Any, served: Harness) -> No
     text = await page.locator("body").inner_text()
     assert not re.search(r"[^\s\d][:;!?](\s|$)", text), text
     assert page.errors == []
+    client.close()
+
+
+PRESENCE_DEBOUNCE_MS = 300
+"""The server's presence debounce in the presence test: short, so the page hears soon."""
+
+
+async def connected_seats(served: Harness, game_id: str) -> list[bool]:
+    view = (await served.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+    return [seat.connected for seat in view.seats]
+
+
+@pytest.mark.parametrize(("size", "locale", "away", "back"), [
+    pytest.param((1280, 800), "en-GB", "Zoé went away", "Zoé is back", id="desktop"),
+    pytest.param((390, 844), "fr-FR", "Zoé s’est déconnecté", "Zoé est de retour", id="phone"),
+])
+async def test_the_page_shows_who_went_away_and_who_came_back(
+        browser: Any, make_server: ServerFactory, size: tuple[int, int], locale: str,
+        away: str, back: str) -> None:
+    """Zoé's app (a gRPC stream on seat 1) is there, then goes: the page marks her seat
+    disconnected and says so in the history within the debounce; she comes back: connected."""
+    served = await make_server(ws_port=0, presence_debounce_ms=PRESENCE_DEBOUNCE_MS)
+    client = await socket_to(served)
+    game_id, other = await corse_for_two(client)
+
+    def zoe_streams() -> Any:
+        return served.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
+                                        metadata=auth(other))
+
+    stream = zoe_streams()
+    await stream.read()  # the table's first event: the stream is open on the server
+    page = await open_sized(browser, served, size, f"#/join/{game_id}", locale=locale)
+    zoe = page.locator('.corse-player[data-seat="1"] .presence')
+    await expect(zoe).to_have_attribute("data-connected", "true")
+    await expect(page.locator('.corse-player[data-seat="0"] .presence')).to_have_attribute(
+        "data-connected", "true")  # the page's own stream
+    stream.cancel()
+    margin_ms = 5000
+    await expect(page.locator("#history")).to_contain_text(
+        away, timeout=PRESENCE_DEBOUNCE_MS + margin_ms)
+    await expect(zoe).to_have_attribute("data-connected", "false")
+    assert await connected_seats(served, game_id) == [True, False]
+    stream = zoe_streams()
+    await stream.read()
+    await expect(page.locator("#history")).to_contain_text(back)
+    await expect(zoe).to_have_attribute("data-connected", "true")
+    assert await page.evaluate("document.documentElement.scrollWidth") <= size[0]
+    assert page.errors == []
+    stream.cancel()
     client.close()
