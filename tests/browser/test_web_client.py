@@ -19,6 +19,7 @@ from tests.browser.tables import (
     basra_against_the_computer,
     basra_sweep_deck,
     boutons_against_the_computer,
+    corse_against_the_computer,
     corse_for_two,
     war_against_the_computer,
     war_deck,
@@ -459,6 +460,64 @@ async def test_boutons_to_its_end_in_french(browser: Any, served: Harness) -> No
         r"Pourquoi : (la réserve est vide|vous n’aviez plus|l’ordinateur n’avait plus)"))
     text = await page.locator("body").inner_text()
     assert not re.search(r"[^\s\d][:;!?](\s|$)", text), text
+    assert page.errors == []
+    client.close()
+
+
+FRENCH_TYPOGRAPHY = re.compile(r"[^\s\d][:;!?](\s|$)")
+"""A colon, semicolon, exclamation or question mark glued to the word before it."""
+
+
+async def play_to_the_end(page: Any, move: str, limit: int) -> None:
+    """Make ``move`` (a click on the first match of its selector, then the capture offered
+    first if a picker opens) each time the page offers it, until the end window shows."""
+    moves = 0
+    while not await page.locator("#series").count():
+        version = await page.locator("body").get_attribute("data-version")
+        await page.locator(f"{move}, #series").first.wait_for()
+        if await page.locator("#series").count():
+            break
+        await page.locator(move).first.click()
+        if await page.locator("#capture-picker").count():
+            await page.locator("#capture-picker button.capture").first.click()
+        await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
+        moves += 1
+        assert moves < limit
+
+
+async def test_bataille_corse_to_its_end_in_french(browser: Any, make_server: ServerFactory
+                                                  ) -> None:
+    """Flip whenever it is the page's turn, against the server's bot, until the end window:
+    it says why the game ended, in French."""
+    served = await make_server(ws_port=0, bot_delay_ms=20)
+    client = await socket_to(served)
+    game_id = await corse_against_the_computer(client, flip_cap=40)
+    page = await open_sized(browser, served, (390, 844), f"#/join/{game_id}", locale="fr-FR")
+    await expect(page.locator("#keys")).to_contain_text("Entrée : retourner")
+    await play_to_the_end(page, "#flip", limit=60)
+    await expect(page.locator("#series")).to_contain_text("Partie terminée")
+    await expect(page.locator("#end-reason")).to_contain_text(re.compile(
+        r"Pourquoi : (dernier joueur en jeu|limite de cartes retournées atteinte)"))
+    text = await page.locator("body").inner_text()
+    assert not FRENCH_TYPOGRAPHY.search(text), text
+    assert page.errors == []
+    client.close()
+
+
+async def test_basra_to_its_end_in_french(browser: Any, make_server: ServerFactory) -> None:
+    """Play the first card in hand (and the first capture offered), against the server's bot,
+    deal after deal until a side reaches 101: the end window gives the final score, in French."""
+    served = await make_server(ws_port=0, bot_delay_ms=20)
+    client = await socket_to(served)
+    game_id = await basra_against_the_computer(client, seed=11)
+    page = await open_sized(browser, served, (1280, 800), f"#/join/{game_id}", locale="fr-FR")
+    await expect(page.locator("#keys")).to_contain_text("Cliquez une carte de votre main")
+    await play_to_the_end(page, "#hand .card", limit=400)
+    await expect(page.locator("#series")).to_contain_text("Partie terminée")
+    await expect(page.locator("#end-reason")).to_contain_text(re.compile(
+        r"Pourquoi : score final \d+ – \d+"))
+    text = await page.locator("body").inner_text()
+    assert not FRENCH_TYPOGRAPHY.search(text), text
     assert page.errors == []
     client.close()
 
