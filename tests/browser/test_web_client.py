@@ -1,6 +1,7 @@
 """The web client in headless Chromium against a real server: a whole War game against the
 computer, a Basra capture chosen, a Corse slap, a reconnect after a restart, the French texts,
-and on a server with API keys a seat taken from a backend's ticket, then given away.
+on a server with API keys a seat taken from a backend's ticket, then given away; the four games
+to their end in French; another seat's person going away and coming back.
 Every wait is on a DOM condition, never a fixed time."""
 
 from __future__ import annotations
