@@ -3,6 +3,7 @@ game short and its moves known."""
 
 from __future__ import annotations
 
+from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import cards_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine.cards import deck_with_jokers, standard_deck
@@ -54,10 +55,14 @@ def basra_sweep_deck() -> list[cards_pb2.Card]:
     return cards_to_proto([*dealt, *(c for c in standard_deck() if c not in dealt)])
 
 
-async def basra_against_the_computer(client: Client, deck: list[cards_pb2.Card] | None = None
-                                     ) -> str:
+async def basra_against_the_computer(client: Client, deck: list[cards_pb2.Card] | None = None,
+                                     seed: int = 0) -> str:
+    """A Basra table, seat 1 a bot: dealt from ``deck`` (default ``basra_deck``), or shuffled
+    from ``seed`` when one is given (every deal of the game then follows from it)."""
+    dealt = ({"seed": seed} if seed
+             else {"stacked_deck": deck or basra_deck(), "stacked_first_seat": 1})
     created = await client.call(create_game=pb.CreateGameRequest(
-        kind=pb.GAME_KIND_BASRA, seats=2, stacked_deck=deck or basra_deck(), stacked_first_seat=1,
+        kind=pb.GAME_KIND_BASRA, seats=2, **dealt,  # type: ignore[arg-type]
         seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON),
                       pb.SeatConfig(type=pb.SEAT_TYPE_BOT)]))
     return created.create_game.game.game_id
@@ -91,4 +96,15 @@ async def boutons_against_the_computer(client: Client) -> str:
         kind=pb.GAME_KIND_BOUTONS, seats=2, seed=3,
         seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON),
                       pb.SeatConfig(type=pb.SEAT_TYPE_BOT)]))
+    return created.create_game.game.game_id
+
+
+async def corse_against_the_computer(client: Client, flip_cap: int) -> str:
+    """A seeded Bataille corse table, seat 1 a bot and seat 0 free for the browser, that ends
+    after ``flip_cap`` cards flipped (if nobody holds every card before)."""
+    created = await client.call(create_game=pb.CreateGameRequest(
+        kind=pb.GAME_KIND_BATAILLE_CORSE, seats=2, seed=5,
+        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON),
+                      pb.SeatConfig(type=pb.SEAT_TYPE_BOT)],
+        bataille_corse=corse_pb2.BatailleCorseOptions(flip_cap=flip_cap)))
     return created.create_game.game.game_id

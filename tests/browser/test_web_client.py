@@ -1,6 +1,7 @@
 """The web client in headless Chromium against a real server: a whole War game against the
 computer, a Basra capture chosen, a Corse slap, a reconnect after a restart, the French texts,
-and on a server with API keys a seat taken from a backend's ticket, then given away.
+on a server with API keys a seat taken from a backend's ticket, then given away; the four games
+to their end in French; another seat's person going away and coming back.
 Every wait is on a DOM condition, never a fixed time."""
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from tests.browser.tables import (
     basra_against_the_computer,
     basra_sweep_deck,
     boutons_against_the_computer,
+    corse_against_the_computer,
     corse_for_two,
     war_against_the_computer,
     war_deck,
 )
 from tests.support.browser import screenshot_path
+from tests.support.calls import auth
 from tests.support.server import Harness, Restartable, ServerFactory
 from tests.support.websocket import Client
 
@@ -459,4 +462,111 @@ async def test_boutons_to_its_end_in_french(browser: Any, served: Harness) -> No
     text = await page.locator("body").inner_text()
     assert not re.search(r"[^\s\d][:;!?](\s|$)", text), text
     assert page.errors == []
+    client.close()
+
+
+FRENCH_TYPOGRAPHY = re.compile(r"[^\s\d][:;!?](\s|$)")
+"""A colon, semicolon, exclamation or question mark glued to the word before it."""
+
+
+async def play_to_the_end(page: Any, move: str, limit: int) -> None:
+    """Make ``move`` (a click on the first match of its selector, then the capture offered
+    first if a picker opens) each time the page offers it, until the end window shows."""
+    moves = 0
+    while not await page.locator("#series").count():
+        version = await page.locator("body").get_attribute("data-version")
+        await page.locator(f"{move}, #series").first.wait_for()
+        if await page.locator("#series").count():
+            break
+        await page.locator(move).first.click()
+        if await page.locator("#capture-picker").count():
+            await page.locator("#capture-picker button.capture").first.click()
+        await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
+        moves += 1
+        assert moves < limit
+
+
+async def test_bataille_corse_to_its_end_in_french(browser: Any, make_server: ServerFactory
+                                                  ) -> None:
+    """Flip whenever it is the page's turn, against the server's bot, until the end window:
+    it says why the game ended, in French."""
+    served = await make_server(ws_port=0, bot_delay_ms=20)
+    client = await socket_to(served)
+    game_id = await corse_against_the_computer(client, flip_cap=40)
+    page = await open_sized(browser, served, (390, 844), f"#/join/{game_id}", locale="fr-FR")
+    await expect(page.locator("#keys")).to_contain_text("Entrée : retourner")
+    await play_to_the_end(page, "#flip", limit=60)
+    await expect(page.locator("#series")).to_contain_text("Partie terminée")
+    await expect(page.locator("#end-reason")).to_contain_text(re.compile(
+        r"Pourquoi : (dernier joueur en jeu|limite de cartes retournées atteinte)"))
+    text = await page.locator("body").inner_text()
+    assert not FRENCH_TYPOGRAPHY.search(text), text
+    assert page.errors == []
+    client.close()
+
+
+async def test_basra_to_its_end_in_french(browser: Any, make_server: ServerFactory) -> None:
+    """Play the first card in hand (and the first capture offered), against the server's bot,
+    deal after deal until a side reaches 101: the end window gives the final score, in French."""
+    served = await make_server(ws_port=0, bot_delay_ms=20)
+    client = await socket_to(served)
+    game_id = await basra_against_the_computer(client, seed=11)
+    page = await open_sized(browser, served, (1280, 800), f"#/join/{game_id}", locale="fr-FR")
+    await expect(page.locator("#keys")).to_contain_text("Cliquez une carte de votre main")
+    await play_to_the_end(page, "#hand .card", limit=400)
+    await expect(page.locator("#series")).to_contain_text("Partie terminée")
+    await expect(page.locator("#end-reason")).to_contain_text(re.compile(
+        r"Pourquoi : score final \d+ – \d+"))
+    text = await page.locator("body").inner_text()
+    assert not FRENCH_TYPOGRAPHY.search(text), text
+    assert page.errors == []
+    client.close()
+
+
+PRESENCE_DEBOUNCE_MS = 300
+"""The server's presence debounce in the presence test: short, so the page hears soon."""
+
+
+async def connected_seats(served: Harness, game_id: str) -> list[bool]:
+    view = (await served.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+    return [seat.connected for seat in view.seats]
+
+
+@pytest.mark.parametrize(("size", "locale", "away", "back"), [
+    pytest.param((1280, 800), "en-GB", "Zoé went away", "Zoé is back", id="desktop"),
+    pytest.param((390, 844), "fr-FR", "Zoé s’est déconnecté", "Zoé est de retour", id="phone"),
+])
+async def test_the_page_shows_who_went_away_and_who_came_back(
+        browser: Any, make_server: ServerFactory, size: tuple[int, int], locale: str,
+        away: str, back: str) -> None:
+    """Zoé's app (a gRPC stream on seat 1) is there, then goes: the page marks her seat
+    disconnected and says so in the history within the debounce; she comes back: connected."""
+    served = await make_server(ws_port=0, presence_debounce_ms=PRESENCE_DEBOUNCE_MS)
+    client = await socket_to(served)
+    game_id, other = await corse_for_two(client)
+
+    def zoe_streams() -> Any:
+        return served.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
+                                        metadata=auth(other))
+
+    stream = zoe_streams()
+    await stream.read()  # the table's first event: the stream is open on the server
+    page = await open_sized(browser, served, size, f"#/join/{game_id}", locale=locale)
+    zoe = page.locator('.corse-player[data-seat="1"] .presence')
+    await expect(zoe).to_have_attribute("data-connected", "true")
+    await expect(page.locator('.corse-player[data-seat="0"] .presence')).to_have_attribute(
+        "data-connected", "true")  # the page's own stream
+    stream.cancel()
+    margin_ms = 5000
+    await expect(page.locator("#history")).to_contain_text(
+        away, timeout=PRESENCE_DEBOUNCE_MS + margin_ms)
+    await expect(zoe).to_have_attribute("data-connected", "false")
+    assert await connected_seats(served, game_id) == [True, False]
+    stream = zoe_streams()
+    await stream.read()
+    await expect(page.locator("#history")).to_contain_text(back)
+    await expect(zoe).to_have_attribute("data-connected", "true")
+    assert await page.evaluate("document.documentElement.scrollWidth") <= size[0]
+    assert page.errors == []
+    stream.cancel()
     client.close()

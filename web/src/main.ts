@@ -10,7 +10,10 @@ const app = document.getElementById("app")!;
 
 socket.onState = (state) => {
   document.body.dataset.socket = state;
-  if (state === "closed") say(ui.t.reconnecting, "warning");
+  if (state === "closed") {
+    say(ui.t.reconnecting, "warning");
+    table?.draw();  // the page's own seat: disconnected
+  }
   else if (state === "open") {
     say(null);
     void table?.refresh();

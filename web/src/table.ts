@@ -1,7 +1,8 @@
 // A table: drawn from the server's view of it (the caller's seat's), redrawn as its events
-// arrive; the series window at each game's end, the turn countdowns, the log.
+// arrive; the series window at each game's end, the turn countdowns, the log, and who is
+// connected (each person seat's mark, a line when one goes away or comes back).
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { GameStatus, SeatType, type Event, type GameView } from "@tapis/client/gen/tapis/v1/game_service_pb";
+import { GameStatus, SeatType, type Event, type GameView, type PresenceChanged } from "@tapis/client/gen/tapis/v1/game_service_pb";
 import { h } from "./dom";
 import { screenFor } from "./games/index";
 import type { ActionInit, TableContext } from "./games/screen";
@@ -31,8 +32,11 @@ export class Table {
     await this.refresh();
     if (this.view) {
       await socket.follow(this.gameId, { seatToken: this.token }, this.view.lastSequence,
-        (batch) => this.received(batch.events),
-        (refusal) => say(message(refusal), "error"));
+        (batch) => {
+          if (batch.presence.length) this.presence(batch.presence);
+          if (batch.events.length) this.received(batch.events);
+        },
+        (refusal) => say(message(refusal), "error"), { withPresence: true });
     }
   }
 
@@ -53,6 +57,37 @@ export class Table {
       if (event.body.case === "gameEnded") this.seriesOpen = true;
     }
     void this.refresh();
+  }
+
+  /** A person seat's holder went away or came back: its mark, and a line in the history. */
+  presence(changes: PresenceChanged[]): void {
+    const view = this.view;
+    if (!view) return;
+    const context = this.context();
+    for (const change of changes) {
+      const seat = view.seats[change.seat];
+      if (seat) seat.connected = change.connected;
+      if (change.seat === view.yourSeat) continue;
+      const name = context.name(change.seat);
+      this.log = [change.connected ? ui.t.isBack(name) : ui.t.wentAway(name), ...this.log].slice(0, HISTORY);
+    }
+    this.draw();
+  }
+
+  /** Beside each person seat's name in `game`: whether its holder is connected now (the
+   * page's own seat: whether its socket is open; the view may predate its stream). */
+  markPresence(game: HTMLElement, view: GameView): void {
+    for (const name of game.querySelectorAll<HTMLElement>(".name")) {
+      const at = name.parentElement?.dataset.seat;
+      const seat = at === undefined ? undefined : view.seats[Number(at)];
+      if (!seat || seat.type !== SeatType.PERSON || !seat.taken) continue;
+      const connected = seat.seat === view.yourSeat ? document.body.dataset.socket === "open"
+        : seat.connected;
+      const said = connected ? ui.t.online : ui.t.offline;
+      name.append(" ", h("span", { class: connected ? "presence online" : "presence offline",
+                                   "data-connected": String(connected), title: said,
+                                   "aria-label": said }, connected ? "●" : "○"));
+    }
   }
 
   /** Read the view again (one read at a time; a change meanwhile reads once more). */
@@ -198,13 +233,15 @@ export class Table {
     const context = this.context();
     document.body.dataset.version = String(view.version);
     document.body.dataset.status = GameStatus[view.status];
+    const game = h("div", { class: `game ${screen.key}` }, screen.render(view, context));
+    this.markPresence(game, view);
     this.root.replaceChildren(
       h("header", {},
         h("h1", {}, ui.t.games[screen.key]),
         h("a", { href: "#/", class: "back" }, ui.t.back),
         languageToggle(() => this.draw())),
       this.status(view, context),
-      h("div", { class: `game ${screen.key}` }, screen.render(view, context)),
+      game,
       h("div", { class: "keys", id: "keys" }, h("b", {}, ui.t.keysTitle), " ", ui.t.keys[screen.key]),
       h("section", { class: "history", id: "history" }, h("h3", {}, ui.t.history),
         h("ul", { class: "log" }, this.log.map((line) => h("li", {}, line)))),

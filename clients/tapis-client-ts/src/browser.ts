@@ -264,10 +264,17 @@ export interface ReconnectOptions {
  * token, a table gone or not the caller's to watch). */
 const FINAL_STREAM_CODES = new Set([3, 5, 7, 16]);
 
+/** How a table is followed: `withPresence` also asks for its presence changes (batches with
+ * `presence` and no events: a person seat's holder went away or came back). */
+export interface FollowOptions {
+  withPresence?: boolean;
+}
+
 interface Followed {
   gameId: string;
   credentials: Credentials;
   after: bigint;
+  withPresence: boolean;
   onEvents: (batch: StreamEventsResponse) => void;
   onEnded: (error: EnvelopeError) => void;
   /** Stops the stream open now (undefined: none open). */
@@ -351,16 +358,21 @@ export class ReconnectingEnvelope {
   }
 
   /** Follow `gameId`'s events after `afterSequence` (one stream per table: following it again
-   * replaces the stream), across new sockets, until `unfollow` or a final refusal (`onEnded`). */
+   * replaces the stream), across new sockets, until `unfollow` or a final refusal (`onEnded`).
+   * With `options.withPresence`, `onEvents` also gets the presence batches. */
   async follow(
     gameId: string,
     credentials: Credentials,
     afterSequence: bigint,
     onEvents: (batch: StreamEventsResponse) => void,
     onEnded: (error: EnvelopeError) => void,
+    options: FollowOptions = {},
   ): Promise<void> {
     this.unfollow(gameId);
-    const followed: Followed = { gameId, credentials, after: afterSequence, onEvents, onEnded };
+    const followed: Followed = {
+      gameId, credentials, after: afterSequence, withPresence: options.withPresence ?? false,
+      onEvents, onEnded,
+    };
     this.followed.set(gameId, followed);
     const client = await this.connected();
     if (followed.stop === undefined && this.followed.get(gameId) === followed) {
@@ -384,7 +396,7 @@ export class ReconnectingEnvelope {
 
   private openStream(client: EnvelopeClient, followed: Followed): void {
     followed.stop = client.subscribe(
-      { gameId: followed.gameId, afterSequence: followed.after },
+      { gameId: followed.gameId, afterSequence: followed.after, withPresence: followed.withPresence },
       followed.credentials,
       {
         onEvents: (batch) => {

@@ -209,3 +209,31 @@ test("a final refusal ends the follow; unfollow stops the stream and never follo
   await settle();
   assert.equal(sockets[1]!.sent.length, 0);
 });
+
+test("a table followed with presence asks for it on every stream and hands its batches on", async () => {
+  const { client, sockets, timers } = setUp();
+  const seen: [number, boolean][] = [];
+  const following = client.follow("g", { seatToken: "t" }, 2n,
+    (batch) => seen.push(...batch.presence.map((p): [number, boolean] => [p.seat, p.connected])),
+    () => assert.fail("not ended"), { withPresence: true });
+  sockets[0]!.opens();
+  await following;
+  const first = sockets[0]!.last();
+  assert.equal(first.request.case === "streamEvents" && first.request.value.withPresence, true);
+  sockets[0]!.reply(first.id, { case: "events", value: { presence: [{ seat: 1, connected: false }] } });
+  assert.equal(client.lastSequence("g"), 2n); // a presence batch moves no sequence
+  sockets[0]!.lost();
+  await settle();
+  timers.runAll();
+  sockets[1]!.opens();
+  await settle();
+  const again = sockets[1]!.last();
+  assert.equal(again.request.case === "streamEvents" && again.request.value.withPresence, true);
+  assert.equal(again.request.case === "streamEvents" && again.request.value.afterSequence, 2n);
+  sockets[1]!.reply(again.id, { case: "events", value: { presence: [{ seat: 1, connected: true }] } });
+  assert.deepEqual(seen, [[1, false], [1, true]]);
+
+  await client.follow("h", {}, 0n, () => undefined, () => assert.fail("not ended"));
+  const plain = sockets[1]!.last();
+  assert.equal(plain.request.case === "streamEvents" && plain.request.value.withPresence, false);
+});
