@@ -21,7 +21,7 @@ function shuffled(seed) {
 }
 
 class War {
-  constructor(seed, target) {
+  constructor(seed, target, version = 1) {  // the version goes on across games, as Tapis's sequence
     const deck = shuffled(seed);
     this.decks = [[], []];
     deck.forEach((card, i) => this.decks[i % 2].push(card));
@@ -32,7 +32,7 @@ class War {
     this.target = target;
     this.batailles = 0;
     this.over = false;
-    this.version = 1;
+    this.version = version;
   }
 
   reveal(seat) {
@@ -96,7 +96,7 @@ class WarRoom extends Room {
     this.onMessage("next", (client, message) => this.act(client, message, () => {
       if (!this.war.over) return { error: "GAME_NOT_OVER" };
       this.games += 1;
-      this.war = new War(this.games + 1, this.target);
+      this.war = new War(this.games + 1, this.target, this.war.version + 1);
       return { events: [{ started: this.games + 1 }], version: this.war.version, awaiting: [this.war.toMove] };
     }));
   }
@@ -136,7 +136,7 @@ class WarStateRoom extends Room {
     this.onMessage("next", (client, message) => this.act(client, message, () => {
       if (!this.war.over) return { error: "GAME_NOT_OVER" };
       this.games += 1;
-      this.war = new War(this.games + 1, this.target);
+      this.war = new War(this.games + 1, this.target, this.war.version + 1);
       return { events: [{ started: this.games + 1 }], version: this.war.version, awaiting: [this.war.toMove] };
     }));
   }
