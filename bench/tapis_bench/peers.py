@@ -2,14 +2,14 @@
 by side in one run (``bench/peers/``: the Colyseus rooms, and one Node load generator for all).
 
 Four servers run at once, for each table count: ``tapis-server --ws-port`` on the memory store
-and on SQLite (seat tokens, request ids, the journal, limits, metrics and redaction on, as
-served), and two Colyseus processes: the room a Colyseus developer writes (the public state in
-a Schema, synchronised by patches; the decks server-side; the events in the answer) and the
-messages-only room (no synchronised state; the events broadcast once; an answer). ``load.mjs``
-gives each side its turns in alternation and reads each server's CPU from /proc during its own
-turns only. Colyseus's cost per action falls steeply as its action rate rises, so each side's
-rate is recorded, and so is the host's one-minute load before the run: a ratio from a busy host
-(load >= 2) is flagged, not comparable.
+and on SQLite (seat tokens, request ids, per-seat views with the hidden cards redacted, the
+journal, limits and metrics counted: a server's defaults), and two Colyseus processes: the room
+a Colyseus developer writes (the public state in a Schema, synchronised by patches; the decks
+server-side; the events in the answer) and the messages-only room (no synchronised state; the
+events broadcast once; an answer). ``load.mjs`` gives each side its turns in alternation and
+reads each server's CPU from /proc during its own turns only. Colyseus's cost per action falls
+steeply as its action rate rises, so each side's rate is recorded, and so is the host's one-
+minute load before the run: a ratio from a busy host (load >= 2) is flagged, not comparable.
 
 The last line printed is a JSON object, per table count (``"50"``, ``"500"``):
 ``colyseus_cpu_ratio_state`` and ``colyseus_cpu_ratio_messages`` (Tapis over WebSocket on the
