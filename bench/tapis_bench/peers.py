@@ -8,8 +8,9 @@ a Colyseus developer writes (the public state in a Schema, synchronised by patch
 server-side; the events in the answer) and the messages-only room (no synchronised state; the
 events broadcast once; an answer). ``load.mjs`` gives each side its turns in alternation and
 reads each server's CPU from /proc during its own turns only. Colyseus's cost per action falls
-steeply as its action rate rises, so each side's rate is recorded, and so is the host's one-
-minute load before the run: a ratio from a busy host (load >= 2) is flagged, not comparable.
+steeply as its action rate rises, so each side's rate is recorded, and so is the host's
+one-minute load before the run: a ratio from a busy host (load >= 2) is flagged, not
+comparable.
 
 The last line printed is a JSON object, per table count (``"50"``, ``"500"``):
 ``colyseus_cpu_ratio_state`` and ``colyseus_cpu_ratio_messages`` (Tapis over WebSocket on the
