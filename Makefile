@@ -74,9 +74,10 @@ bench-quick: setup
 bench-ws: setup
 	$(BIN)/python -m tapis_bench.websocket $(ARGS)
 
-# The same War load against Tapis over WebSocket and against Colyseus, installed with npm into
-# a scratch folder (bench/peers/: the Colyseus room and the Node load generator for both);
-# writes colyseus_cpu_ratio into bench/peers.json.
+# The same War load against Tapis over WebSocket (memory store and SQLite) and against Colyseus's
+# two rooms (state-synced, messages only), installed with npm into a scratch folder (bench/peers/:
+# the rooms and the Node load generator for all), in one run with alternating turns; its last
+# line is the JSON of ratios per table count (all figures in bench/peers.json). ARGS=--quick.
 PEERS_DIR ?= build/peers
 bench-peers: setup
 	cd web && npm ci --no-audit --no-fund --loglevel=error && node build.mjs gen

@@ -1,7 +1,11 @@
-// Bataille (War) as a Colyseus room, for `make bench-peers`: the same game and the same
-// exchanges as Tapis's War over its WebSocket (an answer to the actor, the events to both seats).
-// Usage: node colyseus_war.mjs PORT
+// Bataille (War) as two Colyseus rooms, for `make bench-peers`, Usage: node colyseus_war.mjs PORT
+// - "war_state", as a Colyseus developer writes it: the public state in a Schema, synchronised
+//   to both seats by Colyseus's patches (its default patch rate), the decks kept server-side,
+//   and the events in the answer to the actor;
+// - "war", messages only: no synchronised state, the events broadcast to both seats (encoded
+//   once), an answer to the actor (the same exchanges as Tapis's War over its WebSocket).
 import { Room, Server } from "@colyseus/core";
+import { schema, t } from "@colyseus/schema";
 import { WebSocketTransport } from "@colyseus/ws-transport";
 
 function shuffled(seed) {
@@ -17,7 +21,7 @@ function shuffled(seed) {
 }
 
 class War {
-  constructor(seed, target) {
+  constructor(seed, target, version = 1) {  // the version goes on across games, as Tapis's sequence
     const deck = shuffled(seed);
     this.decks = [[], []];
     deck.forEach((card, i) => this.decks[i % 2].push(card));
@@ -28,7 +32,7 @@ class War {
     this.target = target;
     this.batailles = 0;
     this.over = false;
-    this.version = 1;
+    this.version = version;
   }
 
   reveal(seat) {
@@ -92,7 +96,7 @@ class WarRoom extends Room {
     this.onMessage("next", (client, message) => this.act(client, message, () => {
       if (!this.war.over) return { error: "GAME_NOT_OVER" };
       this.games += 1;
-      this.war = new War(this.games + 1, this.target);
+      this.war = new War(this.games + 1, this.target, this.war.version + 1);
       return { events: [{ started: this.games + 1 }], version: this.war.version, awaiting: [this.war.toMove] };
     }));
   }
@@ -112,7 +116,60 @@ class WarRoom extends Room {
   }
 }
 
+const Card = schema({ rank: t.uint8(), suit: t.uint8() }, "Card");
+const WarState = schema({
+  version: t.uint32(), toMove: t.uint8(), over: t.boolean(), batailles: t.uint8(),
+  deckSizes: t.array("uint8"), points: t.array("uint16"), trick: t.array(Card),
+}, "WarState");
+
+class WarStateRoom extends Room {
+  maxClients = 2;
+
+  onCreate(options) {
+    this.target = options.target ?? 50;
+    this.games = 0;
+    this.war = new War(options.seed ?? 1, this.target);
+    this.setState(new WarState());
+    this.publish();
+    this.onMessage("reveal", (client, message) => this.act(client, message, () =>
+      this.war.reveal(this.clients.indexOf(client))));
+    this.onMessage("next", (client, message) => this.act(client, message, () => {
+      if (!this.war.over) return { error: "GAME_NOT_OVER" };
+      this.games += 1;
+      this.war = new War(this.games + 1, this.target, this.war.version + 1);
+      return { events: [{ started: this.games + 1 }], version: this.war.version, awaiting: [this.war.toMove] };
+    }));
+  }
+
+  publish() {  // the public part of the game into the synchronised state
+    const { state, war } = this;
+    state.version = war.version;
+    state.toMove = war.toMove;
+    state.over = war.over;
+    state.batailles = war.batailles;
+    war.decks.forEach((deck, seat) => { state.deckSizes[seat] = deck.length; });
+    war.points.forEach((points, seat) => { state.points[seat] = points; });
+    const faceUp = war.trick.filter((laid) => laid.faceUp);
+    while (state.trick.length > faceUp.length) state.trick.pop();
+    faceUp.forEach((laid, i) => {
+      if (i < state.trick.length) return;
+      state.trick.push(new Card({ rank: laid.card.rank, suit: laid.card.suit }));
+    });
+  }
+
+  act(client, message, apply) {
+    const result = apply();
+    if (result.error) {
+      client.send("answer", { id: message.id, error: result.error });
+      return;
+    }
+    this.publish();
+    client.send("answer", { id: message.id, version: result.version, events: result.events, awaiting: result.awaiting });
+  }
+}
+
 const server = new Server({ transport: new WebSocketTransport(), greet: false });
 server.define("war", WarRoom);
+server.define("war_state", WarStateRoom);
 await server.listen(Number(process.argv[2]), "127.0.0.1");
 console.log("ready");

@@ -1,8 +1,9 @@
-// The War load of `make bench-peers`, against Tapis over its WebSocket and against Colyseus, in
-// alternating turns: `tables` tables per side, two clients per table on connections of their
-// own, one action in flight per table (the awaited seat reveals; the next action starts once its
-// answer is back and its events reached both seats). Server CPU is read from /proc for each side
-// during its own turns. Usage: node load.mjs CONFIG_JSON; prints one JSON object.
+// The War load of `make bench-peers`, against Tapis over its WebSocket and against Colyseus's two
+// rooms, in alternating turns: `tables` tables per side, two clients per table on connections of
+// their own, one action in flight per table (the awaited seat reveals; the next action starts
+// once its answer is back and both seats saw it: its events, or the synchronised state). Server
+// CPU is read from /proc for each side during its own turns. Usage: node load.mjs CONFIG_JSON;
+// prints one JSON object (per side: actions, actions/s, server CPU µs per action, p50, p99).
 import { readFileSync } from "node:fs";
 import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { Client as ColyseusClient } from "@colyseus/sdk";
@@ -10,12 +11,13 @@ import WebSocket from "ws";
 import { ClientFrameSchema, ServerFrameSchema, type ServerFrame } from "../../web/src/gen/tapis/v1/websocket_pb";
 import { GameKind, SeatType } from "../../web/src/gen/tapis/v1/game_service_pb";
 
+type Kind = "tapis" | "colyseus_messages" | "colyseus_state";
+
 interface Config {
   tables: number;
   turns: number;
   turn_s: number;
-  tapis: { url: string; pid: number };
-  colyseus: { url: string; pid: number };
+  sides: { name: string; kind: Kind; url: string; pid: number }[];
 }
 
 interface Table {
@@ -123,8 +125,9 @@ async function tapisTable(url: string, index: number): Promise<Table> {
 
 // --- Colyseus -------------------------------------------------------------------------------------
 
-async function colyseusTable(url: string, index: number): Promise<Table> {
-  const rooms = [await new ColyseusClient(url).create("war", { seed: index + 1, target: 1000 })];
+async function colyseusTable(url: string, index: number, synced: boolean): Promise<Table> {
+  const name = synced ? "war_state" : "war";
+  const rooms = [await new ColyseusClient(url).create(name, { seed: index + 1, target: 1000 })];
   rooms.push(await new ColyseusClient(url).joinById(rooms[0].roomId));
   let awaited = (index + 1) % 2;
   const seen = [0, 0];
@@ -132,10 +135,12 @@ async function colyseusTable(url: string, index: number): Promise<Table> {
   let arrived: (() => void) | null = null;
   const answers = new Map<number, (answer: any) => void>();
   rooms.forEach((room, seat) => {
-    room.onMessage("events", (message: any) => {
-      seen[seat] = message.version;
+    const saw = (version: number): void => {
+      seen[seat] = version;
       if (arrived && seen[0] >= wanted && seen[1] >= wanted) arrived();
-    });
+    };
+    if (synced) room.onStateChange((state: any) => saw(state.version));
+    else room.onMessage("events", (message: any) => saw(message.version));
     room.onMessage("answer", (message: any) => {
       answers.get(message.id)?.(message);
       answers.delete(message.id);
@@ -203,11 +208,13 @@ function percentile(values: number[], q: number): number | null {
 async function main(): Promise<void> {
   const config: Config = JSON.parse(process.argv[2]);
   const sides: Side[] = [];
-  for (const [name, open] of [["tapis", tapisTable], ["colyseus", colyseusTable]] as const) {
-    const where = config[name];
+  for (const where of config.sides) {
     const tables: Table[] = [];
-    for (let i = 0; i < config.tables; i++) tables.push(await open(where.url, i));
-    sides.push({ name, pid: where.pid, tables, open: false, actions: 0, cpu: 0, seconds: 0, latencies: [], inFlight: 0, drained: null, wake: [] });
+    for (let i = 0; i < config.tables; i++) {
+      tables.push(await (where.kind === "tapis" ? tapisTable(where.url, i)
+        : colyseusTable(where.url, i, where.kind === "colyseus_state")));
+    }
+    sides.push({ name: where.name, pid: where.pid, tables, open: false, actions: 0, cpu: 0, seconds: 0, latencies: [], inFlight: 0, drained: null, wake: [] });
   }
   const stop = { done: false };
   const drivers = sides.flatMap((side) => side.tables.map((table) => drive(side, table, stop)));

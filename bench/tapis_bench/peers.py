@@ -1,22 +1,35 @@
 """`make bench-peers`: the War load against Tapis over its WebSocket and against Colyseus, side
-by side (``bench/peers/``: a Colyseus War room, and one Node load generator for both).
+by side in one run (``bench/peers/``: the Colyseus rooms, and one Node load generator for all).
 
-For each table count and each Tapis store (memory, SQLite), a ``tapis-server`` with
-``--ws-port`` and the Colyseus server run at once, and ``load.mjs`` gives each its turns in
-alternation (seat tokens, request ids and per-seat views on the Tapis side). Writes
-``colyseus_cpu_ratio`` (Tapis's server CPU per action ÷ Colyseus's) for each run into
-bench/peers.json and prints the JSON.
+Four servers run at once, for each table count: ``tapis-server --ws-port`` on the memory store
+and on SQLite (seat tokens, request ids, per-seat views with the hidden cards redacted, the
+journal, limits and metrics counted: a server's defaults), and two Colyseus processes: the room
+a Colyseus developer writes (the public state in a Schema, synchronised by patches; the decks
+server-side; the events in the answer) and the messages-only room (no synchronised state; the
+events broadcast once; an answer). ``load.mjs`` gives each side its turns in alternation and
+reads each server's CPU from /proc during its own turns only. Colyseus's cost per action falls
+steeply as its action rate rises, so each side's rate is recorded, and so is the host's
+one-minute load before the run: a ratio from a busy host (load >= 2) is flagged, not
+comparable.
 
-    python -m tapis_bench.peers --dir build/peers [--tables 50,500] [--turns 5] [--turn-s 2]
+The last line printed is a JSON object, per table count (``"50"``, ``"500"``):
+``colyseus_cpu_ratio_state`` and ``colyseus_cpu_ratio_messages`` (Tapis over WebSocket on the
+memory store ÷ each room, server CPU per action), ``sqlite_over_memory`` (Tapis on SQLite ÷ on
+the memory store) and ``load_avg``; every figure goes to bench/peers.json.
+
+    python -m tapis_bench.peers --dir build/peers [--quick] [--tables 50,500] [--turns 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +37,16 @@ from tapis_bench.procs import free_port, progress, wait_ready
 from tapis_bench.stats import raise_fd_limit, ratio
 
 RESULTS = Path(__file__).resolve().parent.parent / "peers.json"
+BUSY_LOAD = 2.0
+"""A one-minute load average from which the host counts as busy (the ratios are flagged)."""
+TAPIS_STORES = ("memory", "sqlite")
+COLYSEUS_ROOMS = {"colyseus_state": "war_state", "colyseus_messages": "war"}
 
 
-def run(folder: Path, tables: int, store: str, turns: int, turn_s: float) -> dict[str, Any]:
-    port, ws_port, colyseus_port = free_port(), free_port(), free_port()
+@contextmanager
+def tapis(tables: int, store: str) -> Iterator[dict[str, Any]]:
+    """A ``tapis-server`` with its WebSocket door, on ``store``: its side of the load."""
+    port, ws_port = free_port(), free_port()
     with tempfile.TemporaryDirectory(prefix="tapis-peers-") as data_dir:
         command = [sys.executable, "-m", "tapis_service.main", "--port", str(port),
                    "--ws-port", str(ws_port), "--store", store, "--log-level", "warning",
@@ -38,28 +57,75 @@ def run(folder: Path, tables: int, store: str, turns: int, turn_s: float) -> dic
                    "--ws-max-sockets-per-peer", str(4 * tables + 100)]
         if store == "sqlite":
             command += ["--data-dir", data_dir]
-        tapis = subprocess.Popen(command)
-        colyseus = subprocess.Popen(["node", "colyseus_war.mjs", str(colyseus_port)], cwd=folder,
-                                    stdout=subprocess.PIPE)
+        process = subprocess.Popen(command)
         try:
-            wait_ready(port, tapis)
-            assert colyseus.stdout is not None
-            assert colyseus.stdout.readline().strip() == b"ready"
-            config = {"tables": tables, "turns": turns, "turn_s": turn_s,
-                      "tapis": {"url": f"ws://127.0.0.1:{ws_port}/ws", "pid": tapis.pid},
-                      "colyseus": {"url": f"ws://127.0.0.1:{colyseus_port}",
-                                   "pid": colyseus.pid}}
-            out = subprocess.run(["node", "load.mjs", json.dumps(config)], cwd=folder,
-                                 check=True, capture_output=True, text=True, timeout=900)
-            figures: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+            wait_ready(port, process)
+            yield {"name": f"tapis_{store}", "kind": "tapis", "pid": process.pid,
+                   "url": f"ws://127.0.0.1:{ws_port}/ws"}
         finally:
-            for process in (tapis, colyseus):
-                process.terminate()
-                process.wait(30)
-    figures["store"] = store
-    figures["colyseus_cpu_ratio"] = ratio(figures["tapis"]["server_cpu_us_per_action"],
-                                          figures["colyseus"]["server_cpu_us_per_action"])
+            process.terminate()
+            process.wait(30)
+
+
+@contextmanager
+def colyseus(folder: Path, name: str) -> Iterator[dict[str, Any]]:
+    """A Colyseus process serving both rooms; the load uses one of them (``name``)."""
+    port = free_port()
+    process = subprocess.Popen(["node", "colyseus_war.mjs", str(port)], cwd=folder,
+                               stdout=subprocess.PIPE)
+    try:
+        assert process.stdout is not None
+        if process.stdout.readline().strip() != b"ready":
+            raise RuntimeError("the Colyseus server did not start")
+        yield {"name": name, "kind": name, "pid": process.pid, "url": f"ws://127.0.0.1:{port}"}
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def run(folder: Path, tables: int, turns: int, turn_s: float) -> dict[str, Any]:
+    """One load run, every side at ``tables`` tables, in alternating turns."""
+    load_avg = round(os.getloadavg()[0], 2)
+    if load_avg >= BUSY_LOAD:
+        progress(f"peers: WARNING the host is busy (load {load_avg} >= {BUSY_LOAD}): "
+                 "Colyseus's cost per action depends on its rate; these ratios are not "
+                 "those of a quiet host")
+    with ExitStack() as stack:
+        sides = [stack.enter_context(tapis(tables, store)) for store in TAPIS_STORES]
+        sides += [stack.enter_context(colyseus(folder, name)) for name in COLYSEUS_ROOMS]
+        config = {"tables": tables, "turns": turns, "turn_s": turn_s, "sides": sides}
+        out = subprocess.run(["node", "load.mjs", json.dumps(config)], cwd=folder,
+                             check=True, capture_output=True, text=True, timeout=1800)
+    figures: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    figures["load_avg"] = load_avg
+    figures["load_avg_after"] = round(os.getloadavg()[0], 2)
     return figures
+
+
+def summary(figures: dict[str, Any]) -> dict[str, float | None]:
+    """The ratios of one run (server CPU per action)."""
+    def cpu(side: str) -> float | None:
+        value = figures.get(side, {}).get("server_cpu_us_per_action")
+        return float(value) if value is not None else None
+
+    memory = cpu("tapis_memory")
+    return {"colyseus_cpu_ratio_state": ratio(memory, cpu("colyseus_state")),
+            "colyseus_cpu_ratio_messages": ratio(memory, cpu("colyseus_messages")),
+            "sqlite_over_memory": ratio(cpu("tapis_sqlite"), memory),
+            "load_avg": figures["load_avg"]}
+
+
+def table(runs: dict[str, dict[str, Any]]) -> str:
+    """The side-by-side table of the docs (Markdown), from the runs."""
+    lines = ["| tables | side | µs CPU per action | actions/s | p50 ms | load before → after |",
+             "|---|---|---|---|---|---|"]
+    for tables, figures in runs.items():
+        for side in ("colyseus_state", "colyseus_messages", "tapis_memory", "tapis_sqlite"):
+            got = figures[side]
+            lines.append(f"| {tables} | {side} | {got['server_cpu_us_per_action']} | "
+                         f"{got['actions_per_s']} | {got['p50_ms']:.2f} | "
+                         f"{figures['load_avg']} → {figures['load_avg_after']} |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -67,18 +133,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dir", type=Path, required=True,
                         help="the scratch folder holding load.mjs and Colyseus")
     parser.add_argument("--tables", default="50,500")
-    parser.add_argument("--stores", default="memory,sqlite")
-    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--turns", type=int, default=5, help="measured turns per side")
     parser.add_argument("--turn-s", type=float, default=2.0)
+    parser.add_argument("--quick", action="store_true",
+                        help="2 measured turns of 1 s per side (a few minutes in all)")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.turns, args.turn_s = 2, 1.0
     raise_fd_limit()
-    runs = []
+    runs: dict[str, dict[str, Any]] = {}
     for tables in (int(n) for n in args.tables.split(",")):
-        for store in args.stores.split(","):
-            progress(f"peers: {tables} tables, Tapis on the {store} store, against Colyseus")
-            runs.append(run(args.dir, tables, store, args.turns, args.turn_s))
-    results = {"peers": runs}
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+        progress(f"peers: {tables} tables: Tapis (memory, SQLite) and Colyseus (state, messages)")
+        runs[str(tables)] = run(args.dir, tables, args.turns, args.turn_s)
+    results = {tables: summary(figures) for tables, figures in runs.items()}
+    RESULTS.write_text(json.dumps({"runs": runs, "results": results}, indent=2) + "\n")
+    print(table(runs))
+    if any(result["load_avg"] is not None and result["load_avg"] >= BUSY_LOAD
+           for result in results.values()):
+        print(f"WARNING: a busy host (one-minute load >= {BUSY_LOAD}): not a quiet host's ratios")
     print(json.dumps(results))
 
 

@@ -114,8 +114,8 @@ class _Job:
 
     __slots__ = ("future", "loop", "writes")
 
-    def __init__(self, writes: list[Write], loop: asyncio.AbstractEventLoop | None,
-                 future: asyncio.Future[None] | None) -> None:
+    def __init__(self, writes: list[Write], loop: asyncio.AbstractEventLoop,
+                 future: asyncio.Future[None]) -> None:
         self.writes = writes
         self.loop = loop
         self.future = future
@@ -337,9 +337,16 @@ class SqliteStore:
             outcomes = self._commit(batch)
             metrics.observe_commit("sqlite", time.perf_counter() - started,
                                    self.commits > commits)
-            for job, outcome in zip(batch, outcomes, strict=True):
-                if job.future is not None and job.loop is not None:
-                    _settle_soon(job.loop, job.future, outcome)
+            self._settle(batch, outcomes)
+
+    def _settle(self, batch: Sequence[_Job], outcomes: Sequence[StoreError | None]) -> None:
+        """The batch's awaitables completed by one wake-up of each loop, not one per write."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, StoreError | None]]] = {}
+        for job, outcome in zip(batch, outcomes, strict=True):
+            by_loop.setdefault(job.loop, []).append((job.future, outcome))
+        for loop, settled in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+                loop.call_soon_threadsafe(_settle_all, settled)
 
     def _commit(self, batch: list[_Job]) -> list[StoreError | None]:
         """One transaction for the batch, one savepoint per job: each job's outcome."""
@@ -485,16 +492,8 @@ def _decoded(game_id: str, record: bytes | str, snapshot_row: tuple[Any, ...] | 
     return decoded_record, snap, entries
 
 
-def _settle_soon(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None],
-                 error: BaseException | None) -> None:
-    settle: Callable[[], None]
-    if error is None:
-        def settle() -> None:
-            if not future.done():
-                future.set_result(None)
-    else:
-        def settle() -> None:
-            if not future.done():
-                future.set_exception(error)
-    with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-        loop.call_soon_threadsafe(settle)
+def _settle_all(settled: list[tuple[asyncio.Future[None], StoreError | None]]) -> None:
+    """On the loop: each write's outcome into its awaitable (unless it was cancelled)."""
+    for future, error in settled:
+        if not future.done():
+            future.set_result(None) if error is None else future.set_exception(error)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -62,6 +63,27 @@ async def test_concurrent_appends_are_group_committed_in_order(tmp_path: Path) -
     loaded = await store.load()
     assert [game_id for game_id, *_ in loaded] == [f"g{n}" for n in range(20)]
     assert all(journal == [{"i": i} for i in range(1, 51)] for *_, journal in loaded)
+    store.close()
+
+
+async def test_a_batch_wakes_the_loop_once_and_each_write_gets_its_own_outcome(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    loop = asyncio.get_running_loop()
+    wakeups: list[object] = []
+    plain = loop.call_soon_threadsafe
+    monkeypatch.setattr(loop, "call_soon_threadsafe",
+                        lambda *args, **kw: (wakeups.append(args[0]), plain(*args, **kw))[1])
+    held = threading.Event()
+    store = SqliteStore(tmp_path, failpoint=lambda stage: held.wait(10))
+    pending = [must(store.created(f"g{n}", {"kind": "war"})) for n in range(10)]
+    pending += [must(store.appended(f"g{n}", 1, {"i": 1})) for n in range(10)]
+    hole = must(store.appended("g0", 3, {"i": 3}))  # input 2 is missing: refused alone
+    held.set()
+    await asyncio.gather(*pending)
+    with pytest.raises(StoreUnavailable):
+        await hole
+    assert store.commits < len(pending) and len(wakeups) == store.commits
+    assert committed(tmp_path, "SELECT COUNT(*) FROM journal") == [(10,)]
     store.close()
 
 
