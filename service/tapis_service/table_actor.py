@@ -35,7 +35,7 @@ from tapis_service.ownership import spectator_token
 from tapis_service.ratelimit import TokenBuckets
 from tapis_service.recovery import snapshot_data
 from tapis_service.replacing import Replacement, hand_over, replacement
-from tapis_service.session import Applied, Pending, Session
+from tapis_service.session import Applied, PendingRequest, RequestKind, Session
 from tapis_service.shielding import retrieve, shielded
 from tapis_service.store import COMMITTED, CommitUnknown, StoreError
 from tapis_service.tokens import token_hash
@@ -47,13 +47,6 @@ log = structlog.get_logger("tapis.host")
 
 P = ParamSpec("P")
 R = TypeVar("R")
-JOIN = -1
-"""The seat under which a join's request id is pending (a joiner has no seat yet)."""
-REPLACE = -2
-"""The seat under which a ReplaceSeat's request id is pending (the backend has no seat)."""
-ROTATE = -3
-"""The seat under which a RotateSpectatorToken's request id is pending."""
-
 
 SHIELDED = ("submit", "claim", "replace", "rotate_spectator")
 """The table actor's methods run ``shielded``."""
@@ -93,8 +86,9 @@ class TableActor:
         # discarded, moved or rested (finished, then loaded back) while this waited?
         session = self.host.sessions.get(session.game_id) or await self.host.find(session.game_id)
         # 1. check
-        if request_id:
-            earlier = session.pending.get((seat, "", request_id))
+        asked = PendingRequest(RequestKind.SEAT_ACTION, request_id, seat) if request_id else None
+        if asked is not None:
+            earlier = session.pending.get(asked)
             if earlier is not None:  # the same input, being committed: its answer
                 return await earlier
             seen = session.remembered(seat, request_id)
@@ -122,7 +116,7 @@ class TableActor:
         write = self._queue(session, entry)
         if write is not COMMITTED:  # a store that keeps nothing: nothing to wait for
             try:
-                await self._settle(session, write, (seat, "", request_id) if request_id else None)
+                await self._settle(session, write, asked)
             except ServiceError as refusal:  # the line says what the caller is told
                 refusal.logged = True
                 log.info("action_in_doubt" if refusal.reason == "COMMIT_UNKNOWN"
@@ -151,8 +145,9 @@ class TableActor:
         session = self.host.sessions.get(session.game_id) or await self.host.find(session.game_id)
         tokens = self.host.tokens
         # 1. check
-        if request_id:
-            earlier = session.pending.get((JOIN, scope, request_id))
+        asked = PendingRequest(RequestKind.JOIN, request_id, scope=scope) if request_id else None
+        if asked is not None:
+            earlier = session.pending.get(asked)
             if earlier is not None:
                 return await earlier
             known = session.join_requests.get((scope, request_id))
@@ -178,7 +173,7 @@ class TableActor:
             entry["join_request_id"] = request_id
             if scope:
                 entry["join_scope"] = scope
-        await self._journal(session, entry, (JOIN, scope, request_id) if request_id else None)
+        await self._journal(session, entry, asked)
         # 4. publish (and know the token)
         if self.host.sessions.get(session.game_id) is session:
             tokens.add(digest, session.game_id, seat)
@@ -199,8 +194,9 @@ class TableActor:
         session = self.host.sessions.get(session.game_id) or await self.host.find(session.game_id)
         tokens = self.host.tokens
         # 1. check
-        if request_id:
-            earlier = session.pending.get((REPLACE, "", request_id))
+        asked = PendingRequest(RequestKind.REPLACE, request_id) if request_id else None
+        if asked is not None:
+            earlier = session.pending.get(asked)
             if earlier is not None:
                 return await earlier
             if request_id in session.replace_requests:
@@ -226,7 +222,7 @@ class TableActor:
             entry["token_hash"] = token_hash(token)
         if request_id:
             entry["replace_request_id"] = request_id
-        await self._journal(session, entry, (REPLACE, "", request_id) if request_id else None)
+        await self._journal(session, entry, asked)
         # 4. publish (and know the new token)
         if self.host.sessions.get(session.game_id) is session:
             if token:
@@ -247,8 +243,9 @@ class TableActor:
         session = self.host.get(session.game_id)
         tokens = self.host.tokens
         # 1. check
-        if request_id:
-            earlier = session.pending.get((ROTATE, "", request_id))
+        asked = PendingRequest(RequestKind.ROTATE, request_id) if request_id else None
+        if asked is not None:
+            earlier = session.pending.get(asked)
             if earlier is not None:
                 return await earlier
             if request_id in session.rotate_requests:
@@ -268,7 +265,7 @@ class TableActor:
                                  "now_ms": self.clock.now_ms()}
         if request_id:
             entry["rotate_request_id"] = request_id
-        await self._journal(session, entry, (ROTATE, "", request_id) if request_id else None)
+        await self._journal(session, entry, asked)
         # 4. answer (nothing to publish: spectators see no event of it)
         if request_id and self.host.sessions.get(session.game_id) is session:
             session.rotate_requests[request_id] = generation
@@ -387,9 +384,9 @@ class TableActor:
         return {"input": table_codec.encode_input(session.rules, move), "now_ms": now}
 
     async def _journal(self, session: Session, entry: dict[str, Any],
-                       pending: Pending | None = None) -> None:
-        """Journal the input just applied and wait for the commit; ``pending``: the (seat,
-        scope, request id) under which a retry meanwhile waits for this task's answer."""
+                       pending: PendingRequest | None = None) -> None:
+        """Journal the input just applied and wait for the commit; ``pending``: the request
+        under which a retry meanwhile waits for this task's answer."""
         write = self._queue(session, entry)
         if write is not COMMITTED:  # a store that keeps nothing: nothing to wait for
             await self._settle(session, write, pending)
@@ -405,10 +402,10 @@ class TableActor:
         return write
 
     async def _settle(self, session: Session, write: Awaitable[None],
-                      pending: Pending | None = None) -> None:
+                      pending: PendingRequest | None = None) -> None:
         """Wait for a journal write; a refused one discards the table's session (it is rebuilt
-        from the store later) and is raised as the caller's refusal. ``pending``: the (seat,
-        scope, request id) under which a retry meanwhile waits for this task's answer."""
+        from the store later) and is raised as the caller's refusal. ``pending``: the
+        request under which a retry meanwhile waits for this task's answer."""
         if pending is not None:
             session.pending[pending] = asyncio.current_task()  # type: ignore[assignment]
         session.writes.add(write)
