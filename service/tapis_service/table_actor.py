@@ -278,11 +278,14 @@ class TableActor:
         try:
             await self.store.created(session.game_id, record)
         except StoreError as error:
-            if isinstance(error, CommitUnknown):  # it may be stored: healing reads it back
-                self.host.unavailable[session.game_id] = session
+            # in doubt, it may be stored: healing reads it back
+            self.host.tables.not_created(session, in_doubt=isinstance(error, CommitUnknown))
             self.host.healing.store_failed(None, error)
             raise store_refusal(error) from error
-        self.host.serve(session, request_id)
+        except BaseException:
+            self.host.tables.not_created(session, in_doubt=False)
+            raise
+        self.host.tables.created(session, request_id)
         log.info("game_created", game=session.game_id, kind=session.rules.kind,
                  seats=len(session.table.seats),
                  bots=sum(s.bot is not None for s in session.table.seats))
@@ -395,7 +398,7 @@ class TableActor:
         """Queue the journal write of the input just applied (and a snapshot when one is
         due): the store commits a table's writes in the order they are queued."""
         if session.at_rest:  # loaded back from rest: a restart must load it from now on
-            self.host.shelf.unrest(session)
+            self.host.tables.woken_input(session)
         write = self.store.appended(session.game_id, session.journal_length, entry,
                                     session.epoch)
         self._checkpoint(session)
