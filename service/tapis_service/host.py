@@ -40,7 +40,7 @@ from tapis_service.results_clerk import ResultsClerk
 from tapis_service.session import CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
 from tapis_service.shelf import Shelf
-from tapis_service.store import MemoryStore, RestingStore, Store
+from tapis_service.store import MemoryStore, RestingStore, Store, StoreError
 from tapis_service.table_actor import TableActor
 from tapis_service.tokens import SeatTokens
 
@@ -229,6 +229,25 @@ class GameHost:
             current.subscribers.discard(subscriber)
         if current is not None and not current.subscribers:  # its last: a finished one rests
             self.shelf.rest_if_done(current)
+
+    # --- what the table actor calls around a commit (table_actor.Committed) -----------------
+
+    def publishing(self, session: Session, over: bool) -> None:
+        self.clerk.note(session)  # before the publication compacts a finished game
+        self.lobby.finished(session.game_id, over)
+
+    def armed(self, session: Session) -> None:
+        if self.presence.idle_ms and session.ownership.backend is not None:
+            self.presence.changed(session)
+
+    def finishing(self, session: Session) -> None:
+        self.shelf.enforce_retention(keep=session.game_id)
+
+    def finished(self, session: Session) -> None:
+        self.shelf.rest_if_done(session)
+
+    def write_failed(self, session: Session | None, error: StoreError) -> None:
+        self.healing.store_failed(session, error)
 
     # --- adopting a table (a cluster) ----------------------------------------------------------
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import types
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 import grpc
 import structlog
@@ -52,6 +52,27 @@ SHIELDED = ("submit", "claim", "replace", "rotate_spectator")
 """The table actor's methods run ``shielded``."""
 
 
+class Committed(Protocol):
+    """What the table actor tells the rest of its host around a commit (the host hands itself
+    in as this): the actor reaches no further into it. State changes go to ``lifecycle``."""
+
+    def publishing(self, session: Session, over: bool) -> None:
+        """Committed events are about to be published (``over``: the game is over): the
+        results are filed, the listing's status follows."""
+
+    def armed(self, session: Session) -> None:
+        """Published, and the table's bots and turn timers armed: its seats' idle timers."""
+
+    def finishing(self, session: Session) -> None:
+        """A game's last input was queued: the retention of finished tables."""
+
+    def finished(self, session: Session) -> None:
+        """A finished game's last input committed: the table rests at once if it may."""
+
+    def write_failed(self, session: Session | None, error: StoreError) -> None:
+        """A journal write (None: a creation record) was not committed (``healing``)."""
+
+
 def _action_name(move: tbl.Input) -> str:
     if isinstance(move, tbl.Act):
         return type(move.action).__name__
@@ -67,6 +88,8 @@ class TableActor:
 
     def __init__(self, host: GameHost) -> None:
         self.host = host
+        self.committed: Committed = host
+        self.tables = host.tables
         self.store = host.store
         self.clock = host.clock
         self.settings = host.settings
@@ -279,13 +302,13 @@ class TableActor:
             await self.store.created(session.game_id, record)
         except StoreError as error:
             # in doubt, it may be stored: healing reads it back
-            self.host.tables.not_created(session, in_doubt=isinstance(error, CommitUnknown))
-            self.host.healing.store_failed(None, error)
+            self.tables.not_created(session, in_doubt=isinstance(error, CommitUnknown))
+            self.committed.write_failed(None, error)
             raise store_refusal(error) from error
         except BaseException:
-            self.host.tables.not_created(session, in_doubt=False)
+            self.tables.not_created(session, in_doubt=False)
             raise
-        self.host.tables.created(session, request_id)
+        self.tables.created(session, request_id)
         log.info("game_created", game=session.game_id, kind=session.rules.kind,
                  seats=len(session.table.seats),
                  bots=sum(s.bot is not None for s in session.table.seats))
@@ -398,7 +421,7 @@ class TableActor:
         """Queue the journal write of the input just applied (and a snapshot when one is
         due): the store commits a table's writes in the order they are queued."""
         if session.at_rest:  # loaded back from rest: a restart must load it from now on
-            self.host.tables.woken_input(session)
+            self.tables.woken_input(session)
         write = self.store.appended(session.game_id, session.journal_length, entry,
                                     session.epoch)
         self._checkpoint(session)
@@ -415,7 +438,7 @@ class TableActor:
         try:
             await write
         except StoreError as error:
-            self.host.healing.store_failed(session, error)
+            self.committed.write_failed(session, error)
             raise store_refusal(error) from error
         finally:
             session.writes.discard(write)
@@ -433,7 +456,7 @@ class TableActor:
             # a failed snapshot costs nothing: the journal has it all
             asyncio.ensure_future(written).add_done_callback(_ignore)
         if finished:
-            self.host.shelf.enforce_retention(keep=session.game_id)
+            self.committed.finishing(session)
 
     def _committed(self, session: Session, upto: int) -> None:
         """The store committed every input up to the one whose last event is ``upto``: its
@@ -443,19 +466,16 @@ class TableActor:
         if self.host.sessions.get(session.game_id) is session:
             self.after_change(session)
             if session.table.game_over(session.rules):  # finished: it rests at once if it may
-                self.host.shelf.rest_if_done(session)
+                self.committed.finished(session)
 
     def after_change(self, session: Session) -> None:
         """File a backend's results, publish what is durable, then arm the bots and timers
         the table now calls for."""
         over = session.table.game_over(session.rules)
-        self.host.clerk.note(session)  # before the publication compacts a finished game
-        self.host.lobby.finished(session.game_id, over)
+        self.committed.publishing(session, over)  # before it compacts a finished game
         fanout.publish(session)
         self.autoplay.rearm(session, over)
-        presence = self.host.presence
-        if presence.idle_ms and session.ownership.backend is not None:
-            presence.changed(session)
+        self.committed.armed(session)
 
     async def settle(self) -> None:
         """Wait for the server moves in progress (stopping)."""
