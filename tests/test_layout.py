@@ -128,7 +128,7 @@ def table_map_writes(tree: ast.AST) -> list[str]:
     self.tables.live``: the host's view of it)."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
-        targets: list[ast.AST] = []
+        targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = list(node.targets)
             if all(isinstance(t, ast.Attribute) for t in targets) \
@@ -150,7 +150,7 @@ def table_map_writes(tree: ast.AST) -> list[str]:
         for target in targets:
             name = _map_named(target)
             if name is not None:
-                found.append((node.lineno, f".{name} written"))
+                found.append((target.lineno, f".{name} written"))
     return [f"line {line}: {what}" for line, what in sorted(found)]
 
 
