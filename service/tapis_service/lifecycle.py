@@ -2,22 +2,20 @@
 each transition does. Every change of a table's state happens here (``tests/test_layout.py``
 checks that no other module writes the maps below).
 
-The states (``TableState``)::
+The states (``TableState``) and the transitions between them (``Tables`` methods)::
 
-    CREATING ──created──▶ LIVE ◀──installed── (stored: recovery, adoption)
-       │                  │  ▲ ▲
-       │ in doubt         │  │ └──woken── RESTING ◀──listed── (stored at rest: recovery)
-       ▼                  │  │              ▲  │
-    UNAVAILABLE ◀─failed──┘  └─rebuilt──┐   │  └──unlisted──▶ GONE (moved, lost, handed off)
-       │  └──────────────────────────────┘  rested (finished, nothing keeps it in memory)
-       ├──quarantined──▶ QUARANTINED ◀── (stored but damaged: recovery, adoption, wake)
-       └──given up──▶ GONE (another node owns it, or the store lost it)
-    LIVE ──discarded / lost / dropped──▶ GONE;  RESTING ──dropped──▶ GONE
+    GONE ──begin──▶ CREATING ──created──▶ LIVE   (not_created: to GONE; in doubt, UNAVAILABLE)
+    GONE, RESTING, UNAVAILABLE, QUARANTINED ──install──▶ LIVE   (recovery, wake, rebuild, adopt)
+    GONE ──listed_at_rest──▶ RESTING ◀──rest── LIVE    (a finished table nothing keeps in memory)
+    LIVE ──failed──▶ UNAVAILABLE ──give_up──▶ GONE      (a write failed; not rebuilt)
+    LIVE ──discard──▶ GONE ◀──unlist_resting── RESTING  (dropped, moved or lost, handed off)
+    GONE, RESTING, UNAVAILABLE ──quarantine──▶ QUARANTINED  (stored but damaged)
 
 ``GONE`` is no entry at all: a table this server does not hold. What each transition does is
-declared in ``TRANSITIONS`` and done by the one ``Tables`` method that makes it: the turn,
-bot and presence timers (cancelled when a table leaves memory; armed by ``arm``, the table
-actor's ``after_change``, when it enters it), the ``ListGames`` line (``lobby``), the seat
+declared in ``TRANSITIONS`` and done by the one ``Tables`` method that makes it: the turn
+and bot timers (cancelled when a table leaves memory; armed by ``arm``, the table actor's
+``after_change``, when it enters it; the unjoined TTL and the abandon are housekeeping's
+sweeps over the live map), the ``ListGames`` line (``lobby``), the seat
 tokens, the open streams (ended, or kept for a rebuild), the store's rest listing and drop.
 Ownership is confirmed by the caller (``host.confirm_owner``, awaited) before an install from
 rest, a rebuild or an adoption: those transitions are declared to require it.
@@ -154,11 +152,12 @@ class Tables:
             return S.CREATING
         return S.GONE
 
-    def _move(self, game_id: str, to: TableState) -> TableState:
-        """Check the transition of ``game_id`` to ``to`` and take it out of its former
-        state's map (the caller puts it in the new one); its former state."""
+    def _move(self, game_id: str, to: TableState, *from_: TableState) -> TableState:
+        """Check the transition of ``game_id`` to ``to`` (from one of ``from_``, the states the
+        calling transition leaves) and take it out of its former state's map (the caller puts
+        it in the new one); its former state."""
         was = self.state_of(game_id)
-        if (was, to) not in TRANSITIONS:
+        if was not in from_ or (was, to) not in TRANSITIONS:
             raise TransitionError(f"table {game_id}: {was.value} -> {to.value} is not allowed")
         if was is S.LIVE:
             session = self.live.pop(game_id)
@@ -193,19 +192,19 @@ class Tables:
 
     def begin(self, session: Session) -> None:
         """GONE -> CREATING: its creation record is being written."""
-        self._move(session.game_id, S.CREATING)
+        self._move(session.game_id, S.CREATING, S.GONE)
         self.creating[session.game_id] = session
 
     def created(self, session: Session, request_id: str = "") -> None:
         """CREATING -> LIVE: its record is committed; served and listed (its request id
         answered). The table actor publishes and arms it (``after_change``)."""
-        self._move(session.game_id, S.LIVE)
+        self._move(session.game_id, S.LIVE, S.CREATING)
         self._serve(session, request_id)
 
     def not_created(self, session: Session, in_doubt: bool) -> None:
         """CREATING -> UNAVAILABLE (``in_doubt``: it may be stored, the healer reads it
         back) or GONE (the store kept nothing)."""
-        self._move(session.game_id, S.UNAVAILABLE if in_doubt else S.GONE)
+        self._move(session.game_id, S.UNAVAILABLE if in_doubt else S.GONE, S.CREATING)
         if in_doubt:
             self.unavailable[session.game_id] = session
 
@@ -228,7 +227,7 @@ class Tables:
             session.presence = kept.presence  # their seats' streams and timers (presence.py)
             session.published_sequence = min(kept.published_sequence, session.last_sequence)
         former = self.unavailable.get(game_id)
-        self._move(game_id, S.LIVE)
+        self._move(game_id, S.LIVE, S.GONE, S.RESTING, S.UNAVAILABLE, S.QUARANTINED)
         if former is not None and former is not kept:  # a newer session: they resume here
             for subscriber in former.subscribers:
                 subscriber.close()
@@ -246,7 +245,7 @@ class Tables:
                        answers_request: bool = False) -> None:
         """GONE -> RESTING: a table the store keeps at rest (recovery, a takeover), listed by
         it (``answers_request``: a retry of the CreateGame that made it gets it)."""
-        self._move(game_id, S.RESTING)
+        self._move(game_id, S.RESTING, S.GONE)
         self._list_resting(game_id, table)
         if answers_request and table.request_id:
             self.create_requests[table.backend or "", table.request_id] = game_id
@@ -264,7 +263,7 @@ class Tables:
         assert self.rest_store is not None
         listing = listing_of(session)
         game_id = session.game_id
-        self._move(game_id, S.RESTING)
+        self._move(game_id, S.RESTING, S.LIVE)
         self._list_resting(game_id, RestingTable.of(game_id, listing, session.epoch))
         written = self.rest_store.rested(game_id, listing, session.epoch)
         asyncio.ensure_future(written).add_done_callback(_retrieved)
@@ -281,7 +280,7 @@ class Tables:
     def failed(self, session: Session) -> None:
         """LIVE -> UNAVAILABLE: its write failed; unlisted, its timers stop, its streams
         wait for the rebuild."""
-        self._move(session.game_id, S.UNAVAILABLE)
+        self._move(session.game_id, S.UNAVAILABLE, S.LIVE)
         self.lobby.remove(session.game_id)
         self.unavailable[session.game_id] = session
 
@@ -292,7 +291,7 @@ class Tables:
         session = self.live.get(game_id)
         if session is None:
             return None
-        self._move(game_id, S.GONE)
+        self._move(game_id, S.GONE, S.LIVE)
         self.lobby.remove(game_id)
         for subscriber in session.subscribers:
             subscriber.close()
@@ -304,7 +303,7 @@ class Tables:
         table = self.resting.get(game_id)
         if table is None:
             return None
-        self._move(game_id, S.GONE)
+        self._move(game_id, S.GONE, S.RESTING)
         self.lobby.remove(game_id)
         return table
 
@@ -313,7 +312,7 @@ class Tables:
         store kept nothing, or a newer session serves it): its streams end (to resume where it
         is served)."""
         if self.unavailable.get(session.game_id) is session:
-            self._move(session.game_id, S.GONE)
+            self._move(session.game_id, S.GONE, S.UNAVAILABLE)
         for subscriber in session.subscribers:
             subscriber.close()
 
@@ -333,7 +332,7 @@ class Tables:
         """GONE, RESTING, UNAVAILABLE (its streams end) or QUARANTINED -> QUARANTINED: kept
         apart, listed as damaged, refused."""
         former = self.unavailable.get(game_id)
-        self._move(game_id, S.QUARANTINED)
+        self._move(game_id, S.QUARANTINED, S.GONE, S.RESTING, S.UNAVAILABLE, S.QUARANTINED)
         self.quarantined[game_id] = damaged
         self.lobby.remove(game_id)  # listed as damaged (ListGames reads ``quarantined``)
         if former is not None:
