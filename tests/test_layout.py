@@ -102,3 +102,74 @@ def test_no_module_of_the_service_is_too_long() -> None:
         if lines > MAX_LINES_OF.get(name, MAX_LINES):
             long[name] = lines
     assert long == {}, f"split these modules: {long}"
+
+
+TABLE_MAPS = frozenset({"sessions", "live", "creating", "resting", "unavailable", "quarantined",
+                        "held_by", "create_requests", "at_rest"})
+"""The host's maps of its tables by state (and what indexes them, and a session's rest flag):
+written by the lifecycle module only (issue 32)."""
+MUTATORS = frozenset({"pop", "popitem", "clear", "update", "setdefault", "__setitem__",
+                      "__delitem__", "move_to_end"})
+LIFECYCLE = "service/tapis_service/lifecycle.py"
+
+
+def _map_named(node: ast.AST) -> str | None:
+    """The table map an expression is (``x.sessions``, ``x.sessions[k]``), if any."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Attribute) and node.attr in TABLE_MAPS:
+        return node.attr
+    return None
+
+
+def table_map_writes(tree: ast.AST) -> list[str]:
+    """Where ``tree`` changes a table map: an item set or deleted, a mutating call, or the
+    attribute bound to anything but the lifecycle's own map (``self.sessions =
+    self.tables.live``: the host's view of it)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+            if all(isinstance(t, ast.Attribute) for t in targets) \
+                    and isinstance(node.value, ast.Attribute) \
+                    and isinstance(node.value.value, ast.Attribute) \
+                    and node.value.value.attr == "tables":
+                continue  # a view of the lifecycle's map
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+            if isinstance(node, ast.AnnAssign) and isinstance(node.value, ast.Attribute) \
+                    and isinstance(node.value.value, ast.Attribute) \
+                    and node.value.value.attr == "tables":
+                continue
+        elif isinstance(node, ast.Delete):
+            targets = list(node.targets)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in MUTATORS and _map_named(node.func.value):
+            found.append((node.lineno, f".{_map_named(node.func.value)}.{node.func.attr}()"))
+        for target in targets:
+            name = _map_named(target)
+            if name is not None:
+                found.append((target.lineno, f".{name} written"))
+    return [f"line {line}: {what}" for line, what in sorted(found)]
+
+
+def test_only_the_lifecycle_module_changes_a_tables_state() -> None:
+    writers = {}
+    for path in sorted((ROOT / "service").rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        if name == LIFECYCLE:
+            continue
+        found = table_map_writes(ast.parse(path.read_text(encoding="utf-8")))
+        if found:
+            writers[name] = found
+    assert writers == {}, f"change a table's state through lifecycle.Tables: {writers}"
+
+
+def test_the_check_sees_a_table_map_written() -> None:
+    tree = ast.parse("host.sessions[g] = s\ndel host.unavailable[g]\nhost.resting.pop(g)\n"
+                     "session.at_rest = True\nself.sessions = {}\n"
+                     "self.sessions = self.tables.live\nhost.sessions.get(g)\n")
+    assert table_map_writes(tree) == [
+        "line 1: .sessions written", "line 2: .unavailable written", "line 3: .resting.pop()",
+        "line 4: .at_rest written", "line 5: .sessions written"]

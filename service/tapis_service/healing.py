@@ -132,18 +132,15 @@ class Healing:
         host = self.host
         if session is not None and host.sessions.get(session.game_id) is session:
             game_id = session.game_id
-            host.forget(game_id)
-            host.lobby.remove(game_id)
             if isinstance(error, JournalConflict):
                 log.warning("table_lost", game=game_id, error=str(error)[:200])
-                for subscriber in session.subscribers:
-                    subscriber.close()
+                host.tables.discard(game_id)  # its streams end
                 for lost in host.lost_listeners:
                     lost(game_id)
                 return
             logrepeat.limited(log.error, "game_discarded", game=game_id, error=str(error)[:200])
             session.failed_in_doubt = isinstance(error, CommitUnknown)
-            host.unavailable[game_id] = session
+            host.tables.failed(session)
         if isinstance(error, JournalConflict):
             return
         if self.store_healthy:
@@ -189,52 +186,36 @@ class Healing:
         if host.unavailable.get(game_id) is not old:
             return
         if stored is None:
-            del host.unavailable[game_id]
-            for subscriber in old.subscribers:
-                subscriber.close()
+            host.tables.give_up(old)  # its streams end
             return
         try:
             restored = restore(game_id, *stored)
         except RecoveryError as error:
-            del host.unavailable[game_id]
-            self.quarantine(game_id, str(error), stored[0])
-            for subscriber in old.subscribers:
-                subscriber.close()
+            self.quarantine(game_id, str(error), stored[0])  # its streams end
             return
-        owned = game_id not in host.sessions and await host.confirm_owner(game_id, old.epoch)
-        if host.unavailable.get(game_id) is not old:
-            return
-        del host.unavailable[game_id]
-        if game_id in host.sessions:  # a newer session serves it: its streams resume there
-            for subscriber in old.subscribers:
-                subscriber.close()
+        owned = await host.confirm_owner(game_id, old.epoch)
+        if host.unavailable.get(game_id) is not old:  # a newer session serves it (or none)
             return
         if not owned:
             self.lost(old)
             return
-        fresh = restored.session
-        fresh.epoch = old.epoch
-        fresh.subscribers = old.subscribers
-        fresh.presence = old.presence  # their seats' streams, and its timers (presence.py)
-        fresh.published_sequence = min(old.published_sequence, fresh.last_sequence)
-        host.install(restored)
+        # its streams and presence carry on
+        fresh = host.tables.install(restored, epoch=old.epoch, kept=old)
         log.info("game_rebuilt", game=game_id, inputs=fresh.journal_length)
-        host.actor.after_change(fresh)
 
     def lost(self, session: Session) -> None:
         """A discarded table this server does not own any more (another node serves it):
         not rebuilt; its streams end (to resume where it is served now)."""
         log.warning("table_lost", game=session.game_id, epoch=session.epoch)
-        for subscriber in session.subscribers:
-            subscriber.close()
+        self.host.tables.give_up(session)  # its streams end
         for lost in self.host.lost_listeners:
             lost(session.game_id)
 
     def quarantine(self, game_id: str, why: str, record: Any) -> None:
         """Keep ``game_id`` apart: ``record`` is its stored creation record (what of it can be
         read names its kind and its owner)."""
-        self.host.quarantined[game_id] = Quarantined(stored_kind(record), why,
-                                                     stored_owner(record))
+        self.host.tables.quarantine(game_id, Quarantined(stored_kind(record), why,
+                                                         stored_owner(record)))
         log.error("game_quarantined", game=game_id, error=why[:300])
 
     def stop(self) -> None:

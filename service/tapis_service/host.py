@@ -1,7 +1,8 @@
 """The game host: the tables this server holds, and what indexes them.
 
-It keeps the live sessions (by game id), the seat tokens, the create request ids, the tables
-whose last write failed (``healing``) and the quarantined ones; it creates tables, claims seats
+It holds one map of its tables and their states (``lifecycle.Tables``: live, at rest, being
+created, awaiting a rebuild, quarantined; every change of state is made there), the seat
+tokens and the create request ids; it creates tables, claims seats
 and hands inputs to the table actor (``table_actor``), which applies, journals and publishes
 them; it restores tables from the store at start (``recover``) and one by one in a cluster
 (``adopt``), lets finished ones rest out of memory and loads them back on demand
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -24,29 +24,23 @@ from tapis_engine import table as tbl
 from tapis_engine import table_codec
 from tapis_engine.protocol import GameSetup
 from tapis_engine.registry import rules_for
-from tapis_service import metrics
 from tapis_service.adapters import ADAPTERS
 from tapis_service.clock import Clock
 from tapis_service.errors import ServiceError, failed_precondition, not_found
-from tapis_service.healing import (
-    Healing,
-    Quarantined,
-    quarantined_refusal,
-    store_unavailable,
-)
+from tapis_service.healing import Healing, quarantined_refusal, store_unavailable
 from tapis_service.joinkey import join_key
+from tapis_service.lifecycle import Tables
 from tapis_service.limits import quote
 from tapis_service.lobby import Lobby
 from tapis_service.ownership import Ownership
 from tapis_service.presence import Presence
-from tapis_service.recovery import RecoveryError, Restored, recover_all, restore
-from tapis_service.resting import RestingTable
+from tapis_service.recovery import RecoveryError, recover_all, restore
 from tapis_service.results import MemoryResults, ResultsFeed
 from tapis_service.results_clerk import ResultsClerk
 from tapis_service.session import CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.settings import Settings
 from tapis_service.shelf import Shelf
-from tapis_service.store import MemoryStore, RestingStore, Store
+from tapis_service.store import MemoryStore, RestingStore, Store, StoreError
 from tapis_service.table_actor import TableActor
 from tapis_service.tokens import SeatTokens
 
@@ -62,25 +56,25 @@ class GameHost:
         self.store: Store = store or MemoryStore()
         self.keeps_journal = self.store.keeps_journal
         """False for a store that keeps nothing (``--store memory``)."""
-        self.sessions: OrderedDict[str, Session] = OrderedDict()
-        self.resting: dict[str, RestingTable] = {}
-        """Tables at rest (finished, out of memory, kept by the store) -> their listing."""
         self.rest_store = self.store if isinstance(self.store, RestingStore) else None
         """The store, when tables may rest in it (else finished ones stay in memory)."""
         self.tokens = SeatTokens(join_key(settings))
-        self.held_by: Counter[str] = Counter()
-        """Tables held per backend name ("": created without a key), for its quota."""
-        self.create_requests: dict[tuple[str, str], str] = {}
-        """(its sender's scope, ``ownership.scope_of``; CreateGame request id) -> the table
-        it created (another sender's same id creates a table of its own)."""
+        self.lobby = Lobby()
+        """What ListGames lists (the tables in memory and at rest), indexed (lobby.py)."""
+        self.tables = Tables(self.lobby, self.tokens, self.store,
+                             arm=lambda session: self.actor.after_change(session),
+                             restored=lambda session: self.clerk.restored(session))
+        """Every table held here and its state; the only place one changes (lifecycle.py).
+        The maps below are its per-state maps, read here (a plain dict get) and written
+        there only."""
+        self.sessions: dict[str, Session] = self.tables.live
+        self.resting = self.tables.resting
+        self.unavailable = self.tables.unavailable
+        self.quarantined = self.tables.quarantined
+        self.held_by = self.tables.held_by
+        self.create_requests = self.tables.create_requests
         self.stopping = False
         """Set once the server is stopping (``end_streams``)."""
-        self.quarantined: dict[str, Quarantined] = {}
-        """Stored games that cannot be restored faithfully; kept on disk untouched, listed
-        (to whom their ownership allows), and refused with GAME_QUARANTINED."""
-        self.unavailable: dict[str, Session] = {}
-        """Games whose last write failed -> their discarded session (its streams wait on it),
-        until they are rebuilt from the store."""
         self.health_listeners: list[Callable[[bool], None]] = []
         """Told False when a write fails and True once the store commits again."""
         self.lost_listeners: list[Callable[[str], None]] = []
@@ -95,11 +89,10 @@ class GameHost:
         """Files the results of backends' tables (a durable ledger set by the server)."""
         self.actor = TableActor(self)
         self.presence = Presence(self)  # who is connected at each table (presence.py)
-        self._creating: dict[tuple[str, str], asyncio.Future[Any]] = {}
+        self._create_calls: dict[tuple[str, str], asyncio.Future[Any]] = {}
+        """(scope, CreateGame request id) -> the creation in progress (a retry waits on it)."""
         self.shelf = Shelf(self)
         """The finished tables' life: rest, wake, retention (shelf.py)."""
-        self.lobby = Lobby()
-        """What ListGames lists (the tables in memory and at rest), indexed (lobby.py)."""
 
     # --- lookups --------------------------------------------------------------------------
 
@@ -153,17 +146,17 @@ class GameHost:
         table is served (and its request id, its backend's, answered) once committed."""
         scope = "" if ownership is None else ownership.backend or ""
         if request_id:
-            if (scope, request_id) in self._creating:
-                await asyncio.wait([self._creating[scope, request_id]])
+            if (scope, request_id) in self._create_calls:
+                await asyncio.wait([self._create_calls[scope, request_id]])
             created = self.create_requests.get((scope, request_id), "")
             existing = self.sessions.get(created)
             if existing is not None:
                 return existing
             if created in self.resting:
                 return await self.shelf.wake(created)
-        if len(self.sessions) + len(self._creating) >= self.settings.max_games:
+        if len(self.sessions) + len(self.tables.creating) >= self.settings.max_games:
             self.shelf.make_room()
-            if len(self.sessions) + len(self._creating) >= self.settings.max_games:
+            if len(self.sessions) + len(self.tables.creating) >= self.settings.max_games:
                 raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_GAMES",
                                    "this server holds as many games as it may; try later")
         if stacked_deck is not None and not self.settings.allow_stacked_decks:
@@ -192,16 +185,19 @@ class GameHost:
         if ownership is not None and ownership != Ownership():
             session.ownership = ownership
             record["ownership"] = ownership.encode()
-        key = (scope, request_id) if request_id else ("\0", game_id)
-        opening = self._creating[key] = asyncio.ensure_future(
-            self.actor.open(session, record, request_id))
+        self.tables.begin(session)
+        opening = asyncio.ensure_future(self.actor.open(session, record, request_id))
+        if not request_id:
+            return await asyncio.shield(opening)
+        key = (scope, request_id)
+        self._create_calls[key] = opening
         try:
             return await asyncio.shield(opening)
         finally:
             if opening.done():
-                self._creating.pop(key, None)
+                self._create_calls.pop(key, None)
             else:
-                opening.add_done_callback(lambda _: self._creating.pop(key, None))
+                opening.add_done_callback(lambda _: self._create_calls.pop(key, None))
 
     async def join(self, game_id: str, seat: int | None, name: str,
                    request_id: str = "", scope: str = "") -> tuple[Session, int, str]:
@@ -234,83 +230,26 @@ class GameHost:
         if current is not None and not current.subscribers:  # its last: a finished one rests
             self.shelf.rest_if_done(current)
 
-    # --- serving and forgetting tables -----------------------------------------------------------
+    # --- what the table actor calls around a commit (table_actor.Committed) -----------------
 
-    def serve(self, session: Session, request_id: str = "") -> None:
-        """Serve a table just created (its record committed)."""
-        self.sessions[session.game_id] = session
-        self.list_session(session)
-        self.held_by[session.ownership.backend or ""] += 1
-        metrics.GAMES.set(len(self.sessions))
-        if request_id:
-            session.create_request_id = request_id
-            self.create_requests[session.ownership.backend or "", request_id] = session.game_id
+    def publishing(self, session: Session, over: bool) -> None:
+        self.clerk.note(session)  # before the publication compacts a finished game
+        self.lobby.finished(session.game_id, over)
 
-    def install(self, restored: Restored) -> None:
-        """Serve a table restored from the store."""
-        session = restored.session
-        self.serve(session, restored.create_request_id)
-        for digest, seat in restored.tokens.items():
-            self.tokens.add(digest, session.game_id, seat)
-        for digest in restored.revoked:
-            self.tokens.add_revoked(digest, session.game_id)
-        self.clerk.restored(session)
+    def armed(self, session: Session) -> None:
+        if self.presence.idle_ms and session.ownership.backend is not None:
+            self.presence.changed(session)
 
-    def list_session(self, session: Session) -> None:
-        """ListGames lists this table in memory (where its status says)."""
-        owned = session.ownership
-        self.lobby.put(session.game_id, session.created_ms, session.rules.kind,
-                       owned.backend if owned.private else None,
-                       session.table.game_over(session.rules))
+    def finishing(self, session: Session) -> None:
+        self.shelf.enforce_retention(keep=session.game_id)
 
-    def rest_listed(self, game_id: str, table: RestingTable) -> None:
-        """A table at rest: kept (and listed) by its stored listing."""
-        self.resting[game_id] = table
-        self.lobby.put(game_id, table.created_ms, table.kind,
-                       table.backend if table.private else None, True)
+    def finished(self, session: Session) -> None:
+        self.shelf.rest_if_done(session)
 
-    def unrest(self, game_id: str) -> RestingTable | None:
-        """A table at rest no longer kept here (dropped, or another node took it): unlisted too."""
-        table = self.resting.pop(game_id, None)
-        if table is not None:
-            self.lobby.remove(game_id)
-        return table
+    def write_failed(self, session: Session | None, error: StoreError) -> None:
+        self.healing.store_failed(session, error)
 
-    def forget(self, game_id: str) -> Session | None:
-        """Stop serving a table (its timers stop, its tokens are forgotten; its streams are
-        the caller's business; the caller lists it at rest or unlists it); the session it
-        was, if any."""
-        session = self.sessions.pop(game_id, None)
-        if session is None:
-            return None
-        self.held_by[session.ownership.backend or ""] -= 1
-        metrics.GAMES.set(len(self.sessions))
-        session.cancel_timers()
-        self.tokens.forget(game_id)
-        return session
-
-    def discard(self, game_id: str) -> bool:
-        """Forget a table in memory only (the store keeps it: another node serves it now, or
-        ``drop`` deletes it); False when this server did not hold it."""
-        session = self.forget(game_id)
-        if session is None:
-            return False
-        self.lobby.remove(game_id)
-        for subscriber in session.subscribers:
-            subscriber.close()
-        return True
-
-    def drop(self, game_id: str) -> None:
-        """Forget a table (in memory or at rest), and delete it from the store."""
-        if (resting := self.unrest(game_id)) is not None:
-            epoch = resting.epoch
-        else:
-            session = self.sessions.get(game_id)
-            if session is None or not self.discard(game_id):
-                return
-            epoch = session.epoch
-        written = self.store.dropped(game_id, epoch)
-        asyncio.ensure_future(written).add_done_callback(_retrieved)
+    # --- adopting a table (a cluster) ----------------------------------------------------------
 
     async def adopt(self, game_id: str, epoch: int) -> Session | None:
         """Load one table from the store (snapshot-checked journal replay) under the fencing
@@ -324,20 +263,14 @@ class GameHost:
             return None
         if game_id in self.sessions:  # adopted meanwhile
             return self.sessions[game_id]
-        # listed on where it is until served or quarantined
-        was_resting = self.resting.pop(game_id, None) is not None
+        was_resting = game_id in self.resting  # listed where it is until served or quarantined
         try:
             restored = restore(game_id, *stored)
         except RecoveryError as error:
-            self.lobby.remove(game_id)
             self.healing.quarantine(game_id, str(error), stored[0])
             raise quarantined_refusal(game_id) from error
-        self.quarantined.pop(game_id, None)
-        restored.session.epoch = epoch
-        restored.session.at_rest = was_resting  # its first input clears the stored listing
-        self.install(restored)
-        self.actor.after_change(restored.session)
-        return restored.session
+        # its first input clears a stored rest listing
+        return self.tables.install(restored, epoch=epoch, at_rest=was_resting)
 
     # --- start and stop ------------------------------------------------------------------------
 
@@ -349,16 +282,11 @@ class GameHost:
         """The server is stopping: every open event stream ends now (UNAVAILABLE /
         SERVER_STOPPING, with where to resume) instead of holding the stop for its grace."""
         self.stopping = True
-        for session in [*self.sessions.values(), *self.unavailable.values()]:
-            for subscriber in list(session.subscribers):
-                subscriber.close()
+        self.tables.end_streams()
 
     async def close(self) -> None:
         self.stopping = True
-        for session in self.sessions.values():
-            session.cancel_timers()
-            for subscriber in session.subscribers:
-                subscriber.close()
+        self.tables.stop()
         self.healing.stop()
         for session in list(self.sessions.values()):
             await asyncio.gather(*session.writes, return_exceptions=True)
@@ -368,9 +296,3 @@ class GameHost:
 async def _always_owner(game_id: str, epoch: int) -> bool:
     """A single server's answer to ``confirm_owner``: its tables are its own."""
     return True
-
-
-def _retrieved(future: asyncio.Future[Any]) -> None:
-    """Mark a future's exception retrieved (its failure is handled elsewhere)."""
-    if not future.cancelled():
-        future.exception()

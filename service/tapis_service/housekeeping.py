@@ -110,7 +110,7 @@ class Housekeeping:
             if self.unjoined_ms and not table.started and waited >= self.unjoined_ms \
                     and not any(s.claimed and s.bot is None for s in table.seats):
                 log.info("game_expired", game=game_id, reason="nobody joined")
-                self.host.drop(game_id)
+                self.host.tables.drop(game_id)
                 self.expired += 1
                 continue
             if self.abandon_ms:

@@ -222,9 +222,7 @@ async def recover_all(host: GameHost) -> None:
         except (KeyError, TypeError, ValueError):
             unreadable.append(game_id)  # loaded below instead
             continue
-        host.rest_listed(game_id, table)
-        if table.request_id:
-            host.create_requests[table.backend or "", table.request_id] = game_id
+        host.tables.listed_at_rest(game_id, table, answers_request=True)
     stored = await host.store.load()
     for game_id in unreadable:
         one = await host.store.load_game(game_id)
@@ -238,8 +236,8 @@ async def recover_all(host: GameHost) -> None:
         except RecoveryError as error:
             host.healing.quarantine(game_id, str(error), record)
             continue
-        restored.session.at_rest = game_id in unreadable  # its listing is still stored
-        host.install(restored)
+        # armed below (``start_recovered``); an unreadable listing is still stored
+        host.tables.install(restored, at_rest=game_id in unreadable, arm=False)
     held = len(host.sessions) + len(host.resting)
     host.shelf.enforce_retention()
     rested = await host.shelf.start_recovered()

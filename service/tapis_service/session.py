@@ -7,11 +7,12 @@ Inputs are applied one at a time, synchronously (the asyncio loop never interlea
 from __future__ import annotations
 
 import asyncio
+import enum
 import zlib
 from collections import deque
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tapis_engine import table as tbl
 from tapis_engine.frozen import fast_init
@@ -86,10 +87,32 @@ class Applied:
     live log: its bytes come from ``Session.compacted``, before ``events``."""
 
 
+class RequestKind(enum.Enum):
+    """What an input being committed is (``PendingRequest.kind``)."""
+
+    SEAT_ACTION = "seat_action"
+    """A seat's SubmitAction."""
+    JOIN = "join"
+    """A JoinGame (the joiner has no seat yet)."""
+    REPLACE = "replace"
+    """A backend's ReplaceSeat."""
+    ROTATE = "rotate"
+    """A backend's RotateSpectatorToken."""
+
+
+class PendingRequest(NamedTuple):
+    """An input applied but not yet committed, by its request id: a retry meanwhile waits
+    for the task that commits it (a tuple: hashed as fast as the plain key it replaces)."""
+
+    kind: RequestKind
+    request_id: str
+    seat: int | None = None
+    """The acting seat (``SEAT_ACTION`` only)."""
+    scope: str = ""
+    """The scope of a join's request id (``ownership.scope_of``; ``JOIN`` only)."""
+
+
 Queued = tuple[tuple[LoggedEvent, ...], bytes]
-Pending = tuple[int, str, str]
-"""An input being committed: (seat, or the table actor's JOIN/REPLACE; the scope of a join's
-request id, ``ownership.scope_of``, else ""; the request id)."""
 """What a stream's mailbox holds for one change: its events, and their serialized
 ``StreamEventsResponse`` as the stream's seat sees them (built once, by the fan-out); no
 events: a presence change (``presence.py``)."""
@@ -214,9 +237,9 @@ class Session:
     request_ids: dict[int, dict[str, tuple[int, int, int]]] = field(default_factory=dict)
     """Seat -> request id -> (version, first and last event sequence) of its committed answer,
     for the life of the table (rebuilt from the journal after a restart)."""
-    pending: dict[Pending, asyncio.Future[Any]] = field(default_factory=dict)
-    """(seat, scope, request id) of inputs applied but not yet committed -> the task that
-    commits them and answers (a retry meanwhile gets its answer)."""
+    pending: dict[PendingRequest, asyncio.Future[Any]] = field(default_factory=dict)
+    """Inputs applied but not yet committed, by request -> the task that commits them and
+    answers (a retry meanwhile gets its answer)."""
     writes: set[Awaitable[None]] = field(default_factory=set)
     """Commits in flight (a rebuild waits for every one of them to settle first)."""
     subscribers: set[Subscriber] = field(default_factory=set)

@@ -14,7 +14,7 @@ from tapis_service.errors import not_found
 from tapis_service.healing import moved_refusal, quarantined_refusal, store_refusal
 from tapis_service.limits import quote
 from tapis_service.recovery import RecoveryError, restore
-from tapis_service.resting import RestingTable, listing_of, restable
+from tapis_service.resting import restable
 from tapis_service.session import Session
 from tapis_service.store import StoreError, paced
 
@@ -53,7 +53,7 @@ class Shelf:
         finished = [gid for gid in self.finished(keep) if gid not in self.host.clerk.held]
         excess = len(finished) - limit + (1 if keep is not None else 0)
         for game_id in finished[:max(excess, 0)]:
-            self.host.drop(game_id)
+            self.host.tables.drop(game_id)
 
     def make_room(self) -> None:
         """Make room: finished tables rest (when the store keeps them), else the oldest
@@ -65,7 +65,7 @@ class Shelf:
                     if s.table.game_over(s.rules) and gid not in self.host.clerk.held]
         excess = max(len(finished) - self.host.settings.finished_retention, 1)
         for game_id in finished[:excess]:
-            self.host.drop(game_id)
+            self.host.tables.drop(game_id)
 
     def rest_idle(self, force: bool = False) -> int:
         """Let every finished table that nobody used since the last sweep (``force``: even
@@ -117,22 +117,8 @@ class Shelf:
         return self.host.get(session.game_id)
 
     def rest(self, session: Session) -> None:
-        """The table leaves memory; the store keeps it with its listing."""
-        assert self.host.rest_store is not None
-        listing = listing_of(session)
-        game_id = session.game_id
-        self.host.forget(game_id)
-        self.host.rest_listed(game_id, RestingTable.of(game_id, listing, session.epoch))
-        written = self.host.rest_store.rested(game_id, listing, session.epoch)
-        asyncio.ensure_future(written).add_done_callback(_retrieved)
-
-    def unrest(self, session: Session) -> None:
-        """The first input of a table loaded back from rest: its stored listing goes (queued
-        before the input's own journal write), so a restart loads it."""
-        session.at_rest = False
-        if self.host.rest_store is not None:
-            written = self.host.rest_store.woken(session.game_id, session.epoch)
-            asyncio.ensure_future(written).add_done_callback(_retrieved)
+        """The table leaves memory; the store keeps it with its listing (``Tables.rest``)."""
+        self.host.tables.rest(session)
 
     async def wake(self, game_id: str) -> Session:
         """Load a resting table back (one load however many calls ask at once)."""
@@ -160,25 +146,21 @@ class Shelf:
                 return self.host.sessions[game_id]
             if not owned:
                 if self.host.resting.get(game_id) is resting:
-                    self.host.unrest(game_id)
+                    self.host.tables.unlist_resting(game_id)
                     for lost in self.host.lost_listeners:
                         lost(game_id)
                 raise moved_refusal(game_id)
-        resting = self.host.resting.pop(game_id, None)
+        resting = self.host.resting.get(game_id)
         if resting is None or stored is None:  # dropped meanwhile
-            self.host.lobby.remove(game_id)
+            self.host.tables.unlist_resting(game_id)
             raise not_found(f"no game {quote(game_id)} on this server")
         try:
             restored = restore(game_id, *stored)
         except RecoveryError as error:
-            self.host.lobby.remove(game_id)
             self.host.healing.quarantine(game_id, str(error), stored[0])
             raise quarantined_refusal(game_id) from error
-        restored.session.at_rest = True
-        restored.session.epoch = resting.epoch
-        self.host.install(restored)
         self._used.add(game_id)
-        self.host.actor.after_change(restored.session)
+        self.host.tables.install(restored, epoch=resting.epoch, at_rest=True)
         log.info("game_woken", game=game_id, inputs=restored.session.journal_length)
         return restored.session
 

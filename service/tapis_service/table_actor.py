@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import types
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 import grpc
 import structlog
@@ -35,7 +35,7 @@ from tapis_service.ownership import spectator_token
 from tapis_service.ratelimit import TokenBuckets
 from tapis_service.recovery import snapshot_data
 from tapis_service.replacing import Replacement, hand_over, replacement
-from tapis_service.session import Applied, Pending, Session
+from tapis_service.session import Applied, PendingRequest, RequestKind, Session
 from tapis_service.shielding import retrieve, shielded
 from tapis_service.store import COMMITTED, CommitUnknown, StoreError
 from tapis_service.tokens import token_hash
@@ -47,16 +47,30 @@ log = structlog.get_logger("tapis.host")
 
 P = ParamSpec("P")
 R = TypeVar("R")
-JOIN = -1
-"""The seat under which a join's request id is pending (a joiner has no seat yet)."""
-REPLACE = -2
-"""The seat under which a ReplaceSeat's request id is pending (the backend has no seat)."""
-ROTATE = -3
-"""The seat under which a RotateSpectatorToken's request id is pending."""
-
 
 SHIELDED = ("submit", "claim", "replace", "rotate_spectator")
 """The table actor's methods run ``shielded``."""
+
+
+class Committed(Protocol):
+    """What the table actor tells the rest of its host around a commit (the host hands itself
+    in as this): the actor reaches no further into it. State changes go to ``lifecycle``."""
+
+    def publishing(self, session: Session, over: bool) -> None:
+        """Committed events are about to be published (``over``: the game is over): the
+        results are filed, the listing's status follows."""
+
+    def armed(self, session: Session) -> None:
+        """Published, and the table's bots and turn timers armed: its seats' idle timers."""
+
+    def finishing(self, session: Session) -> None:
+        """A game's last input was queued: the retention of finished tables."""
+
+    def finished(self, session: Session) -> None:
+        """A finished game's last input committed: the table rests at once if it may."""
+
+    def write_failed(self, session: Session | None, error: StoreError) -> None:
+        """A journal write (None: a creation record) was not committed (``healing``)."""
 
 
 def _action_name(move: tbl.Input) -> str:
@@ -74,6 +88,8 @@ class TableActor:
 
     def __init__(self, host: GameHost) -> None:
         self.host = host
+        self.committed: Committed = host
+        self.tables = host.tables
         self.store = host.store
         self.clock = host.clock
         self.settings = host.settings
@@ -93,8 +109,9 @@ class TableActor:
         # discarded, moved or rested (finished, then loaded back) while this waited?
         session = self.host.sessions.get(session.game_id) or await self.host.find(session.game_id)
         # 1. check
-        if request_id:
-            earlier = session.pending.get((seat, "", request_id))
+        asked = PendingRequest(RequestKind.SEAT_ACTION, request_id, seat) if request_id else None
+        if asked is not None:
+            earlier = session.pending.get(asked)
             if earlier is not None:  # the same input, being committed: its answer
                 return await earlier
             seen = session.remembered(seat, request_id)
@@ -122,7 +139,7 @@ class TableActor:
         write = self._queue(session, entry)
         if write is not COMMITTED:  # a store that keeps nothing: nothing to wait for
             try:
-                await self._settle(session, write, (seat, "", request_id) if request_id else None)
+                await self._settle(session, write, asked)
             except ServiceError as refusal:  # the line says what the caller is told
                 refusal.logged = True
                 log.info("action_in_doubt" if refusal.reason == "COMMIT_UNKNOWN"
@@ -151,8 +168,9 @@ class TableActor:
         session = self.host.sessions.get(session.game_id) or await self.host.find(session.game_id)
         tokens = self.host.tokens
         # 1. check
-        if request_id:
-            earlier = session.pending.get((JOIN, scope, request_id))
+        asked = PendingRequest(RequestKind.JOIN, request_id, scope=scope) if request_id else None
+        if asked is not None:
+            earlier = session.pending.get(asked)
             if earlier is not None:
                 return await earlier
             known = session.join_requests.get((scope, request_id))
@@ -178,7 +196,7 @@ class TableActor:
             entry["join_request_id"] = request_id
             if scope:
                 entry["join_scope"] = scope
-        await self._journal(session, entry, (JOIN, scope, request_id) if request_id else None)
+        await self._journal(session, entry, asked)
         # 4. publish (and know the token)
         if self.host.sessions.get(session.game_id) is session:
             tokens.add(digest, session.game_id, seat)
@@ -199,8 +217,9 @@ class TableActor:
         session = self.host.sessions.get(session.game_id) or await self.host.find(session.game_id)
         tokens = self.host.tokens
         # 1. check
-        if request_id:
-            earlier = session.pending.get((REPLACE, "", request_id))
+        asked = PendingRequest(RequestKind.REPLACE, request_id) if request_id else None
+        if asked is not None:
+            earlier = session.pending.get(asked)
             if earlier is not None:
                 return await earlier
             if request_id in session.replace_requests:
@@ -226,7 +245,7 @@ class TableActor:
             entry["token_hash"] = token_hash(token)
         if request_id:
             entry["replace_request_id"] = request_id
-        await self._journal(session, entry, (REPLACE, "", request_id) if request_id else None)
+        await self._journal(session, entry, asked)
         # 4. publish (and know the new token)
         if self.host.sessions.get(session.game_id) is session:
             if token:
@@ -247,8 +266,9 @@ class TableActor:
         session = self.host.get(session.game_id)
         tokens = self.host.tokens
         # 1. check
-        if request_id:
-            earlier = session.pending.get((ROTATE, "", request_id))
+        asked = PendingRequest(RequestKind.ROTATE, request_id) if request_id else None
+        if asked is not None:
+            earlier = session.pending.get(asked)
             if earlier is not None:
                 return await earlier
             if request_id in session.rotate_requests:
@@ -268,7 +288,7 @@ class TableActor:
                                  "now_ms": self.clock.now_ms()}
         if request_id:
             entry["rotate_request_id"] = request_id
-        await self._journal(session, entry, (ROTATE, "", request_id) if request_id else None)
+        await self._journal(session, entry, asked)
         # 4. answer (nothing to publish: spectators see no event of it)
         if request_id and self.host.sessions.get(session.game_id) is session:
             session.rotate_requests[request_id] = generation
@@ -281,11 +301,14 @@ class TableActor:
         try:
             await self.store.created(session.game_id, record)
         except StoreError as error:
-            if isinstance(error, CommitUnknown):  # it may be stored: healing reads it back
-                self.host.unavailable[session.game_id] = session
-            self.host.healing.store_failed(None, error)
+            # in doubt, it may be stored: healing reads it back
+            self.tables.not_created(session, in_doubt=isinstance(error, CommitUnknown))
+            self.committed.write_failed(None, error)
             raise store_refusal(error) from error
-        self.host.serve(session, request_id)
+        except BaseException:
+            self.tables.not_created(session, in_doubt=False)
+            raise
+        self.tables.created(session, request_id)
         log.info("game_created", game=session.game_id, kind=session.rules.kind,
                  seats=len(session.table.seats),
                  bots=sum(s.bot is not None for s in session.table.seats))
@@ -387,9 +410,9 @@ class TableActor:
         return {"input": table_codec.encode_input(session.rules, move), "now_ms": now}
 
     async def _journal(self, session: Session, entry: dict[str, Any],
-                       pending: Pending | None = None) -> None:
-        """Journal the input just applied and wait for the commit; ``pending``: the (seat,
-        scope, request id) under which a retry meanwhile waits for this task's answer."""
+                       pending: PendingRequest | None = None) -> None:
+        """Journal the input just applied and wait for the commit; ``pending``: the request
+        under which a retry meanwhile waits for this task's answer."""
         write = self._queue(session, entry)
         if write is not COMMITTED:  # a store that keeps nothing: nothing to wait for
             await self._settle(session, write, pending)
@@ -398,24 +421,24 @@ class TableActor:
         """Queue the journal write of the input just applied (and a snapshot when one is
         due): the store commits a table's writes in the order they are queued."""
         if session.at_rest:  # loaded back from rest: a restart must load it from now on
-            self.host.shelf.unrest(session)
+            self.tables.woken_input(session)
         write = self.store.appended(session.game_id, session.journal_length, entry,
                                     session.epoch)
         self._checkpoint(session)
         return write
 
     async def _settle(self, session: Session, write: Awaitable[None],
-                      pending: Pending | None = None) -> None:
+                      pending: PendingRequest | None = None) -> None:
         """Wait for a journal write; a refused one discards the table's session (it is rebuilt
-        from the store later) and is raised as the caller's refusal. ``pending``: the (seat,
-        scope, request id) under which a retry meanwhile waits for this task's answer."""
+        from the store later) and is raised as the caller's refusal. ``pending``: the
+        request under which a retry meanwhile waits for this task's answer."""
         if pending is not None:
             session.pending[pending] = asyncio.current_task()  # type: ignore[assignment]
         session.writes.add(write)
         try:
             await write
         except StoreError as error:
-            self.host.healing.store_failed(session, error)
+            self.committed.write_failed(session, error)
             raise store_refusal(error) from error
         finally:
             session.writes.discard(write)
@@ -433,7 +456,7 @@ class TableActor:
             # a failed snapshot costs nothing: the journal has it all
             asyncio.ensure_future(written).add_done_callback(_ignore)
         if finished:
-            self.host.shelf.enforce_retention(keep=session.game_id)
+            self.committed.finishing(session)
 
     def _committed(self, session: Session, upto: int) -> None:
         """The store committed every input up to the one whose last event is ``upto``: its
@@ -443,19 +466,16 @@ class TableActor:
         if self.host.sessions.get(session.game_id) is session:
             self.after_change(session)
             if session.table.game_over(session.rules):  # finished: it rests at once if it may
-                self.host.shelf.rest_if_done(session)
+                self.committed.finished(session)
 
     def after_change(self, session: Session) -> None:
         """File a backend's results, publish what is durable, then arm the bots and timers
         the table now calls for."""
         over = session.table.game_over(session.rules)
-        self.host.clerk.note(session)  # before the publication compacts a finished game
-        self.host.lobby.finished(session.game_id, over)
+        self.committed.publishing(session, over)  # before it compacts a finished game
         fanout.publish(session)
         self.autoplay.rearm(session, over)
-        presence = self.host.presence
-        if presence.idle_ms and session.ownership.backend is not None:
-            presence.changed(session)
+        self.committed.armed(session)
 
     async def settle(self) -> None:
         """Wait for the server moves in progress (stopping)."""

@@ -31,6 +31,7 @@ from tapis_service.cluster import metrics
 from tapis_service.cluster.directory import Directory
 from tapis_service.errors import ServiceError
 from tapis_service.host import GameHost
+from tapis_service.lifecycle import TableState
 from tapis_service.postgres_store import DATABASE_ERRORS as POSTGRES_ERRORS
 from tapis_service.resting import RestingTable
 from tapis_service.store import StoreError, StoreUnavailable
@@ -188,7 +189,7 @@ class Locator:
         lock = self._locks.setdefault(game_id, asyncio.Lock())
         try:
             async with lock:
-                if game_id in self.host.sessions or game_id in self.host.resting:
+                if self.host.tables.state_of(game_id) is not TableState.GONE:
                     return True
                 try:
                     RestingTable.of(game_id, listing)
@@ -202,7 +203,8 @@ class Locator:
                     epoch = await self.directory.take_over(game_id, owner.epoch)
                     if epoch is not None and (lapses == self._lapses
                                               or await self._holds(game_id, epoch)):
-                        self.host.rest_listed(game_id, RestingTable.of(game_id, listing, epoch))
+                        self.host.tables.listed_at_rest(
+                            game_id, RestingTable.of(game_id, listing, epoch))
                         metrics.TAKEOVERS.labels("list").inc()
                 return True
         finally:
@@ -220,12 +222,12 @@ class Locator:
                 return
             if not await self._holds(game_id, epoch) \
                     or self.host.sessions.get(game_id) is not session:
-                self.host.discard(game_id)  # another node took it while it loaded
+                self.host.tables.discard(game_id)  # another node took it while it loaded
                 self.lost(game_id)
                 raise table_moved(game_id)
         except BaseException:
             if game_id in self._unconfirmed:
-                self.host.discard(game_id)
+                self.host.tables.discard(game_id)
             raise
         finally:
             self._unconfirmed.discard(game_id)
@@ -302,15 +304,14 @@ class Locator:
         owned = await self.directory.owned()
         for game_id, session in list(host.sessions.items()):
             if owned.get(game_id) != session.epoch:
-                host.discard(game_id)
+                host.tables.discard(game_id)
                 self.lost(game_id)
         for game_id, session in list(host.unavailable.items()):  # awaiting the healer
             if owned.get(game_id) != session.epoch:
-                del host.unavailable[game_id]
                 host.healing.lost(session)
         for game_id, table in list(host.resting.items()):
             if owned.get(game_id) != table.epoch:
-                host.unrest(game_id)
+                host.tables.unlist_resting(game_id)
                 self.lost(game_id)
         log.warning("membership_lapsed", kept=len(host.sessions))
 

@@ -102,9 +102,9 @@ class ClusterNode:
         self.membership.stop()
         self.relay.cut_relayed_streams()
         for game_id in list(self.host.sessions):
-            self.host.discard(game_id)
+            self.host.tables.discard(game_id)
         for game_id in list(self.host.resting):  # handed off too: adopted elsewhere next
-            self.host.unrest(game_id)
+            self.host.tables.unlist_resting(game_id)
         await self.store.settled()
         handed = await self.directory.hand_off()
         await self.directory.leave()
