@@ -78,14 +78,43 @@ def series_line(game: ClientGame, view: pb.GameView, table: Table) -> str:
     once there are some)."""
     board = view.scoreboard
     wins = list(board.wins) or [0] * len(view.seats)
-    parts = []
-    for side in game.sides(view):
-        name = " & ".join(table.who(seat) for seat in side)
-        count = wins[side[0]] if side and side[0] < len(wins) else 0
-        parts.append(f"{name} ([bold]{count}[/])")
-    if not board.draws:  # one line at four players: the draws once there are some
-        return _("series: {wins}").format(wins=" · ".join(parts))
-    return _("series: {wins} · draws {draws}").format(wins=" · ".join(parts), draws=board.draws)
+    sides = [(" & ".join(table.who(seat) for seat in side),
+              wins[side[0]] if side and side[0] < len(wins) else 0) for side in game.sides(view)]
+    return _series_text(fitted(sides, board.draws), board.draws, bold=True)
+
+
+def fitted(sides: list[tuple[str, int]], draws: int) -> list[tuple[str, int]]:
+    """The series' sides with their names shortened, the longest first, until the line fits
+    ``SERIES_WIDTH`` (one line at four players, whatever the language)."""
+    longest = max((len(name) for name, _count in sides), default=0)
+    shown = sides
+    while len(_series_text(shown, draws)) > SERIES_WIDTH and longest > 4:
+        longest -= 1
+        shown = [(_shortened(name, longest), count) for name, count in sides]
+    return shown
+
+
+SERIES_WIDTH = 76
+"""The series line's width at most (inside an 80-column screen's borders)."""
+
+
+def _series_text(sides: list[tuple[str, int]], draws: int, bold: bool = False) -> str:
+    wins = " · ".join(f"{name} ([bold]{count}[/])" if bold else f"{name} ({count})"
+                      for name, count in sides)
+    if not draws:  # the draws once there are some
+        return _("series: {wins}").format(wins=wins)
+    return _("series: {wins} · draws {draws}").format(wins=wins, draws=draws)
+
+
+def _shortened(name: str, most: int) -> str:
+    """``name`` in at most ``most`` characters, its end kept when it is a number (``bot 2``
+    stays told apart from ``bot 3``)."""
+    if len(name) <= most:
+        return name
+    head, _space, tail = name.rpartition(" ")
+    if head and tail.isdigit() and len(tail) + 2 < most:
+        return head[:most - len(tail) - 2] + "… " + tail
+    return name[:most - 1] + "…"
 
 
 def fair(seed: int, seed_salt: str, seed_commitment: str) -> bool:

@@ -190,3 +190,20 @@ def test_french_is_chosen_by_flag_then_environment() -> None:
     i18n.use("fr")
     assert i18n._("game {number}").format(number=1) == "partie 1"
     assert Table(["ana"], 0).verdict([0]) == "vous gagnez"
+
+
+@pytest.mark.parametrize("lang", ["en", "fr"])
+def test_the_series_line_of_four_long_names_fits_one_line(lang: str) -> None:
+    from tapis_clients import lines
+
+    sides = [("you", 0), ("heuristic bot 2", 1), ("heuristic bot 3", 0), ("heuristic bot 4", 2)]
+    i18n.use(lang)
+    try:
+        shown = lines.fitted(sides, 3)
+        text = lines._series_text(shown, 3)
+        assert len(text) <= lines.SERIES_WIDTH, text
+        assert [name.rsplit(" ", 1)[-1] for name, _ in shown[1:]] == ["2", "3", "4"]  # apart
+        assert shown[0] == ("you", 0)  # a short name stays whole
+        assert lines.fitted(sides[:2], 0) == sides[:2]  # what fits is left alone
+    finally:
+        i18n.use("en")

@@ -274,8 +274,7 @@ async def test_every_game_reads_in_french_at_80_by_24(
     text = term.text
     assert not french_slips(text), (french_slips(text), text)
     series = next(line for line in text.splitlines() if "série :" in line)
-    if "--bot-speed" not in args:  # the server's robots (the CLI's own have longer names)
-        assert series.rstrip().endswith(")"), text  # on one line, even at four
+    assert series.rstrip().endswith(")"), text  # on one line, even at four
     assert french_slips("défi: 1 cartes, robot heuristic, J♥, tour 1, 2×=20") == [
         "no space before : ; ! ?: 'i: '", "an English robot name: 'heuristic'",
         "English court cards (V D R in French): 'J♥'", "a plural after 1: '1 cartes'",
