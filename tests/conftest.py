@@ -5,6 +5,7 @@ The helpers behind them live in ``tests/support/`` (tests import from there, nev
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,6 +13,10 @@ import pytest
 from tapis_service.clock import Clock, ManualClock
 from tests.support.postgres import database_url, postgres  # noqa: F401  (fixtures: PostgreSQL)
 from tests.support.server import Harness, ServerFactory, start_harness
+
+collect_ignore = [] if os.environ.get("TAPIS_BROWSER_TESTS") == "1" else ["browser"]
+"""The browser tests run in their own stage (``make test-browser``, which sets
+TAPIS_BROWSER_TESTS=1 and installs Chromium and Playwright), not in ``make test``."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
