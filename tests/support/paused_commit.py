@@ -5,8 +5,9 @@ The failpoint is the store's own (``SqliteStore(failpoint=...)``, called by the 
 once every write of a batch has run in the open transaction, just before the COMMIT and its
 fsync). It does nothing until the test writes ``CONTROL_DIR/arm`` (a number N). Then:
 
-1. the first batch to reach its COMMIT waits there until N more writes are queued behind it,
-   and commits (its actions are answered);
+1. the first batch to reach its COMMIT writes ``CONTROL_DIR/holding`` and waits there until N
+   more writes are queued behind it (the test sends them once it sees ``holding``), and
+   commits (its actions are answered);
 2. the next batch (those N writes or more, all taken at once) stops before its COMMIT: the
    failpoint writes its size to ``CONTROL_DIR/paused`` and blocks the writer for good, so the
    test can SIGKILL the process with the batch written to SQLite but never committed.
@@ -41,6 +42,7 @@ class Pause:
         if not self.held_first:
             self.held_first = True
             wanted = int(arm.read_text())
+            (self.control / "holding").touch()
             while self.store._queue.qsize() < wanted:  # the writes the test sent, queued
                 time.sleep(0.001)
             return
