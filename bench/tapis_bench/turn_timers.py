@@ -19,8 +19,6 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,7 +29,7 @@ import grpc
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_bench.procs import free_port, progress, wait_ready
-from tapis_bench.restart_cost import OPEN
+from tapis_bench.restart_cost import start
 
 
 def auth(token: str) -> tuple[tuple[str, str]]:
@@ -106,10 +104,7 @@ def main() -> None:
     args = parser.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as data_dir:
-        server = subprocess.Popen(
-            [str(Path(sys.executable).with_name("tapis-server")), "--port", str(port),
-             "--data-dir", data_dir, *OPEN], stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL)
+        server = start(Path(data_dir), port)
         try:
             wait_ready(port, server)
             result = asyncio.run(run(port, args))

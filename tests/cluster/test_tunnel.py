@@ -24,7 +24,7 @@ from tapis_service.rpcs import BY_NAME, RPCS, Access, Routing, Rpc
 from tapis_service.wire import varint
 from tests.cluster.harness import Node
 from tests.cluster.play import Stats, new_table
-from tests.support.calls import auth, reason_of
+from tests.support.calls import auth, events_until, reason_of
 
 KEY = "relay-key"
 
@@ -356,19 +356,6 @@ async def test_a_tunnel_of_an_unknown_protocol_version_is_refused_clearly(
 
 
 # --- between real nodes -----------------------------------------------------------------------
-
-
-async def events_until(stub: pb_grpc.GameServiceStub, game_id: str, token: str,
-                       version: int) -> list[bytes]:
-    """A seat's events from the first, serialized, until one reaches ``version``."""
-    call = stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id), metadata=auth(token))
-    seen: list[bytes] = []
-    async for message in call:
-        seen.extend(event.SerializeToString() for event in message.events)
-        if message.events[-1].version >= version:
-            call.cancel()
-            return seen
-    raise AssertionError("the stream ended first")
 
 
 NOTE = (("x-note", "n" * 2000),)

@@ -14,25 +14,12 @@ from tapis.v1 import war_pb2
 from tapis.v1 import websocket_pb2 as ws_pb
 from tests.cluster.harness import Node
 from tests.cluster.play import Stats, new_table
-from tests.support.calls import auth
+from tests.support.calls import auth, events_until
 from tests.support.process import free_port
 from tests.support.websocket import Client, reason
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 ACTIONS = 4
-
-
-async def grpc_events(stub: pb_grpc.GameServiceStub, game_id: str, token: str,
-                      version: int) -> list[bytes]:
-    """A seat's events over gRPC, serialized, until one reaches ``version``."""
-    call = stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id), metadata=auth(token))
-    seen: list[bytes] = []
-    async for message in call:
-        seen.extend(event.SerializeToString() for event in message.events)
-        if message.events[-1].version >= version:
-            call.cancel()
-            return seen
-    raise AssertionError("the stream ended first")
 
 
 async def socket_events(client: Client, stream_id: int, version: int) -> list[bytes]:
@@ -87,7 +74,7 @@ async def test_a_nodes_websocket_serves_a_table_another_node_owns(cluster_url: s
                 assert at_owner.game.version == version
             # StreamEvents: the owner's events, byte for byte as over gRPC
             relayed = await socket_events(client, stream_id, version)
-            direct = await grpc_events(stub, table.game_id, table.tokens[0], version)
+            direct = await events_until(stub, table.game_id, table.tokens[0], version)
             assert relayed == direct and len(relayed) >= ACTIONS
             # a refusal as the owner gives it
             refused = await client.call(seat_token="not-a-token", get_game=pb.GetGameRequest(

@@ -7,6 +7,7 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from tapis.v1 import game_service_pb2 as pb
+from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tests.support.server import Harness
 
@@ -37,6 +38,19 @@ def reason_of(error: grpc.aio.AioRpcError) -> str:
             assert info.domain == "tapis.v1"
             return info.reason
     return ""
+
+
+async def events_until(stub: pb_grpc.GameServiceStub, game_id: str, token: str,
+                       version: int) -> list[bytes]:
+    """A seat's events from the first, serialized, until one reaches ``version``."""
+    call = stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id), metadata=auth(token))
+    seen: list[bytes] = []
+    async for message in call:
+        seen.extend(event.SerializeToString() for event in message.events)
+        if message.events[-1].version >= version:
+            call.cancel()
+            return seen
+    raise AssertionError("the stream ended first")
 
 
 async def refusal(call: object) -> tuple[str, str, str]:
