@@ -121,7 +121,7 @@ async def test_the_server_bots_of_a_table_take_its_own_reaction_time(
     clock = ManualClock()
     h = await make_server(clock=clock, bot_delay_ms=1000, bot_delay_spread=0.0)
     created = await h.stub.CreateGame(pb.CreateGameRequest(
-        kind=pb.GAME_KIND_BATAILLE_CORSE, seats=2, bot_reaction_ms=2500, seat_configs=[
+        kind=pb.GAME_KIND_BATAILLE_CORSE, seats=2, seed=1, bot_reaction_ms=2500, seat_configs=[
             pb.SeatConfig(type=pb.SEAT_TYPE_BOT), pb.SeatConfig(type=pb.SEAT_TYPE_BOT)]))
     assert created.game.settings.bot_reaction_ms == 2500
     assert bot_delays(clock) == [2500]
