@@ -41,7 +41,8 @@ class Routing(enum.Enum):
 
 
 class Access(enum.Enum):
-    """Who may call a method (docs/integration.md)."""
+    """Who may call a method (docs/integration.md; ``tests/trust/test_access.py`` calls every
+    method as nobody, as another backend and as the owner, and checks this column)."""
 
     ANYONE = "anyone"
     """Any client; a seat token shows that seat's own view."""
