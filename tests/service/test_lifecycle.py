@@ -12,6 +12,7 @@ from tapis_service.lifecycle import TRANSITIONS, TableState, TransitionError
 from tapis_service.resting import RestingTable, listing_of
 from tapis_service.session import Session
 from tests.support.server import TEST_SETTINGS
+from tests.support.tables import live_of, unavailable_of
 
 
 async def live_table(host: GameHost) -> Session:
@@ -35,7 +36,7 @@ async def test_a_failed_write_stops_the_timers_unlists_the_table_and_keeps_its_s
     assert (effects.timers, effects.listing, effects.streams) == ("cancel", "remove", "keep")
     host.tables.failed(session)
     assert host.tables.state_of(session.game_id) is TableState.UNAVAILABLE
-    assert host.unavailable[session.game_id] is session and session.game_id not in host.sessions
+    assert unavailable_of(host)[session.game_id] is session and session.game_id not in live_of(host)
     assert not session.deadline_timers and session.game_id not in host.lobby
     assert not stream.closed  # it waits for the rebuild
     host.tables.give_up(session)  # another node owns it: its streams end
@@ -49,7 +50,7 @@ async def test_a_discarded_table_ends_its_streams_and_stops_its_timers() -> None
     assert host.tables.discard(session.game_id) is session
     assert host.tables.state_of(session.game_id) is TableState.GONE
     assert stream.closed and not session.deadline_timers and session.game_id not in host.lobby
-    assert host.held_by[""] == 0
+    assert host.tables.held("") == 0
 
 
 async def test_a_transition_not_declared_is_refused_and_changes_nothing() -> None:
@@ -60,8 +61,8 @@ async def test_a_transition_not_declared_is_refused_and_changes_nothing() -> Non
         host.tables.listed_at_rest(session.game_id,
                                    RestingTable.of(session.game_id, listing_of(session), 0))
     assert host.tables.state_of(session.game_id) is TableState.LIVE
-    assert host.sessions[session.game_id] is session and session.deadline_timers
+    assert live_of(host)[session.game_id] is session and session.deadline_timers
     host.tables.failed(session)
     with pytest.raises(TransitionError):  # failed twice
         host.tables.failed(session)
-    assert host.unavailable[session.game_id] is session
+    assert unavailable_of(host)[session.game_id] is session
