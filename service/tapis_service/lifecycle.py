@@ -19,9 +19,10 @@ TTL and the abandon are housekeeping's sweeps over the live tables), the ``ListG
 (``lobby``), the seat tokens (forgotten, or read back with a restored table), the open
 streams (ended, or kept for a rebuild). The ``Tables`` methods only hand it what the new state
 holds (and write the store's rest listing or drop). Ownership is confirmed by the caller
-(``host.confirm_owner``, awaited; recovery by its lease) before an install: those transitions
-are declared to require it, and ``_move`` refuses them unless the caller says it did
-(``confirmed``).
+before an install (a wake or a rebuild awaits ``host.confirm_owner``; an adoption holds the
+epoch the database gave it; recovery loads the store's own tables): those transitions are
+declared to require it, and ``_move`` refuses them unless the caller says it did
+(``install(confirmed=...)``).
 
 The tables are one map (``Tables.by_game``: game id -> ``Entry``, its state and what that
 state holds), each table in exactly one state; the counts per state are kept beside it (no
