@@ -211,7 +211,8 @@ class Tables:
 
     def _entries(self, state: TableState) -> list[tuple[str, Entry]]:
         """The tables in ``state`` now (a copy, in the order they entered it: the caller may
-        change them as it goes, and another thread may read it)."""
+        change them as it goes, and another thread may read it). A walk over the one map, for
+        the sweeps, the start and the stop (none while the state is empty), never per call."""
         if not self._counts[state]:
             return []
         return [(game_id, entry) for game_id, entry in list(self.by_game.items())
