@@ -26,7 +26,7 @@ declared to require it, and ``_move`` refuses them unless the caller says it did
 
 The tables are one map (``Tables.by_game``: game id -> ``Entry``, its state and what that
 state holds), each table in exactly one state; the counts per state are kept beside it (no
-scan to count), and a live table is found with one dict get and one identity check
+scan to count), and a live table is found with one dict get and one slot read
 (``Tables.session``).
 """
 
@@ -123,13 +123,15 @@ class TransitionError(RuntimeError):
 class Entry:
     """A table held here: its state and what that state holds."""
 
-    __slots__ = ("damaged", "resting", "session", "state")
+    __slots__ = ("damaged", "live", "resting", "session", "state")
 
     def __init__(self, state: TableState, session: Session | None = None,
                  resting: RestingTable | None = None, damaged: Quarantined | None = None) -> None:
         self.state = state
         self.session = session
         """CREATING, LIVE: its session; UNAVAILABLE: its discarded session (streams wait)."""
+        self.live = session if state is TableState.LIVE else None
+        """Its session if it is LIVE, else None (the hot lookup: ``Tables.session``)."""
         self.resting = resting
         """RESTING: its listing."""
         self.damaged = damaged
@@ -174,9 +176,8 @@ class Tables:
         return self.by_game.get(game_id, _GONE).state
 
     def session(self, game_id: str) -> Session | None:
-        """The LIVE session of ``game_id``, or None (the hot path: one get, one check)."""
-        entry = self.by_game.get(game_id, _GONE)
-        return entry.session if entry.state is _LIVE else None
+        """The LIVE session of ``game_id``, or None (the hot path: one dict get, one slot)."""
+        return self.by_game.get(game_id, _GONE).live
 
     def resting(self, game_id: str) -> RestingTable | None:
         """The listing of ``game_id`` if it is RESTING here."""
@@ -195,7 +196,7 @@ class Tables:
     def listed(self, game_id: str) -> Session | RestingTable | None:
         """What ``ListGames`` lists of ``game_id``: its LIVE session or its RESTING line."""
         entry = self.by_game.get(game_id, _GONE)
-        return entry.session if entry.state is _LIVE else entry.resting
+        return entry.live or entry.resting
 
     def count(self, *states: TableState) -> int:
         """How many tables are in ``states`` (kept, not counted)."""
