@@ -260,6 +260,7 @@ class Tables:
                                   "ownership confirmed first")
         if kept is not None and effects.streams != "keep":
             raise TransitionError(f"table {game_id}: {was.value} -> {to.value} keeps no streams")
+        entry = None if to is S.GONE else _entry(game_id, to, session, resting, damaged)
         # leave the former state
         if former is not _GONE:
             del self.by_game[game_id]
@@ -275,8 +276,8 @@ class Tables:
         if effects.tokens == "forget":
             self.tokens.forget(game_id)
         # enter the new one
-        if to is not S.GONE:
-            self.by_game[game_id] = Entry(to, session, resting, damaged)
+        if entry is not None:
+            self.by_game[game_id] = entry
             self._counts[to] += 1
         if effects.listing == "live":
             assert session is not None
@@ -464,6 +465,21 @@ class Tables:
             session.cancel_timers()
             for subscriber in list(session.subscribers):
                 subscriber.close()
+
+
+def _entry(game_id: str, state: TableState, session: Session | None,
+           resting: RestingTable | None, damaged: Quarantined | None) -> Entry:
+    """The entry of a table entering ``state``, holding what that state holds (and nothing
+    else); a ``TransitionError`` when it is not given."""
+    if state is S.RESTING:
+        entry = Entry(state, resting=resting)
+    elif state is S.QUARANTINED:
+        entry = Entry(state, damaged=damaged)
+    else:
+        entry = Entry(state, session)
+    if entry.session is None and entry.resting is None and entry.damaged is None:
+        raise TransitionError(f"table {game_id}: {state.value} holds nothing")
+    return entry
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:

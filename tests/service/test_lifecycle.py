@@ -329,6 +329,16 @@ async def test_every_undeclared_transition_is_refused_and_changes_nothing(
         assert not any(s.closed for s in held.subscribers)
 
 
+@pytest.mark.parametrize("to", [S.CREATING, S.LIVE, S.RESTING, S.QUARANTINED],
+                         ids=lambda s: s.value)
+async def test_a_state_entered_without_what_it_holds_is_refused(to: TableState) -> None:
+    world = World()
+    before = world.state()
+    with pytest.raises(TransitionError):
+        world.tables._move("g1", to, (S.GONE,), confirmed=True)
+    assert world.state() == before
+
+
 async def test_a_newer_session_over_a_discarded_one_ends_its_streams() -> None:
     world = World()
     held = drive(world, "g1", S.UNAVAILABLE)
