@@ -104,53 +104,49 @@ def test_no_module_of_the_service_is_too_long() -> None:
     assert long == {}, f"split these modules: {long}"
 
 
-TABLE_MAPS = frozenset({"sessions", "live", "creating", "resting", "unavailable", "quarantined",
-                        "held_by", "create_requests", "at_rest"})
-"""The host's maps of its tables by state (and what indexes them, and a session's rest flag):
-written by the lifecycle module only (issue 32)."""
+TABLE_MAPS = frozenset({"by_game", "_counts", "_held_by", "_create_requests", "_unarmed",
+                        "at_rest", "sessions", "live", "creating", "resting", "unavailable",
+                        "quarantined", "held_by", "create_requests"})
+"""The host's one map of its tables (``lifecycle.Tables.by_game``), what is kept beside it
+(counts per state and per backend, request ids, a session's rest flag) and the per-state maps
+it replaced: written by the lifecycle module only (issue 32)."""
+ONE_MAP = frozenset({"by_game", "_counts", "_held_by"})
+"""Within the lifecycle module, written by its one transition function (``Tables._move``)."""
 MUTATORS = frozenset({"pop", "popitem", "clear", "update", "setdefault", "__setitem__",
                       "__delitem__", "move_to_end"})
 LIFECYCLE = "service/tapis_service/lifecycle.py"
+HOST = "service/tapis_service/host.py"
 
 
-def _map_named(node: ast.AST) -> str | None:
-    """The table map an expression is (``x.sessions``, ``x.sessions[k]``), if any."""
+def _map_named(node: ast.AST, maps: frozenset[str]) -> str | None:
+    """The table map an expression is (``x.by_game``, ``x.by_game[k]``), if any."""
     if isinstance(node, ast.Subscript):
         node = node.value
-    if isinstance(node, ast.Attribute) and node.attr in TABLE_MAPS:
+    if isinstance(node, ast.Attribute) and node.attr in maps:
         return node.attr
     return None
 
 
-def table_map_writes(tree: ast.AST) -> list[str]:
+def table_map_writes(tree: ast.AST, maps: frozenset[str] = TABLE_MAPS) -> list[str]:
     """Where ``tree`` changes a table map: an item set or deleted, a mutating call, or the
-    attribute bound to anything but the lifecycle's own map (``self.sessions =
-    self.tables.live``: the host's view of it)."""
+    attribute bound."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = list(node.targets)
-            if all(isinstance(t, ast.Attribute) for t in targets) \
-                    and isinstance(node.value, ast.Attribute) \
-                    and isinstance(node.value.value, ast.Attribute) \
-                    and node.value.value.attr == "tables":
-                continue  # a view of the lifecycle's map
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
             targets = [node.target]
-            if isinstance(node, ast.AnnAssign) and isinstance(node.value, ast.Attribute) \
-                    and isinstance(node.value.value, ast.Attribute) \
-                    and node.value.value.attr == "tables":
-                continue
         elif isinstance(node, ast.Delete):
             targets = list(node.targets)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr in MUTATORS and _map_named(node.func.value):
-            found.append((node.lineno, f".{_map_named(node.func.value)}.{node.func.attr}()"))
+                and node.func.attr in MUTATORS and _map_named(node.func.value, maps):
+            found.append((node.lineno, f".{_map_named(node.func.value, maps)}.{node.func.attr}()"))
         for target in targets:
-            name = _map_named(target)
-            if name is not None:
-                found.append((target.lineno, f".{name} written"))
+            for one in target.elts if isinstance(target, ast.Tuple) else [target]:
+                name = _map_named(one, maps)
+                if name is not None:
+                    found.append((one.lineno, f".{name} written"))
     return [f"line {line}: {what}" for line, what in sorted(found)]
 
 
@@ -166,10 +162,51 @@ def test_only_the_lifecycle_module_changes_a_tables_state() -> None:
     assert writers == {}, f"change a table's state through lifecycle.Tables: {writers}"
 
 
+def test_only_the_one_transition_function_writes_the_map() -> None:
+    tree = ast.parse((ROOT / LIFECYCLE).read_text(encoding="utf-8"))
+    tables = next(node for node in tree.body
+                  if isinstance(node, ast.ClassDef) and node.name == "Tables")
+    writers = {}
+    for method in tables.body:
+        if isinstance(method, ast.FunctionDef) and method.name not in {"_move", "__init__"}:
+            found = table_map_writes(method, ONE_MAP)
+            if found:
+                writers[method.name] = found
+    assert writers == {}, f"change a table's state through Tables._move: {writers}"
+    moves = [node for node in ast.walk(tables) if isinstance(node, ast.FunctionDef)
+             and node.name == "_move"]
+    assert len(moves) == 1 and table_map_writes(moves[0], ONE_MAP)
+
+
+def test_the_host_holds_one_map_of_its_tables() -> None:
+    tree = ast.parse((ROOT / HOST).read_text(encoding="utf-8"))
+    host = next(node for node in tree.body
+                if isinstance(node, ast.ClassDef) and node.name == "GameHost")
+    bound: dict[str, ast.expr] = {}
+    for node in ast.walk(host):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        for target in targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                    and target.value.id == "self":
+                bound[target.attr] = value
+    maps = [attr for attr, value in bound.items() if isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name) and value.func.id == "Tables"]
+    assert maps == ["tables"]
+    views = [attr for attr, value in bound.items() if "tables" in ast.unparse(value)
+             and attr != "tables"]
+    assert views == []  # no other name for the map, nor for a part of it
+    assert not TABLE_MAPS & set(bound)
+
+
 def test_the_check_sees_a_table_map_written() -> None:
-    tree = ast.parse("host.sessions[g] = s\ndel host.unavailable[g]\nhost.resting.pop(g)\n"
-                     "session.at_rest = True\nself.sessions = {}\n"
-                     "self.sessions = self.tables.live\nhost.sessions.get(g)\n")
+    tree = ast.parse("host.sessions[g] = s\ndel tables.by_game[g]\nhost.resting.pop(g)\n"
+                     "session.at_rest = True\nself.sessions = self.tables.by_game\n"
+                     "host.tables.session(g)\nself._counts[s], x = 1, 2\n")
     assert table_map_writes(tree) == [
-        "line 1: .sessions written", "line 2: .unavailable written", "line 3: .resting.pop()",
-        "line 4: .at_rest written", "line 5: .sessions written"]
+        "line 1: .sessions written", "line 2: .by_game written", "line 3: .resting.pop()",
+        "line 4: .at_rest written", "line 5: .sessions written", "line 7: ._counts written"]

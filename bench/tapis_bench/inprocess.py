@@ -89,7 +89,8 @@ class Tables:
         them, each from its call until both streams took its message)."""
         actions, cpu = 0, 0.0
         for game_id, seats in self.tables:
-            session = self.host.sessions[game_id]
+            session = self.host.tables.session(game_id)
+            assert session is not None
             awaited = session.awaiting()
             if not awaited:
                 continue

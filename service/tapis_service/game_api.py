@@ -39,7 +39,6 @@ from tapis_service.paging import page_cursor, page_size
 from tapis_service.proxies import TrustedProxies
 from tapis_service.quotas import CREATES, JOINS, LISTS, QuotaLimits, Quotas
 from tapis_service.ratelimit import PeerLimits
-from tapis_service.resting import RestingTable
 from tapis_service.results import CursorAhead
 from tapis_service.rpcs import BY_NAME
 from tapis_service.security import Security
@@ -91,7 +90,7 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
                 check_game_id(game_id)
             return await method(self, request, caller)
         except (RuleError, ServiceError) as error:
-            if writes and (discarded := self.host.unavailable.get(game_id or "")) is not None:
+            if writes and (discarded := self.host.tables.unavailable(game_id or "")) is not None:
                 error = rebuilding_in_doubt(discarded, request.request_id, error)
             raise account(name, game_id, error) from None
         finally:
@@ -182,8 +181,8 @@ class GameApi:
         name = None if backend is None else backend.name
         scope = ownership.scope_of(backend)  # a request id is its sender's, never another's
         if (not request.request_id
-                or (scope, request.request_id) not in self.host.create_requests) \
-                and not self.quotas.may_hold_another(name, self.host.held_by[scope]):
+                or self.host.tables.create_request(scope, request.request_id) is None) \
+                and not self.quotas.may_hold_another(name, self.host.tables.held(scope)):
             raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_GAMES",
                                "tables created without a key: as many as the server holds"
                                if backend is None else "your backend holds as many tables "
@@ -473,8 +472,7 @@ class GameApi:
         more = False  # a line beyond the page: there is a next one
         if cursor.quarantined_after is None:
             for row in host.lobby.page(name, kind, finished_too, cursor.after):
-                table: Session | RestingTable | None = host.sessions.get(row[1]) \
-                    or host.resting.get(row[1])
+                table = host.tables.listed(row[1])
                 if table is None or (isinstance(table, Session) and not finished_too
                                      and table.table.game_over(table.rules)):
                     continue  # unlisted meanwhile, or its game just ended
@@ -487,8 +485,7 @@ class GameApi:
                 else:
                     line = table.to_proto(backend)
                 found.append((lobby.token_after(row), line))
-        for game_id in [] if more else sorted(host.quarantined):
-            damaged = host.quarantined[game_id]
+        for game_id, damaged in [] if more else sorted(host.tables.quarantined_tables()):
             if (cursor.quarantined_after is None or game_id > cursor.quarantined_after) \
                     and (kind is None or damaged.kind == kind) and damaged.listed_to(backend):
                 if len(found) == size:

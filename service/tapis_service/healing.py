@@ -22,6 +22,7 @@ import structlog
 from tapis_service import logrepeat
 from tapis_service.api_keys import Backend
 from tapis_service.errors import ServiceError, failed_precondition
+from tapis_service.lifecycle import TableState
 from tapis_service.ownership import Ownership
 from tapis_service.recovery import RecoveryError, restore
 from tapis_service.session import Session
@@ -130,7 +131,7 @@ class Healing:
     def store_failed(self, session: Session | None, error: StoreError) -> None:
         """A write of ``session`` (None: a creation) was not committed."""
         host = self.host
-        if session is not None and host.sessions.get(session.game_id) is session:
+        if session is not None and host.tables.session(session.game_id) is session:
             game_id = session.game_id
             if isinstance(error, JournalConflict):
                 log.warning("table_lost", game=game_id, error=str(error)[:200])
@@ -160,12 +161,12 @@ class Healing:
             await asyncio.sleep(delay)
             try:
                 await host.store.probe()
-                for game_id in list(host.unavailable):
+                for game_id in host.tables.ids(TableState.UNAVAILABLE):
                     await self._rebuild(game_id)
             except StoreError as error:
                 logrepeat.limited(log.info, "store_still_unavailable", error=str(error)[:200])
                 continue
-            if not host.unavailable:
+            if not host.tables.count(TableState.UNAVAILABLE):
                 break
         self.store_healthy = True
         log.info("store_available")
@@ -178,12 +179,12 @@ class Healing:
         no newer session of it is served meanwhile; else its streams end (another server
         serves it now: they resume there)."""
         host = self.host
-        old = host.unavailable.get(game_id)
+        old = host.tables.unavailable(game_id)
         if old is None:  # given up meanwhile (another node owns it)
             return
         await asyncio.gather(*old.writes, return_exceptions=True)
         stored = await host.store.load_game(game_id)
-        if host.unavailable.get(game_id) is not old:
+        if host.tables.unavailable(game_id) is not old:
             return
         if stored is None:
             host.tables.give_up(old)  # its streams end
@@ -194,13 +195,13 @@ class Healing:
             self.quarantine(game_id, str(error), stored[0])  # its streams end
             return
         owned = await host.confirm_owner(game_id, old.epoch)
-        if host.unavailable.get(game_id) is not old:  # a newer session serves it (or none)
+        if host.tables.unavailable(game_id) is not old:  # a newer session serves it (or none)
             return
         if not owned:
             self.lost(old)
             return
         # its streams and presence carry on
-        fresh = host.tables.install(restored, epoch=old.epoch, kept=old)
+        fresh = host.tables.install(restored, confirmed=owned, epoch=old.epoch, kept=old)
         log.info("game_rebuilt", game=game_id, inputs=fresh.journal_length)
 
     def lost(self, session: Session) -> None:

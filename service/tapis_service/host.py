@@ -29,7 +29,7 @@ from tapis_service.clock import Clock
 from tapis_service.errors import ServiceError, failed_precondition, not_found
 from tapis_service.healing import Healing, quarantined_refusal, store_unavailable
 from tapis_service.joinkey import join_key
-from tapis_service.lifecycle import Tables
+from tapis_service.lifecycle import Tables, TableState
 from tapis_service.limits import quote
 from tapis_service.lobby import Lobby
 from tapis_service.ownership import Ownership
@@ -64,15 +64,8 @@ class GameHost:
         self.tables = Tables(self.lobby, self.tokens, self.store,
                              arm=lambda session: self.actor.after_change(session),
                              restored=lambda session: self.clerk.restored(session))
-        """Every table held here and its state; the only place one changes (lifecycle.py).
-        The maps below are its per-state maps, read here (a plain dict get) and written
-        there only."""
-        self.sessions: dict[str, Session] = self.tables.live
-        self.resting = self.tables.resting
-        self.unavailable = self.tables.unavailable
-        self.quarantined = self.tables.quarantined
-        self.held_by = self.tables.held_by
-        self.create_requests = self.tables.create_requests
+        """The one map of the tables held here and their states (``tables.session``: a live
+        one, one dict get); the only place one changes (lifecycle.py)."""
         self.stopping = False
         """Set once the server is stopping (``end_streams``)."""
         self.health_listeners: list[Callable[[bool], None]] = []
@@ -97,11 +90,12 @@ class GameHost:
     # --- lookups --------------------------------------------------------------------------
 
     def get(self, game_id: str) -> Session:
-        session = self.sessions.get(game_id)
+        session = self.tables.session(game_id)
         if session is None:
-            if game_id in self.unavailable:
+            state = self.tables.state_of(game_id)
+            if state is TableState.UNAVAILABLE:
                 raise store_unavailable()
-            if game_id in self.quarantined:
+            if state is TableState.QUARANTINED:
                 raise quarantined_refusal(game_id)
             raise not_found(f"no game {quote(game_id)} on this server")
         return session
@@ -109,7 +103,7 @@ class GameHost:
     def in_memory(self, game_id: str) -> Session | None:
         """The table of a call if it is in memory, else None (``find`` loads it back or
         refuses): the lookup of a table in memory, without a coroutine."""
-        session = self.sessions.get(game_id)
+        session = self.tables.session(game_id)
         if session is not None and self.rest_store is not None:
             self.shelf.used(game_id)
         return session
@@ -117,7 +111,7 @@ class GameHost:
     async def find(self, game_id: str) -> Session:
         """The table of a call: in memory, or loaded back from rest; refused as ``get``."""
         session = self.in_memory(game_id)
-        if session is None and game_id in self.resting:
+        if session is None and self.tables.state_of(game_id) is TableState.RESTING:
             session = await self.shelf.wake(game_id)
             if session is not None and self.rest_store is not None:
                 self.shelf.used(game_id)
@@ -148,15 +142,16 @@ class GameHost:
         if request_id:
             if (scope, request_id) in self._create_calls:
                 await asyncio.wait([self._create_calls[scope, request_id]])
-            created = self.create_requests.get((scope, request_id), "")
-            existing = self.sessions.get(created)
+            created = self.tables.create_request(scope, request_id) or ""
+            existing = self.tables.session(created)
             if existing is not None:
                 return existing
-            if created in self.resting:
+            if self.tables.state_of(created) is TableState.RESTING:
                 return await self.shelf.wake(created)
-        if len(self.sessions) + len(self.tables.creating) >= self.settings.max_games:
+        in_memory = (TableState.LIVE, TableState.CREATING)
+        if self.tables.count(*in_memory) >= self.settings.max_games:
             self.shelf.make_room()
-            if len(self.sessions) + len(self.tables.creating) >= self.settings.max_games:
+            if self.tables.count(*in_memory) >= self.settings.max_games:
                 raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_GAMES",
                                    "this server holds as many games as it may; try later")
         if stacked_deck is not None and not self.settings.allow_stacked_decks:
@@ -224,7 +219,8 @@ class GameHost:
     def unsubscribe(self, session: Session, subscriber: Subscriber) -> None:
         """A stream ended; a finished table whose last stream it was rests at once."""
         session.subscribers.discard(subscriber)
-        current = self.sessions.get(session.game_id) or self.unavailable.get(session.game_id)
+        current = self.tables.session(session.game_id) \
+            or self.tables.unavailable(session.game_id)
         if current is not None and current is not session:
             current.subscribers.discard(subscriber)
         if current is not None and not current.subscribers:  # its last: a finished one rests
@@ -256,21 +252,23 @@ class GameHost:
         ``epoch`` this server now holds it at, arm its timers and bots, and serve it; None
         when the store does not hold it. A damaged one is quarantined (and refused with
         GAME_QUARANTINED)."""
-        if game_id in self.sessions:
-            return self.sessions[game_id]
+        if (held := self.tables.session(game_id)) is not None:
+            return held
         stored = await self.store.load_game(game_id)
         if stored is None:
             return None
-        if game_id in self.sessions:  # adopted meanwhile
-            return self.sessions[game_id]
-        was_resting = game_id in self.resting  # listed where it is until served or quarantined
+        if (held := self.tables.session(game_id)) is not None:  # adopted meanwhile
+            return held
+        # listed where it is until served or quarantined
+        was_resting = self.tables.state_of(game_id) is TableState.RESTING
         try:
             restored = restore(game_id, *stored)
         except RecoveryError as error:
             self.healing.quarantine(game_id, str(error), stored[0])
             raise quarantined_refusal(game_id) from error
         # its first input clears a stored rest listing
-        return self.tables.install(restored, epoch=epoch, at_rest=was_resting)
+        # the caller (the locator) took or holds it at ``epoch`` in the database
+        return self.tables.install(restored, confirmed=True, epoch=epoch, at_rest=was_resting)
 
     # --- start and stop ------------------------------------------------------------------------
 
@@ -288,7 +286,7 @@ class GameHost:
         self.stopping = True
         self.tables.stop()
         self.healing.stop()
-        for session in list(self.sessions.values()):
+        for session in self.tables.sessions():
             await asyncio.gather(*session.writes, return_exceptions=True)
         self.store.close()
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from tapis_service.clock import TimerHandle
+from tapis_service.lifecycle import TableState
 
 if TYPE_CHECKING:
     from tapis_service.host import GameHost
@@ -93,17 +94,18 @@ class Housekeeping:
         self._timer = None
         rested = self.host.shelf.rest_idle()
         if rested:
-            log.info("tables_rested", tables=rested, resting=len(self.host.resting))
+            log.info("tables_rested", tables=rested,
+                     resting=self.host.tables.count(TableState.RESTING))
         now = self.host.clock.now_ms()
         if self.results_max_age_ms and self._aging is None:
             self._aging = asyncio.ensure_future(self._keep_result_ages())
             self._tasks.add(self._aging)
             self._aging.add_done_callback(self._tasks.discard)
-        sessions = self.host.sessions
-        for game_id in [g for g in self.last_person_ms if g not in sessions]:
+        tables = self.host.tables
+        for game_id in [g for g in self.last_person_ms if tables.session(g) is None]:
             del self.last_person_ms[game_id]
-        for game_id, session in list(sessions.items()):
-            table = session.table
+        for session in tables.sessions():
+            game_id, table = session.game_id, session.table
             if table.game_over(session.rules):
                 continue
             waited = now - max(session.created_ms, self.started_ms)
@@ -142,11 +144,11 @@ class Housekeeping:
         """Each table's status for the metrics (``waiting``, ``live``, ``finished``); read from
         the exporter's thread, over a copy of the tables."""
         found = []
-        for session in list(self.host.sessions.values()):
+        for session in self.host.tables.sessions():
             table = session.table
             found.append("finished" if table.game_over(session.rules)
                          else "live" if table.started else "waiting")
-        found.extend(["resting"] * len(self.host.resting))
+        found.extend(["resting"] * self.host.tables.count(TableState.RESTING))
         return found
 
     async def drain(self) -> None:

@@ -66,7 +66,7 @@ class Presence:
     def _served(self, game_id: str, state: SeatsPresence) -> Session | None:
         """The table served here now whose presence is ``state`` (a rebuilt session keeps
         it: healing.py), or None."""
-        session = self.host.sessions.get(game_id)
+        session = self.host.tables.session(game_id)
         return session if session is not None and session.presence is state else None
 
     def _person(self, session: Session, seat: int | None) -> bool:

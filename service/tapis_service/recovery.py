@@ -33,6 +33,7 @@ from tapis_engine.errors import RuleError
 from tapis_engine.registry import rules_for
 from tapis_service import replacing
 from tapis_service.adapters import ADAPTERS
+from tapis_service.lifecycle import TableState
 from tapis_service.ownership import Ownership
 from tapis_service.resting import RestingTable
 from tapis_service.session import Session
@@ -236,13 +237,17 @@ async def recover_all(host: GameHost) -> None:
         except RecoveryError as error:
             host.healing.quarantine(game_id, str(error), record)
             continue
-        # armed below (``start_recovered``); an unreadable listing is still stored
-        host.tables.install(restored, at_rest=game_id in unreadable, arm=False)
-    held = len(host.sessions) + len(host.resting)
+        # armed below (``start_recovered``); an unreadable listing is still stored; owned:
+        # the store holds this server's tables (a cluster node's under its lease)
+        host.tables.install(restored, confirmed=True, at_rest=game_id in unreadable,
+                            arm=False)
+    tables, kept = host.tables, (TableState.LIVE, TableState.RESTING)
+    held = tables.count(*kept)
     host.shelf.enforce_retention()
     rested = await host.shelf.start_recovered()
     if stored or resting:
-        log.info("recovered", games=len(host.sessions), resting=len(host.resting),
-                 rested=rested, quarantined=len(host.quarantined),
-                 dropped=held - len(host.sessions) - len(host.resting),
+        log.info("recovered", games=tables.count(TableState.LIVE),
+                 resting=tables.count(TableState.RESTING), rested=rested,
+                 quarantined=tables.count(TableState.QUARANTINED),
+                 dropped=held - tables.count(*kept),
                  inputs=inputs, seconds=round(time.perf_counter() - started, 3))

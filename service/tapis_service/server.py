@@ -25,6 +25,7 @@ from tapis_service.game_api import GameApi
 from tapis_service.health import PROBE_EVERY_S, SERVICE_NAME, Readiness, new_health
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
+from tapis_service.lifecycle import TableState
 from tapis_service.limits import MAX_METADATA_BYTES, MAX_RECEIVE_MESSAGE_BYTES
 from tapis_service.proxies import TrustedProxies
 from tapis_service.results import MemoryResults, ResultsFeed, ResultsStore
@@ -288,7 +289,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     metrics.set_build_info(version(), revision())
     metrics.TABLES.source = api.housekeeping.statuses
     log.info("serving", address=listen_address(settings.host, port), store=settings.store,
-             games=len(host.sessions), version=version(), revision=revision(),
+             games=host.tables.count(TableState.LIVE), version=version(), revision=revision(),
              tls=security.tls is not None,
              mutual_tls=security.tls is not None and security.tls.mutual,
              api_keys=not security.open_mode, max_connections=capacity.connections,

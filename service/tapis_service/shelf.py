@@ -12,6 +12,7 @@ import structlog
 
 from tapis_service.errors import not_found
 from tapis_service.healing import moved_refusal, quarantined_refusal, store_refusal
+from tapis_service.lifecycle import TableState
 from tapis_service.limits import quote
 from tapis_service.recovery import RecoveryError, restore
 from tapis_service.resting import restable
@@ -39,16 +40,17 @@ class Shelf:
 
     def finished(self, keep: str | None = None) -> list[str]:
         """The finished tables (at rest and in memory) but ``keep``, oldest first."""
-        found = [(r.created_ms, gid) for gid, r in self.host.resting.items()]
-        found.extend((s.created_ms, gid) for gid, s in self.host.sessions.items()
-                     if gid != keep and s.table.game_over(s.rules))
+        tables = self.host.tables
+        found = [(r.created_ms, gid) for gid, r in tables.resting_tables()]
+        found.extend((s.created_ms, s.game_id) for s in tables.sessions()
+                     if s.game_id != keep and s.table.game_over(s.rules))
         found.sort(key=lambda item: item[0])  # stable: ties keep the order above
         return [gid for _, gid in found]
 
     def enforce_retention(self, keep: str | None = None) -> None:
         """Drop (from memory and from the store) the oldest finished tables beyond the limit."""
         limit = self.host.settings.finished_retention
-        if len(self.host.sessions) + len(self.host.resting) <= limit:
+        if self.host.tables.count(TableState.LIVE, TableState.RESTING) <= limit:
             return
         finished = [gid for gid in self.finished(keep) if gid not in self.host.clerk.held]
         excess = len(finished) - limit + (1 if keep is not None else 0)
@@ -61,8 +63,8 @@ class Shelf:
         results its backend has not acknowledged."""
         if self.host.rest_store is not None and self.rest_idle(force=True):
             return
-        finished = [gid for gid, s in self.host.sessions.items()
-                    if s.table.game_over(s.rules) and gid not in self.host.clerk.held]
+        finished = [s.game_id for s in self.host.tables.sessions()
+                    if s.table.game_over(s.rules) and s.game_id not in self.host.clerk.held]
         excess = max(len(finished) - self.host.settings.finished_retention, 1)
         for game_id in finished[:excess]:
             self.host.tables.drop(game_id)
@@ -74,7 +76,8 @@ class Shelf:
             return 0
         used, self._used = self._used, set()
         rested = 0
-        for game_id, session in list(self.host.sessions.items()):
+        for session in self.host.tables.sessions():
+            game_id = session.game_id
             if (force or game_id not in used) and restable(session) \
                     and game_id not in self._waking:
                 self.rest(session)
@@ -88,7 +91,7 @@ class Shelf:
         rested (never with a store that keeps no listing, nor while the server stops)."""
         host = self.host
         if host.rest_store is None or host.stopping \
-                or host.sessions.get(session.game_id) is not session or not restable(session):
+                or host.tables.session(session.game_id) is not session or not restable(session):
             return False
         self.rest(session)
         return True
@@ -97,10 +100,10 @@ class Shelf:
         """At start: arm each recovered table's timers and bots; a finished one rests at once
         (no restart loads it again). How many rested."""
         host, rested = self.host, 0
-        async for session in paced(list(host.sessions.values())):  # liveness answers
-            if host.sessions.get(session.game_id) is not session:
-                continue  # rested meanwhile (a bot's move ended its game)
-            host.actor.after_change(session)  # publish nothing yet, arm the timers and bots
+        async for session in paced(host.tables.unarmed()):  # liveness answers
+            # publish nothing yet, arm the timers and bots (``Tables.install(arm=False)``)
+            if not host.tables.arm_deferred(session):
+                continue  # rested or dropped meanwhile (a bot's move ended its game)
             if session.table.game_over(session.rules):
                 rested += self.rest_if_done(session)
         return rested
@@ -109,10 +112,10 @@ class Shelf:
         """The table a call answers from once its input committed: the one served, or
         ``session`` itself when it rested meanwhile (finished: its state is final); refused as
         ``GameHost.get`` otherwise."""
-        current = self.host.sessions.get(session.game_id)
+        current = self.host.tables.session(session.game_id)
         if current is not None:
             return current
-        if session.game_id in self.host.resting:
+        if self.host.tables.state_of(session.game_id) is TableState.RESTING:
             return session
         return self.host.get(session.game_id)
 
@@ -134,25 +137,26 @@ class Shelf:
             stored = await self.host.store.load_game(game_id)
         except StoreError as error:
             raise store_refusal(error) from error
-        if game_id in self.host.sessions:
-            return self.host.sessions[game_id]
-        resting = self.host.resting.get(game_id)
+        tables = self.host.tables
+        if (held := tables.session(game_id)) is not None:
+            return held
+        resting = tables.resting(game_id)
         if resting is not None and stored is not None:  # still this server's at its epoch?
             try:
                 owned = await self.host.confirm_owner(game_id, resting.epoch)
             except StoreError as error:
                 raise store_refusal(error) from error
-            if game_id in self.host.sessions:
-                return self.host.sessions[game_id]
+            if (held := tables.session(game_id)) is not None:
+                return held
             if not owned:
-                if self.host.resting.get(game_id) is resting:
-                    self.host.tables.unlist_resting(game_id)
+                if tables.resting(game_id) is resting:
+                    tables.unlist_resting(game_id)
                     for lost in self.host.lost_listeners:
                         lost(game_id)
                 raise moved_refusal(game_id)
-        resting = self.host.resting.get(game_id)
+        resting = tables.resting(game_id)
         if resting is None or stored is None:  # dropped meanwhile
-            self.host.tables.unlist_resting(game_id)
+            tables.unlist_resting(game_id)
             raise not_found(f"no game {quote(game_id)} on this server")
         try:
             restored = restore(game_id, *stored)
@@ -160,7 +164,8 @@ class Shelf:
             self.host.healing.quarantine(game_id, str(error), stored[0])
             raise quarantined_refusal(game_id) from error
         self._used.add(game_id)
-        self.host.tables.install(restored, epoch=resting.epoch, at_rest=True)
+        # owned: confirmed above (a store that keeps it says so)
+        tables.install(restored, confirmed=True, epoch=resting.epoch, at_rest=True)
         log.info("game_woken", game=game_id, inputs=restored.session.journal_length)
         return restored.session
 

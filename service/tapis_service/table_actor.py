@@ -107,7 +107,7 @@ class TableActor:
                      expected_version: int | None, received: float | None = None) -> Applied:
         """A person's input, applied at most once per request id; answered once committed."""
         # discarded, moved or rested (finished, then loaded back) while this waited?
-        session = self.host.sessions.get(session.game_id) or await self.host.find(session.game_id)
+        session = self.tables.session(session.game_id) or await self.host.find(session.game_id)
         # 1. check
         asked = PendingRequest(RequestKind.SEAT_ACTION, request_id, seat) if request_id else None
         if asked is not None:
@@ -165,7 +165,7 @@ class TableActor:
         ``request_id``, a retry from the same ``scope`` (``ownership.scope_of``) gets the same
         seat and token (even while the first commits); another scope's id is a join of its
         own."""
-        session = self.host.sessions.get(session.game_id) or await self.host.find(session.game_id)
+        session = self.tables.session(session.game_id) or await self.host.find(session.game_id)
         tokens = self.host.tokens
         # 1. check
         asked = PendingRequest(RequestKind.JOIN, request_id, scope=scope) if request_id else None
@@ -198,7 +198,7 @@ class TableActor:
                 entry["join_scope"] = scope
         await self._journal(session, entry, asked)
         # 4. publish (and know the token)
-        if self.host.sessions.get(session.game_id) is session:
+        if self.tables.session(session.game_id) is session:
             tokens.add(digest, session.game_id, seat)
             if request_id:
                 session.join_requests[scope, request_id] = seat
@@ -214,7 +214,7 @@ class TableActor:
         former token is revoked and its streams end at once; answered (the session and the
         replacement) once committed. A retry with the same ``request_id`` gets the same
         answer."""
-        session = self.host.sessions.get(session.game_id) or await self.host.find(session.game_id)
+        session = self.tables.session(session.game_id) or await self.host.find(session.game_id)
         tokens = self.host.tokens
         # 1. check
         asked = PendingRequest(RequestKind.REPLACE, request_id) if request_id else None
@@ -247,7 +247,7 @@ class TableActor:
             entry["replace_request_id"] = request_id
         await self._journal(session, entry, asked)
         # 4. publish (and know the new token)
-        if self.host.sessions.get(session.game_id) is session:
+        if self.tables.session(session.game_id) is session:
             if token:
                 tokens.add(token_hash(token), session.game_id, seat)
             if request_id:
@@ -290,7 +290,7 @@ class TableActor:
             entry["rotate_request_id"] = request_id
         await self._journal(session, entry, asked)
         # 4. answer (nothing to publish: spectators see no event of it)
-        if request_id and self.host.sessions.get(session.game_id) is session:
+        if request_id and self.tables.session(session.game_id) is session:
             session.rotate_requests[request_id] = generation
         return session, generation
 
@@ -308,11 +308,13 @@ class TableActor:
         except BaseException:
             self.tables.not_created(session, in_doubt=False)
             raise
-        self.tables.created(session, request_id)
         log.info("game_created", game=session.game_id, kind=session.rules.kind,
                  seats=len(session.table.seats),
                  bots=sum(s.bot is not None for s in session.table.seats))
-        self._committed(session, upto)
+        session.durable_sequence = max(session.durable_sequence, upto)  # committed
+        self.tables.created(session, request_id)  # served, published and armed (lifecycle)
+        if session.table.game_over(session.rules):
+            self.committed.finished(session)
         return session
 
     def play(self, session: Session, move: tbl.Input) -> None:
@@ -321,7 +323,7 @@ class TableActor:
         if isinstance(move, tbl.BotMove):
             session.bot_timers.pop(move.seat, None)
         # 1. check
-        if self.host.sessions.get(session.game_id) is not session:
+        if self.tables.session(session.game_id) is not session:
             return
         # 2. apply
         now = self.clock.now_ms()
@@ -364,7 +366,7 @@ class TableActor:
         (``by_backend``, between games too): the ``Abandon`` input, journaled like any other so
         a restart replays it; its event tells every stream."""
         # 1. check
-        if self.host.sessions.get(session.game_id) is not session or session.table.abandoned \
+        if self.tables.session(session.game_id) is not session or session.table.abandoned \
                 or (session.table.game_over(session.rules) and not by_backend):
             return
         # 2. apply
@@ -463,7 +465,7 @@ class TableActor:
         events are durable; publish them (unless the session was discarded meanwhile)."""
         if upto > session.durable_sequence:
             session.durable_sequence = upto
-        if self.host.sessions.get(session.game_id) is session:
+        if self.tables.session(session.game_id) is session:
             self.after_change(session)
             if session.table.game_over(session.rules):  # finished: it rests at once if it may
                 self.committed.finished(session)

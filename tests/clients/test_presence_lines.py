@@ -10,6 +10,7 @@ from tapis_clients.connection import Connection
 from tapis_service.clock import ManualClock
 from tests.support.calls import auth, war_for_two
 from tests.support.server import ServerFactory
+from tests.support.tables import live_of
 
 
 async def test_presence_changes_reach_the_caller_between_events(
@@ -33,7 +34,7 @@ async def test_presence_changes_reach_the_caller_between_events(
     other = h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
                                 metadata=auth(tokens[1]))
     await other.read()
-    session = h.host.sessions[game_id]
+    session = live_of(h.host)[game_id]
     for _ in range(500):  # bounded: until the server holds both seats' streams
         if session.presence is not None and set(session.presence.streams) == {0, 1}:
             break

@@ -21,6 +21,7 @@ from tapis_service.store import StoreUnavailable
 from tests.cluster.inprocess import Running, two_nodes
 from tests.support.calls import person_seats, refusal
 from tests.support.postgres import Postgres
+from tests.support.tables import live_of
 
 ERRORS: list[Callable[[], BaseException]] = [
     lambda: asyncpg.InternalClientError("cannot switch to state 12"),
@@ -92,7 +93,7 @@ async def test_a_write_for_a_table_awaiting_the_healer_is_in_doubt_until_it_is_r
         join = pb.JoinGameRequest(game_id=game_id, display_name="Al", request_id="join-1")
         joined = await a.stub.JoinGame(join)
         host = a.node.host
-        host.healing.store_failed(host.sessions[game_id], StoreUnavailable("outage"))
+        host.healing.store_failed(live_of(host)[game_id], StoreUnavailable("outage"))
         for stub in (a.stub, b.stub):  # its commit may have been the one cut short
             code, reason, _ = await refusal(stub.JoinGame(join))
             assert (code, reason) == ("UNAVAILABLE", "COMMIT_UNKNOWN")

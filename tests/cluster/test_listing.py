@@ -28,6 +28,7 @@ from tests.support.calls import auth, refusal
 from tests.support.postgres import Postgres
 from tests.support.process import free_port
 from tests.support.server import TEST_SETTINGS
+from tests.support.tables import live_of, quarantined_of
 from tests.trust.door import KEY_A, KEY_B, backend, door, play_war
 
 NODES = 3
@@ -58,13 +59,13 @@ async def test_a_cluster_page_asks_each_node_for_a_page(
                 await stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))
         for number, node in enumerate(nodes):  # damaged tables: listed last, by id
             for at in range(QUARANTINED):
-                node.host.quarantined[f"q{at}{number}"] = Quarantined("war", "damaged",
-                                                                      Ownership())
-        assert all(len(n.host.sessions) == PER_NODE for n in nodes)
+                node.host.tables.quarantine(f"q{at}{number}",
+                                            Quarantined("war", "damaged", Ownership()))
+        assert all(len(live_of(n.host)) == PER_NODE for n in nodes)
         expected = [game_id for _, game_id in sorted(
             (session.created_ms, game_id) for n in nodes
-            for game_id, session in n.host.sessions.items())]
-        expected += sorted(game_id for n in nodes for game_id in n.host.quarantined)
+            for game_id, session in live_of(n.host).items())]
+        expected += sorted(game_id for n in nodes for game_id in quarantined_of(n.host))
 
         answered: Counter[int] = Counter()  # lines each node answered for the page
         for name in ("listing", "quarantined_listing"):
@@ -73,8 +74,8 @@ async def test_a_cluster_page_asks_each_node_for_a_page(
             def counted(*args: Any, _original: Any = original) -> pb.GameListing:
                 line = _original(*args)
                 answered.update(number for number, n in enumerate(nodes)
-                                if line.game_id in n.host.sessions
-                                or line.game_id in n.host.quarantined)
+                                if line.game_id in live_of(n.host)
+                                or line.game_id in quarantined_of(n.host))
                 return line
 
             monkeypatch.setattr(convert, name, counted)

@@ -19,6 +19,7 @@ from tests.cluster.harness import fetch, resume_point
 from tests.cluster.inprocess import Running, two_nodes
 from tests.support.calls import person_seats
 from tests.support.postgres import Postgres
+from tests.support.tables import live_of, resting_of, unavailable_of
 
 
 async def move_to(url: str, game_id: str, node: Running) -> None:
@@ -53,17 +54,17 @@ async def test_a_table_healed_after_an_outage_is_not_served_when_another_node_to
             kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))
         game_id = created.game.game_id
         call, last = await open_stream(a.stub, game_id)
-        session = a.node.host.sessions[game_id]
+        session = live_of(a.node.host)[game_id]
         # its write failed (PostgreSQL away): discarded, for the healer to rebuild ...
         a.node.host.healing.store_failed(session, StoreUnavailable("the database restarted"))
-        assert game_id in a.node.host.unavailable
+        assert game_id in unavailable_of(a.node.host)
         await move_to(url, game_id, b)  # ... while another node took it over
         await b.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, display_name="Bea"))
         task = a.node.host.healing._task
         assert task is not None
         await task
 
-        assert game_id not in a.node.host.sessions and not a.node.host.unavailable
+        assert game_id not in live_of(a.node.host) and not unavailable_of(a.node.host)
         error = await ended(call)
         assert error.code() == grpc.StatusCode.UNAVAILABLE
         assert resume_point(error) == ("TABLE_MOVED", str(last))
@@ -79,12 +80,12 @@ async def test_a_table_healed_while_still_owned_is_served_again_with_its_stream(
             kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))
         game_id = created.game.game_id
         call, _ = await open_stream(a.stub, game_id)
-        a.node.host.healing.store_failed(a.node.host.sessions[game_id],
+        a.node.host.healing.store_failed(live_of(a.node.host)[game_id],
                                          StoreUnavailable("the database restarted"))
         task = a.node.host.healing._task
         assert task is not None
         await task
-        assert a.node.host.sessions[game_id].epoch == 1
+        assert live_of(a.node.host)[game_id].epoch == 1
         await a.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, display_name="Cy"))
         more = await call.read()  # the stream carried on
         assert isinstance(more, pb.StreamEventsResponse) and more.events
@@ -99,7 +100,7 @@ async def test_a_lapse_gives_up_a_table_awaiting_the_healer_and_ends_its_streams
         game_id = created.game.game_id
         call, last = await open_stream(a.stub, game_id)
         a.node.cluster.membership.stop()  # its renewals are the test's
-        a.node.host.healing.store_failed(a.node.host.sessions[game_id],
+        a.node.host.healing.store_failed(live_of(a.node.host)[game_id],
                                          StoreUnavailable("the database restarted"))
         # A's membership expired during the outage; B took the table over
         await fetch(url, "UPDATE members SET expires_at = now() - interval '1 second' "
@@ -107,7 +108,7 @@ async def test_a_lapse_gives_up_a_table_awaiting_the_healer_and_ends_its_streams
         await move_to(url, game_id, b)
         await a.node.cluster.locator.renewal()  # finds the lapse: rechecks what A holds
 
-        assert game_id not in a.node.host.unavailable
+        assert game_id not in unavailable_of(a.node.host)
         error = await ended(call)
         assert resume_point(error) == ("TABLE_MOVED", str(last))
         await b.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, display_name="Bea"))
@@ -122,19 +123,20 @@ async def test_a_table_woken_from_rest_is_confirmed_first(postgres: Postgres) ->
         for _ in range(2):
             created = await a.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))
             games.append(created.game.game_id)
-            a.node.host.shelf.rest(a.node.host.sessions[created.game.game_id])
+            a.node.host.shelf.rest(live_of(a.node.host)[created.game.game_id])
         await a.node.host.store.settled()  # type: ignore[attr-defined]
         kept, moved = games
         await fetch(url, "UPDATE games SET epoch = 4 WHERE game_id = $1", kept)
-        a.node.host.resting[kept] = replace(a.node.host.resting[kept], epoch=4)
+        listed = a.node.host.tables.unlist_resting(kept)  # listed again at the new epoch
+        a.node.host.tables.listed_at_rest(kept, replace(listed, epoch=4))
         await move_to(url, moved, b)
 
         woken = await a.node.host.shelf.wake(kept)
-        assert a.node.host.sessions[kept] is woken and woken.epoch == 4  # its own epoch
+        assert live_of(a.node.host)[kept] is woken and woken.epoch == 4  # its own epoch
         with pytest.raises(Exception) as caught:
             await a.node.host.shelf.wake(moved)
         assert getattr(caught.value, "reason", "") == "TABLE_MOVED"
-        assert moved not in a.node.host.sessions and moved not in a.node.host.resting
+        assert moved not in live_of(a.node.host) and moved not in resting_of(a.node.host)
 
 
 async def test_a_table_at_rest_taken_over_across_a_lapse_is_confirmed_first(
@@ -142,7 +144,7 @@ async def test_a_table_at_rest_taken_over_across_a_lapse_is_confirmed_first(
     async with two_nodes(postgres, store_retry_ms=50) as (url, a, b):
         created = await b.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))
         game_id = created.game.game_id
-        b.node.host.shelf.rest(b.node.host.sessions[game_id])
+        b.node.host.shelf.rest(live_of(b.node.host)[game_id])
         await b.node.host.store.settled()  # type: ignore[attr-defined]
         for node in (a, b):
             node.node.cluster.membership.stop()
@@ -162,4 +164,4 @@ async def test_a_table_at_rest_taken_over_across_a_lapse_is_confirmed_first(
 
         monkeypatch.setattr(locator.directory, "take_over", across_a_lapse)
         assert await locator.adopt_resting(game_id, listing)
-        assert game_id not in a.node.host.resting  # never listed as A's
+        assert game_id not in resting_of(a.node.host)  # never listed as A's

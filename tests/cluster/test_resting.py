@@ -21,6 +21,7 @@ from tests.support.postgres import Postgres
 from tests.support.process import free_port
 from tests.support.resting import REVEAL, finished_war, views
 from tests.support.server import TEST_SETTINGS
+from tests.support.tables import live_of, resting_of
 
 TABLES = 3
 
@@ -47,14 +48,14 @@ async def test_a_resting_table_stays_with_its_owner_and_wakes_through_any_node(
         before = {game_id: await views(owner, game_id, tokens)
                   for game_id, tokens, _ in played}
         assert nodes[0].host.shelf.rest_idle(force=True) == TABLES
-        assert not nodes[0].host.sessions and len(nodes[0].host.resting) == TABLES
+        assert not live_of(nodes[0].host) and len(resting_of(nodes[0].host)) == TABLES
         listed = await other.ListGames(pb.ListGamesRequest(include_finished=True))
         assert {g.game_id for g in listed.games} == set(before) and not listed.partial
-        assert not nodes[0].host.sessions and not nodes[1].host.sessions  # listed, not loaded
+        assert not live_of(nodes[0].host) and not live_of(nodes[1].host)  # listed, not loaded
 
         game_id, tokens, answers = played[0]
         assert await views(other, game_id, tokens) == before[game_id]  # relayed to its owner
-        assert set(nodes[0].host.sessions) == {game_id} and not nodes[1].host.sessions
+        assert set(live_of(nodes[0].host)) == {game_id} and not live_of(nodes[1].host)
         seat, first = answers[0]
         retried = await other.SubmitAction(pb.SubmitActionRequest(
             game_id=game_id, action=REVEAL, request_id="r1"), metadata=auth(tokens[seat]))
@@ -66,11 +67,11 @@ async def test_a_resting_table_stays_with_its_owner_and_wakes_through_any_node(
         nodes[1].cluster.listing._orphans_asked.clear()  # as a sweep period later
         listed = await other.ListGames(pb.ListGamesRequest(include_finished=True))
         assert {g.game_id for g in listed.games} == set(before)
-        assert set(nodes[1].host.resting) == set(before)  # taken over at rest: not loaded
-        assert not nodes[1].host.sessions
+        assert set(resting_of(nodes[1].host)) == set(before)  # taken over at rest: not loaded
+        assert not live_of(nodes[1].host)
         game_id, tokens, answers = played[1]
         assert await views(other, game_id, tokens) == before[game_id]  # adopted here
-        assert set(nodes[1].host.sessions) == {game_id}
+        assert set(live_of(nodes[1].host)) == {game_id}
         seat, first = answers[-1]
         retried = await other.SubmitAction(pb.SubmitActionRequest(
             game_id=game_id, action=REVEAL, request_id=f"r{len(answers)}"),
@@ -79,9 +80,9 @@ async def test_a_resting_table_stays_with_its_owner_and_wakes_through_any_node(
         joined = await other.JoinGame(pb.JoinGameRequest(
             game_id=game_id, seat=1, display_name="p1", request_id="j1"))
         assert joined.seat_token == tokens[1]
-        assert nodes[1].host.sessions[game_id].epoch == 2  # taken over at a new epoch
+        assert live_of(nodes[1].host)[game_id].epoch == 2  # taken over at a new epoch
         assert nodes[1].host.shelf.rest_idle(force=True) == 1  # and it rests there
-        assert nodes[1].host.resting[game_id].epoch == 2
+        assert resting_of(nodes[1].host)[game_id].epoch == 2
     finally:
         for channel in channels:
             await channel.close()

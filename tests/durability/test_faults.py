@@ -31,6 +31,7 @@ from tapis_service.host import GameHost
 from tapis_service.sqlite_store import FILE_NAME, SqliteStore
 from tests.support.calls import STREAM_DEADLINE_S, auth, person_seats, reason_of
 from tests.support.server import TEST_SETTINGS, Harness, ServerFactory
+from tests.support.tables import live_of
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 WAIT_S = 20.0
@@ -267,7 +268,7 @@ async def test_writes_queued_behind_a_refused_one_are_refused_too_and_leave_no_h
         pb.SubmitActionRequest(game_id=game_id, action=REVEAL,
                                request_id=f"queued-{1 - first}"),
         metadata=auth(tokens[1 - first]))))
-    session = durable.host.sessions[game_id]
+    session = live_of(durable.host)[game_id]
     async with asyncio.timeout(WAIT_S):
         while len(session.writes) < 2:  # both reveals applied, both writes queued
             await asyncio.sleep(0.001)

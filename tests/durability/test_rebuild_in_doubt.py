@@ -13,6 +13,7 @@ from tapis_service.sqlite_store import SqliteStore
 from tapis_service.store import CommitUnknown, StoreUnavailable
 from tests.support.calls import person_seats, refusal
 from tests.support.server import ServerFactory
+from tests.support.tables import live_of
 
 
 async def test_a_retried_write_for_a_table_awaiting_its_rebuild_is_in_doubt(
@@ -25,7 +26,7 @@ async def test_a_retried_write_for_a_table_awaiting_its_rebuild_is_in_doubt(
     join = pb.JoinGameRequest(game_id=game_id, display_name="Al", request_id="join-1")
     joined = await h.stub.JoinGame(join)
     host = h.host
-    host.healing.store_failed(host.sessions[game_id], StoreUnavailable("outage"))
+    host.healing.store_failed(live_of(host)[game_id], StoreUnavailable("outage"))
 
     code, reason, _ = await refusal(h.stub.JoinGame(join))
     assert (code, reason) == ("UNAVAILABLE", "COMMIT_UNKNOWN")
@@ -50,7 +51,7 @@ async def test_after_a_write_in_doubt_every_retried_write_is_in_doubt(
         kind=pb.GAME_KIND_WAR, seed=5, seat_configs=person_seats(2)))
     game_id = created.game.game_id
     host = h.host
-    host.healing.store_failed(host.sessions[game_id], CommitUnknown("the COMMIT's fsync"))
+    host.healing.store_failed(live_of(host)[game_id], CommitUnknown("the COMMIT's fsync"))
     join = pb.JoinGameRequest(game_id=game_id, display_name="Al", request_id="join-1")
     code, reason, _ = await refusal(h.stub.JoinGame(join))  # the failed write may be this one
     assert (code, reason) == ("UNAVAILABLE", "COMMIT_UNKNOWN")

@@ -23,6 +23,7 @@ from tapis_service.sqlite_store import FILE_NAME
 from tests.support.calls import auth, reason_of
 from tests.support.driver import all_events, play, start_game
 from tests.support.server import Restartable
+from tests.support.tables import quarantined_of
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 
@@ -142,7 +143,7 @@ async def assert_quarantined_alone(servers: Restartable, game_id: str, message: 
     before = dump(servers.data_dir)
     stub = await servers.start(ManualClock())
     assert servers.running is not None
-    kind, why, owner = servers.running.host.quarantined[game_id]
+    kind, why, owner = quarantined_of(servers.running.host)[game_id]
     assert owner == Ownership()  # created without a key: public, listed to anyone
     assert kind == "war" and message in why and game_id in why
     with pytest.raises(grpc.aio.AioRpcError) as refused:

@@ -22,6 +22,7 @@ from tapis_service.clock import ManualClock
 from tests.support.calls import auth, person_seats, view_of
 from tests.support.games import KINDS, proto_kind, seat_counts
 from tests.support.server import Harness, ServerFactory
+from tests.support.tables import live_of
 
 SERVICE = pb.DESCRIPTOR.services_by_name["GameService"]
 FORBIDDEN = (grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL)
@@ -157,7 +158,7 @@ class Tables:
     async def snapshot(self) -> dict[str, bytes]:
         """Every table as a spectator sees it (the manual clock stands still: no bot moves)."""
         games = {}
-        for game_id in list(self.h.host.sessions):
+        for game_id in list(live_of(self.h.host)):
             games[game_id] = (await view_of(self.h, game_id)).SerializeToString()
         return games
 

@@ -17,6 +17,7 @@ from tapis_service import convert, lobby
 from tapis_service.caller import Caller
 from tapis_service.clock import ManualClock
 from tapis_service.game_api import GameApi
+from tapis_service.lifecycle import TableState
 from tests.support.server import ServerFactory
 from tests.trust.door import KEY_A, KEY_B, door
 
@@ -25,7 +26,7 @@ PAGE = 100
 
 
 class CountingSessions(OrderedDict[str, Any]):
-    """The host's tables, counting every table looked up or walked over."""
+    """The host's map of its tables, counting every table looked up or walked over."""
 
     touched = 0
 
@@ -72,9 +73,9 @@ async def test_a_page_looks_at_a_page_of_tables_at_20000_tables(
               for _ in range(TABLES - 30)]
     corse = [await create(api, pb.GAME_KIND_BATAILLE_CORSE, KEY_B, pb.VISIBILITY_PUBLIC)
              for _ in range(20)]
-    assert len(host.sessions) == len(host.lobby) == TABLES
-    assert len({s.created_ms for s in host.sessions.values()}) == 1  # a clock standing still
-    host.sessions = CountingSessions(host.sessions)
+    assert host.tables.count(TableState.LIVE) == len(host.lobby) == TABLES
+    assert len({s.created_ms for s in host.tables.sessions()}) == 1  # a clock standing still
+    host.tables.by_game = CountingSessions(host.tables.by_game)
     listed = 0
     original = convert.listing
 

@@ -7,6 +7,7 @@ from tapis_service.clock import ManualClock
 from tapis_service.ratelimit import PeerLimits, TokenBuckets
 from tests.support.calls import STREAM_DEADLINE_S, auth, refusal, view_of, war_for_two
 from tests.support.server import ServerFactory
+from tests.support.tables import live_of
 
 
 async def test_creates_beyond_the_rate_of_an_address_are_refused_until_it_refills(
@@ -18,10 +19,10 @@ async def test_creates_beyond_the_rate_of_an_address_are_refused_until_it_refill
     code, reason, _ = await refusal(h.stub.CreateGame(pb.CreateGameRequest(
         kind=pb.GAME_KIND_WAR)))
     assert (code, reason) == ("RESOURCE_EXHAUSTED", "RATE_LIMITED")
-    assert len(h.host.sessions) == 3
+    assert len(live_of(h.host)) == 3
     clock.advance(1000)
     await h.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))
-    assert len(h.host.sessions) == 4
+    assert len(live_of(h.host)) == 4
 
 
 async def test_wrong_tokens_beyond_the_rate_of_an_address_are_refused(

@@ -19,6 +19,7 @@ from tapis_service.settings import Settings
 from tests.support.calls import REVEAL, STREAM_DEADLINE_S, auth, refusal, view_of, war_for_two
 from tests.support.games import KINDS, proto_kind
 from tests.support.server import Harness, ServerFactory
+from tests.support.tables import live_of
 
 HUGE_ID = "g" * 20_000
 ACE = cards_pb2.Card(rank=cards_pb2.RANK_ACE, suit=cards_pb2.SUIT_SPADES)
@@ -136,7 +137,7 @@ async def test_chosen_deals_are_refused_before_any_card_is_read(
         kind=pb.GAME_KIND_WAR, seed=42)))
     assert (code, reason) == ("FAILED_PRECONDITION", "SEED_CHOICE_DISABLED")
     assert "--allow-stacked-decks" in details
-    assert not closed.host.sessions
+    assert not live_of(closed.host)
     created = await closed.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))
     assert not created.game.fairness.deal_chosen
 
@@ -148,7 +149,7 @@ async def test_a_message_beyond_the_bound_is_refused_by_grpc_before_parsing(
     assert huge.ByteSize() > 3_900_000
     code, _, details = await refusal(closed.stub.CreateGame(huge))
     assert code == "RESOURCE_EXHAUSTED" and "larger than max" in details
-    assert not closed.host.sessions
+    assert not live_of(closed.host)
 
 
 def test_the_largest_legitimate_request_fits_the_bound() -> None:

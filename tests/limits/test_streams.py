@@ -14,6 +14,7 @@ from tapis.v1 import war_pb2
 from tapis_service.clock import ManualClock
 from tests.support.calls import STREAM_DEADLINE_S, reason_of, refusal, war_for_two
 from tests.support.server import ServerFactory
+from tests.support.tables import live_of
 
 # a client that buffers little and does not grow its window: flow control fills up fast
 SMALL_WINDOW = [("grpc.http2.bdp_probe", 0), ("grpc.http2.lookahead_bytes", 16_384),
@@ -40,7 +41,7 @@ async def test_streams_beyond_a_tables_cap_are_refused(make_server: ServerFactor
     await first_message(h.stub.StreamEvents(pb.StreamEventsRequest(game_id=other_id),
                                             timeout=STREAM_DEADLINE_S))
     calls[0].cancel()
-    while len(h.host.sessions[game_id].subscribers) > 1:  # the cancel reaches the server
+    while len(live_of(h.host)[game_id].subscribers) > 1:  # the cancel reaches the server
         await asyncio.sleep(0.01)
     await first_message(h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
                                             timeout=STREAM_DEADLINE_S))
@@ -80,7 +81,7 @@ async def test_a_stream_that_stops_reading_is_cut_and_freed(make_server: ServerF
         war=war_pb2.WarOptions(target_points=300)))
     game_id = created.game.game_id
     clock.advance(1)  # the bots play the whole game: thousands of events to stream
-    session = h.host.sessions[game_id]
+    session = live_of(h.host)[game_id]
     assert session.last_sequence > 1500
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{h.running.port}", options=SMALL_WINDOW)
     try:

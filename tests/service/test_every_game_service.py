@@ -15,6 +15,7 @@ from tests.support.calls import auth, person_seats, reason_of, view_of
 from tests.support.driver import all_events
 from tests.support.games import KINDS, proto_kind, seat_counts, short_options
 from tests.support.server import Harness
+from tests.support.tables import live_of
 
 CASES = [(kind, seats) for kind in KINDS for seats in seat_counts(kind)]
 
@@ -189,10 +190,10 @@ async def test_slap_to_pile_won_latency_is_measured_when_the_event_is_sent(
                                               view.last_sequence + 1))
     before = observed()
     for _ in range(10_000):  # wait (bounded) until the server has registered the stream
-        if server.host.sessions[game_id].subscribers:
+        if live_of(server.host)[game_id].subscribers:
             break
         await asyncio.sleep(0.001)
-    assert server.host.sessions[game_id].subscribers
+    assert live_of(server.host)[game_id].subscribers
     await server.stub.SubmitAction(slap(game_id, view.bataille_corse.top_sequence),
                                    metadata=auth(tokens[0]))
     events = await asyncio.wait_for(reader, 10)

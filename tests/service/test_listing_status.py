@@ -14,6 +14,7 @@ from tapis_service.sqlite_store import SqliteStore
 from tests.support.calls import auth, person_seats
 from tests.support.resting import REVEAL
 from tests.support.server import Harness, ServerFactory
+from tests.support.tables import live_of, resting_of
 
 Build = Callable[[Harness], Awaitable[str]]
 
@@ -62,7 +63,7 @@ async def series_over(h: Harness) -> str:
 
 async def abandoned(h: Harness) -> str:
     game_id = await in_progress(h)
-    await h.host.actor.abandon(h.host.sessions[game_id])
+    await h.host.actor.abandon(live_of(h.host)[game_id])
     return game_id
 
 
@@ -100,7 +101,7 @@ async def test_list_games_says_get_game_s_status_in_memory_and_at_rest(
     listed, got = await statuses(h, tables)
     assert listed == got == {status: status for status in tables}
     assert h.host.shelf.rest_idle() + h.host.shelf.rest_idle() == 3  # the finished ones
-    at_rest = {status for status, game_id in tables.items() if game_id in h.host.resting}
+    at_rest = {status for status, game_id in tables.items() if game_id in resting_of(h.host)}
     assert at_rest == {pb.GAME_STATUS_GAME_OVER, pb.GAME_STATUS_SERIES_OVER,
                        pb.GAME_STATUS_ABANDONED}
     listed, got = await statuses(h, tables)

@@ -12,6 +12,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import ManualClock
 from tests.support.calls import REVEAL, STREAM_DEADLINE_S, auth, war_for_two
 from tests.support.server import Harness, ServerFactory
+from tests.support.tables import live_of
 
 DEBOUNCE_MS = 5000
 
@@ -79,7 +80,7 @@ async def test_views_say_who_streams_and_streams_hear_departures_and_returns(
     await settled(h, game_id, [True, False])
     gone_at = clock.now_ms()
     clock.advance(DEBOUNCE_MS - 1)
-    assert h.host.sessions[game_id].presence.announced_gone == set()
+    assert live_of(h.host)[game_id].presence.announced_gone == set()
     clock.advance(1)
     assert change(await watcher.read()) == (1, False, gone_at)  # the first message since
     back = stream(h, game_id, tokens[1])
@@ -107,7 +108,7 @@ async def test_a_seat_s_view_counts_every_stream_of_the_seat(
     await two.read()
     await settled(h, game_id, [True, False])
     one.cancel()
-    state = h.host.sessions[game_id].presence
+    state = live_of(h.host)[game_id].presence
     for _ in range(500):  # bounded: until the server has seen the cancelled stream end
         if state.streams == {0: 1}:
             break

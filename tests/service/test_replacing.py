@@ -18,6 +18,7 @@ from tapis_service.ownership import Ownership, seat_token
 from tapis_service.session import Session
 from tapis_service.sqlite_store import SqliteStore
 from tests.support.server import TEST_SETTINGS
+from tests.support.tables import live_of
 
 OWNED = Ownership("backend-a", "private", ("u-1", "u-2"), ("Ada", "u-2"))
 
@@ -108,7 +109,7 @@ async def test_a_restart_rebuilds_the_replacements_from_the_journal(tmp_path: Pa
 
     restarted = GameHost(TEST_SETTINGS, clock, SqliteStore(tmp_path, synchronous="OFF"))
     await restarted.recover()
-    reloaded = restarted.sessions[game_id]
+    reloaded = live_of(restarted)[game_id]
     assert reloaded.table == session.table
     assert reloaded.names == ["Ada", "u-8"] and reloaded.ownership == session.ownership
     assert reloaded.generations == {1: 2}

@@ -19,6 +19,7 @@ from tests.support.calls import auth, person_seats, reason_of
 from tests.support.driver import all_events
 from tests.support.resting import REVEAL, finished_war, views
 from tests.support.server import Harness, Restartable, ServerFactory
+from tests.support.tables import live_of, resting_of
 
 NEXT = pb.Action(start_next_game=pb.StartNextGame())
 
@@ -32,7 +33,7 @@ async def streams_closed(h: Harness, game_id: str) -> None:
     """Wait (bounded) until the server has seen the table's cancelled streams end (a
     finished table then rests at once)."""
     for _ in range(500):
-        session = h.host.sessions.get(game_id)
+        session = h.host.tables.session(game_id)
         if session is None or not session.subscribers:
             return
         await asyncio.sleep(0.01)
@@ -54,9 +55,9 @@ async def test_a_finished_table_leaves_memory_and_get_game_brings_it_back(
     game_id, tokens, _ = await finished_war(durable.stub)
     before = await views(durable.stub, game_id, tokens)
     assert rest(durable) == 1
-    assert game_id not in durable.host.sessions and game_id in durable.host.resting
+    assert game_id not in live_of(durable.host) and game_id in resting_of(durable.host)
     assert await views(durable.stub, game_id, tokens) == before
-    assert game_id in durable.host.sessions and game_id not in durable.host.resting
+    assert game_id in live_of(durable.host) and game_id not in resting_of(durable.host)
 
 
 async def test_list_games_lists_a_resting_table_without_loading_it(durable: Harness) -> None:
@@ -70,7 +71,7 @@ async def test_list_games_lists_a_resting_table_without_loading_it(durable: Harn
     assert await listed(durable.stub, include_finished=True) == before
     assert [g.game_id for g in await listed(durable.stub, include_finished=False)] == [
         live.game.game_id]
-    assert game_id in durable.host.resting  # listed from its stored line only
+    assert game_id in resting_of(durable.host)  # listed from its stored line only
 
 
 async def test_retried_request_ids_are_answered_from_a_resting_table(durable: Harness) -> None:
@@ -97,10 +98,10 @@ async def test_stream_events_resumes_from_a_resting_table(durable: Harness) -> N
     before = [await all_events(durable.stub, game_id, 3, last, token)
               for token in (None, *tokens)]
     await streams_closed(durable, game_id)
-    assert game_id in durable.host.resting  # its last stream ended: it rested at once
+    assert game_id in resting_of(durable.host)  # its last stream ended: it rested at once
     assert [await all_events(durable.stub, game_id, 3, last, token)
             for token in (None, *tokens)] == before
-    assert game_id in durable.host.sessions
+    assert game_id in live_of(durable.host)
 
 
 async def test_a_table_with_an_open_stream_stays(durable: Harness) -> None:
@@ -124,9 +125,9 @@ async def test_start_next_game_wakes_a_table_and_a_restart_loads_it(tmp_path: Pa
     stub = await server.start(ManualClock())
     try:
         host = server.running.host  # type: ignore[union-attr]
-        assert game_id in host.resting and game_id not in host.sessions  # only listed
+        assert game_id in resting_of(host) and game_id not in live_of(host)  # only listed
         before = await views(stub, game_id, tokens)
-        assert game_id in host.sessions
+        assert game_id in live_of(host)
         await stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=NEXT),
                                 metadata=auth(tokens[0]))
         view = (await stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
@@ -137,7 +138,7 @@ async def test_start_next_game_wakes_a_table_and_a_restart_loads_it(tmp_path: Pa
     stub = await server.start(ManualClock())
     try:
         host = server.running.host  # type: ignore[union-attr]
-        assert game_id in host.sessions and game_id not in host.resting  # it must run
+        assert game_id in live_of(host) and game_id not in resting_of(host)  # it must run
         view = (await stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
         assert view.game_number == 2
     finally:
@@ -151,7 +152,7 @@ async def test_retention_counts_resting_tables(make_server: ServerFactory,
     older, _, _ = await finished_war(h.stub, "a")
     assert rest(h) == 1
     newer, _, _ = await finished_war(h.stub, "b")
-    assert older not in h.host.resting and newer in h.host.sessions
+    assert older not in resting_of(h.host) and newer in live_of(h.host)
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await h.stub.GetGame(pb.GetGameRequest(game_id=older))
     assert reason_of(refused.value) == "GAME_NOT_FOUND"
@@ -160,7 +161,7 @@ async def test_retention_counts_resting_tables(make_server: ServerFactory,
 async def test_the_memory_store_keeps_finished_tables_in_memory(server: Harness) -> None:
     game_id, _, _ = await finished_war(server.stub)
     assert rest(server) == 0
-    assert game_id in server.host.sessions
+    assert game_id in live_of(server.host)
 
 
 async def test_the_sweep_rests_finished_tables(durable: Harness) -> None:
@@ -169,7 +170,7 @@ async def test_the_sweep_rests_finished_tables(durable: Harness) -> None:
     assert isinstance(clock, ManualClock)
     for _ in range(2):
         clock.advance(60_000)
-    assert game_id in durable.host.resting
+    assert game_id in resting_of(durable.host)
 
 
 async def test_a_damaged_resting_table_is_quarantined_when_it_comes_back(
@@ -196,11 +197,11 @@ async def _played_to_its_end(h: Harness) -> str:
     tokens = [(await h.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=seat))).seat_token
               for seat in (0, 1)]
     for _ in range(200):
-        session = h.host.sessions[game_id]  # in memory while the game runs
+        session = live_of(h.host)[game_id]  # in memory while the game runs
         seat = next(iter(session.rules.to_act(session.table.state)))
         await h.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),
                                   metadata=auth(tokens[seat]))
-        if game_id not in h.host.sessions:
+        if game_id not in live_of(h.host):
             return game_id
     raise AssertionError("the game did not end, or its table did not rest")
 
@@ -213,7 +214,7 @@ async def test_a_finished_table_rests_as_its_last_input_commits(tmp_path: Path) 
         h = Harness(server.running, server.channel, stub,  # type: ignore[arg-type]
                     server.running.host.clock)
         game_id = await _played_to_its_end(h)
-        assert game_id in h.host.resting  # no sweep ran: its last answer's commit rested it
+        assert game_id in resting_of(h.host)  # no sweep ran: its last answer's commit rested it
         view = (await stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
         assert view.status == pb.GAME_STATUS_GAME_OVER  # loaded back for the call
     finally:
@@ -221,7 +222,7 @@ async def test_a_finished_table_rests_as_its_last_input_commits(tmp_path: Path) 
     await server.start(ManualClock())
     try:
         host = server.running.host  # type: ignore[union-attr]
-        assert not host.sessions and game_id in host.resting  # a restart loads none
+        assert not live_of(host) and game_id in resting_of(host)  # a restart loads none
     finally:
         await server.stop()
 
@@ -234,7 +235,7 @@ async def test_a_finished_table_with_an_open_stream_rests_when_its_stream_ends(
     assert rest(durable) == 0  # watched: it stays
     stream.cancel()
     await streams_closed(durable, game_id)
-    assert game_id in durable.host.resting and game_id not in durable.host.sessions
+    assert game_id in resting_of(durable.host) and game_id not in live_of(durable.host)
 
 
 async def test_recovery_rests_at_once_a_table_that_finished_while_watched(
@@ -245,13 +246,13 @@ async def test_recovery_rests_at_once_a_table_that_finished_while_watched(
         game_id, tokens, _ = await finished_war(stub)
         stream = stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id))
         await stream.read()  # watched when the server stops: it is not at rest
-        assert game_id in server.running.host.sessions  # type: ignore[union-attr]
+        assert game_id in live_of(server.running.host)  # type: ignore[union-attr]
     finally:
         await server.stop()
     stub = await server.start(ManualClock())
     try:
         host = server.running.host  # type: ignore[union-attr]
-        assert game_id in host.resting and game_id not in host.sessions  # over: rested
+        assert game_id in resting_of(host) and game_id not in live_of(host)  # over: rested
         assert (await stub.GetGame(pb.GetGameRequest(game_id=game_id),
                                    metadata=auth(tokens[0]))).game.status == \
             pb.GAME_STATUS_GAME_OVER
@@ -260,7 +261,7 @@ async def test_recovery_rests_at_once_a_table_that_finished_while_watched(
     await server.start(ManualClock())
     try:
         host = server.running.host  # type: ignore[union-attr]
-        assert not host.sessions and game_id in host.resting  # only its listing is read
+        assert not live_of(host) and game_id in resting_of(host)  # only its listing is read
     finally:
         await server.stop()
 
@@ -279,6 +280,6 @@ async def test_a_table_loaded_back_rests_one_to_two_periods_after_its_last_use(
     clock.advance(used_after_ms)
     await durable.stub.GetGame(pb.GetGameRequest(game_id=game_id))  # used again
     clock.advance(period - used_after_ms)  # the next sweep: used since the last one
-    assert game_id in durable.host.sessions
+    assert game_id in live_of(durable.host)
     clock.advance(period)
-    assert game_id in durable.host.resting  # 2 periods - used_after_ms after its last use
+    assert game_id in resting_of(durable.host)  # 2 periods - used_after_ms after its last use

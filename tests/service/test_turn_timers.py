@@ -43,6 +43,7 @@ from tapis_service.resting import restable
 from tapis_service.session import Session
 from tapis_service.sqlite_store import SqliteStore
 from tests.support.server import TEST_SETTINGS
+from tests.support.tables import live_of
 
 TURN_MS = 3_000
 
@@ -151,7 +152,7 @@ async def _war_for_two(host: GameHost) -> Session:
 async def _settled(host: GameHost) -> None:
     """Every journal write and server move in flight has settled."""
     for _ in range(100):
-        writes = [w for s in list(host.sessions.values()) for w in s.writes]
+        writes = [w for s in list(live_of(host).values()) for w in s.writes]
         if not writes and not host.actor._moves:
             return
         await asyncio.gather(*writes, return_exceptions=True)
@@ -316,7 +317,7 @@ class TimerMachine(RuleBasedStateMachine):
                 await _settled(self.host)
 
         self._run(passes())
-        session = self.host.sessions.get(self.game_id)
+        session = self.host.tables.session(self.game_id)
         if session is not None:  # no deadline is left behind, passed and unplayed
             assert all(at > self.clock.now_ms() for _, at in session.table.deadlines), \
                 (session.table.deadlines, self.clock.now_ms())
@@ -360,14 +361,14 @@ class TimerMachine(RuleBasedStateMachine):
 
         self._run(restart())
 
-    @precondition(lambda self: self.game_id in self.host.sessions
-                  and restable(self.host.sessions[self.game_id]))
+    @precondition(lambda self: self.host.tables.session(self.game_id) is not None
+                  and restable(self.host.tables.session(self.game_id)))
     @rule()
     def rest(self) -> None:
         """The finished table leaves memory (the next rule's call wakes it)."""
 
         async def rest() -> None:
-            self.host.shelf.rest(self.host.sessions[self.game_id])
+            self.host.shelf.rest(self.host.tables.session(self.game_id))
             await _settled(self.host)
 
         self._run(rest())
@@ -382,7 +383,7 @@ class TimerMachine(RuleBasedStateMachine):
         if not self.game_id:
             return
         armed = _armed_deadlines(self.clock)
-        session = self.host.sessions.get(self.game_id)
+        session = self.host.tables.session(self.game_id)
         assert all(s is session for s, *_ in armed), "a timer of a table no longer served"
         assert all(when in (at, at - 1) for _, _, at, when in armed), "armed for another time"
         expected = sorted(session.table.deadlines) if session is not None else []

@@ -17,6 +17,7 @@ from tapis_service.store import COMMITTED
 from tests.support.calls import REVEAL, STREAM_DEADLINE_S, auth, new_war, reason_of, view_of
 from tests.support.driver import all_events, play_to_end
 from tests.support.server import Harness, ServerFactory
+from tests.support.tables import live_of
 
 
 async def test_full_game_between_two_clients(server: Harness) -> None:
@@ -419,7 +420,7 @@ async def test_no_stream_sees_an_event_before_its_action_is_committed(
     h = await make_server(clock=ManualClock(), store=store)
     created = await h.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR, seed=1))
     game_id = created.game.game_id
-    session = h.host.sessions[game_id]
+    session = live_of(h.host)[game_id]
     stream = h.stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id), timeout=STREAM_DEADLINE_S)
     first_join = asyncio.ensure_future(
         h.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=0)))

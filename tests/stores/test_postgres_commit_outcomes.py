@@ -29,6 +29,7 @@ from tapis_service.postgres_store import PostgresStore
 from tapis_service.store import CommitUnknown, JournalConflict, StoreUnavailable
 from tests.support.calls import auth, person_seats
 from tests.support.server import ServerFactory
+from tests.support.tables import live_of
 
 WAIT_S = 30.0
 
@@ -229,7 +230,7 @@ async def test_a_server_answers_an_in_doubt_submit_commit_unknown_and_the_retry_
         ("action_in_doubt", "COMMIT_UNKNOWN")], lines
     assert "may have been applied" in (in_doubt.value.details() or "")
     await breaker.settle()
-    await until(lambda: game_id in server.host.sessions)  # rebuilt from the store
+    await until(lambda: game_id in live_of(server.host))  # rebuilt from the store
     answer = await stub.SubmitAction(request, metadata=auth(tokens[seat]))
     again = await stub.SubmitAction(request, metadata=auth(tokens[seat]))
     after = (await stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
@@ -255,7 +256,7 @@ async def test_an_in_doubt_create_is_read_back_and_its_retry_gets_that_table(
     await breaker.settle()
     stored = await admin.fetch("SELECT game_id FROM games")
     assert len(stored) == 1  # it was applied
-    await until(lambda: stored[0]["game_id"] in server.host.sessions)  # read back
+    await until(lambda: stored[0]["game_id"] in live_of(server.host))  # read back
     retried = await server.stub.CreateGame(request)
     assert retried.game.game_id == stored[0]["game_id"]
     assert await admin.fetchval("SELECT count(*) FROM games") == 1

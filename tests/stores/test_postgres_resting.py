@@ -12,6 +12,7 @@ from tapis_service.postgres_store import PostgresStore
 from tests.support.calls import auth
 from tests.support.resting import REVEAL, finished_war, views
 from tests.support.server import ServerFactory
+from tests.support.tables import live_of, resting_of
 
 TABLES = 4
 
@@ -23,7 +24,7 @@ async def test_finished_tables_rest_in_postgres_and_a_restart_loads_none_of_them
     before = {game_id: await views(first.stub, game_id, tokens)
               for game_id, tokens, _ in played}
     assert first.host.shelf.rest_idle(force=True) == TABLES
-    assert not first.host.sessions and len(first.host.resting) == TABLES
+    assert not live_of(first.host) and len(resting_of(first.host)) == TABLES
     await first.running.stop(0)
     admin = await asyncpg.connect(database_url)
     try:
@@ -34,15 +35,15 @@ async def test_finished_tables_rest_in_postgres_and_a_restart_loads_none_of_them
 
     second = await make_server(clock=ManualClock(),
                                store=await PostgresStore.open(database_url))
-    assert not second.host.sessions  # recovery read their listings only
-    assert set(second.host.resting) == set(before)
+    assert not live_of(second.host)  # recovery read their listings only
+    assert set(resting_of(second.host)) == set(before)
     listed = await second.stub.ListGames(pb.ListGamesRequest(include_finished=True))
     # created in one millisecond (the clock stands still): listed by id
     assert [g.game_id for g in listed.games] == sorted(game_id for game_id, _, _ in played)
-    assert not second.host.sessions
+    assert not live_of(second.host)
     game_id, tokens, answers = played[1]
     assert await views(second.stub, game_id, tokens) == before[game_id]  # GetGame wakes it
-    assert set(second.host.sessions) == {game_id}
+    assert set(live_of(second.host)) == {game_id}
     seat, first_answer = answers[0]
     retried = await second.stub.SubmitAction(pb.SubmitActionRequest(
         game_id=game_id, action=REVEAL, request_id="r1"), metadata=auth(tokens[seat]))
@@ -53,5 +54,5 @@ async def test_finished_tables_rest_in_postgres_and_a_restart_loads_none_of_them
     again = await second.stub.CreateGame(pb.CreateGameRequest(
         kind=pb.GAME_KIND_WAR, seats=2, request_id="c3"))  # a retry wakes its table
     assert again.game.game_id == played[3][0]
-    assert set(second.host.sessions) == {game_id, played[3][0]}
+    assert set(live_of(second.host)) == {game_id, played[3][0]}
     assert second.host.shelf.rest_idle(force=True) == 2  # and they rest again

@@ -17,6 +17,7 @@ from tapis_service.server import create_server
 from tapis_service.sqlite_store import FILE_NAME
 from tests.support.calls import auth, person_seats
 from tests.support.server import TEST_SETTINGS
+from tests.support.tables import resting_of
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 
@@ -50,7 +51,7 @@ async def finished_war_tables(data_dir: Path, count: int) -> str:
             await stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),
                                     metadata=auth(tokens[view.awaiting_seats[0]]))
         running.host.shelf.rest_idle(force=True)
-        assert game_id in running.host.resting
+        assert game_id in resting_of(running.host)
     finally:
         await channel.close()
         await running.stop(0)

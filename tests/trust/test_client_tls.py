@@ -13,6 +13,7 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients.connection import Connection, Credentials
+from tests.support.tables import live_of
 from tests.trust.door import KEY_A, StartSecured, door
 
 pytestmark = pytest.mark.slow  # client processes
@@ -38,7 +39,7 @@ async def test_create_with_a_key_and_list_over_tls(tmp_path: Path,
                                  "--api-key", KEY_A)
     assert code == 0, err
     game_id = out.strip()
-    assert game_id in secured.running.host.sessions
+    assert game_id in live_of(secured.running.host)
     code, out, err = await tapis("list", "--json", "--target", secured.target,
                                  env={"TAPIS_TLS_CA": ca, "TAPIS_API_KEY": KEY_A})
     assert code == 0, err

@@ -19,6 +19,7 @@ from tests.support.certificates import issue
 from tests.support.postgres import Postgres
 from tests.support.process import free_port
 from tests.support.server import TEST_SETTINGS
+from tests.support.tables import live_of
 from tests.trust.door import KEY_A, OWN_CONNECTION, backend, door, war_request
 
 
@@ -46,7 +47,7 @@ async def test_a_call_relayed_between_nodes_goes_over_mutual_tls(
         first, second = (pb_grpc.GameServiceStub(c) for c in channels)
         created = await first.CreateGame(war_request(), metadata=backend(KEY_A))
         game_id = created.game.game_id
-        assert game_id in nodes[0].host.sessions and game_id not in nodes[1].host.sessions
+        assert game_id in live_of(nodes[0].host) and game_id not in live_of(nodes[1].host)
         # a private table: its backend's key goes with the call relayed to the owner
         with pytest.raises(grpc.aio.AioRpcError) as stranger_join:
             await second.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=0))

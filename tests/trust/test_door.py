@@ -18,6 +18,7 @@ from tapis_service.exposure import Exposed
 from tapis_service.security import CannotSecure
 from tapis_service.server import create_server
 from tests.support.server import TEST_SETTINGS
+from tests.support.tables import live_of
 from tests.trust.door import (
     KEY_A,
     KEY_B,
@@ -70,9 +71,9 @@ async def test_with_keys_create_needs_a_valid_key(tmp_path: Path,
         await secured.stub.CreateGame(war_request(), metadata=backend("not-a-key-of-this-one"))
     assert refusal(wrong.value) == (grpc.StatusCode.UNAUTHENTICATED, "INVALID_API_KEY")
     assert "not-a-key" not in (wrong.value.details() or "")
-    assert not secured.running.host.sessions
+    assert not live_of(secured.running.host)
     created = await secured.stub.CreateGame(war_request(), metadata=backend(KEY_A))
-    assert created.game.game_id in secured.running.host.sessions
+    assert created.game.game_id in live_of(secured.running.host)
 
 
 async def test_wrong_keys_are_rate_limited_like_wrong_tokens(

@@ -15,6 +15,7 @@ from tapis_service.api_keys import Backend
 from tapis_service.errors import ServiceError
 from tapis_service.ownership import decide
 from tests.support.calls import auth
+from tests.support.tables import live_of, resting_of
 from tests.trust.door import (
     KEY_A,
     KEY_B,
@@ -66,7 +67,7 @@ async def test_a_bad_label_is_refused_before_any_work(tmp_path: Path,
     assert await refused(secured.stub.CreateGame(reserved_request(labels={"!": ""}),
                                                  metadata=backend(KEY_A))) \
         == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_LABEL")
-    assert not secured.running.host.sessions
+    assert not live_of(secured.running.host)
 
 
 async def listed(secured: Secured, key: str | None) -> dict[str, dict[str, str]]:
@@ -128,13 +129,13 @@ async def labels_kept(files: Door, start_secured: StartSecured,
     assert all(dict(r.labels) == LABELS for r in records)
     host = secured.running.host
     assert host.shelf.rest_idle() + host.shelf.rest_idle() == 1
-    assert game_id in host.resting
+    assert game_id in resting_of(host)
     assert (await listed(secured, KEY_A))[game_id] == LABELS  # from the resting line
     assert (await listed(secured, KEY_B))[game_id] == {}
     await secured.channel.close()
     await secured.running.stop(0)
     secured = await start_secured(files, **where)
-    assert game_id in secured.running.host.resting  # its stored listing, read back
+    assert game_id in resting_of(secured.running.host)  # its stored listing, read back
     assert (await listed(secured, KEY_A))[game_id] == LABELS
     assert (await listed(secured, KEY_B))[game_id] == {}
     await only_its_backend_sees_them()  # loaded back from its records

@@ -11,6 +11,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_service.healing import Quarantined, stored_owner
 from tapis_service.ownership import PRIVATE, Ownership
 from tapis_service.sqlite_store import FILE_NAME
+from tests.support.tables import quarantined_of
 from tests.trust.door import KEY_A, KEY_B, StartSecured, backend, door, war_request
 
 
@@ -38,7 +39,7 @@ async def test_a_quarantined_private_table_is_listed_to_its_backend_only(
                               (private, public)).rowcount >= 2
     stored.close()
     second = await start_secured(files, store="sqlite", data_dir=data)
-    assert set(second.running.host.quarantined) == {private, public}
+    assert set(quarantined_of(second.running.host)) == {private, public}
     for metadata, shown in ((None, {public}), (backend(KEY_B), {public}),
                             (backend(KEY_A), {private, public})):
         for kind in (pb.GAME_KIND_UNSPECIFIED, pb.GAME_KIND_WAR):

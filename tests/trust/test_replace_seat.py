@@ -19,6 +19,7 @@ from tests.support.calls import STREAM_DEADLINE_S, auth
 from tests.support.postgres import Postgres
 from tests.support.process import free_port
 from tests.support.server import TEST_SETTINGS
+from tests.support.tables import live_of
 from tests.trust.door import (
     KEY_A,
     KEY_B,
@@ -247,7 +248,7 @@ async def test_a_replace_through_another_node_of_a_cluster(tmp_path: Path,
         owner, other = (pb_grpc.GameServiceStub(c) for c in channels)
         created = await owner.CreateGame(reserved_request(), metadata=backend(KEY_A))
         game_id = created.game.game_id
-        assert game_id in nodes[0].host.sessions and game_id not in nodes[1].host.sessions
+        assert game_id in live_of(nodes[0].host) and game_id not in live_of(nodes[1].host)
         old = created.seat_tokens[0].seat_token
         stream = other.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
                                     metadata=auth(old), timeout=STREAM_DEADLINE_S)
@@ -264,7 +265,7 @@ async def test_a_replace_through_another_node_of_a_cluster(tmp_path: Path,
         await nodes.pop(0).stop(0)
         assert await refused(other.GetGame(pb.GetGameRequest(game_id=game_id),
                                            metadata=auth(old))) == REVOKED
-        assert game_id in nodes[0].host.sessions  # taken over, from the journal
+        assert game_id in live_of(nodes[0].host)  # taken over, from the journal
         view = await get(other, game_id, new)
         assert view.your_seat == 0 and view.seats[0].display_name == "Linus"
         assert (await other.ReplaceSeat(request, metadata=backend(KEY_A))) == replaced

@@ -27,6 +27,7 @@ from tapis_service.sqlite_store import SqliteStore
 from tests.support.calls import auth
 from tests.support.process import free_port
 from tests.support.server import TEST_SETTINGS
+from tests.support.tables import live_of, resting_of
 from tests.trust.door import (
     KEY_A,
     KEY_B,
@@ -148,10 +149,10 @@ async def test_a_victim_s_table_at_rest_stays_its_own_across_a_restart(
     await first.channel.close()
     await first.running.stop(0)
     second = await start_secured(files, tls=False, store="sqlite", data_dir=data)
-    assert game_id in second.running.host.resting  # listed only, from its stored listing
+    assert game_id in resting_of(second.running.host)  # listed only, from its stored listing
     attacker = await second.stub.CreateGame(reserved_request(request_id=VICTIM_ID),
                                             metadata=backend(KEY_B))
-    assert game_id in second.running.host.resting  # not even woken for another backend
+    assert game_id in resting_of(second.running.host)  # not even woken for another backend
     await assert_own_tables(second.stub, victim, attacker)
     retried = await second.stub.CreateGame(reserved_request(request_id=VICTIM_ID),
                                            metadata=backend(KEY_A))
@@ -227,8 +228,8 @@ async def test_a_replaced_seat_s_new_holder_gets_none_of_the_former_holder_s_ans
 
     restarted = GameHost(TEST_SETTINGS, clock, SqliteStore(tmp_path, synchronous="OFF"))
     await restarted.recover()
-    assert restarted.sessions[game_id].remembered(me, "act-1") is None
-    assert restarted.sessions[game_id].join_requests == {
+    assert live_of(restarted)[game_id].remembered(me, "act-1") is None
+    assert live_of(restarted)[game_id].join_requests == {
         ("backend-a", "\0reserved:0"): 0, ("backend-a", "\0reserved:1"): 1}
     await restarted.close()
 

@@ -12,6 +12,7 @@ import grpc
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.clock import ManualClock
 from tests.support.calls import STREAM_DEADLINE_S, auth
+from tests.support.tables import live_of
 from tests.trust.door import KEY_A, REVEAL, StartSecured, backend, door, reserved_request
 
 IDLE_S = 60
@@ -87,7 +88,7 @@ async def caught_up(call: grpc.aio.UnaryStreamCall, last: int) -> None:
 async def close(call: grpc.aio.UnaryStreamCall, host: object, game_id: str) -> None:
     """Cancel a stream and wait (bounded) until the server has seen it end."""
     call.cancel()
-    session = host.sessions[game_id]  # type: ignore[attr-defined]
+    session = live_of(host)[game_id]  # type: ignore[attr-defined]
     for _ in range(500):
         if not session.presence.streams:
             return

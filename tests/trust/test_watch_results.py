@@ -14,6 +14,7 @@ import pytest
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tests.support.calls import auth
+from tests.support.tables import live_of
 from tests.trust.door import (
     KEY_A,
     KEY_B,
@@ -120,13 +121,13 @@ async def test_unacknowledged_results_keep_their_table_under_retention_pressure(
         others.append(await finished_table(stub, KEY_B))
         last = (await records(stub, 0, 2, KEY_B))[-1].cursor
         await stub.AckResults(pb.AckResultsRequest(cursor=last), metadata=backend(KEY_B))
-    assert held in host.sessions
-    assert sum(game_id in host.sessions for game_id in others) <= 3
+    assert held in live_of(host)
+    assert sum(game_id in live_of(host) for game_id in others) <= 3
     view = await stub.GetGame(pb.GetGameRequest(game_id=held), metadata=backend(KEY_A))
     assert view.game.status == pb.GAME_STATUS_SERIES_OVER
     await stub.AckResults(pb.AckResultsRequest(cursor=2), metadata=backend(KEY_A))
     await finished_table(stub, KEY_B)  # the next eviction may take it now
-    assert held not in host.sessions
+    assert held not in live_of(host)
 
 
 async def test_the_ledger_survives_a_restart(tmp_path: Path,

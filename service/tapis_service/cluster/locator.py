@@ -111,7 +111,7 @@ class Locator:
         served here or refused TABLE_MOVED, never relayed again."""
         if not game_id:
             return None
-        held = game_id in self.host.sessions
+        held = self.host.tables.session(game_id) is not None
         if held and game_id not in self._unconfirmed and self.confirmed():
             return None
         cached = None if held else self._routes.get(game_id)
@@ -131,7 +131,7 @@ class Locator:
 
     async def _look_up(self, game_id: str, forwarded: bool) -> str | None:
         for _ in range(LOOKUPS):
-            if game_id in self.host.sessions:
+            if self.host.tables.session(game_id) is not None:
                 return None
             owner = await self.directory.owner_of(game_id)
             if owner is None:
@@ -139,7 +139,8 @@ class Locator:
             if owner.node_id == self.node_id:
                 if self.leaving:
                     raise table_moved(game_id)
-                if game_id in self.host.unavailable:  # the healer rebuilds it (or gives it up)
+                if self.host.tables.unavailable(game_id) is not None:
+                    # the healer rebuilds it (or gives it up)
                     return None
                 await self._adopt(game_id, owner.epoch, "")
                 return None
@@ -212,7 +213,7 @@ class Locator:
                 self._locks.pop(game_id, None)
 
     async def _adopt(self, game_id: str, epoch: int, trigger: str) -> None:
-        held = self.host.sessions.get(game_id)
+        held = self.host.tables.session(game_id)
         if held is not None and held.epoch == epoch:
             return
         self._unconfirmed.add(game_id)
@@ -221,7 +222,7 @@ class Locator:
             if session is None:
                 return
             if not await self._holds(game_id, epoch) \
-                    or self.host.sessions.get(game_id) is not session:
+                    or self.host.tables.session(game_id) is not session:
                 self.host.tables.discard(game_id)  # another node took it while it loaded
                 self.lost(game_id)
                 raise table_moved(game_id)
@@ -299,21 +300,22 @@ class Locator:
         self.lease_until = -math.inf
         self._lapses += 1
         host = self.host
-        if not host.sessions and not host.resting and not host.unavailable:  # (a first one too)
-            return
+        tables = host.tables
+        if not tables.count(TableState.LIVE, TableState.RESTING, TableState.UNAVAILABLE):
+            return  # (a first one too)
         owned = await self.directory.owned()
-        for game_id, session in list(host.sessions.items()):
-            if owned.get(game_id) != session.epoch:
-                host.tables.discard(game_id)
-                self.lost(game_id)
-        for game_id, session in list(host.unavailable.items()):  # awaiting the healer
-            if owned.get(game_id) != session.epoch:
+        for session in tables.sessions(TableState.LIVE):
+            if owned.get(session.game_id) != session.epoch:
+                tables.discard(session.game_id)
+                self.lost(session.game_id)
+        for session in tables.sessions(TableState.UNAVAILABLE):  # awaiting the healer
+            if owned.get(session.game_id) != session.epoch:
                 host.healing.lost(session)
-        for game_id, table in list(host.resting.items()):
+        for game_id, table in tables.resting_tables():
             if owned.get(game_id) != table.epoch:
-                host.tables.unlist_resting(game_id)
+                tables.unlist_resting(game_id)
                 self.lost(game_id)
-        log.warning("membership_lapsed", kept=len(host.sessions))
+        log.warning("membership_lapsed", kept=tables.count(TableState.LIVE))
 
     def lost(self, game_id: str) -> None:
         """Another node owns the table now (its append was refused)."""

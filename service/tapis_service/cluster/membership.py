@@ -17,6 +17,7 @@ from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.locator import Locator
 from tapis_service.cluster.relay import Tunnels
 from tapis_service.host import GameHost
+from tapis_service.lifecycle import TableState
 
 log = structlog.get_logger("tapis.cluster")
 
@@ -57,7 +58,7 @@ class Membership:
                     self.tunnels.close_others(set(live.values()))
             except Exception as error:  # the database is away: the lease runs out
                 logrepeat.limited(log.warning, "heartbeat_failed", error=str(error)[:200])
-            metrics.TABLES_OWNED.set(len(self.host.sessions))
+            metrics.TABLES_OWNED.set(self.host.tables.count(TableState.LIVE))
 
     async def _sweep(self) -> None:
         while True:

@@ -27,6 +27,7 @@ from tapis_service.cluster.relay import Relay, Tunnels
 from tapis_service.door import Door
 from tapis_service.game_api import GameApi
 from tapis_service.host import GameHost
+from tapis_service.lifecycle import TableState
 from tapis_service.postgres_store import PostgresStore
 from tapis_service.rpcs import Route
 from tapis_service.settings import Settings
@@ -101,10 +102,11 @@ class ClusterNode:
         self.locator.leaving = True
         self.membership.stop()
         self.relay.cut_relayed_streams()
-        for game_id in list(self.host.sessions):
-            self.host.tables.discard(game_id)
-        for game_id in list(self.host.resting):  # handed off too: adopted elsewhere next
-            self.host.tables.unlist_resting(game_id)
+        tables = self.host.tables
+        for game_id in tables.ids(TableState.LIVE):
+            tables.discard(game_id)
+        for game_id in tables.ids(TableState.RESTING):  # handed off too: adopted elsewhere next
+            tables.unlist_resting(game_id)
         await self.store.settled()
         handed = await self.directory.hand_off()
         await self.directory.leave()

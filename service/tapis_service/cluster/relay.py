@@ -182,8 +182,8 @@ class Relay:
             scope = scope_of(self.api.security.backend_of(caller.api_key))
         except ServiceError:  # a wrong key: create_game refuses it (and counts it)
             request_id = ""
-        if request_id and self.host.create_requests.get((scope, request_id)) \
-                not in self.host.sessions:
+        if request_id and self.host.tables.session(
+                self.host.tables.create_request(scope, request_id) or "") is None:
             try:
                 game_id = await self.locator.directory.created_by(scope, request_id)
             except DATABASE_ERRORS as error:  # its first attempt may have created it
@@ -206,8 +206,8 @@ class Relay:
     def _created_here(self, scope: str, request_id: str, game_id: str) -> bool:
         """This node serves ``game_id`` as the table ``request_id`` of ``scope`` created."""
         host = self.host
-        return host.create_requests.get((scope, request_id)) == game_id and (
-            game_id in host.sessions or game_id in host.resting)
+        return host.tables.create_request(scope, request_id) == game_id \
+            and host.tables.listed(game_id) is not None
 
     async def call(self, method: str, raw: bytes, caller: Caller) -> bytes:
         """A unary call for the table named in ``raw``, answered wherever it is served."""
@@ -269,13 +269,13 @@ class Relay:
         game_id = game_id_of(raw)
         address = await self.locator.route(game_id, caller.forwarded)
         if address is None:
-            session = self.host.sessions.get(game_id)
+            session = self.host.tables.session(game_id)
             sent = b""
             async for message in self.api.stream_events(parsed(pb.StreamEventsRequest, raw),
                                                         caller, end):
                 sent = message
                 yield message
-            if session is not None and self.host.sessions.get(game_id) is not session:
+            if session is not None and self.host.tables.session(game_id) is not session:
                 # the table left (lost, or healed as a new session): resume where it is
                 raise table_moved(game_id, _last_sequence(sent, raw))
             return
