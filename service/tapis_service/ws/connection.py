@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import time
 from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass
@@ -220,8 +221,10 @@ class Connection:
             return
         finally:
             self._corked = None
-            if corked:
-                self.sink.send(corked[0]) if len(corked) == 1 else self.sink.send_all(corked)
+            if len(corked) == 1:
+                self.sink.send(corked[0])
+            elif corked:
+                self.sink.send_all(corked)
         self.in_flight[frame_id] = self._loop().create_task(_Resumed(serving, waiting),
                                                              context=context)
 
@@ -279,7 +282,7 @@ class Connection:
         sent = meter.sent
         code = "OK"
         try:
-            end = lambda error: self._end_stream(frame.id, error, fmt)  # noqa: E731
+            end = functools.partial(self._end_stream, frame.id, fmt=fmt)
             request, caller = self._request(frame, field, call), self._caller(frame)
             batches = call.serve(request, caller, end) if call.raw or self.plain else \
                 call.serve(request, caller, end, _StreamWriter(self, frame.id, call, fmt))
