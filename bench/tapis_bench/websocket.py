@@ -95,8 +95,18 @@ class Table:
             self.arrived.set()
 
 
-async def open_socket(url: str) -> Socket:
-    _, listener = await ws_connect(Socket, url)
+async def open_socket(url: str, wait_s: float = 30.0) -> Socket:
+    """A socket to ``url``; refused connections are tried again for ``wait_s`` (the gRPC port
+    the server's readiness is read on may take calls before the WebSocket port listens)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            _, listener = await ws_connect(Socket, url)
+            break
+        except ConnectionRefusedError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
     assert isinstance(listener, Socket)
     return listener
 

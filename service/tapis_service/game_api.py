@@ -21,7 +21,7 @@ import structlog
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
-from tapis_service import compaction, convert, lobby, logcontext, metrics, ownership, realtime, wire
+from tapis_service import compaction, convert, lobby, logcontext, metrics, ownership, wire
 from tapis_service.api_keys import Backend, require
 from tapis_service.caller import Caller
 from tapis_service.capacity import Capacity
@@ -31,6 +31,7 @@ from tapis_service.errors import (
     from_rule_error,
     invalid_argument,
 )
+from tapis_service.fanout import LiveFeed, StreamWriter
 from tapis_service.healing import rebuilding_in_doubt
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
@@ -378,11 +379,13 @@ class GameApi:
         return wire.answer_wire(session, applied, seat)
 
     async def stream_events(self, request: pb.StreamEventsRequest, caller: Caller,
-                            end: EndStream) -> AsyncIterator[bytes]:
+                            end: EndStream, writer: StreamWriter | None = None
+                            ) -> AsyncIterator[bytes]:
         """Each message a serialized ``StreamEventsResponse``: the missed events, then each
         change as it is published. A stream that falls too far behind, or that the server ends
         because it stops, ends with a refusal saying where to resume. ``end`` is how the
-        transport ends this stream from outside (the slow-stream watchdog)."""
+        transport ends this stream from outside (the slow-stream watchdog); ``writer``, how it
+        writes a change at once while the stream is idle (``fanout.LiveFeed``)."""
         try:
             check_sizes(request)
             check_game_id(request.game_id)
@@ -414,6 +417,7 @@ class GameApi:
                 stream.writing_since, stream.last = clock.now_ms(), last
                 yield wire.events_wire(session, chunk, seat)
                 stream.writing_since = None
+            feed = LiveFeed(session, seat, stream, last, subscriber, writer)
             pending = subscriber.pending
             while True:
                 while not pending:  # wait for the next change (None: the stream must end)
@@ -421,31 +425,19 @@ class GameApi:
                 queued = pending.popleft()
                 if queued is None:
                     break
-                batch, response = queued
-                if not batch:  # a presence change (with_presence): no event, no sequence
+                to_send = feed.outgoing(*queued)
+                if to_send is not None:
                     stream.writing_since = clock.now_ms()
-                    yield response
+                    yield to_send
                     stream.writing_since = None
-                    continue
-                if batch[0].event.sequence <= last:  # sent already in the backlog
-                    batch = tuple(e for e in batch if e.sequence > last)
-                    if not batch:
-                        continue
-                    response = wire.events_wire(session, batch, seat)
-                last = batch[-1].event.sequence
-                if session.probes:
-                    for logged in batch:
-                        realtime.observe_sent(session.probes, logged.sequence)
-                stream.writing_since, stream.last = clock.now_ms(), last
-                yield response
-                stream.writing_since = None
             if subscriber.revoked:
                 raise revoked()
             if subscriber.overflowed:
-                raise too_slow(last)
+                raise too_slow(feed.last)
             if self.host.stopping:
-                raise stopping(last)
+                raise stopping(feed.last)
         finally:
+            subscriber.direct = None
             metrics.STREAMS.dec()
             self.streams.close_stream(stream)
             self.host.unsubscribe(session, subscriber)

@@ -10,7 +10,7 @@ import asyncio
 import enum
 import zlib
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -144,8 +144,8 @@ class Subscriber:
     """One open event stream: a bounded mailbox fed by the session (lighter than an
     ``asyncio.Queue``: one deque and at most one waiting future)."""
 
-    __slots__ = ("capacity", "closed", "loop", "overflowed", "pending", "presence", "revoked",
-                 "seat", "spectator_token", "waiter")
+    __slots__ = ("capacity", "closed", "direct", "loop", "overflowed", "pending", "presence",
+                 "revoked", "seat", "spectator_token", "waiter")
 
     def __init__(self, seat: int | None, capacity: int) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -164,6 +164,9 @@ class Subscriber:
         """Opened with the table's spectator token (a rotation ends it)."""
         self.presence = False
         """Asked for the table's presence changes (``presence.py``)."""
+        self.direct: Callable[[tuple[LoggedEvent, ...], bytes], bool] | None = None
+        """Writes a change at once through the stream's transport, when it can (True), instead
+        of queueing it (``fanout.LiveFeed.at_commit``); tried only while the stream is idle."""
 
     def _put(self, item: Queued | None) -> None:
         self.pending.append(item)
@@ -176,10 +179,17 @@ class Subscriber:
     def offer(self, logged: tuple[LoggedEvent, ...], wire: bytes) -> None:
         """Queue the events of one change, with their serialized ``StreamEventsResponse`` as
         this stream's seat sees them; past capacity the stream is cut off (it may resume by
-        sequence)."""
+        sequence). An idle stream (its task waiting for a change, nothing queued) whose
+        transport can write at once gets it written now (``direct``): the same bytes, in the
+        same order, without the queue and a step of its task."""
         if self.overflowed or self.closed:
             return
         pending = self.pending
+        direct = self.direct
+        if direct is not None and not pending:
+            waiter = self.waiter
+            if waiter is not None and not waiter.done() and direct(logged, wire):
+                return
         if len(pending) >= self.capacity:
             self.overflowed = True
             self._put(None)

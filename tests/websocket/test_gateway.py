@@ -57,7 +57,7 @@ class FakeApi:
         return pb.SubmitActionResponse(version=8).SerializeToString()  # pre-serialized answer
 
     async def stream_events(self, request: pb.StreamEventsRequest, caller: Any,
-                            end: Callable[[ServiceError], None]
+                            end: Callable[[ServiceError], None], writer: Any = None
                             ) -> AsyncIterator[pb.StreamEventsResponse | bytes]:
         self.ends[request.game_id] = end
         queue = self.queues.setdefault(request.game_id, asyncio.Queue())
@@ -84,6 +84,10 @@ class FakeSocket:
 
     def send(self, message: bytes | str) -> None:
         self.sent.append(message)
+        self.arrived.set()
+
+    def send_all(self, messages: list[bytes | str]) -> None:
+        self.sent.extend(messages)
         self.arrived.set()
 
     def close(self, code: int, reason: str) -> None:

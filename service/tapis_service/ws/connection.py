@@ -8,16 +8,24 @@ takes (``rpcs.local_routes`` on a single node; on a cluster node the gateway's, 
 table's calls to its owner): credentials, limits and refusals are those of gRPC.
 
 Transport-free: the endpoint hands it each message received and a ``Sink`` to send on, so the
-same code is what the unit tests drive. Each request runs in a task of its own (answers may
-overtake one another); each open stream is a task that copies the GameApi's event batches into
-``events`` frames, waiting while the socket cannot take more.
+same code is what the unit tests drive. Each request is served at once, in the callback of the
+message that carries it, up to its first wait (``_serve_now``): one that never waits (a
+SubmitAction for a table with nothing in flight, on the memory store) is answered there,
+without a task or a step of the loop, and what it writes to its own socket goes out in one
+write; one that waits goes on in a task of its own (answers may overtake one another). Each
+open stream is a task that copies the GameApi's event batches into ``events`` frames, waiting
+while the socket cannot take more; while it is idle, a change is written at commit instead
+(``fanout.LiveFeed``, through ``_StreamWriter``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
+import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -32,7 +40,7 @@ from tapis_service.caller import Caller
 from tapis_service.door import Door, Meter, Transport, socket_caller
 from tapis_service.errors import ServiceError
 from tapis_service.game_api import GameApi, account
-from tapis_service.rpcs import Route, Rpc, local_routes
+from tapis_service.rpcs import Route, Routing, Rpc, local_routes
 from tapis_service.ws import frames
 from tapis_service.ws.frames import Format
 
@@ -49,6 +57,9 @@ class Sink(Protocol):
     """Where a connection's frames go: the socket."""
 
     def send(self, message: bytes | str) -> None: ...
+
+    def send_all(self, messages: list[bytes | str]) -> None:
+        """Several messages in one write to the socket, in order."""
 
     def close(self, code: int, reason: str) -> None: ...
 
@@ -73,6 +84,12 @@ class SocketCall(NamedTuple):
     meter: Meter
     answer_field: str
     """The ServerFrame field of its answers."""
+    now: bool
+    """Served at once, in the frame's callback, up to its first wait (``_serve_now``): a
+    table's call served by this node's GameApi (its table actor awaits futures and tasks
+    only: a journal write runs shielded, in a task of its own, a resting table is woken in
+    one); not a relayed call nor the others, which may need to run in a task
+    (``asyncio.timeout`` around a database call)."""
 
 
 def socket_calls(routes: dict[str, Route], door: Door) -> dict[str, SocketCall]:
@@ -83,7 +100,8 @@ def socket_calls(routes: dict[str, Route], door: Door) -> dict[str, SocketCall]:
         route = routes[rpc.name]
         calls[field] = SocketCall(rpc, route.serve, route.raw,
                                   door.meter(rpc.path, Transport.WEBSOCKET, rpc.streams),
-                                  frames.RESPONSE_FIELD[field])
+                                  frames.RESPONSE_FIELD[field],
+                                  rpc.routing is Routing.TABLE and not route.raw)
     return calls
 
 
@@ -102,7 +120,7 @@ class Connection:
 
     def __init__(self, api: GameApi, peer: str, sink: Sink,
                  limits: SocketLimits | None = None, door: Door | None = None,
-                 calls: dict[str, SocketCall] | None = None) -> None:
+                 calls: dict[str, SocketCall] | None = None, plain: bool = False) -> None:
         self.api = api
         self.door = door or Door(max_in_flight=1 << 30)
         """The server's (a connection alone, in a unit test: a door of its own)."""
@@ -116,6 +134,14 @@ class Connection:
         self.writable = asyncio.Event()
         self.writable.set()
         self.closed = False
+        self._corked: list[bytes | str] | None = None
+        """While a request is served in its message's callback: what it writes to this
+        socket, sent in one write at the end (``_serve_now``)."""
+        self._event_loop: asyncio.AbstractEventLoop | None = None
+        self.plain = plain
+        """Without the shortcuts: every request in a task of its own, every change through its
+        stream's task, a write per frame (the path ``tests/websocket/test_shortcuts.py`` checks
+        the shortcuts against)."""
         self.refused: Callable[[ServiceError, Caller], None] | None = None
         """Told of each request the API refused (the connection limits count strangers'
         refusals: ``connections.ConnectionLimits.refused``)."""
@@ -142,13 +168,16 @@ class Connection:
             if call.rpc.streams:
                 if len(self.streams) >= self.limits.max_streams:
                     raise _too_many_streams(self.limits.max_streams)
-                task = asyncio.ensure_future(self._follow(frame, field, call, fmt))
+                task = self._loop().create_task(self._follow(frame, field, call, fmt))
                 self.streams[frame.id] = task
             else:
                 if len(self.in_flight) >= self.limits.max_in_flight:
                     raise _overloaded()
-                task = asyncio.ensure_future(self._serve(frame, field, call, fmt))
-                self.in_flight[frame.id] = task
+                serving = self._serve(frame, field, call, fmt)
+                if call.now and not self.plain:
+                    self._serve_now(frame.id, serving)
+                else:
+                    self.in_flight[frame.id] = self._loop().create_task(serving)
         except ServiceError as error:
             self._send(frames.refusal(frame.id, account(WEBSOCKET, None, error)), fmt)
 
@@ -167,6 +196,37 @@ class Connection:
             task.cancel()
 
     # --- serving ----------------------------------------------------------------------------
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        """The socket's loop, looked up once (on Python 3.11 each lookup is a ``getpid``)."""
+        loop = self._event_loop
+        if loop is None:
+            loop = self._event_loop = asyncio.get_running_loop()
+        return loop
+
+    def _serve_now(self, frame_id: int, serving: Coroutine[Any, Any, None]) -> None:
+        """Run a request's coroutine at once, up to its first wait, as a task's first step
+        would (in a context of its own): one that never waits is served whole here, and what
+        it writes to this socket meanwhile (the answer, its own stream's events) goes out in
+        one write. One that waits goes on in a task (``_Resumed``, in the same context),
+        counted in flight and cancelled with the socket as every request is. What Python
+        3.12's eager tasks do; ``tests/websocket/test_shortcuts.py`` checks the frames are the
+        plain path's (a task per request, a write per frame)."""
+        context = contextvars.copy_context()
+        corked: list[bytes | str] = []
+        self._corked = corked
+        try:
+            waiting = context.run(serving.send, None)
+        except StopIteration:
+            return
+        finally:
+            self._corked = None
+            if len(corked) == 1:
+                self.sink.send(corked[0])
+            elif corked:
+                self.sink.send_all(corked)
+        self.in_flight[frame_id] = self._loop().create_task(_Resumed(serving, waiting),
+                                                             context=context)
 
     def _caller(self, frame: ws_pb.ClientFrame) -> Caller:
         """The frame's caller, as the gRPC adapter builds one from a call's headers."""
@@ -222,8 +282,10 @@ class Connection:
         sent = meter.sent
         code = "OK"
         try:
-            batches = call.serve(self._request(frame, field, call), self._caller(frame),
-                                 lambda error: self._end_stream(frame.id, error, fmt))
+            end = functools.partial(self._end_stream, frame.id, fmt=fmt)
+            request, caller = self._request(frame, field, call), self._caller(frame)
+            batches = call.serve(request, caller, end) if call.raw or self.plain else \
+                call.serve(request, caller, end, _StreamWriter(self, frame.id, call, fmt))
             try:
                 async for batch in batches:
                     if not self.writable.is_set():
@@ -272,10 +334,91 @@ class Connection:
         if self.closed:
             return
         if fmt is Format.BINARY and isinstance(response, bytes):  # as the GameApi made them
-            self.sink.send(frames.answer_wire(frame_id, field, response))
+            self._write(frames.answer_wire(frame_id, field, response))
         else:
-            self.sink.send(frames.encode(frames.answer(frame_id, field, response), fmt))
+            self._write(frames.encode(frames.answer(frame_id, field, response), fmt))
 
     def _send(self, frame: ws_pb.ServerFrame, fmt: Format) -> None:
         if not self.closed:
-            self.sink.send(frames.encode(frame, fmt))
+            self._write(frames.encode(frame, fmt))
+
+    def _write(self, message: bytes | str) -> None:
+        corked = self._corked
+        if corked is None:
+            self.sink.send(message)
+        else:
+            corked.append(message)
+
+
+class _StreamWriter:
+    """One stream's changes written at commit (``fanout.StreamWriter``), as its task writes
+    them: an ``events`` frame with the stream's id, counted as a message sent."""
+
+    __slots__ = ("connection", "field", "fmt", "frame_id", "sent")
+
+    def __init__(self, connection: Connection, frame_id: int, call: SocketCall,
+                 fmt: Format) -> None:
+        self.connection = connection
+        self.frame_id = frame_id
+        self.field = call.answer_field
+        self.fmt = fmt
+        self.sent = call.meter.sent
+
+    def ready(self) -> bool:
+        return self.connection.writable.is_set()
+
+    def write(self, message: bytes) -> None:
+        connection = self.connection
+        try:
+            connection._answer(self.frame_id, self.field, message, self.fmt)
+        except Exception:  # the stream ends as its task's failure ends it, not the commit
+            log.exception("ws_stream_failed")
+            task = connection.streams.pop(self.frame_id, None)
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(Exception):
+                    connection._send(frames.internal(self.frame_id), self.fmt)
+            return
+        self.sent[0] += 1
+
+
+_STEPPED = object()
+"""``_Resumed.waiting`` once the task has taken what the coroutine waits on."""
+
+
+class _Resumed(Coroutine[Any, Any, None]):
+    """The rest of ``serving``, a coroutine started already and suspended on ``waiting`` (what
+    its last step yielded: a future, or None for a bare yield), for a task to run as if it had
+    run it from the start: its first step hands the task ``waiting`` (the task waits for it),
+    every later one steps ``serving``; what is thrown into the task (its cancellation) goes
+    where ``serving`` waits, and a cancellation before the task's first step cancels
+    ``waiting`` first, as a task's cancel cancels the future it waits on."""
+
+    __slots__ = ("serving", "waiting")
+
+    def __init__(self, serving: Coroutine[Any, Any, None], waiting: Any) -> None:
+        self.serving = serving
+        self.waiting = waiting
+
+    def send(self, value: Any) -> Any:
+        waiting = self.waiting
+        if waiting is not _STEPPED:
+            self.waiting = _STEPPED
+            return waiting
+        return self.serving.send(value)
+
+    def throw(self, error: Any, value: Any = None, traceback: Any = None) -> Any:
+        waiting = self.waiting
+        self.waiting = _STEPPED
+        if isinstance(error, asyncio.CancelledError) and isinstance(waiting, asyncio.Future) \
+                and waiting.cancel():
+            return self.serving.send(None)  # it finds its wait cancelled, as in a task
+        if value is None and traceback is None:
+            return self.serving.throw(error)
+        return self.serving.throw(error, value, traceback)  # pragma: no cover - old form
+
+    def close(self) -> None:
+        self.serving.close()
+
+    def __await__(self) -> Generator[Any, None, None]:  # pragma: no cover - a task's only
+        raise TypeError("a resumed coroutine is run by a task, not awaited")

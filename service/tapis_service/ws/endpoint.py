@@ -163,9 +163,34 @@ class _Sink:
         else:
             self.transport.send(WSMsgType.TEXT, message.encode())
 
+    def send_all(self, messages: list[bytes | str]) -> None:
+        """The messages' frames in one write (one system call, not one each): each as
+        picows's ``send`` would frame it (``ws_frame``), written behind anything picows holds
+        (it writes to the same transport); nothing once the socket is closing, as picows."""
+        transport = self.transport
+        if transport.is_close_frame_sent or transport.is_disconnected:
+            return
+        transport.underlying_transport.write(b"".join([ws_frame(m) for m in messages]))
+
     def close(self, code: int, reason: str) -> None:
         self.transport.send_close(WSCloseCode(code), reason.encode())
         self.transport.disconnect()
+
+
+def ws_frame(message: bytes | str) -> bytes:
+    """One final, unmasked frame of ``message`` (binary; text for a ``str``), as a server
+    frames it (RFC 6455, 5.2) and picows's ``send`` writes it (``tests/websocket/
+    test_shortcuts.py`` compares the two)."""
+    if isinstance(message, str):
+        payload, first = message.encode(), 0x80 | WSMsgType.TEXT.value
+    else:
+        payload, first = message, 0x80 | WSMsgType.BINARY.value
+    size = len(payload)
+    if size < 126:
+        return bytes((first, size)) + payload
+    if size < 1 << 16:
+        return bytes((first, 126)) + size.to_bytes(2, "big") + payload
+    return bytes((first, 127)) + size.to_bytes(8, "big") + payload
 
 
 _PICOWS_LOG = logging.getLogger("picows.server")

@@ -1,0 +1,313 @@
+"""The WebSocket's shortcuts give what its plain path gives (docs/websocket.md, "The request
+path"): a table's request served in its frame's callback (no task when it never waits), a
+stream's change written at commit while the stream is idle (no queue, no step of its task),
+what a request writes to its own socket sent in one write, that write framed as picows frames
+each message, and a request cut before its task's first step ending as a task's would."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from picows import WSListener, WSMsgType, WSTransport, ws_create_server
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis.v1 import websocket_pb2 as ws_pb
+from tapis_service import metrics
+from tapis_service.caller import Caller
+from tapis_service.clock import ManualClock
+from tapis_service.door import Door
+from tapis_service.rpcs import Route
+from tapis_service.sqlite_store import SqliteStore
+from tapis_service.ws import frames
+from tapis_service.ws.connection import Connection, socket_calls
+from tapis_service.ws.endpoint import _Sink, ws_frame
+from tapis_service.ws.frames import Format
+from tests.support.calls import person_seats
+from tests.support.games import proto_kind, short_options
+from tests.support.server import Harness, ServerFactory
+
+ACTIONS = 40
+PAUSED = range(10, 14)
+"""The actions during which the second seat's socket takes no more (its streams queue)."""
+
+
+@dataclass
+class Sink:
+    """A socket's writes, each with the messages it carried."""
+
+    writes: list[list[bytes | str]] = field(default_factory=list)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    broken_stream: int = 0
+    """The id of a stream whose events frames fail to be written (0: none)."""
+
+    def send(self, message: bytes | str) -> None:
+        if self.broken_stream and isinstance(message, bytes):
+            frame = ws_pb.ServerFrame.FromString(message)
+            if frame.id == self.broken_stream and frame.HasField("events"):
+                raise OSError("the socket failed")
+        self.writes.append([message])
+        self.arrived.set()
+
+    def send_all(self, messages: list[bytes | str]) -> None:
+        self.writes.append(list(messages))
+        self.arrived.set()
+
+    def close(self, code: int, reason: str) -> None:
+        raise AssertionError(f"closed: {code} {reason}")
+
+    def messages(self) -> list[tuple[ws_pb.ServerFrame, bytes]]:
+        return [(ws_pb.ServerFrame.FromString(m), m) for write in self.writes for m in write
+                if isinstance(m, bytes)]
+
+
+class Player:
+    """One socket to the GameApi, through a ``Connection`` (plain or with its shortcuts)."""
+
+    def __init__(self, api: Any, door: Door, peer: str, plain: bool) -> None:
+        self.sink = Sink()
+        self.connection = Connection(api, peer, self.sink, door=door, plain=plain)
+        self.next_id = 0
+
+    def send(self, token: str = "", **request: Any) -> int:
+        self.next_id += 1
+        self.connection.received(ws_pb.ClientFrame(id=self.next_id, seat_token=token,
+                                                   **request).SerializeToString(),
+                                 Format.BINARY)
+        return self.next_id
+
+    async def until(self, found: Any) -> Any:
+        while (result := found()) is None:
+            self.sink.arrived.clear()
+            await asyncio.wait_for(self.sink.arrived.wait(), 10)
+        return result
+
+    async def call(self, token: str = "", **request: Any) -> ws_pb.ServerFrame:
+        frame_id = self.send(token, **request)
+        return await self.until(lambda: next(
+            (f for f, _ in self.sink.messages() if f.id == frame_id), None))
+
+    def stream(self, stream_id: int) -> list[bytes]:
+        """The events frames of one stream, as sent."""
+        return [raw for f, raw in self.sink.messages() if f.id == stream_id]
+
+    def seen(self, stream_id: int) -> int:
+        frames_seen = [f for f, _ in self.sink.messages() if f.id == stream_id]
+        return frames_seen[-1].events.events[-1].version if frames_seen else 0
+
+
+async def play(api: Any, door: Door, kind: str) -> dict[str, dict[str, Player]]:
+    """A seeded game of ``kind`` for two seats, each seat and a spectator followed by two
+    sockets, one with the shortcuts and one without (each socket's stream is its frame 1, so
+    the frames of the two are the same bytes); the actions are sent by either socket of the
+    seat in turn, and each answer is checked equal to the other socket's retry of it."""
+    lobby = Player(api, door, "ipv4:10.0.0.9:4000", plain=True)
+    created = await lobby.call(create_game=pb.CreateGameRequest(
+        kind=proto_kind(kind), seats=2, seat_configs=person_seats(2), seed=11,
+        **short_options(kind)))
+    game_id = created.create_game.game.game_id
+    tokens = [(await lobby.call(join_game=pb.JoinGameRequest(
+        game_id=game_id, seat=seat, display_name=f"p{seat}"))).join_game.seat_token
+        for seat in (0, 1)]
+    views = {"seat 0": tokens[0], "seat 1": tokens[1], "spectator": ""}
+    sockets = {way: {view: Player(api, door, f"ipv4:10.0.{n}.{m}:4000", plain=way == "plain")
+                     for m, view in enumerate(views)}
+               for n, way in enumerate(("plain", "fast"))}
+    for way in sockets.values():
+        for view, player in way.items():
+            assert player.send(views[view], stream_events=pb.StreamEventsRequest(
+                game_id=game_id)) == 1
+    followers = [player for way in sockets.values() for player in way.values()]
+    rng = random.Random(5)
+    answered = held = 0
+    for number in range(ACTIONS):
+        for way in sockets.values():
+            if number == PAUSED.start:
+                way["seat 1"].connection.pause_writing()
+                held = way["seat 1"].seen(1)
+            if number in PAUSED:  # nothing written to a socket that takes no more
+                assert way["seat 1"].seen(1) == held
+            if number == PAUSED.stop:
+                way["seat 1"].connection.resume_writing()
+        view = (await lobby.call(get_game=pb.GetGameRequest(game_id=game_id))).get_game.game
+        if view.status != pb.GAME_STATUS_IN_PROGRESS:
+            break
+        seat = view.awaiting_seats[0]
+        name = f"seat {seat}"
+        ways = ("fast", "plain") if number % 2 == 0 else ("plain", "fast")
+        acting, retrying = (sockets[way][name] for way in ways)
+        mine = (await acting.call(tokens[seat], get_game=pb.GetGameRequest(
+            game_id=game_id))).get_game.game
+        request = pb.SubmitActionRequest(game_id=game_id, request_id=f"a{number}",
+                                         action=rng.choice(list(mine.legal_actions)),
+                                         expected_version=mine.version)
+        answer = await acting.call(tokens[seat], submit_action=request)
+        assert answer.HasField("submit_action"), answer
+        retried = await retrying.call(tokens[seat], submit_action=request)
+        assert retried.submit_action == answer.submit_action
+        answered += 1
+        for player in followers:
+            if not (number in PAUSED and player in (sockets["fast"]["seat 1"],
+                                                    sockets["plain"]["seat 1"])):
+                await player.until(lambda p=player, v=mine.version + 1:
+                                   True if p.seen(1) >= v else None)
+    assert answered > PAUSED.stop
+    return sockets
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def served(request: pytest.FixtureRequest, make_server: ServerFactory,
+                 tmp_path: Path) -> Harness:
+    store = SqliteStore(tmp_path, synchronous="OFF") if request.param == "sqlite" else None
+    return await make_server(clock=ManualClock(), store=store)
+
+
+def api_and_door(served: Harness) -> tuple[Any, Door]:
+    assert served.running.api is not None and served.running.guard is not None
+    return served.running.api, served.running.guard.door
+
+
+async def test_the_shortcuts_send_the_frames_of_the_plain_path(served: Harness) -> None:
+    """Basra hides each seat's hand from the other and from spectators: each stream's frames,
+    byte for byte, are the plain path's, through a while when a socket takes no more (its
+    changes wait in the queue, then go out in order), on the memory store (nothing waits)
+    and on SQLite (each action waits for its journal write, in a task)."""
+    api, door = api_and_door(served)
+    sockets = await play(api, door, "basra")
+    seen = {view: sockets["plain"][view].stream(1) for view in sockets["plain"]}
+    for view, player in sockets["fast"].items():
+        assert player.stream(1) == seen[view], view
+    assert seen["seat 0"] != seen["seat 1"] != seen["spectator"]  # each seat its own view
+    assert all(len(write) == 1 for player in sockets["plain"].values()
+               for write in player.sink.writes)  # the plain path: a write per frame
+
+
+async def test_an_action_is_one_write_to_each_socket(make_server: ServerFactory) -> None:
+    """On the memory store a SubmitAction never waits: its answer and its own socket's events
+    frame go out in one write, after the other seat's frame (written at commit)."""
+    served = await make_server(clock=ManualClock())
+    api, door = api_and_door(served)
+    seat = Player(api, door, "ipv4:10.0.0.9:4000", plain=False)
+    other = Player(api, door, "ipv4:10.0.0.8:4000", plain=False)
+    created = await seat.call(create_game=pb.CreateGameRequest(
+        kind=proto_kind("war"), seats=2, seat_configs=person_seats(2), seed=3,
+        **short_options("war")))
+    game_id = created.create_game.game.game_id
+    tokens = [(await p.call(join_game=pb.JoinGameRequest(
+        game_id=game_id, seat=i, display_name="x"))).join_game.seat_token
+        for i, p in enumerate((seat, other))]
+    for player, token in ((seat, tokens[0]), (other, tokens[1])):
+        player.send(token, stream_events=pb.StreamEventsRequest(game_id=game_id))
+    await asyncio.sleep(0.01)  # both streams idle, caught up
+    view = (await seat.call(tokens[0], get_game=pb.GetGameRequest(
+        game_id=game_id))).get_game.game
+    actor = (seat, other)[view.awaiting_seats[0]]
+    before = (len(actor.sink.writes), len((other if actor is seat else seat).sink.writes))
+    actor.send(tokens[view.awaiting_seats[0]], submit_action=pb.SubmitActionRequest(
+        game_id=game_id, action=pb.Action(war={"reveal": {}})))
+    after = (len(actor.sink.writes), len((other if actor is seat else seat).sink.writes))
+    assert after == (before[0] + 1, before[1] + 1)  # answered at once: no task, no loop step
+    events, answer = (ws_pb.ServerFrame.FromString(m) for m in actor.sink.writes[-1])
+    assert events.HasField("events") and answer.HasField("submit_action")
+    assert events.events.events == answer.submit_action.events
+
+
+@pytest.mark.parametrize("message", [b"", b"x" * 125, b"x" * 126, b"y" * 65535, b"z" * 65536,
+                                     "text \u00e9", "t" * 300])
+async def test_one_write_of_several_frames_is_what_picows_sends(message: bytes | str) -> None:
+    """``ws_frame`` frames a message as picows's own ``send`` does: the bytes a client reads
+    are the same, at every length boundary of the header."""
+
+    class Server(WSListener):  # type: ignore[misc]
+        def on_ws_connected(self, transport: WSTransport) -> None:
+            kind = WSMsgType.TEXT if isinstance(message, str) else WSMsgType.BINARY
+            transport.send(kind, message.encode() if isinstance(message, str) else message)
+            _Sink(transport).send_all([message, message])
+
+    server = await ws_create_server(lambda _: Server(), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                 b"Sec-WebSocket-Version: 13\r\n\r\n")
+    await reader.readuntil(b"\r\n\r\n")
+    one = len(ws_frame(message))
+    received = await asyncio.wait_for(reader.readexactly(3 * one), 10)
+    assert received[:one] == ws_frame(message)  # picows's send: the first frame
+    assert received == ws_frame(message) * 3
+    writer.close()
+    server.close()
+
+
+@dataclass
+class Held:
+    """A GameApi whose GetGame waits on a future: a request that does not finish at once."""
+
+    waiting: asyncio.Future[None] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future())
+    ended: list[str] = field(default_factory=list)
+
+    async def get_game(self, request: pb.GetGameRequest, caller: Caller) -> pb.GetGameResponse:
+        try:
+            await self.waiting
+            return pb.GetGameResponse()
+        except asyncio.CancelledError:
+            self.ended.append("cancelled")
+            raise
+
+
+@pytest.mark.parametrize("plain", [True, False])
+async def test_a_request_cut_before_its_task_runs_ends_as_a_tasks(plain: bool) -> None:
+    """The socket goes away in the same loop step as the request that is waiting: the
+    request's wait is cancelled and its coroutine ends (the server's count of calls in flight
+    given back, the call counted CANCELLED), the plain path's way."""
+    api, door = Held(), Door(max_in_flight=10)
+    routes = {rpc.name: Route(rpc, api.get_game) for rpc in frames.CARRIED}
+    connection = Connection(api, "ipv4:10.0.0.1:1", Sink(), door=door,  # type: ignore[arg-type]
+                            calls=socket_calls(routes, door), plain=plain)
+    labels = ("unary", "tapis.v1.GameService", "GetGame", "CANCELLED", "websocket")
+    before = metrics.RPC_HANDLED.value(*labels)
+    connection.received(ws_pb.ClientFrame(id=1, get_game=pb.GetGameRequest(
+        game_id="t")).SerializeToString(), Format.BINARY)
+    assert door.in_flight == (0 if plain else 1)  # served at once up to its wait
+    connection.disconnected()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert door.in_flight == 0  # given back (the plain path never took it)
+    assert api.ended == ([] if plain else ["cancelled"])  # plain: cancelled before it began
+    assert api.waiting.cancelled() or plain
+    assert metrics.RPC_HANDLED.value(*labels) == before + (0 if plain else 1)
+
+
+async def test_a_failed_write_at_commit_ends_that_stream_only(
+        make_server: ServerFactory) -> None:
+    """A stream whose write fails at commit ends with the refusal its task would send; the
+    action is answered and the other seat's stream gets the change."""
+    served = await make_server(clock=ManualClock())
+    api, door = api_and_door(served)
+    players = [Player(api, door, f"ipv4:10.0.1.{i}:4000", plain=False) for i in (1, 2)]
+    created = await players[0].call(create_game=pb.CreateGameRequest(
+        kind=proto_kind("war"), seats=2, seat_configs=person_seats(2), seed=3,
+        **short_options("war")))
+    game_id = created.create_game.game.game_id
+    tokens = [(await p.call(join_game=pb.JoinGameRequest(
+        game_id=game_id, seat=i, display_name="x"))).join_game.seat_token
+        for i, p in enumerate(players)]
+    streams = [p.send(tokens[i], stream_events=pb.StreamEventsRequest(game_id=game_id))
+               for i, p in enumerate(players)]
+    await asyncio.sleep(0.01)
+    players[1].sink.broken_stream = streams[1]
+    view = (await players[0].call(tokens[0], get_game=pb.GetGameRequest(
+        game_id=game_id))).get_game.game
+    seat = view.awaiting_seats[0]
+    answer = await players[seat].call(tokens[seat], submit_action=pb.SubmitActionRequest(
+        game_id=game_id, action=pb.Action(war={"reveal": {}})))
+    assert answer.HasField("submit_action")
+    assert players[0].seen(streams[0]) == answer.submit_action.version
+    last = [f for f, _ in players[1].sink.messages() if f.id == streams[1]][-1]
+    assert last.HasField("refusal") and last.refusal.code == 13  # INTERNAL, as its task's
+    assert streams[1] not in players[1].connection.streams
