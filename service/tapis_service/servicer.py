@@ -6,6 +6,7 @@ call guard every method passes (``callguard``)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -55,10 +56,9 @@ class GameServicer:
 
     def __init__(self, api: GameApi) -> None:
         self.api = api
-
-    def caller(self, context: grpc.aio.ServicerContext) -> Caller:
+        self.caller: Callable[[grpc.aio.ServicerContext], Caller] = functools.partial(
+            caller_of, proxies=api.proxies)
         """The call's ``Caller`` (behind a trusted proxy, the client's address)."""
-        return caller_of(context, self.api.proxies)
 
 
 Behavior = Callable[[Any, grpc.aio.ServicerContext], Any]
