@@ -6,7 +6,6 @@ call guard every method passes (``callguard``)."""
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -56,9 +55,10 @@ class GameServicer:
 
     def __init__(self, api: GameApi) -> None:
         self.api = api
-        self.caller: Callable[[grpc.aio.ServicerContext], Caller] = functools.partial(
-            caller_of, proxies=api.proxies)
+
+    def caller(self, context: grpc.aio.ServicerContext) -> Caller:
         """The call's ``Caller`` (behind a trusted proxy, the client's address)."""
+        return caller_of(context, self.api.proxies)
 
 
 Behavior = Callable[[Any, grpc.aio.ServicerContext], Any]
