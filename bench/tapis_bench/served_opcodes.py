@@ -14,8 +14,12 @@ with the host's load (how much grpc batches per wake-up still moves them by a li
 counts that tree's server too, one after the other, and prints the functions whose opcodes per
 action differ the most: where one tree's request path does more than the other's.
 
+``--bare`` counts the bare grpc.aio server (``tapis_bench.bare``) under the same load: what
+grpc.aio and asyncio run in Python for any server (a task and an ``asyncio.wait`` per call),
+and the bare server's own ``asyncio.Queue``.
+
     python -m tapis_bench.served_opcodes [--games 64] [--seconds 10] [--top 40]
-                                         [--compare PYTHON]
+                                         [--compare PYTHON] [--bare]
 """
 
 from __future__ import annotations
@@ -71,23 +75,30 @@ class _Tracer:
 
 
 def serve(out: str, argv: list[str]) -> None:
-    """The server (``tapis_service.main``) with the tracer on SIGUSR1, off on SIGUSR2."""
-    from tapis_service.main import main as server_main
-
+    """The server (``tapis_service.main``, or with ``--bare PORT`` the bare one) with the
+    tracer on SIGUSR1, off on SIGUSR2."""
     tracer = _Tracer(out)
     signal.signal(signal.SIGUSR1, tracer.switch)
     signal.signal(signal.SIGUSR2, tracer.switch)
+    if argv[0] == "--bare":
+        from tapis_bench.bare import main as bare_main
+
+        bare_main(argv[1:])
+        return
+    from tapis_service.main import main as server_main
+
     server_main(argv)
 
 
-async def _drive(target: str, games: int, warmup_s: float, seconds: float, pid: int) -> int:
+async def _drive(server: str, target: str, games: int, warmup_s: float, seconds: float,
+                 pid: int) -> int:
     """Open ``games`` tables, warm up, then count ``seconds`` of actions; the actions counted."""
     from tapis_bench import load
 
     config = {"games": games, "seats": 2, "channels": 2, "kind": "war"}
     rec, stop, gate = load.Recorder(), asyncio.Event(), load.Gate(is_open=False)
     tasks: list[asyncio.Task[None]] = []
-    channels, drivers = await load.start_games(config, target, "tapis", rec, stop, tasks, gate)
+    channels, drivers = await load.start_games(config, target, server, rec, stop, tasks, gate)
     gate.open()
     await asyncio.sleep(warmup_s)
     await gate.close()
@@ -103,20 +114,23 @@ async def _drive(target: str, games: int, warmup_s: float, seconds: float, pid: 
     return rec.actions
 
 
-def measure(python: str, games: int, warmup_s: float, seconds: float) -> dict[str, Any]:
-    """Opcodes per served action by function, for the server run by ``python``."""
+def measure(python: str, games: int, warmup_s: float, seconds: float,
+            bare: bool = False) -> dict[str, Any]:
+    """Opcodes per served action by function, for the server run by ``python`` (``bare``:
+    the bare grpc.aio server, ``tapis_bench.bare``)."""
     from tapis_bench.procs import free_port, wait_ready
 
     port = free_port()
+    arguments = ["--bare", str(port)] if bare else ["--port", str(port), *FLAGS]
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "opcodes.json")
         server = subprocess.Popen(
-            [python, __file__, "--serve", out, "--port", str(port), *FLAGS],
+            [python, __file__, "--serve", out, *arguments],
             env={**os.environ, "PYTHONHASHSEED": "0"}, stderr=subprocess.DEVNULL)
         try:
             wait_ready(port, server, timeout_s=60)
-            actions = asyncio.run(_drive(f"127.0.0.1:{port}", games, warmup_s, seconds,
-                                         server.pid))
+            actions = asyncio.run(_drive("bare" if bare else "tapis", f"127.0.0.1:{port}",
+                                         games, warmup_s, seconds, server.pid))
             deadline = time.monotonic() + 30
             while not os.path.exists(out) and time.monotonic() < deadline:
                 time.sleep(0.2)
@@ -127,14 +141,15 @@ def measure(python: str, games: int, warmup_s: float, seconds: float) -> dict[st
             server.terminate()
             server.wait(timeout=60)
     per = max(actions, 1)
-    return {"python": python, "actions": actions,
+    return {"python": python, "server": "bare" if bare else "tapis", "actions": actions,
             "opcodes_per_action": round(sum(counts["opcodes"].values()) / per, 1),
             "by_function": {key: [round(n / per, 2), round(counts["calls"].get(key, 0) / per, 2)]
                             for key, n in counts["opcodes"].items()}}
 
 
 def _print(result: dict[str, Any], top: int) -> None:
-    print(f"{result['python']}: {result['opcodes_per_action']} opcodes per served action "
+    print(f"{result['python']} ({result['server']}): {result['opcodes_per_action']} opcodes "
+          "per served action "
           f"({result['actions']} actions)")
     rows = sorted(result["by_function"].items(), key=lambda row: -row[1][0])[:top]
     print(f"{'opcodes':>8} {'calls':>6}  function")
@@ -160,13 +175,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--python", default=sys.executable, help=argparse.SUPPRESS)
     parser.add_argument("--compare", metavar="PYTHON",
                         help="another tree's interpreter: its server counted too")
+    parser.add_argument("--bare", action="store_true",
+                        help="count the bare grpc.aio server (tapis_bench.bare) instead")
     parser.add_argument("--games", type=int, default=64)
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    results = [measure(python, args.games, args.warmup, args.seconds)
+    results = [measure(python, args.games, args.warmup, args.seconds, args.bare)
                for python in (args.python, *([args.compare] if args.compare else []))]
     if args.json:
         print(json.dumps(results))
