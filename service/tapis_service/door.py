@@ -55,7 +55,7 @@ def _text(value: str | bytes) -> str:
 def caller_of(context: grpc.aio.ServicerContext,
               proxies: TrustedProxies | None = None) -> Caller:
     """The ``Caller`` of a gRPC call: its seat token, API key, peer (behind one of
-    ``proxies``, the client's from ``x-forwarded-for``) and deadline (read on every call)."""
+    ``proxies``, the client's from ``x-forwarded-for``) and deadline."""
     token: str | None = None
     bad = False
     api_key: str | None = None
