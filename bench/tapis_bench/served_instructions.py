@@ -15,8 +15,11 @@ batches per wake-up does change with it: counts of one tree move by several per 
 run to the next. Compare trees in the same run: ``--compare`` runs each tree's server at the
 same time as this tree's, under a load generator of its own, and prints every tree's counts.
 
-    python -m tapis_bench.served_instructions [--side grpc|websocket] [--compare PYTHON ...]
-                                              [--cache-sim]
+    python -m tapis_bench.served_instructions [--side grpc|websocket|bare]
+                                              [--compare PYTHON ...] [--cache-sim]
+
+``--side bare`` counts the bare grpc.aio server (``tapis_bench.bare``) under the same load: the
+counts of Tapis over gRPC ÷ these are ``server_cpu_ratio`` counted instead of timed.
 
 With ``--cache-sim`` callgrind also simulates the caches and the branch predictor, and the main
 thread's misses per action are printed too (``I1mr`` instruction-cache, ``D1mr``/``D1mw`` data
@@ -61,8 +64,9 @@ async def _drive(side: str, target: str, games: int, warmup_s: float, seconds: f
         channels: list[Any] = []
         drivers = await load.start_ws_games(config, target, rec, stop, tasks, gate)
     else:
-        channels, drivers = await load.start_games(config, target, "tapis", rec, stop, tasks,
-                                                   gate)
+        channels, drivers = await load.start_games(config, target,
+                                                   "bare" if side == "bare" else "tapis", rec,
+                                                   stop, tasks, gate)
     gate.open()
     await asyncio.sleep(warmup_s)
     await gate.close()
@@ -93,13 +97,14 @@ def measure(python: str, side: str, games: int, warmup_s: float,
                          "(apt-get install valgrind)")
     port, ws_port = free_port(), free_port()
     extra = ["--ws-port", str(ws_port)] if side == "websocket" else []
+    command = ([python, "-m", "tapis_bench.bare", str(port)] if side == "bare"
+               else [python, "-m", "tapis_service.main", "--port", str(port), *FLAGS, *extra])
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "callgrind.out")
         server = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
              *(["--cache-sim=yes", "--branch-sim=yes"] if cache_sim else []),
-             f"--callgrind-out-file={out}", python, "-m", "tapis_service.main",
-             "--port", str(port), *FLAGS, *extra],
+             f"--callgrind-out-file={out}", *command],
             env={**os.environ, "PYTHONHASHSEED": "0"}, stderr=subprocess.DEVNULL)
         try:
             wait_ready(port, server, timeout_s=300)
@@ -141,7 +146,9 @@ def measure(python: str, side: str, games: int, warmup_s: float,
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="tapis_bench.served_instructions", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--side", choices=("grpc", "websocket"), default="grpc")
+    parser.add_argument("--side", choices=("grpc", "websocket", "bare"), default="grpc",
+                        help="Tapis over gRPC or its WebSocket, or the bare grpc.aio server "
+                             "(tapis_bench.bare: the baseline of server_cpu_ratio)")
     parser.add_argument("--python", default=sys.executable, help=argparse.SUPPRESS)
     parser.add_argument("--compare", action="append", default=[], metavar="PYTHON",
                         help="another tree's interpreter: its server counted in the same run")

@@ -28,13 +28,22 @@ import contextlib
 import inspect
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from types import CoroutineType
 from typing import Any, cast
 
 import grpc
 import structlog
 
 from tapis_service import logcontext, metrics
-from tapis_service.door import Door, Meter, Transport, call_line, overloaded, refused
+from tapis_service.door import (
+    SLOW_CALL_S,
+    Door,
+    Meter,
+    Transport,
+    call_line,
+    overloaded,
+    refused,
+)
 from tapis_service.errors import ServiceError, end_call
 from tapis_service.proxies import TrustedProxies
 
@@ -122,11 +131,13 @@ class CallGuard:
         meter = door.meter(method, Transport.GRPC)
         started = meter.started
         answered = meter.answered
+        timing, observe = meter.timing, metrics.RPC_SECONDS.observe_child
+        proxies = self.proxies
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             began = time.perf_counter()
             started[0] += 1
-            call = logcontext.CallInfo(context, request, began, self.proxies)
+            call = logcontext.CallInfo(context, request, began, proxies)
             bound = logcontext.bind(call=call)
             try:
                 if request is UNDECODABLE:
@@ -136,12 +147,17 @@ class CallGuard:
                 door.in_flight += 1
                 try:
                     answer = behavior(request, context)
-                    if inspect.isawaitable(answer):
+                    # inspect.isawaitable, its first test inlined (a coroutine: every call of
+                    # ours; the type cannot be subclassed)
+                    if type(answer) is CoroutineType or inspect.isawaitable(answer):
                         answer = await answer
                 finally:
                     door.in_flight -= 1
                 answered[0] += 1
-                _handled(meter, time.perf_counter() - began)
+                seconds = time.perf_counter() - began
+                observe(timing, seconds)
+                if seconds >= SLOW_CALL_S or logcontext.debug_lines:  # else no line at all
+                    call_line(seconds)
                 return answer
             except ServiceError as error:
                 _ended(meter, error.code.name, began)
@@ -218,13 +234,6 @@ def _code_of(context: grpc.aio.ServicerContext) -> str:
     if isinstance(code, grpc.StatusCode):
         return code.name
     return "UNKNOWN" if code is None else str(code)
-
-
-def _handled(meter: Meter, seconds: float, code: str = "OK") -> None:
-    """A unary call's duration in grpc-prometheus' histogram, and the call's own log line
-    (debug, or info when slow)."""
-    metrics.RPC_SECONDS.observe_child(meter.timing, seconds)
-    call_line(seconds, code)
 
 
 def _ended(meter: Meter, code: str, began: float) -> None:

@@ -18,6 +18,7 @@ looked up then): a call adds no layer, only the counts.
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,7 +26,7 @@ import grpc
 import structlog
 
 from tapis_service import logcontext, metrics, tracing
-from tapis_service.caller import Caller, deadline_in
+from tapis_service.caller import Caller
 from tapis_service.errors import ServiceError
 from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
 
@@ -60,22 +61,26 @@ def caller_of(context: grpc.aio.ServicerContext,
     api_key: str | None = None
     forwarded: list[str] = []
     for key, value in context.invocation_metadata() or ():
-        if key == AUTHORIZATION and token is None and not bad:
-            scheme, _, rest = _text(value).partition(" ")
-            if scheme.lower() == "bearer" and rest.strip():
-                token = rest.strip()
-            else:
-                bad = True
-        elif key == API_KEY and api_key is None:
-            api_key = _text(value)
+        if key == AUTHORIZATION:
+            if token is None and not bad:
+                scheme, _, rest = _text(value).partition(" ")
+                rest = rest.strip()
+                if rest and scheme.lower() == "bearer":
+                    token = rest
+                else:
+                    bad = True
+        elif key == API_KEY:
+            if api_key is None:
+                api_key = _text(value)
         elif key == FORWARDED_FOR:
             forwarded.append(_text(value))
     peer = str(context.peer())
     if proxies is not None and proxies.networks:
         peer = proxies.client_peer(peer, forwarded)
-    return Caller(seat_token=token, bad_authorization=bad, api_key=api_key,
-                  peer=peer, deadline=deadline_in(context.time_remaining()),
-                  traceparent=tracing.traceparent())
+    remaining = context.time_remaining()
+    return Caller(token, bad, api_key, peer,
+                  None if remaining is None else time.monotonic() + remaining, False,
+                  tracing.traceparent() if tracing.ENABLED else None)
 
 
 def socket_peer(peer: str, forwarded: Iterable[str], proxies: TrustedProxies) -> str:

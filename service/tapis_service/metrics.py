@@ -51,7 +51,10 @@ class LoopCounter:
         return cell
 
     def inc(self, *values: str) -> None:
-        self.cell(*values)[0] += 1
+        cell = self.counts.get(values)  # ``cell``, its lookup inlined (every action)
+        if cell is None:
+            cell = self.cell(*values)
+        cell[0] += 1
 
     def value(self, *values: str) -> int:
         cell = self.counts.get(values)

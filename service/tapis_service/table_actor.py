@@ -111,7 +111,7 @@ class TableActor:
         # 1. check
         asked = PendingRequest(RequestKind.SEAT_ACTION, request_id, seat) if request_id else None
         if asked is not None:
-            earlier = session.pending.get(asked)
+            earlier = session.pending.get(asked) if session.pending else None
             if earlier is not None:  # the same input, being committed: its answer
                 return await earlier
             seen = session.remembered(seat, request_id)
@@ -466,14 +466,18 @@ class TableActor:
         if upto > session.durable_sequence:
             session.durable_sequence = upto
         if self.tables.session(session.game_id) is session:
-            self.after_change(session)
-            if session.table.game_over(session.rules):  # finished: it rests at once if it may
+            over = session.table.game_over(session.rules)
+            self._after_change(session, over)
+            if over:  # finished: it rests at once if it may
                 self.committed.finished(session)
 
     def after_change(self, session: Session) -> None:
         """File a backend's results, publish what is durable, then arm the bots and timers
         the table now calls for."""
-        over = session.table.game_over(session.rules)
+        self._after_change(session, session.table.game_over(session.rules))
+
+    def _after_change(self, session: Session, over: bool) -> None:
+        """``after_change`` of a table whose game is ``over`` (or not)."""
         self.committed.publishing(session, over)  # before it compacts a finished game
         fanout.publish(session)
         self.autoplay.rearm(session, over)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tapis_service.caller import Caller, deadline_in
+from tapis_service.door import caller_of
+from tapis_service.proxies import TrustedProxies
 
 
 def test_a_caller_is_an_immutable_value_changed_into_a_new_one() -> None:
@@ -22,3 +26,54 @@ def test_a_caller_is_an_immutable_value_changed_into_a_new_one() -> None:
         (caller.peer, caller.deadline, caller.traceparent)
     assert Caller().time_remaining() is None and caller.time_remaining() is not None
     assert hash(caller) == hash(caller._replace())
+
+
+class _Context:
+    """A gRPC call's context as ``caller_of`` reads it: its headers, peer and time left."""
+
+    def __init__(self, metadata: tuple[tuple[str, str | bytes], ...], remaining: float | None,
+                 peer: str = "ipv4:127.0.0.1:5000") -> None:
+        self.metadata = metadata
+        self.remaining = remaining
+        self.client = peer
+
+    def invocation_metadata(self) -> tuple[tuple[str, str | bytes], ...]:
+        return self.metadata
+
+    def peer(self) -> str:
+        return self.client
+
+    def time_remaining(self) -> float | None:
+        return self.remaining
+
+
+@pytest.mark.parametrize(("metadata", "token", "bad", "key"), [
+    ((), None, False, None),
+    ((("authorization", "Bearer abc"),), "abc", False, None),
+    ((("authorization", "bearer  abc "),), "abc", False, None),
+    ((("authorization", b"Bearer abc"),), "abc", False, None),
+    ((("authorization", "Basic abc"),), None, True, None),
+    ((("authorization", "Bearer "),), None, True, None),
+    ((("authorization", "Bearer a"), ("authorization", "Bearer b")), "a", False, None),
+    ((("authorization", "Basic a"), ("authorization", "Bearer b")), None, True, None),
+    ((("x-api-key", "k1"), ("x-api-key", "k2"), ("authorization", "Bearer t")), "t", False,
+     "k1"),
+])
+def test_a_grpc_call_s_caller_is_read_from_its_headers(
+        metadata: tuple[tuple[str, str | bytes], ...], token: str | None, bad: bool,
+        key: str | None) -> None:
+    caller = caller_of(_Context(metadata, None))
+    assert (caller.seat_token, caller.bad_authorization, caller.api_key) == (token, bad, key)
+    assert (caller.peer, caller.deadline, caller.forwarded, caller.traceparent) == \
+        ("ipv4:127.0.0.1:5000", None, False, None)
+
+
+def test_a_grpc_call_s_deadline_and_its_client_behind_a_trusted_proxy() -> None:
+    before = time.monotonic()
+    context = _Context((("x-forwarded-for", "198.51.100.7"),), 2.0)
+    caller = caller_of(context)
+    assert caller.deadline is not None and before + 2.0 <= caller.deadline <= \
+        time.monotonic() + 2.0
+    assert caller.peer == "ipv4:127.0.0.1:5000"  # no trusted proxy: the connection's peer
+    behind = caller_of(context, TrustedProxies.parse("127.0.0.1"))
+    assert behind.peer == "ipv4:198.51.100.7:5000"

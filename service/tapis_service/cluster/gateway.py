@@ -49,11 +49,7 @@ def routes(relay: Relay, listing: Listing, table: tuple[Rpc, ...] = RPCS) -> dic
 
 def game_service(relay: Relay, listing: Listing) -> grpc.GenericRpcHandler:
     """Every GameService method, served here or relayed to its table's owner."""
-    proxies = relay.api.proxies
-
-    def caller(context: grpc.aio.ServicerContext) -> Caller:
-        return caller_of(context, proxies)
-
+    caller = functools.partial(caller_of, proxies=relay.api.proxies)
     methods = {name: handler(rpc, behavior(rpc, serve, caller), raw=raw)
                for name, (rpc, serve, raw) in routes(relay, listing).items()}
     return grpc.method_handlers_generic_handler(SERVICE, methods)

@@ -1,0 +1,63 @@
+"""The call guard answers whatever a unary behavior returns as grpc would: awaited when it is
+awaitable (a coroutine, the common case it tests first, or any other awaitable), as it is
+otherwise; and every answered call is counted OK once."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any
+
+import grpc
+import pytest
+
+from tapis_service import metrics
+from tapis_service.callguard import CallGuard
+from tapis_service.door import Door
+
+
+class _Awaitable:
+    """An awaitable that is neither a coroutine nor a future."""
+
+    def __await__(self) -> Generator[Any, None, str]:
+        yield from asyncio.sleep(0).__await__()
+        return "custom"
+
+
+async def _coroutine() -> str:
+    return "coroutine"
+
+
+def _future() -> Awaitable[str]:
+    future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    future.set_result("future")
+    return future
+
+
+BEHAVIORS: dict[str, Callable[[], Any]] = {
+    "coroutine": _coroutine,
+    "future": _future,
+    "custom": _Awaitable,
+    "plain": lambda: "plain",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BEHAVIORS))
+async def test_a_unary_behavior_s_answer_is_awaited_exactly_when_it_is_awaitable(
+        kind: str) -> None:
+    method = f"/tapis.test.Guard/{kind}"
+    returned: list[Any] = []
+
+    def behavior(request: Any, context: Any) -> Any:
+        returned.append(BEHAVIORS[kind]())
+        return returned[-1]
+
+    handler = grpc.unary_unary_rpc_method_handler(behavior)
+    guarded = CallGuard(Door(max_in_flight=4)).wrap(method, handler).unary_unary
+    answered = metrics.RPC_HANDLED.cell("unary", "tapis.test.Guard", kind, "OK", "grpc")
+    before = answered[0]
+    answer = await guarded(b"", object())
+    assert answer == kind
+    assert inspect.isawaitable(returned[0]) == (kind != "plain")
+    assert answered[0] == before + 1
