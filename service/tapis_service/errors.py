@@ -1,8 +1,10 @@
-"""One mapping from refusals to gRPC statuses with ``google.rpc.ErrorInfo`` details."""
+"""One mapping from refusals to gRPC statuses with ``google.rpc.ErrorInfo`` details (and
+``handled_elsewhere``, for a background future whose failure is reported elsewhere)."""
 
 from __future__ import annotations
 
-from typing import NoReturn
+import asyncio
+from typing import Any, NoReturn
 
 import grpc
 from google.protobuf import any_pb2
@@ -91,3 +93,11 @@ def invalid_argument(reason: str, message: str) -> ServiceError:
 
 def failed_precondition(reason: str, message: str) -> ServiceError:
     return ServiceError(grpc.StatusCode.FAILED_PRECONDITION, reason, message)
+
+
+def handled_elsewhere(future: asyncio.Future[Any]) -> None:
+    """A done callback for a background future whose failure is reported elsewhere (a store
+    write's failure reaches its table through the store's health, say): marks its exception
+    retrieved, so asyncio logs nothing."""
+    if not future.cancelled():
+        future.exception()

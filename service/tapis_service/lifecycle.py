@@ -36,9 +36,10 @@ import asyncio
 import enum
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from tapis_service import metrics
+from tapis_service.errors import handled_elsewhere
 from tapis_service.lobby import Lobby
 from tapis_service.resting import RestingTable, listing_of
 from tapis_service.session import Session
@@ -391,7 +392,7 @@ class Tables:
         self._move(game_id, S.RESTING, (S.LIVE,),
                    resting=RestingTable.of(game_id, listing, session.epoch))
         written = self.rest_store.rested(game_id, listing, session.epoch)
-        asyncio.ensure_future(written).add_done_callback(_retrieved)
+        asyncio.ensure_future(written).add_done_callback(handled_elsewhere)
 
     def woken_input(self, session: Session) -> None:
         """The first input of a table loaded back from rest (LIVE, its rest listing still
@@ -400,7 +401,7 @@ class Tables:
         session.at_rest = False
         if self.rest_store is not None:
             written = self.rest_store.woken(session.game_id, session.epoch)
-            asyncio.ensure_future(written).add_done_callback(_retrieved)
+            asyncio.ensure_future(written).add_done_callback(handled_elsewhere)
 
     def failed(self, session: Session) -> None:
         """LIVE -> UNAVAILABLE: its write failed; unlisted, its timers stop, its streams
@@ -442,7 +443,7 @@ class Tables:
                 return
             epoch = session.epoch
         written = self.store.dropped(game_id, epoch)
-        asyncio.ensure_future(written).add_done_callback(_retrieved)
+        asyncio.ensure_future(written).add_done_callback(handled_elsewhere)
 
     def quarantine(self, game_id: str, damaged: Quarantined) -> None:
         """GONE, RESTING, UNAVAILABLE (its streams end) or QUARANTINED -> QUARANTINED: kept
@@ -481,8 +482,3 @@ def _entry(game_id: str, state: TableState, session: Session | None,
         raise TransitionError(f"table {game_id}: {state.value} holds nothing")
     return entry
 
-
-def _retrieved(future: asyncio.Future[Any]) -> None:
-    """Mark a future's exception retrieved (its failure is handled elsewhere)."""
-    if not future.cancelled():
-        future.exception()

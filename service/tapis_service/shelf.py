@@ -6,11 +6,11 @@ acknowledged."""
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
-from tapis_service.errors import not_found
+from tapis_service.errors import handled_elsewhere, not_found
 from tapis_service.healing import moved_refusal, quarantined_refusal, store_refusal
 from tapis_service.lifecycle import TableState
 from tapis_service.limits import quote
@@ -129,7 +129,7 @@ class Shelf:
         if waking is None:
             waking = self._waking[game_id] = asyncio.ensure_future(self._load_resting(game_id))
             waking.add_done_callback(lambda _: self._waking.pop(game_id, None))
-            waking.add_done_callback(_retrieved)
+            waking.add_done_callback(handled_elsewhere)
         return await asyncio.shield(waking)
 
     async def _load_resting(self, game_id: str) -> Session:
@@ -169,8 +169,3 @@ class Shelf:
         log.info("game_woken", game=game_id, inputs=restored.session.journal_length)
         return restored.session
 
-
-def _retrieved(future: asyncio.Future[Any]) -> None:
-    """Mark a future's exception retrieved (its failure is handled elsewhere)."""
-    if not future.cancelled():
-        future.exception()

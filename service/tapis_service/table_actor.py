@@ -29,7 +29,7 @@ from tapis_engine import table_codec
 from tapis_engine.errors import RuleError
 from tapis_service import fanout, logcontext, metrics, realtime
 from tapis_service.autoplay import Autoplay
-from tapis_service.errors import ServiceError, from_rule_error
+from tapis_service.errors import ServiceError, from_rule_error, handled_elsewhere
 from tapis_service.healing import store_refusal
 from tapis_service.ownership import spectator_token
 from tapis_service.ratelimit import TokenBuckets
@@ -456,7 +456,7 @@ class TableActor:
             written = self.store.snapshot(session.game_id, session.journal_length,
                                           snapshot_data(session), session.epoch)
             # a failed snapshot costs nothing: the journal has it all
-            asyncio.ensure_future(written).add_done_callback(_ignore)
+            asyncio.ensure_future(written).add_done_callback(handled_elsewhere)
         if finished:
             self.committed.finishing(session)
 
@@ -494,7 +494,3 @@ def _due(table: tbl.Table, seat: int, now: int) -> bool:
     at = table.deadline_of(seat)
     return at is not None and at <= now
 
-
-def _ignore(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()

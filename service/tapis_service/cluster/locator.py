@@ -29,7 +29,7 @@ import structlog
 from tapis_service import logrepeat
 from tapis_service.cluster import metrics
 from tapis_service.cluster.directory import Directory
-from tapis_service.errors import ServiceError
+from tapis_service.errors import ServiceError, handled_elsewhere
 from tapis_service.host import GameHost
 from tapis_service.lifecycle import TableState
 from tapis_service.postgres_store import DATABASE_ERRORS as POSTGRES_ERRORS
@@ -47,11 +47,6 @@ LOOKUPS = 3
 LEASE_SHARE = 0.9
 """The share of the TTL a renewal's lease runs (the rest: a margin for clock rates)."""
 
-
-def _retrieved(task: asyncio.Task[None]) -> None:
-    """A renewal's failure is logged by the heartbeat (or is a caller's STORE_UNAVAILABLE)."""
-    if not task.cancelled():
-        task.exception()
 
 
 def lease_clock() -> float:
@@ -280,7 +275,7 @@ class Locator:
         """The membership renewal under way, or a new one."""
         if self._renewal is None or self._renewal.done():
             self._renewal = asyncio.ensure_future(self._renew())
-            self._renewal.add_done_callback(_retrieved)
+            self._renewal.add_done_callback(handled_elsewhere)
         return self._renewal
 
     async def _renew(self) -> None:
