@@ -15,8 +15,13 @@ committed version (at most ``before_check``); one never committed is refused
 * **doubled**: tables whose version advanced (``before_check`` minus the version at the start)
   by another number than their committed requests, plus committed requests that share a
   version with another of their table;
-* **not_applied_for_committed**: committed requests that were ever answered with a promise that
-  they were not applied (:func:`promises_not_applied`).
+* **not_applied_for_committed**: committed requests answered with a promise that they were not
+  applied (:func:`promises_not_applied`) once they had been applied: an answer received more
+  than ``CLOCK_MARGIN_MS`` after the time of the request's first event (``Event.time``: when
+  the server applied the input that was committed; the server and this process read one
+  machine's clock), as the check or an acknowledgement gives it. A refusal received before
+  then is true: that attempt was not applied, a later one was. A committed request whose
+  answers carry no event time is flagged on any such promise.
 
 What promises "not applied": every refusal whose ``ErrorInfo`` reason is one of
 ``tapis.v1.ErrorReason``, except ``COMMIT_UNKNOWN`` (in doubt by definition) and
@@ -34,16 +39,22 @@ from dataclasses import dataclass, field
 OK = "OK"
 IN_DOUBT_REASONS = frozenset({"COMMIT_UNKNOWN", "TABLE_MOVED"})
 """Reasons that say nothing of whether a write was applied."""
+CLOCK_MARGIN_MS = 20
+"""How far apart the server's event times and this process's clock may read (one machine)."""
 
 
 @dataclass(frozen=True)
 class Answer:
     """One answer to a request: ``code`` a grpc status name (``OK`` for an acknowledgement,
-    then ``version`` is the version it gave), ``reason`` the ErrorInfo reason ("" if none)."""
+    then ``version`` is the version it gave and ``applied_ms`` its first event's time),
+    ``reason`` the ErrorInfo reason ("" if none), ``at_ms`` when it was received (ms since the
+    epoch)."""
 
     code: str
     reason: str = ""
     version: int = 0
+    at_ms: int = 0
+    applied_ms: int = 0
 
 
 def promises_not_applied(answer: Answer) -> bool:
@@ -65,6 +76,15 @@ class Request:
 
     def acknowledged(self) -> list[int]:
         return [answer.version for answer in self.answers if answer.code == OK]
+
+
+def refused_once_applied(request: Request) -> bool:
+    """A committed request was answered "not applied" after it had been applied."""
+    applied = [answer.applied_ms for answer in [*request.answers, request.check]
+               if answer is not None and answer.code == OK and answer.applied_ms]
+    since = min(applied) + CLOCK_MARGIN_MS if applied else None
+    return any(promises_not_applied(answer) and (since is None or answer.at_ms > since)
+               for answer in request.answers)
 
 
 def committed(request: Request, before_check: int) -> bool:
@@ -104,7 +124,7 @@ def violations(requests: list[Request], initial: dict[str, int],
         if committed(request, before_check[request.game_id]):
             assert check is not None
             per_table[request.game_id][check.version] += 1
-            if any(promises_not_applied(answer) for answer in request.answers):
+            if refused_once_applied(request):
                 not_applied.append(request.request_id)
     doubled: list[str] = []
     for game_id, start in initial.items():

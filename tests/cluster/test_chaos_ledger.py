@@ -15,12 +15,15 @@ def _request(number: int, expected: int, *answers: Answer, check: Answer | None)
 
 
 def _clean() -> list[Request]:
-    """Versions 1 to 3 committed; r4 refused, then a retry applied it (version 4 is the check's)."""
+    """Versions 1 to 3 committed (r3 refused before a later try applied it); r4 refused, then
+    applied by the check (version 4, past the version read before it)."""
     return [
         _request(1, 0, Answer(OK, version=1), check=Answer(OK, version=1)),
         _request(2, 1, Answer("UNAVAILABLE", "COMMIT_UNKNOWN"), Answer(OK, version=2),
                  check=Answer(OK, version=2)),
-        _request(3, 2, Answer("DEADLINE_EXCEEDED"), check=Answer(OK, version=3)),
+        _request(3, 2, Answer("DEADLINE_EXCEEDED"),
+                 Answer("UNAVAILABLE", "STORE_UNAVAILABLE", at_ms=2_500),
+                 check=Answer(OK, version=3, applied_ms=3_000)),
         _request(4, 3, Answer("UNAVAILABLE", "STORE_UNAVAILABLE"),
                  check=Answer(OK, version=4)),
         _request(5, 3, Answer("ABORTED", "STALE_VERSION"),
@@ -56,9 +59,12 @@ def test_a_version_advanced_by_no_committed_write_is_doubled() -> None:
     assert _counts(requests)["doubled"] >= 1
 
 
-def test_a_committed_write_once_refused_as_not_applied_is_flagged() -> None:
+def test_a_committed_write_refused_as_not_applied_once_applied_is_flagged() -> None:
     requests = _clean()
-    requests[2].answers.append(Answer("UNAVAILABLE", "STORE_UNAVAILABLE"))
+    requests[2].answers.append(Answer("UNAVAILABLE", "STORE_UNAVAILABLE", at_ms=3_500))
+    assert _counts(requests)["not_applied_for_committed"] == 1
+    requests = _clean()  # no event time: any such refusal is flagged
+    requests[2].check = Answer(OK, version=3)
     assert _counts(requests)["not_applied_for_committed"] == 1
 
 
