@@ -1,9 +1,10 @@
 """The PostgreSQL-outage reproduction of issue 32: two cluster nodes over an embedded
 PostgreSQL, War tables for two people written through node A (and now and then B) and read
-through both, PostgreSQL stopped (fast shutdown) for a few seconds while A writes, then
-restarted. Every read is checked against the highest version acknowledged before it was sent:
-one older is a **stale read**. The answers' statuses are counted (a write's retries use the
-same ``request_id``).
+through both (each game played to its end, then the next of its open-ended series),
+PostgreSQL stopped (fast shutdown) for a few seconds while A writes, then restarted. Every
+read is checked against the highest version acknowledged before it was sent: one older is a
+**stale read**. The answers' statuses are counted (a write's retries use the same
+``request_id``).
 
     python -m tapis_bench.pg_outage [--seed N] [--tables N] [--seconds S] [--outage S]
 
@@ -191,10 +192,12 @@ async def _drive(a: pb_grpc.GameServiceStub, b: pb_grpc.GameServiceStub, game_id
             seen[f"read {error.code().name} {_reason(error)}"] += 1
             await asyncio.sleep(0.1)
             continue
-        if view.status != pb.GAME_STATUS_IN_PROGRESS:
+        over = view.status == pb.GAME_STATUS_GAME_OVER  # then the next game, in the series
+        if view.status != pb.GAME_STATUS_IN_PROGRESS and not over:
             return
         choices = [c for c in mine.legal_actions
-                   if c.WhichOneof("action") not in ("start_next_game", "reclaim_seat")]
+                   if (c.WhichOneof("action") == "start_next_game") == over
+                   and c.WhichOneof("action") != "reclaim_seat"]
         if not choices:
             await asyncio.sleep(0.05)
             continue
@@ -219,6 +222,7 @@ async def _drive(a: pb_grpc.GameServiceStub, b: pb_grpc.GameServiceStub, game_id
             entry.answers.append(_acknowledged(answer))
             acked = max(acked, answer.version)
             seen["acks"] += 1
+            seen["next games"] += over
             break
 
 
