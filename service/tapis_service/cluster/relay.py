@@ -172,10 +172,10 @@ class Relay:
     async def create_game(self, raw: bytes, caller: Caller) -> bytes:
         """CreateGame places a new table here; a retry (the same ``request_id`` from the same
         sender: the same backend, or any caller without a key) whose table was created on any
-        node gets its first answer where the table is served here now (taken over from a dead
-        node, say), else that table's view, as GetGame gives it to that backend from its owner
-        (the same bytes without the seat tokens: field 1, the GameView). Another sender's
-        request id is never looked up: it creates a table of its own."""
+        node gets its first answer, seat tokens and all: here if the table is served here now
+        (taken over from a dead node, say), else from its owner, to which the retry is
+        relayed. Another sender's request id is never looked up: it creates a table of its
+        own."""
         request = parsed(pb.CreateGameRequest, raw)
         request_id = request.request_id
         try:
@@ -190,8 +190,10 @@ class Relay:
                 raise unrouted("") from error
             if game_id is not None:
                 try:
-                    if (await self.locator.route(game_id, caller.forwarded) is not None
-                            or not self._created_here(scope, request_id, game_id)):
+                    address = await self.locator.route(game_id, caller.forwarded)
+                    if address is not None:  # its owner answers it (the seat tokens too)
+                        return await self._relayed_create(address, raw, caller, game_id)
+                    if not self._created_here(scope, request_id, game_id):
                         view = await self.call("GetGame", pb.GetGameRequest(
                             game_id=game_id).SerializeToString(),
                             caller.anonymous()._replace(api_key=caller.api_key))
@@ -203,6 +205,16 @@ class Relay:
                     raise
         return _serialized(await self.api.create_game(request, caller))
 
+    async def _relayed_create(self, address: str, raw: bytes, caller: Caller,
+                              game_id: str) -> bytes:
+        """A CreateGame retry answered by the owner of the table it created: an owner lost
+        meanwhile is TABLE_MOVED (the table exists: a retry finds where it went)."""
+        try:
+            return await self._relay(address, "CreateGame", raw, caller, game_id)
+        except tunnel.OwnerUnreachable as error:
+            self.locator.forget(game_id)
+            raise table_moved(game_id) from error
+
     def _created_here(self, scope: str, request_id: str, game_id: str) -> bool:
         """This node serves ``game_id`` as the table ``request_id`` of ``scope`` created."""
         host = self.host
@@ -211,6 +223,8 @@ class Relay:
 
     async def call(self, method: str, raw: bytes, caller: Caller) -> bytes:
         """A unary call for the table named in ``raw``, answered wherever it is served."""
+        if method == "CreateGame":  # a retry another node relayed here, the table's owner
+            return await self.create_game(raw, caller)
         game_id = game_id_of(raw)
         if method == "ListGames":  # this node's part: only while its ownership is confirmed
             await self.locator.confirm()
@@ -242,6 +256,11 @@ class Relay:
             raise
         if address is None:
             return await self.local(method, raw, caller)
+        return await self._relay(address, method, raw, caller, game_id)
+
+    async def _relay(self, address: str, method: str, raw: bytes, caller: Caller,
+                     game_id: str) -> bytes:
+        """A unary call answered by the node at ``address`` through the tunnel."""
         rpc = BY_NAME[method]
         if not frames.fits(caller, raw):
             raw = _compacted(rpc.request, raw)
