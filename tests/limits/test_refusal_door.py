@@ -23,9 +23,11 @@ BUDGET = 4
 BAD_TOKEN = ServiceError(grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN", "bad token")
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
 @pytest.mark.parametrize("transport", ["grpc", "websocket"])
 async def test_a_bad_token_flood_is_cut_after_the_same_budget_over_either_transport(
-        make_server: ServerFactory, transport: str) -> None:
+        make_server: ServerFactory, transport: str, stream: bool) -> None:
+    """GetGame calls, or StreamEvents ones (refused as they open)."""
     harness = await make_server(clock=ManualClock(), ws_port=0, refusal_burst=BUDGET,
                                 refusal_rate_per_s=1.0, refusal_cooldown_s=60.0)
     running = harness.running
@@ -34,9 +36,9 @@ async def test_a_bad_token_flood_is_cut_after_the_same_budget_over_either_transp
     game_id = (await harness.stub.CreateGame(
         pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))).game.game_id
     if transport == "grpc":
-        await grpc_flood(running.port, game_id, limits, BUDGET)
+        await grpc_flood(running.port, game_id, limits, BUDGET, stream)
     else:
-        await socket_flood(running.ws_port, game_id, limits, BUDGET)
+        await socket_flood(running.ws_port, game_id, limits, BUDGET, stream)
 
 
 def test_the_door_counts_every_transport_s_refusals_in_one_budget_and_never_a_relayed_one(

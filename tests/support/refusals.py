@@ -39,37 +39,47 @@ def from_address(address: str, port: int) -> Any:
     return connect
 
 
-async def grpc_flood(port: int, game_id: str, limits: ConnectionLimits, budget: int) -> None:
-    """``budget`` GetGame calls of ``game_id`` with a bad seat token from ``STRANGER`` to the
-    gRPC port ``port``, each answered INVALID_TOKEN with the stranger not cut; one more, and
-    its connection is cut and its address cools down in ``limits``."""
+async def grpc_flood(port: int, game_id: str, limits: ConnectionLimits, budget: int,
+                     stream: bool = False) -> None:
+    """``budget`` GetGame calls of ``game_id`` (``stream``: StreamEvents) with a bad seat token
+    from ``STRANGER`` to the gRPC port ``port``, each refused INVALID_TOKEN with the stranger
+    not cut; one more, and its connection is cut and its address cools down in ``limits``."""
     async with SourceRelay(STRANGER, "127.0.0.1", port) as far, \
             grpc.aio.insecure_channel(f"127.0.0.1:{far.port}") as channel:
         stub = pb_grpc.GameServiceStub(channel)
-        request = pb.GetGameRequest(game_id=game_id)
+
+        async def call() -> None:
+            if stream:
+                await stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
+                                        metadata=auth(BAD_TOKEN), timeout=5).read()
+            else:
+                await stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                                   metadata=auth(BAD_TOKEN), timeout=5)
+
         for number in range(budget):
             with pytest.raises(grpc.aio.AioRpcError) as refused:
-                await stub.GetGame(request, metadata=auth(BAD_TOKEN), timeout=5)
+                await call()
             assert reason_of(refused.value) == "INVALID_TOKEN", number
             assert not limits.budget.cooling(STRANGER_KEY), number
         with pytest.raises(grpc.aio.AioRpcError):  # past the budget: cut
-            await stub.GetGame(request, metadata=auth(BAD_TOKEN), timeout=5)
+            await call()
         assert limits.budget.cooling(STRANGER_KEY)
 
 
 async def socket_flood(ws_port: int, game_id: str, limits: ConnectionLimits,
-                       budget: int) -> None:
+                       budget: int, stream: bool = False) -> None:
     """The same flood over the WebSocket port ``ws_port``, on one socket: past the budget the
     socket is closed and the address cools down."""
     client = await Client.open(f"ws://127.0.0.1:{ws_port}/ws",
                                socket_factory=from_address(STRANGER, ws_port))
     try:
-        request = pb.GetGameRequest(game_id=game_id)
+        request: dict[str, Any] = {"stream_events": pb.StreamEventsRequest(game_id=game_id)} \
+            if stream else {"get_game": pb.GetGameRequest(game_id=game_id)}
         for number in range(budget):
-            refused = await client.call(seat_token=BAD_TOKEN, get_game=request)
+            refused = await client.call(seat_token=BAD_TOKEN, **request)
             assert reason(refused) == "INVALID_TOKEN", number
             assert not limits.budget.cooling(STRANGER_KEY), number
-        client.send(ws_pb.ClientFrame(seat_token=BAD_TOKEN, get_game=request))
+        client.send(ws_pb.ClientFrame(seat_token=BAD_TOKEN, **request))
         await asyncio.wait_for(client.closed(), 5)  # past the budget: the socket is closed
         assert limits.budget.cooling(STRANGER_KEY)
     finally:
