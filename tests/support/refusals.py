@@ -40,10 +40,11 @@ def from_address(address: str, port: int) -> Any:
 
 
 async def grpc_flood(port: int, game_id: str, limits: ConnectionLimits, budget: int,
-                     stream: bool = False) -> None:
+                     stream: bool = False, reasons: list[str] | None = None) -> None:
     """``budget`` GetGame calls of ``game_id`` (``stream``: StreamEvents) with a bad seat token
     from ``STRANGER`` to the gRPC port ``port``, each refused INVALID_TOKEN with the stranger
-    not cut; one more, and its connection is cut and its address cools down in ``limits``."""
+    not cut (or with ``reasons``, one each); one more, and its connection is cut and its
+    address cools down in ``limits``."""
     async with SourceRelay(STRANGER, "127.0.0.1", port) as far, \
             grpc.aio.insecure_channel(f"127.0.0.1:{far.port}") as channel:
         stub = pb_grpc.GameServiceStub(channel)
@@ -59,7 +60,7 @@ async def grpc_flood(port: int, game_id: str, limits: ConnectionLimits, budget: 
         for number in range(budget):
             with pytest.raises(grpc.aio.AioRpcError) as refused:
                 await call()
-            assert reason_of(refused.value) == "INVALID_TOKEN", number
+            assert reason_of(refused.value) == (reasons or ["INVALID_TOKEN"] * budget)[number]
             assert not limits.budget.cooling(STRANGER_KEY), number
         with pytest.raises(grpc.aio.AioRpcError):  # past the budget: cut
             await call()
@@ -67,7 +68,8 @@ async def grpc_flood(port: int, game_id: str, limits: ConnectionLimits, budget: 
 
 
 async def socket_flood(ws_port: int, game_id: str, limits: ConnectionLimits,
-                       budget: int, stream: bool = False) -> None:
+                       budget: int, stream: bool = False,
+                       reasons: list[str] | None = None) -> None:
     """The same flood over the WebSocket port ``ws_port``, on one socket: past the budget the
     socket is closed and the address cools down."""
     client = await Client.open(f"ws://127.0.0.1:{ws_port}/ws",
@@ -77,7 +79,7 @@ async def socket_flood(ws_port: int, game_id: str, limits: ConnectionLimits,
             if stream else {"get_game": pb.GetGameRequest(game_id=game_id)}
         for number in range(budget):
             refused = await client.call(seat_token=BAD_TOKEN, **request)
-            assert reason(refused) == "INVALID_TOKEN", number
+            assert reason(refused) == (reasons or ["INVALID_TOKEN"] * budget)[number]
             assert not limits.budget.cooling(STRANGER_KEY), number
         client.send(ws_pb.ClientFrame(seat_token=BAD_TOKEN, **request))
         await asyncio.wait_for(client.closed(), 5)  # past the budget: the socket is closed
