@@ -14,10 +14,6 @@ When the tunnel breaks (the owner died or stopped), every call waiting on it fai
 ``OwnerUnreachable``: the relaying node looks the table up again. A graceful stop first serves
 the calls already received, then closes the tunnel.
 
-Every refusal of a relayed call is told to this node's door (``Door.refused``), which counts
-none of them in its refusal budget: the relaying node holds the client's connection, and counts
-the refusal there as its own transport answers it (``door.Door.refused``).
-
 A tunnel opens with its protocol version (``frames.VERSION``) and each call carries its
 method's fixed code (``rpcs``), so nodes of two versions side by side (a rolling restart) serve
 each other every method both know. An owner that does not speak the version refuses the tunnel,
@@ -308,8 +304,8 @@ class TunnelServer:
         """The methods this node serves, by tunnel code (another node's may have more)."""
         self._door = door or Door(max_in_flight=1 << 30)
         """What every call to this node passes (the server's): its bound on calls in flight,
-        each method's metrics with ``transport="relay"``, and every refusal (counted where the
-        client is connected: ``Door.refused``)."""
+        each method's metrics with ``transport="relay"``, and every refusal (``Door.refused``
+        counts none here: the relaying node, which holds the client's connection, does)."""
         self._meters = {rpc.code: self._door.meter(rpc.path, Transport.RELAY, rpc.streams)
                         for rpc in rpcs}
         self._serve = serve
