@@ -121,3 +121,7 @@ def test_a_refusal_s_cause_crosses_the_tunnel_and_no_further() -> None:
     _, alone = frames.decode_answer(frames.encode_refusal(8, ServiceError(
         grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED", "too many tables")))
     assert isinstance(alone, ServiceError) and not counts_against_address(alone)
+    garbled = ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED", "slow down",
+                           {frames.CAUSE: "16/not-hex"})
+    _, read = frames.decode_answer(frames.encode_refusal(9, garbled))
+    assert isinstance(read, ServiceError) and read.__cause__ is None and read.metadata == {}

@@ -6,7 +6,7 @@ time left before its deadline (not the deadline: two machines' clocks differ), a
 trace context when it has one (flag 8: ``--otel``). An answer frame is ``call id u32 | 0 |
 answer`` (0xFF: one message of a stream), or ``call id u32 | code u8 | message length u16 |
 message | ErrorInfo``: the owner's refusal. A refusal that answers another (a ``RATE_LIMITED``
-answering a wrong token: its ``__cause__``) carries that one's code and reason in its
+answering a wrong token: its ``__cause__``) carries that one's code and ErrorInfo in its own
 ErrorInfo's metadata (``CAUSE``), taken out again on the relaying node, whose door counts a
 stranger's refusals by them (``connections.counts_against_address``); never sent to a client.
 """
@@ -14,6 +14,7 @@ stranger's refusals by them (``connections.counts_against_address``); never sent
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import struct
 import time
 from collections.abc import AsyncIterator
@@ -41,7 +42,8 @@ MAX_FRAME = MAX_RECEIVE_MESSAGE_BYTES - 4
 MAX_CREDENTIAL = 1024
 """No seat token or API key is longer: a longer one is relayed as a bad credential."""
 CAUSE = "tapis-relay-cause"
-"""The ErrorInfo metadata key a refusal's cause crosses the tunnel in (``CODE/REASON``)."""
+"""The ErrorInfo metadata key a refusal's cause crosses the tunnel in (its code's number, ``/``,
+its ErrorInfo's bytes in hex)."""
 NO_DEADLINE = 0xFFFFFFFF
 
 REQUEST = struct.Struct(">IBBIHHH")
@@ -132,7 +134,8 @@ def encode_refusal(call_id: int, error: ServiceError) -> bytes:
     details = error_info(error)
     cause = error.__cause__
     if isinstance(cause, ServiceError):
-        details.metadata[CAUSE] = f"{cause.code.value[0]}/{cause.reason}"
+        details.metadata[CAUSE] = f"{cause.code.value[0]}/" \
+            f"{error_info(cause).SerializeToString().hex()}"
     info = details.SerializeToString()
     return b"".join((ANSWER.pack(call_id, error.code.value[0]),
                      _MESSAGE_LENGTH.pack(len(message)), message, info))
@@ -154,10 +157,11 @@ def decode_answer(frame: bytes) -> tuple[int, bytes | ServiceError]:
     refusal = from_error_info(_CODES.get(code, grpc.StatusCode.UNKNOWN),
                               frame[at:at + length].decode("utf-8", "replace"), info)
     if cause:
-        number, _, reason = cause.partition("/")
-        refusal.__cause__ = ServiceError(
-            _CODES.get(int(number), grpc.StatusCode.UNKNOWN) if number.isdigit()
-            else grpc.StatusCode.UNKNOWN, reason, "")
+        number, _, hexed = cause.partition("/")
+        with contextlib.suppress(ValueError):  # not ours: the refusal alone
+            refusal.__cause__ = from_error_info(
+                _CODES.get(int(number), grpc.StatusCode.UNKNOWN), "",
+                error_details_pb2.ErrorInfo.FromString(bytes.fromhex(hexed)))
     return call_id, refusal
 
 
