@@ -9,9 +9,9 @@ addresses (``Door.refused``: every transport tells the door of every call it ref
 address's budget its connections are cut: ``connections.ConnectionLimits``), the RPC metrics
 (grpc-prometheus' series, one per method and ``transport``: ``grpc``, ``websocket``, ``relay``:
 ``Meter``) and the call's log context. What the transports keep is their own: decoding their
-bytes and writing answers and refusals in their own form. The per-address and per-key limits and the
-credentials are checked by ``GameApi`` (``ratelimit``, ``quotas``, ``api_keys``), which every
-transport reaches through the same ``Caller``.
+bytes and writing answers and refusals in their own form. The per-address and per-key limits
+and the credentials are checked by ``GameApi`` (``ratelimit``, ``quotas``, ``api_keys``), which
+every transport reaches through the same ``Caller``.
 
 Everything is derived once, at start (a ``Meter`` per method and transport, its metric cells
 looked up then): a call adds no layer, only the counts.
@@ -177,9 +177,9 @@ class Door:
 
         A relayed call (``Transport.RELAY``) counts where its client is connected, never at
         the owner: the node that relayed it holds the connection (the only one that can cut
-        it) and tells its own door of the refusal as its transport answers it, the owner's
-        refusal come back through the tunnel. Counted at the owner too, it would be counted
-        twice, under the client's address on a node it never connected to."""
+        it) and tells its own door of the refusal, come back through the tunnel, as its
+        transport answers it. Counted at the owner too, it would be counted twice, under the
+        client's address on a node it never connected to."""
         limits = self.limits
         if limits is None or transport is Transport.RELAY:
             return
