@@ -9,9 +9,10 @@ decoder that never raises: bytes that do not decode become ``Undecodable``, answ
 bound a call is answered at once with ``RESOURCE_EXHAUSTED`` / ``OVERLOADED`` (a client retries
 it with backoff) instead of queueing until the client's deadline cancels it. Streams are not
 bounded here: they have their own caps (``tapis_service.streams``). A ``ServiceError`` a method
-raises (its own refusal, or the API's) ends the call with that refusal's status and ErrorInfo,
-here and nowhere else. Every call, unary or server stream, is counted and timed in
-grpc-prometheus' series (``metrics.RPC_*``).
+raises (its own refusal, or the API's) is told to the door (``Door.refused_call``: the refusal
+budget) and ends the call with that refusal's status and ErrorInfo, here and nowhere else.
+Every call, unary or server stream, is counted and timed in grpc-prometheus' series
+(``metrics.RPC_*``).
 
 A method's behavior returns its answer (or an awaitable of it); a server stream's behavior is a
 coroutine function that writes its messages, or anything else that returns them as an async
@@ -50,7 +51,6 @@ from tapis_service.proxies import TrustedProxies
 log = structlog.get_logger("tapis.rpc")
 
 Deserializer = Callable[[bytes], Any]
-Refused = Callable[[grpc.aio.ServicerContext, ServiceError], None]
 
 
 class Undecodable:
@@ -89,13 +89,12 @@ class CallGuard:
     """Safe request decoding for every method, the door's bound on unary calls in flight,
     refusals as statuses, every call counted and timed."""
 
-    def __init__(self, door: Door, refused: Refused | None = None) -> None:
+    def __init__(self, door: Door) -> None:
         self.door = door
+        """Every call passes it; every refusal is told to it (``Door.refused_call``: the
+        refusal budget of strangers' addresses)."""
         self.proxies: TrustedProxies | None = door.proxies
         """The call's log lines name the client behind these (``logcontext.CallInfo``)."""
-        self.refused = refused
-        """Told of every refusal (the connection limits count strangers' refusals by address:
-        ``connections.ConnectionLimits.refused_call``)."""
 
     @property
     def in_flight(self) -> int:
@@ -161,8 +160,7 @@ class CallGuard:
                 return answer
             except ServiceError as error:
                 _ended(meter, error.code.name, began)
-                if self.refused is not None:
-                    self.refused(context, error)
+                door.refused_call(context, error)
                 await end_call(context, error)
             except asyncio.CancelledError:
                 _ended(meter, "CANCELLED", began)
@@ -214,8 +212,7 @@ class CallGuard:
                             sent[0] += 1
             except ServiceError as error:
                 ended(error.code.name, began)
-                if self.refused is not None:
-                    self.refused(context, error)
+                self.door.refused_call(context, error)
                 await end_call(context, error)
             except asyncio.CancelledError:
                 ended("CANCELLED", began)

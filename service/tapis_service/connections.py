@@ -12,8 +12,9 @@ Both ports count their connections by client address (an IPv4 address, an IPv6 a
   second, from the kernel's list, and shuts down those beyond their address's share (grpc's
   core sees the connection end and frees its descriptor).
 
-Past its budget of refused calls (``RefusalBudget``: no key, a wrong key, a bad token; the call
-guard and the WebSocket tell ``ConnectionLimits.refused`` of each), an address is cut: its
+Past its budget of refused calls (``RefusalBudget``: no key, a wrong key, a bad token; the door
+every transport passes tells ``ConnectionLimits.refused`` of each: ``door.Door.refused``), an
+address is cut: its
 connections on both ports closed at once, for a cool-down. An address at its share or cut has
 its new connections dropped by the kernel before they reach either port: a classic BPF filter on the
 listening sockets (``portsockets.filter_program``) drops its SYNs, so they cost no accept, no
@@ -38,7 +39,6 @@ import grpc
 import structlog
 from prometheus_client import Counter as PromCounter
 
-from tapis_service.api_keys import HEADER as API_KEY_HEADER
 from tapis_service.errors import ServiceError
 from tapis_service.portsockets import (
     IPAddress,
@@ -220,8 +220,9 @@ class ConnectionLimits:
                       key=lambda k: (k.version, k))[:MAX_BLOCKED]
 
     def refused(self, peer: str, error: ServiceError, api_key: str | None = None) -> None:
-        """A call from ``peer`` was refused with ``error``: counted against its address when it
-        is a stranger's refusal; past the budget, the address is cut at once."""
+        """A call from ``peer`` (its connection's) was refused with ``error``: counted against
+        its address when it is a stranger's refusal; past the budget, the address is cut at
+        once. Every transport's refusals come through the door (``door.Door.refused``)."""
         if not counts_against_address(error):
             return
         if api_key and self.keys_valid is not None and self.keys_valid(api_key):
@@ -231,14 +232,6 @@ class ConnectionLimits:
             return
         self._cut.add(address=str(key), cooldown_s=self.budget.cooldown_ms / 1000)
         self.cut(key)
-
-    def refused_call(self, context: grpc.aio.ServicerContext, error: ServiceError) -> None:
-        """A gRPC call refused (the call guard tells every refusal)."""
-        if not counts_against_address(error):
-            return
-        key = next((str(v) for k, v in context.invocation_metadata() or ()
-                    if k == API_KEY_HEADER), None)
-        self.refused(context.peer(), error, key)
 
     def cut(self, key: Key) -> None:
         """Close ``key``'s connections on both ports and drop its new ones (the filters)."""

@@ -4,12 +4,14 @@ WebSocket frame (``ws.connection``) or a call relayed from another node (``clust
 Here and nowhere else: who the caller is (its seat token, API key and address, behind a
 trusted proxy the client's: ``caller_of``, ``socket_caller``), the bound on calls in flight
 the whole server shares (``Door.enter``: beyond it ``RESOURCE_EXHAUSTED`` / ``OVERLOADED``),
-the refusals the door decides itself (counted and logged), the RPC metrics (grpc-prometheus'
-series, one per method and ``transport``: ``grpc``, ``websocket``, ``relay``: ``Meter``) and the
-call's log context. What the transports keep is their own: decoding their bytes and writing
-answers and refusals in their own form. The per-address and per-key limits and the
-credentials are checked by ``GameApi`` (``ratelimit``, ``quotas``, ``api_keys``), which every
-transport reaches through the same ``Caller``.
+the refusals the door decides itself (counted and logged), the refusal budget of strangers'
+addresses (``Door.refused``: every transport tells the door of every call it refused; past an
+address's budget its connections are cut: ``connections.ConnectionLimits``), the RPC metrics
+(grpc-prometheus' series, one per method and ``transport``: ``grpc``, ``websocket``, ``relay``:
+``Meter``) and the call's log context. What the transports keep is their own: decoding their
+bytes and writing answers and refusals in their own form. The per-address and per-key limits
+and the credentials are checked by ``GameApi`` (``ratelimit``, ``quotas``, ``api_keys``), which
+every transport reaches through the same ``Caller``.
 
 Everything is derived once, at start (a ``Meter`` per method and transport, its metric cells
 looked up then): a call adds no layer, only the counts.
@@ -27,6 +29,7 @@ import structlog
 
 from tapis_service import logcontext, metrics, tracing
 from tapis_service.caller import Caller
+from tapis_service.connections import ConnectionLimits, counts_against_address
 from tapis_service.errors import ServiceError
 from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
 
@@ -150,13 +153,45 @@ def call_line(seconds: float, code: str = "OK") -> None:
 
 class Door:
     """What the whole server shares among its transports: the calls in flight (at most
-    ``max_in_flight`` unary calls, every transport together) and the trusted proxies."""
+    ``max_in_flight`` unary calls, every transport together), the trusted proxies and the
+    refusal budget (``limits``)."""
 
-    def __init__(self, max_in_flight: int, proxies: TrustedProxies | None = None) -> None:
+    def __init__(self, max_in_flight: int, proxies: TrustedProxies | None = None,
+                 limits: ConnectionLimits | None = None) -> None:
         self.max_in_flight = max_in_flight
         self.proxies = proxies or TrustedProxies()
+        self.limits = limits
+        """The connection limits whose refusal budget strangers' refused calls spend (None:
+        no budget)."""
         self.in_flight = 0
         self._meters: dict[tuple[str, Transport], Meter] = {}
+
+    def refused(self, caller: Caller, error: ServiceError, transport: Transport,
+                connection: str | None = None) -> None:
+        """A call of ``caller`` that came over ``transport`` was refused with ``error`` (every
+        transport tells of every refusal, here and nowhere else): a stranger's (no key, a
+        wrong key, a bad token: ``connections.counts_against_address``) is counted against
+        the address of the connection that carried it — ``connection``, its direct peer (a
+        trusted proxy's behind one: never cut), by default the caller's — and past that
+        address's budget its connections are cut.
+
+        A relayed call (``Transport.RELAY``) counts where its client is connected, never at
+        the owner: the node that relayed it holds the connection (the only one that can cut
+        it) and tells its own door of the refusal, come back through the tunnel, as its
+        transport answers it. Counted at the owner too, it would be counted twice, under the
+        client's address on a node it never connected to."""
+        limits = self.limits
+        if limits is None or transport is Transport.RELAY:
+            return
+        limits.refused(connection or caller.peer, error, caller.api_key)
+
+    def refused_call(self, context: grpc.aio.ServicerContext, error: ServiceError) -> None:
+        """A gRPC call refused (the call guard tells of each): ``refused`` with the caller read
+        from its headers, counted against its connection's peer; the headers are read only
+        for a refusal that may count."""
+        if self.limits is None or not counts_against_address(error):
+            return
+        self.refused(caller_of(context), error, Transport.GRPC, str(context.peer()))
 
     def enter(self) -> None:
         """One more unary call in flight, or ``OVERLOADED`` (counted) beyond the bound; each

@@ -74,6 +74,13 @@ def account(rpc: str, game_id: str | None, error: RuleError | ServiceError) -> S
     return refusal
 
 
+def _cause(error: BaseException) -> ServiceError | None:
+    """The refusal ``error`` answers, if any (the wrong token a ``RATE_LIMITED`` answered), kept
+    as its cause when it is raised again: ``connections.counts_against_address`` reads it."""
+    cause = error.__cause__
+    return cause if isinstance(cause, ServiceError) else None
+
+
 def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
         ) -> Callable[[GameApi, Any, Caller], Awaitable[R]]:
     """A unary RPC: its name and table bound to the logs, the request's sizes checked before
@@ -93,7 +100,7 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
         except (RuleError, ServiceError) as error:
             if writes and (discarded := self.host.tables.unavailable(game_id or "")) is not None:
                 error = rebuilding_in_doubt(discarded, request.request_id, error)
-            raise account(name, game_id, error) from None
+            raise account(name, game_id, error) from _cause(error)
         finally:
             logcontext.leave(bound)
 
@@ -267,7 +274,7 @@ class GameApi:
         try:
             backend = require(self.backend_of(caller), "WatchResults")
         except ServiceError as error:
-            raise account("WatchResults", None, error) from None
+            raise account("WatchResults", None, error) from _cause(error)
         async for batch in self.host.clerk.feed.watch(backend.name, request.after_cursor):
             records = []
             for filed in batch:
@@ -396,7 +403,7 @@ class GameApi:
                                               if subscriber.seat is None)
             stream = self.streams.open_stream(caller.peer, spectators, end, seated)
         except (RuleError, ServiceError) as error:
-            raise account("StreamEvents", request.game_id, error) from None
+            raise account("StreamEvents", request.game_id, error) from _cause(error)
         clock = self.host.clock
         subscriber, compacted, backlog = self.host.subscribe(session, seat,
                                                              request.after_sequence)

@@ -226,13 +226,13 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     await host.recover()
     proxies = TrustedProxies.parse(settings.trusted_proxies)
     capacity = Capacity.of(settings)
-    door = Door(settings.max_in_flight, proxies)
     connection_limits = ConnectionLimits(
         RefusalBudget(settings.refusal_rate_per_s, settings.refusal_burst,
                       int(settings.refusal_cooldown_s * 1000), host.clock.now_ms),
         proxies, grpc_per_address=capacity.connections_per_address,
         keys_valid=security.holds_key)
-    guard = CallGuard(door, refused=connection_limits.refused_call)
+    door = Door(settings.max_in_flight, proxies, connection_limits)  # every transport's refusals
+    guard = CallGuard(door)
     server = grpc.aio.server(options=server_options(settings),
                              interceptors=tracing.interceptors(settings.otel))
     registry = guard.registering(server)  # every handler below is added guarded

@@ -5,12 +5,16 @@ traceparent] | request``: the method's fixed code (``rpcs``), the call's ``Calle
 time left before its deadline (not the deadline: two machines' clocks differ), and its W3C
 trace context when it has one (flag 8: ``--otel``). An answer frame is ``call id u32 | 0 |
 answer`` (0xFF: one message of a stream), or ``call id u32 | code u8 | message length u16 |
-message | ErrorInfo``: the owner's refusal.
+message | ErrorInfo``: the owner's refusal. A refusal that answers another (a ``RATE_LIMITED``
+answering a wrong token: its ``__cause__``) carries that one's code and ErrorInfo in its own
+ErrorInfo's metadata (``CAUSE``), taken out again on the relaying node, whose door counts a
+stranger's refusals by them (``connections.counts_against_address``); never sent to a client.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import struct
 import time
 from collections.abc import AsyncIterator
@@ -37,6 +41,9 @@ MAX_FRAME = MAX_RECEIVE_MESSAGE_BYTES - 4
 """The longest frame: a message of one frame stays within the owner's receive limit."""
 MAX_CREDENTIAL = 1024
 """No seat token or API key is longer: a longer one is relayed as a bad credential."""
+CAUSE = "tapis-relay-cause"
+"""The ErrorInfo metadata key a refusal's cause crosses the tunnel in (its code's number, ``/``,
+its ErrorInfo's bytes in hex)."""
 NO_DEADLINE = 0xFFFFFFFF
 
 REQUEST = struct.Struct(">IBBIHHH")
@@ -124,7 +131,12 @@ def encode_message(call_id: int, message: bytes) -> bytes:
 def encode_refusal(call_id: int, error: ServiceError) -> bytes:
     """A refusal frame: the ``ServiceError``'s code, message and ErrorInfo."""
     message = error.message.encode()[:0xFFFF]
-    info = error_info(error).SerializeToString()
+    details = error_info(error)
+    cause = error.__cause__
+    if isinstance(cause, ServiceError):
+        details.metadata[CAUSE] = f"{cause.code.value[0]}/" \
+            f"{error_info(cause).SerializeToString().hex()}"
+    info = details.SerializeToString()
     return b"".join((ANSWER.pack(call_id, error.code.value[0]),
                      _MESSAGE_LENGTH.pack(len(message)), message, info))
 
@@ -141,8 +153,16 @@ def decode_answer(frame: bytes) -> tuple[int, bytes | ServiceError]:
         info = error_details_pb2.ErrorInfo.FromString(frame[at + length:])
     except (struct.error, ValueError) as error:  # DecodeError is a ValueError
         raise ValueError(f"not an answer frame: {error}") from error
-    return call_id, from_error_info(_CODES.get(code, grpc.StatusCode.UNKNOWN),
-                                    frame[at:at + length].decode("utf-8", "replace"), info)
+    cause = info.metadata.pop(CAUSE, "")
+    refusal = from_error_info(_CODES.get(code, grpc.StatusCode.UNKNOWN),
+                              frame[at:at + length].decode("utf-8", "replace"), info)
+    if cause:
+        number, _, hexed = cause.partition("/")
+        with contextlib.suppress(ValueError):  # not ours: the refusal alone
+            refusal.__cause__ = from_error_info(
+                _CODES.get(int(number), grpc.StatusCode.UNKNOWN), "",
+                error_details_pb2.ErrorInfo.FromString(bytes.fromhex(hexed)))
+    return call_id, refusal
 
 
 class Outbox:

@@ -304,7 +304,8 @@ class TunnelServer:
         """The methods this node serves, by tunnel code (another node's may have more)."""
         self._door = door or Door(max_in_flight=1 << 30)
         """What every call to this node passes (the server's): its bound on calls in flight,
-        and each method's metrics with ``transport="relay"``."""
+        each method's metrics with ``transport="relay"``, and every refusal (``Door.refused``
+        counts none here: the relaying node, which holds the client's connection, does)."""
         self._meters = {rpc.code: self._door.meter(rpc.path, Transport.RELAY, rpc.streams)
                         for rpc in rpcs}
         self._serve = serve
@@ -440,6 +441,7 @@ class _Tunnel:
             end = encode_answer(call_id, b"")
         except ServiceError as refused:
             code = refused.code.name
+            self._server._door.refused(caller, refused, Transport.RELAY)
             end = encode_refusal(call_id, refused)
         except asyncio.CancelledError:
             code = "CANCELLED"
@@ -473,6 +475,7 @@ class _Tunnel:
                 door.leave()
         except ServiceError as refused:
             code = refused.code.name
+            door.refused(caller, refused, Transport.RELAY)
             answer = encode_refusal(call_id, refused)
         except Exception as error:  # a bug: logged, and the client retries elsewhere
             code = "UNAVAILABLE"

@@ -5,7 +5,9 @@ Each frame becomes a ``Caller`` (its seat token and API key, the socket's addres
 passes (``door``: the server's bound on calls in flight, the RPC metrics with
 ``transport="websocket"``, the log context) to the method's route — the same a gRPC call of it
 takes (``rpcs.local_routes`` on a single node; on a cluster node the gateway's, which relays a
-table's calls to its owner): credentials, limits and refusals are those of gRPC.
+table's calls to its owner): credentials, limits and refusals are those of gRPC, and every
+refusal is told to the door as gRPC's are (``Door.refused``: the refusal budget of the
+socket's address).
 
 Transport-free: the endpoint hands it each message received and a ``Sink`` to send on, so the
 same code is what the unit tests drive. Each request is served at once, in the callback of the
@@ -25,7 +27,7 @@ import contextlib
 import contextvars
 import functools
 import time
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Coroutine, Generator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -120,13 +122,17 @@ class Connection:
 
     def __init__(self, api: GameApi, peer: str, sink: Sink,
                  limits: SocketLimits | None = None, door: Door | None = None,
-                 calls: dict[str, SocketCall] | None = None, plain: bool = False) -> None:
+                 calls: dict[str, SocketCall] | None = None, plain: bool = False,
+                 direct: str = "") -> None:
         self.api = api
         self.door = door or Door(max_in_flight=1 << 30)
         """The server's (a connection alone, in a unit test: a door of its own)."""
         self.calls = calls if calls is not None else socket_calls(
             local_routes(api, frames.CARRIED), self.door)
         self.peer = peer
+        self.direct = direct or peer
+        """The socket's own peer (behind a trusted proxy, the proxy's; ``peer`` is the client
+        it names): the connection a refusal counts against (``Door.refused``)."""
         self.sink = sink
         self.limits = limits or SocketLimits()
         self.in_flight: dict[int, asyncio.Task[None]] = {}
@@ -142,9 +148,6 @@ class Connection:
         """Without the shortcuts: every request in a task of its own, every change through its
         stream's task, a write per frame (the path ``tests/websocket/test_shortcuts.py`` checks
         the shortcuts against)."""
-        self.refused: Callable[[ServiceError, Caller], None] | None = None
-        """Told of each request the API refused (the connection limits count strangers'
-        refusals: ``connections.ConnectionLimits.refused``)."""
 
     # --- what the endpoint calls ------------------------------------------------------------
 
@@ -153,6 +156,7 @@ class Connection:
         try:
             frame = frames.decode(payload, fmt)
         except ServiceError as error:
+            self._refused(Caller(peer=self.peer), error)
             self._send(frames.refusal(0, account(WEBSOCKET, None, error)), fmt)
             if error.reason == "VALUE_TOO_LONG":
                 self.sink.close(CLOSE_TOO_BIG, "message too big")
@@ -179,6 +183,7 @@ class Connection:
                 else:
                     self.in_flight[frame.id] = self._loop().create_task(serving)
         except ServiceError as error:
+            self._refused(self._caller(frame), error)
             self._send(frames.refusal(frame.id, account(WEBSOCKET, None, error)), fmt)
 
     def pause_writing(self) -> None:
@@ -228,6 +233,10 @@ class Connection:
         self.in_flight[frame_id] = self._loop().create_task(_Resumed(serving, waiting),
                                                              context=context)
 
+    def _refused(self, caller: Caller, error: ServiceError) -> None:
+        """Tell the door of a refusal (counted against the socket's own address)."""
+        self.door.refused(caller, error, Transport.WEBSOCKET, self.direct)
+
     def _caller(self, frame: ws_pb.ClientFrame) -> Caller:
         """The frame's caller, as the gRPC adapter builds one from a call's headers."""
         return socket_caller(frame.seat_token, frame.api_key, self.peer)
@@ -255,8 +264,8 @@ class Connection:
                 self.door.leave()
             self._answer(frame.id, call.answer_field, response, fmt)
         except (ServiceError, RuleError) as error:
-            if self.refused is not None and isinstance(error, ServiceError):
-                self.refused(error, self._caller(frame))
+            if isinstance(error, ServiceError):
+                self._refused(self._caller(frame), error)
             refusal = frames.as_refusal(error)
             code = refusal.code.name
             self._send(frames.refusal(frame.id, refusal), fmt)
@@ -299,6 +308,8 @@ class Connection:
             self._send(frames.answer(frame.id, frames.RESPONSE_FIELD[frames.STOP],
                                      ws_pb.EventsStopped()), fmt)
         except (ServiceError, RuleError) as error:
+            if isinstance(error, ServiceError):
+                self._refused(self._caller(frame), error)
             refusal = frames.as_refusal(error)
             code = refusal.code.name
             self._send(frames.refusal(frame.id, refusal), fmt)

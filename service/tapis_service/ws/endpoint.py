@@ -40,7 +40,6 @@ from picows import (
 from picows.picows import WSProtocol  # type: ignore[attr-defined]  # not in its stubs
 
 import tapis_webclient
-from tapis_service.caller import Caller
 from tapis_service.capacity import Capacity
 from tapis_service.connections import Acceptor, ConnectionLimits
 from tapis_service.door import Door, socket_peer
@@ -243,15 +242,10 @@ class _Socket(WSListener):
             sink.close(WSCloseCode.TRY_AGAIN_LATER.value, "too many sockets")
             return
         self.endpoint.transports.add(transport)
+        # its refusals are told to the door, counted against the connection's own address
         self.connection = Connection(self.endpoint.api, self.peer, sink,
                                      self.endpoint.limits.socket, self.endpoint.door,
-                                     self.endpoint.calls)
-        door = self.endpoint.acceptor.door if self.endpoint.acceptor is not None else None
-        if door is not None:  # strangers' refusals count against the connection's address
-            def refused(error: ServiceError, caller: Caller) -> None:
-                door.refused(direct, error, caller.api_key)
-
-            self.connection.refused = refused
+                                     self.endpoint.calls, direct=direct)
         self.endpoint.connections.add(self.connection)
 
     def on_ws_frame(self, transport: WSTransport, frame: WSFrame) -> None:
@@ -344,7 +338,10 @@ class WebSocketEndpoint:
                     connection_limits: ConnectionLimits | None = None) -> int:
         """Listen on ``host:port`` (0: a free port), over TLS when ``ssl_context`` is given
         (wss and https with the gRPC port's certificate); returns the port.
-        ``connection_limits``: the server's, which this port's connections count in."""
+        ``connection_limits``: the server's, which this port's connections count in (and,
+        with a door of the endpoint's own, the budget its sockets' refusals spend)."""
+        if connection_limits is not None and self.door.limits is None:
+            self.door.limits = connection_limits
         self.ssl_context = ssl_context
         sockets = listening_sockets(host, port)
         self.acceptor = Acceptor(sockets, "websocket", self.limits.max_connections,
