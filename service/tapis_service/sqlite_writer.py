@@ -45,19 +45,22 @@ def _is_check(sql: str) -> bool:
     return sql.startswith("SELECT")
 
 
+def _needs_savepoint(writes: list[Write]) -> bool:
+    """A statement that changes rows is followed by others: a savepoint, to undo it if one of
+    them is refused. (Checks, then one change: SQLite undoes that change itself.)"""
+    return any(not _is_check(sql) for sql, _, _ in writes[:-1])
+
+
 class _Job:
     """Statements to run in order, and who to tell once they are committed."""
 
-    __slots__ = ("future", "loop", "savepoint", "writes")
+    __slots__ = ("future", "loop", "writes")
 
     def __init__(self, writes: list[Write], loop: asyncio.AbstractEventLoop,
                  future: asyncio.Future[None]) -> None:
         self.writes = writes
         self.loop = loop
         self.future = future
-        self.savepoint = any(not _is_check(sql) for sql, _, _ in writes[:-1])
-        """A statement that changes rows is followed by others: a savepoint, to undo it if one
-        of them is refused. (Checks, then one change: SQLite undoes that change itself.)"""
 
 
 class GroupCommitWriter:
@@ -155,7 +158,8 @@ class GroupCommitWriter:
     @staticmethod
     def _run_job(connection: sqlite3.Connection, job: _Job) -> StoreError | None:
         """One job's statements in the open transaction: None, or why it changed nothing."""
-        if job.savepoint:
+        savepoint = _needs_savepoint(job.writes)
+        if savepoint:
             connection.execute("SAVEPOINT job")
         outcome: StoreError | None = None
         try:
@@ -168,7 +172,7 @@ class GroupCommitWriter:
             outcome = JournalConflict(str(error))
         except StoreUnavailable as refused:
             outcome = refused
-        if job.savepoint:
+        if savepoint:
             if outcome is not None:
                 connection.execute("ROLLBACK TO job")
             connection.execute("RELEASE job")
