@@ -28,7 +28,7 @@ from typing import Any
 import structlog
 
 from tapis_service.checksums import canonical_json, checksum
-from tapis_service.sqlite_writer import Failpoint, GroupCommitWriter, input_writes
+from tapis_service.sqlite_writer import Failpoint, GroupCommitWriter
 from tapis_service.store import (
     SchemaTooNew,
     StoreCorrupt,
@@ -86,6 +86,11 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this server writes and reads."""
 
+_GAME_STORED = "SELECT 1 FROM games WHERE game_id = ?"
+_INPUT_STORED = "SELECT 1 FROM journal WHERE game_id = ? AND idx = ?"
+"""The checks before an input: input N only after input N-1 (input 1 only after the creation
+record), so no holes. (One ``INSERT ... SELECT ... WHERE EXISTS`` reading the journal costs
+twice as much: SQLite copies what an INSERT reads from its own table before inserting.)"""
 
 class SqliteStore(GroupCommitWriter):
     """Tables, their journals and snapshots in ``<data_dir>/tapis.sqlite3``."""
@@ -150,7 +155,10 @@ class SqliteStore(GroupCommitWriter):
 
     def appended(self, game_id: str, index: int, entry: JSON,
                  epoch: int = 1) -> asyncio.Future[None]:
-        return self._submit(input_writes(game_id, index, canonical_json(entry)))
+        check = (_GAME_STORED, (game_id,)) if index == 1 else (_INPUT_STORED, (game_id, index - 1))
+        return self._submit([(*check, f"game {game_id}: input {index - 1} is not committed"),
+                             ("INSERT INTO journal VALUES (?, ?, ?)",
+                              (game_id, index, canonical_json(entry)), "")])
 
     def snapshot(self, game_id: str, index: int, data: JSON,
                  epoch: int = 1) -> asyncio.Future[None]:

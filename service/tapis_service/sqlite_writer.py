@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
 import structlog
 
 from tapis_service import logrepeat, metrics
@@ -40,27 +39,6 @@ Write = tuple[str, tuple[Any, ...], str]
 Failpoint = Callable[[str], None]
 """Called by the writer at ``"commit"`` just before each COMMIT: raising ``sqlite3.Error`` there
 acts as the COMMIT failing with it (a full disk; an I/O error, whose outcome is in doubt)."""
-
-
-_GAME_STORED = "SELECT 1 FROM games WHERE game_id = ?"
-_INPUT_STORED = "SELECT 1 FROM journal WHERE game_id = ? AND idx = ?"
-_INSERT_INPUT = "INSERT INTO journal VALUES (?, ?, ?)"
-_ALL_STORED = """SELECT COUNT(*) FROM json_each(?) AS p WHERE CASE json_extract(p.value, '$[1]')
-    WHEN 0 THEN EXISTS (SELECT 1 FROM games WHERE game_id = json_extract(p.value, '$[0]'))
-    ELSE EXISTS (SELECT 1 FROM journal WHERE game_id = json_extract(p.value, '$[0]')
-                 AND idx = json_extract(p.value, '$[1]')) END"""
-_INSERT_ALL = """INSERT INTO journal SELECT json_extract(value, '$[0]'),
-    json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)"""
-
-
-def input_writes(game_id: str, index: int, text: str) -> list[Write]:
-    """A journal input: a check that its predecessor is stored (input N only after input N-1,
-    input 1 only after the creation record: no holes), then a plain INSERT (never over an
-    existing index). One ``INSERT ... SELECT ... WHERE EXISTS`` reading the journal costs twice
-    as much: SQLite copies what an INSERT reads from its own table before inserting."""
-    check = (_GAME_STORED, (game_id,)) if index == 1 else (_INPUT_STORED, (game_id, index - 1))
-    return [(*check, f"game {game_id}: input {index - 1} is not committed"),
-            (_INSERT_INPUT, (game_id, index, text), "")]
 
 
 def _is_check(sql: str) -> bool:
@@ -101,7 +79,6 @@ class GroupCommitWriter:
         self._closed = False
         self.commits = 0
         """Transactions committed (each may carry many writes): for measurements."""
-        self._at_once = _has_json(self._connection)
         self._writer = threading.Thread(target=self._run, name="tapis-store-writer", daemon=True)
         self._writer.start()
 
@@ -157,12 +134,8 @@ class GroupCommitWriter:
         committing = False
         try:
             connection.execute("BEGIN")
-            for start, end in _runs(batch):
-                if end - start > 1 and self._at_once and _inputs_at_once(connection,
-                                                                         batch[start:end]):
-                    continue  # every one committed: their outcomes stay None
-                for position in range(start, end):
-                    outcomes[position] = self._run_job(connection, batch[position])
+            for position, job in enumerate(batch):
+                outcomes[position] = self._run_job(connection, job)
             committing = True
             if self.failpoint is not None:
                 self.failpoint("commit")
@@ -204,54 +177,6 @@ class GroupCommitWriter:
                 connection.execute("ROLLBACK TO job")
             connection.execute("RELEASE job")
         return outcome
-
-
-def _runs(batch: Sequence[_Job]) -> list[tuple[int, int]]:
-    """The batch cut in [start, end) runs: each run of journal inputs whole, any other job
-    alone."""
-    runs: list[tuple[int, int]] = []
-    for position, job in enumerate(batch):
-        is_input = job.writes[-1][0] == _INSERT_INPUT
-        if is_input and runs and runs[-1][1] == position and batch[runs[-1][0]].writes[-1][0] \
-                == _INSERT_INPUT:
-            runs[-1] = (runs[-1][0], position + 1)
-        else:
-            runs.append((position, position + 1))
-    return runs
-
-
-def _inputs_at_once(connection: sqlite3.Connection, run: Sequence[_Job]) -> bool:
-    """A run of journal inputs with two statements in all instead of two each (each statement
-    releases the GIL and waits to take it back from the loop), when every one of them commits
-    as it would one by one; otherwise False, with nothing changed, and the caller runs them one
-    by one. Every input commits one by one exactly when: each one's predecessor is an earlier
-    input of the run or was stored before it (the run only inserts), and no input's index is
-    stored already nor repeated in the run (then the single INSERT fails whole: SQLite undoes a
-    refused statement). ``tests/stores/test_sqlite_writer.py`` checks both ways end alike."""
-    rows = [job.writes[-1][1] for job in run]
-    earlier: set[tuple[str, int]] = set()
-    before: list[tuple[str, int]] = []  # the predecessors that must be stored already
-    for game_id, index, _ in rows:
-        if (game_id, index - 1) not in earlier:
-            before.append((game_id, index - 1))  # index 0: the creation record
-        earlier.add((game_id, index))
-    stored = connection.execute(_ALL_STORED, (orjson.dumps(before).decode(),)).fetchone()[0]
-    if stored != len(before):
-        return False
-    try:
-        connection.execute(_INSERT_ALL, (orjson.dumps(rows).decode(),))
-    except sqlite3.IntegrityError:
-        return False
-    return True
-
-
-def _has_json(connection: sqlite3.Connection) -> bool:
-    """SQLite's JSON functions are there (built in since 3.38): inputs may go in at once."""
-    try:
-        connection.execute("SELECT json_extract('[1]', '$[0]')").fetchone()
-    except sqlite3.Error:
-        return False
-    return True
 
 
 def _in_doubt(failure: sqlite3.Error) -> bool:

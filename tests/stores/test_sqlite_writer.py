@@ -64,7 +64,7 @@ async def test_appends_in_batches_end_as_the_plain_way_ends_them(tmp_path: Path,
                                                                   seed: int) -> None:
     """Seeded batches of appends, mostly each table's next input, with holes, repeats and an
     unknown table, each batch held until it is all queued: the same outcome for every append,
-    the same journal after (whether a run of inputs went in at once or one by one)."""
+    the same journal after."""
     draw = random.Random(seed)
     games = ["g0", "g1", "g2"]
     plain = sqlite3.connect(":memory:", isolation_level=None)
@@ -130,36 +130,3 @@ async def test_a_refused_job_changes_nothing_and_takes_no_neighbour_with_it(
         == [(1, '{"i":1}'), (2, '{"i":2}')]
     store.close()
 
-
-async def test_a_run_of_inputs_goes_in_at_once_when_each_would_commit(tmp_path: Path) -> None:
-    """The shortcut is taken (the differential test above checks it ends as the plain way):
-    held in one batch, ten inputs of two tables are one check and one INSERT; a run with a hole
-    goes in one by one, the hole refused alone."""
-    held = threading.Event()
-    store = SqliteStore(tmp_path, failpoint=holding(held))
-    held.set()
-    await asyncio.gather(store.created("a", {"kind": "war"}), store.created("b", {"kind": "war"}))
-    statements: list[str] = []
-    store._connection.set_trace_callback(statements.append)
-    held.clear()
-    first = store.appended("a", 1, {"i": 1})  # the writer takes it alone, then holds
-    inputs = [("b", 1)] + [(game, index) for index in range(2, 6) for game in ("a", "b")]
-    pending = [store.appended(game, index, {"i": index}) for game, index in inputs]
-    held.set()
-    await asyncio.gather(first, *pending)
-    at_once = [sql for sql in statements if "json_each" in sql]
-    assert len(at_once) == 2 and at_once[1].startswith("INSERT")
-    assert not [sql for sql in statements if sql.startswith("INSERT INTO journal VALUES")
-                and "'a', 3" in sql]
-    statements.clear()
-    held.clear()
-    blocker = store.appended("a", 6, {"i": 6})
-    late = [store.appended("b", 6, {"i": 6}), store.appended("b", 8, {"i": 8}),
-            store.appended("a", 7, {"i": 7})]
-    held.set()
-    outcomes = await asyncio.gather(blocker, *late, return_exceptions=True)
-    assert [name(outcome) for outcome in outcomes] == ["ok", "ok", "StoreUnavailable", "ok"]
-    assert [sql for sql in statements if sql.startswith("INSERT INTO journal VALUES")]
-    assert rows(tmp_path, "SELECT game_id, MAX(idx) FROM journal GROUP BY 1 ORDER BY 1") \
-        == [("a", 7), ("b", 6)]
-    store.close()
