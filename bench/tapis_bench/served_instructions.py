@@ -16,7 +16,8 @@ run to the next. Compare trees in the same run: ``--compare`` runs each tree's s
 same time as this tree's, under a load generator of its own, and prints every tree's counts.
 
     python -m tapis_bench.served_instructions [--side grpc|websocket|bare]
-                                              [--compare PYTHON ...] [--cache-sim]
+                                              [--compare PYTHON ...]
+                                              [--store memory|sqlite] [--cache-sim]
 
 ``--side bare`` counts the bare grpc.aio server (``tapis_bench.bare``) under the same load: the
 counts of Tapis over gRPC ÷ these are ``server_cpu_ratio`` counted instead of timed.
@@ -25,6 +26,9 @@ With ``--cache-sim`` callgrind also simulates the caches and the branch predicto
 thread's misses per action are printed too (``I1mr`` instruction-cache, ``D1mr``/``D1mw`` data
 misses, ``Bcm``/``Bim`` mispredicted conditional and indirect branches): two trees can run the
 same number of instructions and still differ in time by these (a few per cent seen here).
+
+With ``--store sqlite`` the server journals to a data directory of the run's own: the writer
+thread's instructions count in the total (its fsyncs, being kernel time, do not).
 
 ``PYTHON`` is another tree's ``.venv/bin/python`` (set up with its own ``make setup``), as for
 ``make bench ARGS="--compare TREE"``.
@@ -39,6 +43,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -47,7 +52,7 @@ from typing import Any
 
 from tapis_bench.procs import free_port, wait_ready
 
-FLAGS = ["--store", "memory", "--log-level", "warning", "--allow-stacked-decks",
+FLAGS = ["--log-level", "warning", "--allow-stacked-decks",
          "--create-rate", "0", "--keyless-create-rate", "0", "--join-rate", "0",
          "--list-rate", "0", "--keyless-max-tables", "0"]
 
@@ -81,6 +86,19 @@ async def _drive(side: str, target: str, games: int, warmup_s: float, seconds: f
     return rec.actions
 
 
+def _wait_listening(port: int, timeout_s: float) -> None:
+    """Until something accepts TCP connections on ``port``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def _control(pid: int, state: str) -> None:
     subprocess.run(["callgrind_control", "-i", state, str(pid)], check=True,
                    capture_output=True)
@@ -91,7 +109,7 @@ SIMULATED = ("I1mr", "D1mr", "D1mw", "Bcm", "Bim")
 
 
 def measure(python: str, side: str, games: int, warmup_s: float,
-            seconds: float, cache_sim: bool = False) -> dict[str, Any]:
+            seconds: float, cache_sim: bool = False, store: str = "memory") -> dict[str, Any]:
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         raise SystemExit("tapis_bench.served_instructions needs valgrind "
                          "(apt-get install valgrind)")
@@ -100,6 +118,9 @@ def measure(python: str, side: str, games: int, warmup_s: float,
     command = ([python, "-m", "tapis_bench.bare", str(port)] if side == "bare"
                else [python, "-m", "tapis_service.main", "--port", str(port), *FLAGS, *extra])
     with tempfile.TemporaryDirectory() as folder:
+        extra += ["--store", store]
+        if store == "sqlite":  # the data directory is this run's, deleted with the profile
+            extra += ["--data-dir", os.path.join(folder, "data")]
         out = os.path.join(folder, "callgrind.out")
         server = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
@@ -108,6 +129,8 @@ def measure(python: str, side: str, games: int, warmup_s: float,
             env={**os.environ, "PYTHONHASHSEED": "0"}, stderr=subprocess.DEVNULL)
         try:
             wait_ready(port, server, timeout_s=300)
+            if side == "websocket":  # with a data directory it opens after the recovery
+                _wait_listening(ws_port, timeout_s=300)
             target = f"ws://127.0.0.1:{ws_port}/ws" if side == "websocket" \
                 else f"127.0.0.1:{port}"
             actions = asyncio.run(_drive(side, target, games, warmup_s, seconds, server.pid))
@@ -135,7 +158,8 @@ def measure(python: str, side: str, games: int, warmup_s: float,
             if os.environ.get("KEEP_CALLGRIND"):
                 shutil.copy(path, os.environ["KEEP_CALLGRIND"] + path[len(out):])
     main_thread = by_thread.get(1, 0)
-    return {"side": side, "python": python, "games": games, "actions": actions,
+    return {"side": side, "store": store, "python": python, "games": games,
+            "actions": actions,
             "instructions_per_action": round(sum(by_thread.values()) / actions),
             "main_thread_instructions_per_action": round(main_thread / actions),
             "threads": len(by_thread),
@@ -152,6 +176,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--python", default=sys.executable, help=argparse.SUPPRESS)
     parser.add_argument("--compare", action="append", default=[], metavar="PYTHON",
                         help="another tree's interpreter: its server counted in the same run")
+    parser.add_argument("--store", choices=("memory", "sqlite"), default="memory",
+                        help="the server's store (sqlite: a data directory of the run's own)")
     parser.add_argument("--games", type=int, default=16)
     parser.add_argument("--warmup", type=float, default=8.0)
     parser.add_argument("--seconds", type=float, default=20.0)
@@ -160,11 +186,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not args.compare:
         print(json.dumps(measure(args.python, args.side, args.games, args.warmup, args.seconds,
-                                 args.cache_sim)))
+                                 args.cache_sim, args.store)))
         return
     runs = [subprocess.Popen(
         [sys.executable, "-m", "tapis_bench.served_instructions", "--python", python,
-         "--side", args.side, "--games", str(args.games), "--warmup", str(args.warmup),
+         "--side", args.side, "--store", args.store, "--games", str(args.games),
+         "--warmup", str(args.warmup),
          "--seconds", str(args.seconds), *(["--cache-sim"] if args.cache_sim else [])],
         stdout=subprocess.PIPE, text=True)
         for python in (args.python, *args.compare)]

@@ -1,17 +1,14 @@
 """The durable store: one SQLite file under the data directory (``--store sqlite``).
 
-Every write goes through one writer thread that group-commits whatever is queued: the first
-write it takes, plus every write queued behind it, in one transaction (order preserved). The
-awaitable returned to the host completes once that transaction is committed (WAL,
-``synchronous=FULL``: fsynced), so an answer is never sent before its input is on disk.
-See docs/durability.md for the choice and its measured cost.
+Every write goes through one writer thread that group-commits whatever is queued
+(``sqlite_writer.py``): the awaitable returned to the host completes once the write's
+transaction is committed (WAL, ``synchronous=FULL``: fsynced), so an answer is never sent before
+its input is on disk. See docs/durability.md for the choice and its measured cost.
 
 The journal has no holes by construction: input N of a game is inserted only if input N-1 (or,
-for the first, the game's creation record) is already there, and never over an existing one.
-Each write runs in a savepoint of its own, so one refused write never takes the others of its
-transaction with it; a transaction that cannot commit (disk full, I/O error) fails every write
-it carried with ``StoreUnavailable``, or with ``CommitUnknown`` when the COMMIT itself failed with
-an I/O error (it may have reached the disk). A file that cannot be read is ``StoreCorrupt``.
+for the first, the game's creation record) is already there (a check in the same transaction),
+and never over an existing one. A refused write never takes the others of its transaction with
+it. A file that cannot be read is ``StoreCorrupt``.
 
 The schema is versioned (``tapis_schema``, as on PostgreSQL): missing migrations are applied at
 open, and a file whose schema is newer than this server knows is refused (``SchemaTooNew``).
@@ -20,29 +17,22 @@ open, and a file whose schema is newer than this server knows is refused (``Sche
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import json
 import os
-import queue
 import sqlite3
-import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from tapis_service import logrepeat, metrics
 from tapis_service.checksums import canonical_json, checksum
+from tapis_service.sqlite_writer import Failpoint, GroupCommitWriter
 from tapis_service.store import (
-    CommitUnknown,
-    JournalConflict,
     SchemaTooNew,
     StoreCorrupt,
     StoredGame,
-    StoreError,
     StoreInUse,
     StoreUnavailable,
     paced,
@@ -96,32 +86,13 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this server writes and reads."""
 
-_APPEND = """INSERT INTO journal SELECT ?1, ?2, ?3
-WHERE (?2 = 1 AND EXISTS (SELECT 1 FROM games WHERE game_id = ?1))
-   OR EXISTS (SELECT 1 FROM journal WHERE game_id = ?1 AND idx = ?2 - 1)"""
-"""Input N only after input N-1 (input 1 only after the creation record): no holes."""
+_GAME_STORED = "SELECT 1 FROM games WHERE game_id = ?"
+_INPUT_STORED = "SELECT 1 FROM journal WHERE game_id = ? AND idx = ?"
+"""The checks before an input: input N only after input N-1 (input 1 only after the creation
+record), so no holes. (One ``INSERT ... SELECT ... WHERE EXISTS`` reading the journal costs
+twice as much: SQLite copies what an INSERT reads from its own table before inserting.)"""
 
-Write = tuple[str, tuple[Any, ...], str]
-"""(SQL, parameters, what it means if it changes no row: "" when that is fine)."""
-
-Failpoint = Callable[[str], None]
-"""Called by the writer at ``"commit"`` just before each COMMIT: raising ``sqlite3.Error`` there
-acts as the COMMIT failing with it (a full disk; an I/O error, whose outcome is in doubt)."""
-
-
-class _Job:
-    """Statements to run in order, and who to tell once they are committed."""
-
-    __slots__ = ("future", "loop", "writes")
-
-    def __init__(self, writes: list[Write], loop: asyncio.AbstractEventLoop,
-                 future: asyncio.Future[None]) -> None:
-        self.writes = writes
-        self.loop = loop
-        self.future = future
-
-
-class SqliteStore:
+class SqliteStore(GroupCommitWriter):
     """Tables, their journals and snapshots in ``<data_dir>/tapis.sqlite3``."""
 
     keeps_journal = True
@@ -129,7 +100,6 @@ class SqliteStore:
 
     def __init__(self, data_dir: Path | str, synchronous: str = SYNCHRONOUS,
                  max_batch: int = 0, failpoint: Failpoint | None = None) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
         self.path = Path(data_dir) / FILE_NAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _lock_directory(self.path.parent)
@@ -150,12 +120,7 @@ class SqliteStore:
         except StoreCorrupt:  # SchemaTooNew included
             os.close(self._lock)
             raise
-        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._closed = False
-        self.commits = 0
-        """Transactions committed (each may carry many writes): for measurements."""
-        self._writer = threading.Thread(target=self._run, name="tapis-store-writer", daemon=True)
-        self._writer.start()
+        self._start_writer()
 
     def _refuse_lost_file(self) -> None:
         """A data directory that has served before must still have its database."""
@@ -190,8 +155,10 @@ class SqliteStore:
 
     def appended(self, game_id: str, index: int, entry: JSON,
                  epoch: int = 1) -> asyncio.Future[None]:
-        return self._submit([(_APPEND, (game_id, index, canonical_json(entry)),
-                              f"game {game_id}: input {index - 1} is not committed")])
+        check = (_GAME_STORED, (game_id,)) if index == 1 else (_INPUT_STORED, (game_id, index - 1))
+        return self._submit([(*check, f"game {game_id}: input {index - 1} is not committed"),
+                             ("INSERT INTO journal VALUES (?, ?, ?)",
+                              (game_id, index, canonical_json(entry)), "")])
 
     def snapshot(self, game_id: str, index: int, data: JSON,
                  epoch: int = 1) -> asyncio.Future[None]:
@@ -300,102 +267,9 @@ class SqliteStore:
         if self._closed:
             return
         self._closed = True
-        self._queue.put(None)
-        self._writer.join()
+        self._stop_writer()
         self._connection.close()
         os.close(self._lock)
-
-    # --- the writer thread ----------------------------------------------------------------
-
-    def _submit(self, writes: list[Write]) -> asyncio.Future[None]:
-        if self._closed:
-            raise RuntimeError("the store is closed")
-        loop = self._loop
-        if loop is None or not loop.is_running():  # looked up once per loop: on Python 3.11
-            loop = self._loop = asyncio.get_running_loop()  # each lookup is a getpid call
-        future = loop.create_future()
-        self._queue.put(_Job(writes, loop, future))
-        return future
-
-    def _run(self) -> None:
-        stopping = False
-        while not stopping:
-            first = self._queue.get()
-            if first is None:
-                break
-            batch = [first]
-            while not self.max_batch or len(batch) < self.max_batch:  # group commit
-                try:
-                    job = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if job is None:
-                    stopping = True
-                    break
-                batch.append(job)
-            started, commits = time.perf_counter(), self.commits
-            outcomes = self._commit(batch)
-            metrics.observe_commit("sqlite", time.perf_counter() - started,
-                                   self.commits > commits)
-            self._settle(batch, outcomes)
-
-    def _settle(self, batch: Sequence[_Job], outcomes: Sequence[StoreError | None]) -> None:
-        """The batch's awaitables completed by one wake-up of each loop, not one per write."""
-        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, StoreError | None]]] = {}
-        for job, outcome in zip(batch, outcomes, strict=True):
-            by_loop.setdefault(job.loop, []).append((job.future, outcome))
-        for loop, settled in by_loop.items():
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-                loop.call_soon_threadsafe(_settle_all, settled)
-
-    def _commit(self, batch: list[_Job]) -> list[StoreError | None]:
-        """One transaction for the batch, one savepoint per job: each job's outcome."""
-        outcomes: list[StoreError | None] = [None] * len(batch)
-        connection = self._connection
-        committing = False
-        try:
-            connection.execute("BEGIN")
-            for position, job in enumerate(batch):
-                connection.execute("SAVEPOINT job")
-                try:
-                    for sql, params, unless_changed in job.writes:
-                        changed = connection.execute(sql, params).rowcount
-                        if unless_changed and changed == 0:
-                            raise StoreUnavailable(unless_changed)
-                except sqlite3.IntegrityError as error:
-                    outcomes[position] = JournalConflict(str(error))
-                    connection.execute("ROLLBACK TO job")
-                except StoreUnavailable as refused:
-                    outcomes[position] = refused
-                    connection.execute("ROLLBACK TO job")
-                connection.execute("RELEASE job")
-            committing = True
-            if self.failpoint is not None:
-                self.failpoint("commit")
-            connection.execute("COMMIT")
-            self.commits += 1
-        except sqlite3.Error as error:
-            logrepeat.limited(log.error, "store_write_failed", error=str(error), writes=len(batch))
-            with contextlib.suppress(sqlite3.Error):
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-            failed: StoreError
-            if committing and _in_doubt(error):
-                failed = CommitUnknown(f"{self.path}: the commit failed with an I/O error and "
-                                       f"may have reached the disk ({error})")
-            else:
-                failed = StoreUnavailable(f"{self.path}: {error}")
-            return [failed for _ in batch]
-        return outcomes
-
-
-def _in_doubt(failure: sqlite3.Error) -> bool:
-    """A COMMIT that failed with an I/O error (a failed fsync, a short write): its frames may
-    be in the WAL, and a later recovery may find it committed. A full disk is not in doubt:
-    SQLite could not write the transaction at all."""
-    code = getattr(failure, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF == sqlite3.SQLITE_IOERR
-
 
 def schema_version(connection: sqlite3.Connection) -> int:
     """The schema version of the file open on ``connection`` (0: written before versions, or
@@ -490,10 +364,3 @@ def _decoded(game_id: str, record: bytes | str, snapshot_row: tuple[Any, ...] | 
             return damaged(f"journal input {index} is not a JSON object")
         entries.append(decoded)
     return decoded_record, snap, entries
-
-
-def _settle_all(settled: list[tuple[asyncio.Future[None], StoreError | None]]) -> None:
-    """On the loop: each write's outcome into its awaitable (unless it was cancelled)."""
-    for future, error in settled:
-        if not future.done():
-            future.set_result(None) if error is None else future.set_exception(error)

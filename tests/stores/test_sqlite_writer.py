@@ -1,0 +1,132 @@
+"""The SQLite writer's shortcuts equal the plain way: an append is a check then a plain INSERT,
+and only a job with a change followed by other statements gets a savepoint of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tapis_service.sqlite_store import FILE_NAME, SqliteStore
+from tapis_service.sqlite_writer import Failpoint
+from tapis_service.store import JournalConflict, StoreUnavailable
+
+PLAIN_APPEND = """INSERT INTO journal SELECT ?1, ?2, ?3
+WHERE (?2 = 1 AND EXISTS (SELECT 1 FROM games WHERE game_id = ?1))
+   OR EXISTS (SELECT 1 FROM journal WHERE game_id = ?1 AND idx = ?2 - 1)"""
+"""The plain way: one statement, in a savepoint per write (the writer before issue 35.3)."""
+
+
+def rows(data_dir: Path, sql: str) -> list[tuple[Any, ...]]:
+    reader = sqlite3.connect(data_dir / FILE_NAME)
+    try:
+        return reader.execute(sql).fetchall()
+    finally:
+        reader.close()
+
+
+def plain_outcomes(connection: sqlite3.Connection,
+                   appends: list[tuple[str, int, str]]) -> list[str]:
+    """Each append the plain way, in one transaction: its outcome's name."""
+    outcomes = []
+    connection.execute("BEGIN")
+    for params in appends:
+        connection.execute("SAVEPOINT job")
+        try:
+            changed = connection.execute(PLAIN_APPEND, params).rowcount
+            outcomes.append("ok" if changed else "StoreUnavailable")
+        except sqlite3.IntegrityError:
+            outcomes.append("JournalConflict")
+            connection.execute("ROLLBACK TO job")
+        connection.execute("RELEASE job")
+    connection.execute("COMMIT")
+    return outcomes
+
+
+def holding(gate: threading.Event) -> Failpoint:
+    """A failpoint that holds each COMMIT until ``gate`` is set (bounded)."""
+    def hold(stage: str) -> None:
+        gate.wait(10)
+    return hold
+
+
+def name(outcome: BaseException | None) -> str:
+    return "ok" if outcome is None else type(outcome).__name__
+
+
+@pytest.mark.parametrize("seed", range(8))
+async def test_appends_in_batches_end_as_the_plain_way_ends_them(tmp_path: Path,
+                                                                  seed: int) -> None:
+    """Seeded batches of appends, mostly each table's next input, with holes, repeats and an
+    unknown table, each batch held until it is all queued: the same outcome for every append,
+    the same journal after."""
+    draw = random.Random(seed)
+    games = ["g0", "g1", "g2"]
+    plain = sqlite3.connect(":memory:", isolation_level=None)
+    plain.executescript("CREATE TABLE games (game_id TEXT PRIMARY KEY);"
+                        "CREATE TABLE journal (game_id TEXT NOT NULL, idx INTEGER NOT NULL, "
+                        "entry TEXT NOT NULL, PRIMARY KEY (game_id, idx)) WITHOUT ROWID;")
+    held = threading.Event()
+    store = SqliteStore(tmp_path / "store", failpoint=holding(held))
+    held.set()
+    for game in games[:2]:  # g2 is never created
+        await store.created(game, {"kind": "war"})
+        plain.execute("INSERT INTO games VALUES (?)", (game,))
+    sent = dict.fromkeys(games, 0)
+    for _ in range(12):
+        appends = []
+        for _ in range(draw.randint(2, 12)):  # mostly the next input; some holes and repeats
+            game = draw.choice(games)
+            index = sent[game] + draw.choices((1, 2, 0), weights=(8, 1, 1))[0]
+            sent[game] = max(sent[game], index)
+            appends.append((game, max(index, 1), '{"i":1}'))
+        held.clear()
+        pending = [store.appended(game, index, {"i": 1}) for game, index, _ in appends]
+        held.set()
+        outcomes = await asyncio.gather(*pending, return_exceptions=True)
+        assert [name(outcome) for outcome in outcomes] == plain_outcomes(plain, appends)
+    assert rows(tmp_path / "store", "SELECT game_id, idx, entry FROM journal ORDER BY 1, 2") \
+        == plain.execute("SELECT game_id, idx, entry FROM journal ORDER BY 1, 2").fetchall()
+    store.close()
+
+
+async def test_a_refused_job_changes_nothing_and_takes_no_neighbour_with_it(
+        tmp_path: Path) -> None:
+    held = threading.Event()
+    store = SqliteStore(tmp_path, failpoint=holding(held))
+    held.set()
+    await store.created("g", {"kind": "war"})
+    await store.appended("g", 1, {"i": 1})
+    held.clear()
+    jobs: dict[str, Any] = {
+        # a change, then a check that fails: the change is undone (a savepoint)
+        "change_then_check": store._submit([
+            ("INSERT INTO meta VALUES ('a', '1')", (), ""),
+            ("SELECT 1 FROM games WHERE game_id = 'nowhere'", (), "no such game")]),
+        # two changes, the second refused by SQLite: the first is undone (a savepoint)
+        "two_changes": store._submit([
+            ("INSERT INTO meta VALUES ('b', '1')", (), ""),
+            ("INSERT INTO meta VALUES ('b', '2')", (), "")]),
+        # a check, then one change refused by SQLite: undone by SQLite itself (no savepoint)
+        "conflict": store.appended("g", 1, {"i": "again"}),
+        "neighbour": store.appended("g", 2, {"i": 2}),
+        "hole": store.appended("g", 4, {"i": 4}),
+    }
+    held.set()
+    outcomes = dict(zip(jobs, await asyncio.gather(*jobs.values(), return_exceptions=True),
+                        strict=True))
+    assert isinstance(outcomes["change_then_check"], StoreUnavailable)
+    assert isinstance(outcomes["two_changes"], JournalConflict)
+    assert isinstance(outcomes["conflict"], JournalConflict)
+    assert outcomes["neighbour"] is None
+    assert isinstance(outcomes["hole"], StoreUnavailable)
+    assert rows(tmp_path, "SELECT key FROM meta WHERE key IN ('a', 'b')") == []
+    assert rows(tmp_path, "SELECT idx, entry FROM journal ORDER BY idx") \
+        == [(1, '{"i":1}'), (2, '{"i":2}')]
+    store.close()
+
