@@ -48,7 +48,13 @@ async def test_a_call_in_flight_when_the_grace_ends_gets_a_precise_status(
             a.stub.GetGame(pb.GetGameRequest(game_id=game_id)) if method == "GetGame"
             else a.stub.JoinGame(join)))
         await reached.wait()
-        await a.node.stop(0)  # the grace ends with the call in flight
+        stop = a.node.stop
+
+        async def stopped(grace_s: float | None = None) -> None:
+            """a stopped already (the cluster's teardown stops it no second time)."""
+
+        a.node.stop = stopped  # type: ignore[method-assign]
+        await stop(0)  # the grace ends with the call in flight
         code, got, _ = await call
         assert (code, got) == ("UNAVAILABLE", reason)
         if method == "JoinGame":  # its retry, on the node left, is answered
@@ -57,8 +63,3 @@ async def test_a_call_in_flight_when_the_grace_ends_gets_a_precise_status(
             joined = await b.stub.JoinGame(join)
             assert joined.seat_token
             assert await b.stub.JoinGame(join) == joined
-
-        async def stopped(grace_s: float | None = None) -> None:
-            """a stopped already."""
-
-        a.node.stop = stopped  # type: ignore[method-assign]
