@@ -183,7 +183,7 @@ class CallGuard:
                 _ended(meter, _code_of(context), began)
                 raise
             finally:
-                calls.discard(task)  # type: ignore[arg-type]
+                calls.discard(task)
                 call.end()
                 logcontext.reset(bound)
 
