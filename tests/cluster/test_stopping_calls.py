@@ -63,3 +63,33 @@ async def test_a_call_in_flight_when_the_grace_ends_gets_a_precise_status(
             joined = await b.stub.JoinGame(join)
             assert joined.seat_token
             assert await b.stub.JoinGame(join) == joined
+
+
+@pytest.mark.parametrize("method", ["GetGame", "JoinGame"])
+async def test_a_call_relayed_to_the_stopping_node_is_served_where_the_table_goes(
+        postgres: Postgres, method: str) -> None:
+    """The other direction: b relays the call to a, which stops with it in flight; b's tunnel
+    ends, b looks the table up again, takes it over and answers (the held attempt applied
+    nothing, so the write is applied once, here)."""
+    async with two_nodes(postgres, store_retry_ms=50) as (_, a, b):
+        created = await a.stub.CreateGame(pb.CreateGameRequest(
+            kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))
+        game_id = created.game.game_id
+        reached = hold(a, method)
+        join = pb.JoinGameRequest(game_id=game_id, display_name="Al", request_id="join-1")
+        call = asyncio.ensure_future(
+            b.stub.GetGame(pb.GetGameRequest(game_id=game_id)) if method == "GetGame"
+            else b.stub.JoinGame(join))
+        await reached.wait()
+        stop = a.node.stop
+
+        async def stopped(grace_s: float | None = None) -> None:
+            """a stopped already (the cluster's teardown stops it no second time)."""
+
+        a.node.stop = stopped  # type: ignore[method-assign]
+        await stop(0)
+        answer = await call
+        if method == "JoinGame":
+            assert await b.stub.JoinGame(join) == answer
+        view = (await b.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+        assert sum(seat.taken for seat in view.seats) == (method == "JoinGame")
