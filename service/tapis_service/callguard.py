@@ -35,7 +35,7 @@ from typing import Any, cast
 import grpc
 import structlog
 
-from tapis_service import logcontext, metrics
+from tapis_service import logcontext, metrics, stopcalls
 from tapis_service.door import (
     SLOW_CALL_S,
     Door,
@@ -95,6 +95,11 @@ class CallGuard:
         refusal budget of strangers' addresses)."""
         self.proxies: TrustedProxies | None = door.proxies
         """The call's log lines name the client behind these (``logcontext.CallInfo``)."""
+        self.calls: set[asyncio.Task[Any]] = set()
+        """The unary calls in flight (their tasks): a graceful stop cuts those its grace
+        leaves (``cutting``, ``stopcalls.drain``)."""
+        self.cutting = False
+        """The server is stopping: a call cancelled now was cut by it (``stopcalls.cut``)."""
 
     @property
     def in_flight(self) -> int:
@@ -132,12 +137,15 @@ class CallGuard:
         answered = meter.answered
         timing, observe = meter.timing, metrics.RPC_SECONDS.observe_child
         proxies = self.proxies
+        calls = self.calls
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             began = time.perf_counter()
             started[0] += 1
             call = logcontext.CallInfo(context, request, began, proxies)
             bound = logcontext.bind(call=call)
+            task = asyncio.current_task()
+            calls.add(task)  # type: ignore[arg-type]
             try:
                 if request is UNDECODABLE:
                     raise _refused(invalid_request(method))
@@ -163,12 +171,17 @@ class CallGuard:
                 door.refused_call(context, error)
                 await end_call(context, error)
             except asyncio.CancelledError:
-                _ended(meter, "CANCELLED", began)
-                raise
+                if not self.cutting:  # the client's cancellation
+                    _ended(meter, "CANCELLED", began)
+                    raise
+                cut = stopcalls.cut(method)  # the server's stop: a precise status
+                _ended(meter, cut.code.name, began)
+                await end_call(context, cut)
             except BaseException:
                 _ended(meter, _code_of(context), began)
                 raise
             finally:
+                calls.discard(task)
                 call.end()
                 logcontext.reset(bound)
 

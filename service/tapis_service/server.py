@@ -15,7 +15,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from tapis.v1 import errors_pb2
-from tapis_service import joinkey, metrics, tracing
+from tapis_service import joinkey, metrics, stopcalls, tracing
 from tapis_service.callguard import CallGuard
 from tapis_service.capacity import Capacity
 from tapis_service.clock import Clock, SystemClock
@@ -44,6 +44,8 @@ log = structlog.get_logger("tapis.server")
 # in the `grpc-status-details-bin` trailer, google.rpc.ErrorInfo in its details) and the closed
 # list of reasons (tapis.v1.ErrorReason). Every message a response holds is in the services'
 # files or their imports.
+CUT_MARGIN_S = 1.0
+"""How long the answers of the calls a stop cuts have to go out before grpc cancels them."""
 EXTRA_FILES: tuple[descriptor.FileDescriptor, ...] = (
     status_pb2.DESCRIPTOR, error_details_pb2.DESCRIPTOR, errors_pb2.DESCRIPTOR)
 
@@ -114,10 +116,18 @@ class RunningServer:
         if self.connection_limits is not None:
             await self.connection_limits.stop()
         self.host.end_streams()  # unary calls in flight drain within the grace; streams end now
+        # grpc takes no new call at once; those in flight when the grace ends are cut by the
+        # guard with a precise status (stopcalls.cut) before grpc cancels what is left
+        # (UNAVAILABLE with no reason) once their answers had CUT_MARGIN_S to go out
+        stopping = [self.server.stop(None if grace_s is None else grace_s + CUT_MARGIN_S)]
         if self.ws is not None:
-            await asyncio.gather(self.server.stop(grace_s), self.ws.stop(grace_s))
-        else:
-            await self.server.stop(grace_s)
+            stopping.append(self.ws.stop(grace_s))
+        stopped = asyncio.gather(*stopping)
+        if self.guard is not None:
+            cut = await stopcalls.drain(self.guard, grace_s)
+            if cut:
+                log.warning("calls_cut_at_stop", calls=cut)
+        await stopped
         if self.api is not None:
             await self.api.housekeeping.drain()
         await self.host.close()
