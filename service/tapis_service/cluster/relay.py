@@ -190,9 +190,9 @@ class Relay:
                 raise unrouted("") from error
             if game_id is not None:
                 try:
-                    address = await self.locator.route(game_id, caller.forwarded)
-                    if address is not None:  # its owner answers it (the seat tokens too)
-                        return await self._relayed_create(address, raw, caller, game_id)
+                    answer = await self._relayed_create(raw, caller, game_id)
+                    if answer is not None:  # its owner answered it (the seat tokens too)
+                        return answer
                     if not self._created_here(scope, request_id, game_id):
                         view = await self.call("GetGame", pb.GetGameRequest(
                             game_id=game_id).SerializeToString(),
@@ -205,15 +205,22 @@ class Relay:
                     raise
         return _serialized(await self.api.create_game(request, caller))
 
-    async def _relayed_create(self, address: str, raw: bytes, caller: Caller,
-                              game_id: str) -> bytes:
-        """A CreateGame retry answered by the owner of the table it created: an owner lost
-        meanwhile is TABLE_MOVED (the table exists: a retry finds where it went)."""
-        try:
-            return await self._relay(address, "CreateGame", raw, caller, game_id)
-        except tunnel.OwnerUnreachable as error:
-            self.locator.forget(game_id)
-            raise table_moved(game_id) from error
+    async def _relayed_create(self, raw: bytes, caller: Caller, game_id: str) -> bytes | None:
+        """A CreateGame retry answered by the owner of the table it created (None: this node
+        serves it now). An owner lost on the way is forgotten and the table looked up once
+        more, as ``call`` does (one that stopped handed it off: this node may take it over);
+        lost again, TABLE_MOVED (the table exists: a retry finds where it went)."""
+        for last in (False, True):
+            address = await self.locator.route(game_id, caller.forwarded)
+            if address is None:
+                return None
+            try:
+                return await self._relay(address, "CreateGame", raw, caller, game_id)
+            except tunnel.OwnerUnreachable as error:
+                self.locator.forget(game_id)
+                if last:
+                    raise table_moved(game_id) from error
+        return None
 
     def _created_here(self, scope: str, request_id: str, game_id: str) -> bool:
         """This node serves ``game_id`` as the table ``request_id`` of ``scope`` created."""
