@@ -15,7 +15,7 @@ import select
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -25,6 +25,7 @@ from picows import WSListener, ws_connect
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tests.support.process import free_port, wait_serving
+from tests.support.refusals import from_address
 from tests.support.relay import SourceRelay
 
 pytestmark = pytest.mark.slow  # a server process, 12,000 connections
@@ -69,19 +70,6 @@ def flood(ports: tuple[int, ...], per_address: int = PER_ADDRESS) -> list[socket
     return opened
 
 
-def from_newcomer(port: int) -> Callable[[object], socket.socket]:
-    """picows's socket factory: a connection from the newcomer's address."""
-    def connect(_: object) -> socket.socket:
-        sock = socket.socket()
-        sock.bind((NEWCOMER, 0))
-        sock.settimeout(5)
-        sock.connect(("127.0.0.1", port))
-        sock.setblocking(False)
-        return sock
-
-    return connect
-
-
 async def test_silent_connections_from_four_addresses_do_not_lock_a_newcomer_out(
         server: tuple[subprocess.Popen[bytes], int, int, Path]) -> None:
     process, port, ws_port, log = server
@@ -94,7 +82,8 @@ async def test_silent_connections_from_four_addresses_do_not_lock_a_newcomer_out
                 pb.ListGamesRequest(), timeout=5, wait_for_ready=True)
         assert answer is not None
         transport, _ = await asyncio.wait_for(ws_connect(
-            WSListener, f"ws://127.0.0.1:{ws_port}/ws", socket_factory=from_newcomer(ws_port)),
+            WSListener, f"ws://127.0.0.1:{ws_port}/ws",
+            socket_factory=from_address(NEWCOMER, ws_port)),
             5)
         transport.disconnect()
         assert process.poll() is None  # up
@@ -132,7 +121,8 @@ async def test_upgraded_sockets_past_the_descriptor_limit_do_not_lock_a_newcomer
             await asyncio.sleep(0)
         assert upgraded > 224  # more than the 4 addresses' shares (56 each) asked
         transport, _ = await asyncio.wait_for(ws_connect(
-            WSListener, f"ws://127.0.0.1:{ws_port}/ws", socket_factory=from_newcomer(ws_port)),
+            WSListener, f"ws://127.0.0.1:{ws_port}/ws",
+            socket_factory=from_address(NEWCOMER, ws_port)),
             5)
         transport.disconnect()
         assert process.poll() is None

@@ -25,6 +25,7 @@ from tapis_service.errors import ServiceError
 from tapis_service.proxies import TrustedProxies
 from tapis_service.ws.endpoint import WebSocketEndpoint
 from tests.support.calls import reason_of
+from tests.support.refusals import from_address
 from tests.support.relay import SourceRelay, tcp_state
 from tests.support.server import ServerFactory
 from tests.support.websocket import Client
@@ -152,18 +153,6 @@ async def door_and_port() -> AsyncIterator[tuple[ConnectionLimits, int]]:
     port = await served.start("127.0.0.1", 0, connection_limits=door)
     yield door, port
     await served.stop(0)
-
-
-def from_address(address: str, port: int) -> Any:
-    def connect(_: object) -> socket.socket:
-        sock = socket.socket()
-        sock.bind((address, 0))
-        sock.settimeout(5)
-        sock.connect(("127.0.0.1", port))
-        sock.setblocking(False)
-        return sock
-
-    return connect
 
 
 async def test_over_the_websocket_an_address_past_its_refusals_is_cut_too(

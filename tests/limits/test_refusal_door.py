@@ -23,22 +23,30 @@ BUDGET = 4
 BAD_TOKEN = ServiceError(grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN", "bad token")
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
-@pytest.mark.parametrize("transport", ["grpc", "websocket"])
-async def test_a_bad_token_flood_is_cut_after_the_same_budget_over_either_transport(
-        make_server: ServerFactory, transport: str, stream: bool) -> None:
-    """GetGame calls, or StreamEvents ones (refused as they open)."""
+async def _flood(make_server: ServerFactory, transport: str, stream: bool = False,
+                 reasons: list[str] | None = None, **settings: object) -> None:
+    """A server with a refusal budget of ``BUDGET`` (and ``settings``), a War table on it,
+    and a stranger's bad-token flood over ``transport``, checked to be cut after the budget
+    (``tests.support.refusals``)."""
     harness = await make_server(clock=ManualClock(), ws_port=0, refusal_burst=BUDGET,
-                                refusal_rate_per_s=1.0, refusal_cooldown_s=60.0)
+                                refusal_rate_per_s=1.0, **settings)
     running = harness.running
     limits = running.connection_limits
     assert limits is not None and running.ws_port is not None
     game_id = (await harness.stub.CreateGame(
         pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))).game.game_id
     if transport == "grpc":
-        await grpc_flood(running.port, game_id, limits, BUDGET, stream)
+        await grpc_flood(running.port, game_id, limits, BUDGET, stream, reasons)
     else:
-        await socket_flood(running.ws_port, game_id, limits, BUDGET, stream)
+        await socket_flood(running.ws_port, game_id, limits, BUDGET, stream, reasons)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
+@pytest.mark.parametrize("transport", ["grpc", "websocket"])
+async def test_a_bad_token_flood_is_cut_after_the_same_budget_over_either_transport(
+        make_server: ServerFactory, transport: str, stream: bool) -> None:
+    """GetGame calls, or StreamEvents ones (refused as they open)."""
+    await _flood(make_server, transport, stream, refusal_cooldown_s=60.0)
 
 
 @pytest.mark.parametrize("transport", ["grpc", "websocket"])
@@ -47,18 +55,9 @@ async def test_the_rate_limit_s_answers_to_a_bad_token_flood_spend_the_budget_to
     """Past the wrong-token limit a bad token is answered RATE_LIMITED, which still counts:
     the flood is cut after the same budget (else, the limit's burst below the budget's, it
     never would be)."""
-    harness = await make_server(clock=ManualClock(), ws_port=0, refusal_burst=BUDGET,
-                                refusal_rate_per_s=1.0, bad_token_burst=2)
-    running = harness.running
-    limits = running.connection_limits
-    assert limits is not None and running.ws_port is not None
-    game_id = (await harness.stub.CreateGame(
-        pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))).game.game_id
-    reasons = ["INVALID_TOKEN"] * 2 + ["RATE_LIMITED"] * (BUDGET - 2)
-    if transport == "grpc":
-        await grpc_flood(running.port, game_id, limits, BUDGET, reasons=reasons)
-    else:
-        await socket_flood(running.ws_port, game_id, limits, BUDGET, reasons=reasons)
+    await _flood(make_server, transport,
+                 reasons=["INVALID_TOKEN"] * 2 + ["RATE_LIMITED"] * (BUDGET - 2),
+                 bad_token_burst=2)
 
 
 def test_the_door_counts_every_transport_s_refusals_in_one_budget_and_never_a_relayed_one(
