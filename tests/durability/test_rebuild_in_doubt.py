@@ -12,17 +12,23 @@ from tapis_service.clock import ManualClock
 from tapis_service.sqlite_store import SqliteStore
 from tapis_service.store import CommitUnknown, StoreUnavailable
 from tests.support.calls import person_seats, refusal
-from tests.support.server import ServerFactory
+from tests.support.server import Harness, ServerFactory
 from tests.support.tables import live_of
 
 
-async def test_a_retried_write_for_a_table_awaiting_its_rebuild_is_in_doubt(
-        make_server: ServerFactory, tmp_path: Path) -> None:
+async def _war_table(make_server: ServerFactory, tmp_path: Path) -> tuple[Harness, str]:
+    """A server on SQLite whose failed writes wait for a rebuild (the test makes it), and a
+    War table for two people on it: the server and the table's id."""
     store = SqliteStore(tmp_path, synchronous="OFF")
     h = await make_server(clock=ManualClock(), store=store, store_retry_ms=600_000)
     created = await h.stub.CreateGame(pb.CreateGameRequest(
         kind=pb.GAME_KIND_WAR, seed=5, seat_configs=person_seats(2)))
-    game_id = created.game.game_id
+    return h, created.game.game_id
+
+
+async def test_a_retried_write_for_a_table_awaiting_its_rebuild_is_in_doubt(
+        make_server: ServerFactory, tmp_path: Path) -> None:
+    h, game_id = await _war_table(make_server, tmp_path)
     join = pb.JoinGameRequest(game_id=game_id, display_name="Al", request_id="join-1")
     joined = await h.stub.JoinGame(join)
     host = h.host
@@ -45,11 +51,7 @@ async def test_a_retried_write_for_a_table_awaiting_its_rebuild_is_in_doubt(
 
 async def test_after_a_write_in_doubt_every_retried_write_is_in_doubt(
         make_server: ServerFactory, tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path, synchronous="OFF")
-    h = await make_server(clock=ManualClock(), store=store, store_retry_ms=600_000)
-    created = await h.stub.CreateGame(pb.CreateGameRequest(
-        kind=pb.GAME_KIND_WAR, seed=5, seat_configs=person_seats(2)))
-    game_id = created.game.game_id
+    h, game_id = await _war_table(make_server, tmp_path)
     host = h.host
     host.healing.store_failed(live_of(host)[game_id], CommitUnknown("the COMMIT's fsync"))
     join = pb.JoinGameRequest(game_id=game_id, display_name="Al", request_id="join-1")
