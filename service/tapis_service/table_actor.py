@@ -97,8 +97,10 @@ class TableActor:
                     PendingRequest(RequestKind.SEAT_ACTION, request_id, seat))
                 if earlier is not None:  # the same input, being committed: its answer
                     return await earlier
-            seen = session.remembered(seat, request_id)
-            if seen is not None:
+            answers = session.request_ids.get(seat)
+            if answers is not None and request_id in answers:  # committed already: its answer
+                seen = session.remembered(seat, request_id)
+                assert seen is not None
                 return seen
         if expected_version is not None and expected_version != session.table.version:
             raise ServiceError(
@@ -409,6 +411,10 @@ class TableActor:
         due): the store commits a table's writes in the order they are queued."""
         if session.at_rest:  # loaded back from rest: a restart must load it from now on
             self.tables.woken_input(session)
+        if not self.keeps_journal:  # nothing to write (``MemoryStore``): committed as it is
+            if session.game_over():
+                self.committed.finishing(session)
+            return COMMITTED
         write = self.store.appended(session.game_id, session.journal_length, entry,
                                     session.epoch)
         self._checkpoint(session)
@@ -433,11 +439,11 @@ class TableActor:
                 session.pending.pop(pending, None)
 
     def _checkpoint(self, session: Session) -> None:
-        """Snapshot every N inputs and at game end; at game end, enforce the retention."""
+        """Snapshot every N inputs and at game end (a store that keeps a journal); at game
+        end, enforce the retention."""
         every = self.settings.snapshot_every
         finished = session.game_over()
-        if self.keeps_journal and (finished or (every > 0
-                                                and session.journal_length % every == 0)):
+        if finished or (every > 0 and session.journal_length % every == 0):
             written = self.store.snapshot(session.game_id, session.journal_length,
                                           snapshot_data(session), session.epoch)
             # a failed snapshot costs nothing: the journal has it all
