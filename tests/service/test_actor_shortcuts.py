@@ -10,6 +10,7 @@ import random
 
 import pytest
 
+from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.registry import BY_KIND, GAMES
@@ -17,13 +18,16 @@ from tapis_engine.war import WarOptions
 from tapis_service import realtime
 from tapis_service.clock import ManualClock
 from tapis_service.host import GameHost
+from tapis_service.ownership import Ownership
+from tapis_service.results import MemoryResults, ResultsFeed
+from tapis_service.results_clerk import ResultsClerk
 from tapis_service.session import Session
 from tests.support.server import TEST_SETTINGS
 
 
 async def _seated(host: GameHost, kind: str, options: object = None) -> Session:
     rules = GAMES[kind]
-    seats = rules.min_seats if hasattr(rules, "min_seats") else 2
+    seats = rules.min_seats
     session = await host.create(kind=kind, seats=seats, seed=11, turn_time_ms=0,
                                 bots=[None] * seats,
                                 options=rules.default_options() if options is None else options,
@@ -110,3 +114,55 @@ def test_the_rate_limited_actions_by_kind_are_each_game_s_declaration() -> None:
     for kind, game in BY_KIND.items():
         assert realtime.LIMITED[kind] == game.rate_limited_actions
     assert any(realtime.LIMITED.values())  # some game has one (the shortcut is exercised)
+
+
+class _Filed(ResultsClerk):
+    """A clerk that keeps what it files (no ledger); ``full``: it reads the log at every look,
+    the plain way (no count of game ends remembered)."""
+
+    def __init__(self, full: bool) -> None:
+        super().__init__(ResultsFeed(MemoryResults()), lambda: 0)
+        self.full = full
+        self.filed: list[tuple[str, bytes]] = []
+
+    def note(self, session: Session) -> None:
+        if self.full and session.game_id in self._scanned:
+            self._scanned[session.game_id] = (self._scanned[session.game_id][0], -1)
+        super().note(session)
+
+    def _file(self, backend: str, game_id: str,
+              filings: list[tuple[str, pb.ResultRecord]]) -> None:
+        self.filed.extend((key, record.SerializeToString()) for key, record in filings)
+
+
+async def test_the_clerk_files_what_it_files_reading_the_log_at_every_look() -> None:
+    host = GameHost(TEST_SETTINGS, ManualClock())
+    rules = GAMES["war"]
+    session = await host.create(kind="war", seats=2, seed=11, turn_time_ms=0, bots=[None, None],
+                                options=WarOptions(target_points=1), stacked_deck=None,
+                                stacked_first=None, ownership=Ownership(backend="b"))
+    for seat in range(2):
+        await host.join(session.game_id, seat, f"p{seat}")
+    session = host.get(session.game_id)
+    counted, plain = _Filed(full=False), _Filed(full=True)
+    rng, now = random.Random(9), host.clock.now_ms()
+    for _ in range(300):
+        if session.table.game_over(rules):
+            session.apply(tbl.NextGame(0), now)
+        else:
+            move = _a_move(session, rng)
+            assert move is not None
+            session.apply(move, now)
+        if rng.random() < 0.6:  # committed up to somewhere behind the log, or all of it
+            last = session.last_sequence
+            session.durable_sequence = rng.randint(session.durable_sequence, last)
+            for clerk in (counted, plain):
+                clerk.note(session)
+    session.apply(tbl.Abandon(), now)
+    session.durable_sequence = session.last_sequence
+    for clerk in (counted, plain):
+        clerk.note(session)
+    assert counted.filed == plain.filed
+    keys = [key for key, _ in counted.filed]
+    assert len(keys) == len(set(keys))  # each once
+    assert sum("/game/" in key for key in keys) >= 5 and keys[-1].endswith("/series")
