@@ -229,7 +229,8 @@ class GameHost:
     # --- what the table actor calls around a commit (table_hooks.Committed) -----------------
 
     def publishing(self, session: Session, over: bool) -> None:
-        self.clerk.note(session)  # before the publication compacts a finished game
+        if session.ownership.backend is not None:  # a backend's table: its results filed,
+            self.clerk.note(session)  # before the publication compacts a finished game
         if over is not session.listed_over:  # the listing changes only when a game ends or
             session.listed_over = over       # starts (and is told anew at each arm)
             self.lobby.finished(session.game_id, over)

@@ -29,16 +29,16 @@ from tapis_engine import table_codec
 from tapis_engine.errors import RuleError
 from tapis_service import fanout, logcontext, metrics, realtime
 from tapis_service.autoplay import Autoplay
-from tapis_service.errors import ServiceError, from_rule_error, handled_elsewhere
+from tapis_service.errors import ServiceError, from_rule_error
 from tapis_service.healing import store_refusal
 from tapis_service.ownership import spectator_token
 from tapis_service.ratelimit import TokenBuckets
-from tapis_service.recovery import snapshot_data
 from tapis_service.replacing import Replacement, hand_over, replacement
 from tapis_service.session import Applied, PendingRequest, RequestKind, Session
 from tapis_service.shielding import retrieve, shielded
 from tapis_service.store import COMMITTED, CommitUnknown, StoreError
 from tapis_service.table_hooks import Committed
+from tapis_service.table_writes import NO_ENTRY, TableWrites
 from tapis_service.tokens import token_hash
 
 if TYPE_CHECKING:
@@ -59,11 +59,7 @@ def _action_name(move: tbl.Input) -> str:
     return type(move).__name__
 
 
-_NO_ENTRY: dict[str, Any] = {}
-"""The journal entry handed to a store that keeps nothing (``MemoryStore``): never filled."""
-
-
-class TableActor:
+class TableActor(TableWrites):
     """Applies, journals and publishes the inputs of every table of ``host``."""
 
     def __init__(self, host: GameHost) -> None:
@@ -77,6 +73,8 @@ class TableActor:
         self.slaps = TokenBuckets(host.settings.slap_rate_per_s, host.settings.slap_burst)
         self.autoplay = Autoplay(host.settings, host.clock, self.play)
         self._moves: set[asyncio.Task[None]] = set()
+        self._acted: dict[str, list[int]] = {}
+        """Game kind -> its count of persons' inputs (``metrics.ACTIONS``)."""
         if not host.keeps_journal:  # nothing ever suspends an input: see ``shielded``
             for name in SHIELDED:
                 setattr(self, name, types.MethodType(getattr(TableActor, name).__wrapped__, self))
@@ -117,12 +115,16 @@ class TableActor:
             applied = session.apply(move, now)
         except RuleError as error:
             raise _refused(session, seat, move, error) from error
-        metrics.ACTIONS.inc(session.rules.kind, "person")
+        acted = self._acted.get(session.rules.kind)  # metrics.ACTIONS, its cell looked up once
+        if acted is None:
+            acted = self._acted[session.rules.kind] = metrics.ACTIONS.cell(session.rules.kind,
+                                                                           "person")
+        acted[0] += 1
         if real_time and received is not None:
             realtime.probe_outcomes(session.rules, move, applied, received, session.probes)
         # 3. await the journal write
         upto = session.table.next_sequence - 1
-        entry = self._entry(session, move, now) if self.keeps_journal else _NO_ENTRY
+        entry = self._entry(session, move, now) if self.keeps_journal else NO_ENTRY
         if request_id and self.keeps_journal:
             entry["request_id"] = request_id
         write = self._queue(session, entry)
@@ -391,65 +393,6 @@ class TableActor:
             return session.apply(move, now)
         except RuleError as error:
             raise _refused(session, seat, move, error) from error
-
-    def _entry(self, session: Session, move: tbl.Input, now: int) -> dict[str, Any]:
-        """The journal entry of an input (none for a store that keeps nothing)."""
-        if not self.keeps_journal:
-            return _NO_ENTRY
-        return {"input": table_codec.encode_input(session.rules, move), "now_ms": now}
-
-    async def _journal(self, session: Session, entry: dict[str, Any],
-                       pending: PendingRequest | None = None) -> None:
-        """Journal the input just applied and wait for the commit; ``pending``: the request
-        under which a retry meanwhile waits for this task's answer."""
-        write = self._queue(session, entry)
-        if write is not COMMITTED:  # a store that keeps nothing: nothing to wait for
-            await self._settle(session, write, pending)
-
-    def _queue(self, session: Session, entry: dict[str, Any]) -> Awaitable[None]:
-        """Queue the journal write of the input just applied (and a snapshot when one is
-        due): the store commits a table's writes in the order they are queued."""
-        if session.at_rest:  # loaded back from rest: a restart must load it from now on
-            self.tables.woken_input(session)
-        if not self.keeps_journal:  # nothing to write (``MemoryStore``): committed as it is
-            if session.game_over():
-                self.committed.finishing(session)
-            return COMMITTED
-        write = self.store.appended(session.game_id, session.journal_length, entry,
-                                    session.epoch)
-        self._checkpoint(session)
-        return write
-
-    async def _settle(self, session: Session, write: Awaitable[None],
-                      pending: PendingRequest | None = None) -> None:
-        """Wait for a journal write; a refused one discards the table's session (it is rebuilt
-        from the store later) and is raised as the caller's refusal. ``pending``: the
-        request under which a retry meanwhile waits for this task's answer."""
-        if pending is not None:
-            session.pending[pending] = asyncio.current_task()  # type: ignore[assignment]
-        session.writes.add(write)
-        try:
-            await write
-        except StoreError as error:
-            self.committed.write_failed(session, error)
-            raise store_refusal(error) from error
-        finally:
-            session.writes.discard(write)
-            if pending is not None:
-                session.pending.pop(pending, None)
-
-    def _checkpoint(self, session: Session) -> None:
-        """Snapshot every N inputs and at game end (a store that keeps a journal); at game
-        end, enforce the retention."""
-        every = self.settings.snapshot_every
-        finished = session.game_over()
-        if finished or (every > 0 and session.journal_length % every == 0):
-            written = self.store.snapshot(session.game_id, session.journal_length,
-                                          snapshot_data(session), session.epoch)
-            # a failed snapshot costs nothing: the journal has it all
-            asyncio.ensure_future(written).add_done_callback(handled_elsewhere)
-        if finished:
-            self.committed.finishing(session)
 
     def _committed(self, session: Session, upto: int) -> None:
         """The store committed every input up to the one whose last event is ``upto``: its

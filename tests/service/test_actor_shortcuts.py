@@ -15,7 +15,7 @@ from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.registry import BY_KIND, GAMES
 from tapis_engine.war import WarOptions
-from tapis_service import realtime
+from tapis_service import metrics, realtime
 from tapis_service.clock import ManualClock
 from tapis_service.host import GameHost
 from tapis_service.ownership import Ownership
@@ -166,3 +166,15 @@ async def test_the_clerk_files_what_it_files_reading_the_log_at_every_look() -> 
     keys = [key for key, _ in counted.filed]
     assert len(keys) == len(set(keys))  # each once
     assert sum("/game/" in key for key in keys) >= 5 and keys[-1].endswith("/series")
+
+
+async def test_each_persons_input_is_counted_once_in_the_metric() -> None:
+    host = GameHost(TEST_SETTINGS, ManualClock())
+    session = await _seated(host, "war")
+    before = metrics.ACTIONS.value("war", "person")
+    rng = random.Random(1)
+    for number in range(4):
+        move = _a_move(session, rng)
+        assert move is not None
+        await host.actor.submit(session, move.seat, move, f"m-{number}", None)
+    assert metrics.ACTIONS.value("war", "person") == before + 4
