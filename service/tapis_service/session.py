@@ -315,15 +315,14 @@ class Session:
         """The seats the current table awaits, in order (none once its game is over)."""
         table = self.table
         state = table.state
-        self.over_of = table  # ``game_over``'s answer, on the way (every action)
-        if state is None or table.abandoned:
-            self.over = table.abandoned
+        if state is None or table.abandoned:  # ``game_over``'s answer, on the way (every action)
+            self.over, self.over_of = table.abandoned, table
             return ()
         rules = self.rules
         if rules.outcome(state) is not None:  # table.game_over, inlined
-            self.over = True
+            self.over, self.over_of = True, table
             return ()
-        self.over = False
+        self.over, self.over_of = False, table
         to_act = rules.to_act(state)
         awaited = _AWAITED.get(to_act)
         if awaited is None:
