@@ -23,30 +23,42 @@ from tapis_service.streams import OpenStream
 
 def publish(session: Session) -> None:
     """Hand the streams every event not yet published whose input is committed."""
-    fresh = session.events_after(session.published_sequence)
+    events = session.events
+    if not events:
+        return
+    start = session.published_sequence + 1 - events[0].event.sequence
+    fresh = events[start:] if start > 0 else events  # ``events_after``, inlined (every action)
     if not fresh:
         return
     durable = session.durable_sequence
     if fresh[-1].event.sequence > durable:  # the log is in sequence order: a durable prefix
-        fresh = [e for e in fresh if e.sequence <= durable]
+        fresh = [e for e in fresh if e.event.sequence <= durable]
         if not fresh:
             return
     session.published_sequence = fresh[-1].event.sequence
     fan_out(session, tuple(fresh))
-    compaction.compact_finished(session)
+    if events and events[0].event.game_number < session.table.game_number:
+        compaction.compact_finished(session)  # the log holds a finished game's events
 
 
 def fan_out(session: Session, batch: tuple[LoggedEvent, ...]) -> None:
     """Hand every stream of the table the change's events with their message as its seat
-    sees them, built once per view."""
-    public = not session.rules.hides_events
+    sees them, built once per view (once for all when the game hides nothing)."""
+    subscribers = session.subscribers
+    if not subscribers:
+        return
+    if not session.rules.hides_events:
+        message = wire.events_wire(session, batch, None)
+        for subscriber in tuple(subscribers):  # a copy: a failed write ends its stream
+            subscriber.offer(batch, message)
+        return
     messages: dict[int | None, bytes] = {}
-    for subscriber in list(session.subscribers):
-        view = None if public else subscriber.seat
-        message = messages.get(view)
-        if message is None:
-            message = messages[view] = wire.events_wire(session, batch, view)
-        subscriber.offer(batch, message)
+    for subscriber in tuple(subscribers):
+        view = subscriber.seat
+        seen = messages.get(view)
+        if seen is None:
+            seen = messages[view] = wire.events_wire(session, batch, view)
+        subscriber.offer(batch, seen)
 
 
 class StreamWriter(Protocol):

@@ -226,11 +226,14 @@ class GameHost:
         if current is not None and not current.subscribers:  # its last: a finished one rests
             self.shelf.rest_if_done(current)
 
-    # --- what the table actor calls around a commit (table_actor.Committed) -----------------
+    # --- what the table actor calls around a commit (table_hooks.Committed) -----------------
 
     def publishing(self, session: Session, over: bool) -> None:
-        self.clerk.note(session)  # before the publication compacts a finished game
-        self.lobby.finished(session.game_id, over)
+        if session.ownership.backend is not None:  # a backend's table: its results filed,
+            self.clerk.note(session)  # before the publication compacts a finished game
+        if over is not session.listed_over:  # the listing changes only when a game ends or
+            session.listed_over = over       # starts (and is told anew at each arm)
+            self.lobby.finished(session.game_id, over)
 
     def armed(self, session: Session) -> None:
         if self.presence.idle_ms and session.ownership.backend is not None:

@@ -17,6 +17,11 @@ from tapis_engine.registry import BY_KIND
 from tapis_service import metrics
 from tapis_service.session import Applied
 
+LIMITED: dict[str, frozenset[type]] = {
+    kind: game.rate_limited_actions for kind, game in BY_KIND.items()}
+"""Game kind -> its actions limited per seat (the table actor's lookup of
+``is_rate_limited``, inlined: empty for most games)."""
+
 
 def is_rate_limited(rules: Rules[Any, Any, Any], move: tbl.Input) -> bool:
     """Whether ``move`` is an action limited per seat."""

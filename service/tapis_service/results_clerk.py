@@ -3,12 +3,14 @@ the ledger holds (never evicted until their backend acknowledges them).
 
 A game end is filed once it is durable: ``note(session)`` runs after every commit of a
 backend's table (before its finished game's events are compacted) and files each ``GameEnded``
-and ``GameAbandoned`` up to the table's durable sequence; ``restored(session)`` files again,
-harmlessly, everything a restored table has finished (a crash between a commit and its filing
-loses nothing). Each filing is keyed (``GAME_ID/game/N``, ``GAME_ID/series``), so it is filed
-once whatever the repeats. Tables without a backend cost one attribute test. Besides
-results, a seat its table awaits that has been away too long is filed (``presence``:
-``seat_idle``, keyed ``GAME_ID/idle/SEAT/SINCE_MS``: once per absence).
+and ``GameAbandoned`` up to the table's durable sequence (it reads the log only when the
+table's count of game ends moved since it last read it to its end: not at every action);
+``restored(session)`` files again, harmlessly, everything a restored table has finished (a
+crash between a commit and its filing loses nothing). Each filing is keyed
+(``GAME_ID/game/N``, ``GAME_ID/series``), so it is filed once whatever the repeats. Tables
+without a backend cost one attribute test. Besides results, a seat its table awaits that has
+been away too long is filed (``presence``: ``seat_idle``, keyed ``GAME_ID/idle/SEAT/SINCE_MS``:
+once per absence).
 
 The housekeeping sweep calls ``keep_ages``: records older than ``--results-max-age`` are
 dropped (their tables are no longer held), records past ``NEAR_FRACTION`` of it are warned of
@@ -83,6 +85,12 @@ def _abandoned(session: Session) -> int:
             else pb.SERIES_END_REASON_ABANDONED)
 
 
+def _ends(table: tbl.Table) -> int:
+    """How many game ends a table's log holds: a ``GameEnded`` per record, a
+    ``GameAbandoned`` once abandoned (the events the clerk files; the engine emits them so)."""
+    return len(table.records) + table.abandoned
+
+
 class ResultsClerk:
     """Files results as tables commit them; knows the tables held for their backends."""
 
@@ -95,7 +103,9 @@ class ResultsClerk:
         """Tables with records their backend has not acknowledged (or being filed): never
         evicted."""
         self._in_flight: Counter[str] = Counter()
-        self._scanned: dict[str, int] = {}
+        self._scanned: dict[str, tuple[int, int]] = {}
+        """Game id -> the durable sequence looked at last, and how many game ends (``_ends``)
+        its table had when the whole log was last looked at (-1: not yet)."""
         self._filing: set[asyncio.Future[None]] = set()
 
     async def start(self) -> None:
@@ -107,10 +117,17 @@ class ResultsClerk:
         if backend is None:
             return
         durable = session.durable_sequence
-        scanned = self._scanned.get(session.game_id, 0)
+        scanned, ends_seen = self._scanned.get(session.game_id, (0, -1))
         if durable <= scanned:
             return
-        self._scanned[session.game_id] = durable
+        table = session.table
+        ends = _ends(table)
+        if ends == ends_seen:  # no game ended since the whole log was looked at
+            self._scanned[session.game_id] = (durable, ends)
+            return
+        # looked at up to its end: its game ends are all filed from here on
+        whole = durable >= table.next_sequence - 1
+        self._scanned[session.game_id] = (durable, ends if whole else -1)
         filings: list[tuple[str, pb.ResultRecord]] = []
         for logged in session.events_after(scanned):
             if logged.sequence > durable:
@@ -129,7 +146,7 @@ class ResultsClerk:
         backend = session.ownership.backend
         if backend is None:
             return
-        self._scanned[session.game_id] = session.durable_sequence
+        self._scanned[session.game_id] = (session.durable_sequence, -1)
         records = session.table.records
         now = session.created_ms
         filings = [(f"{session.game_id}/game/{r.number}", game_ended(session, r, now))

@@ -190,7 +190,7 @@ class Subscriber:
             waiter = self.waiter
             if waiter is not None and not waiter.done() and direct(logged, wire):
                 return
-        if len(pending) >= self.capacity:
+        if pending and len(pending) >= self.capacity:  # (a capacity is at least 1)
             self.overflowed = True
             self._put(None)
             return
@@ -291,19 +291,38 @@ class Session:
     seats_without_bots: tuple[tbl.SeatSlot, ...] | None = None
     """The table's seats when last seen with no bot-controlled seat (the host then skips the
     bot scheduling while they are the same object: seats are immutable)."""
+    listed_over: bool | None = None
+    """Whether its game was over when the lobby was last told (``GameHost.publishing``: the
+    lobby is told again only when that changes; None: not yet, told at the next look)."""
+    over_of: tbl.Table | None = field(default=None, repr=False, compare=False)
+    """The table whose ``game_over`` is ``over`` (``game_over``: worked out once per table)."""
+    over: bool = False
 
     @property
     def last_sequence(self) -> int:
         return self.table.next_sequence - 1
 
+    def game_over(self) -> bool:
+        """``table.game_over(rules)`` of the current table, worked out once per table (a table
+        is immutable: each input makes a new one; ``awaiting`` works it out on the way)."""
+        table = self.table
+        if table is not self.over_of:
+            self.over = table.game_over(self.rules)
+            self.over_of = table
+        return self.over
+
     def awaiting(self) -> tuple[int, ...]:
+        """The seats the current table awaits, in order (none once its game is over)."""
         table = self.table
         state = table.state
-        if state is None or table.abandoned:
+        if state is None or table.abandoned:  # ``game_over``'s answer, on the way (every action)
+            self.over, self.over_of = table.abandoned, table
             return ()
         rules = self.rules
-        if rules.outcome(state) is not None:  # table.game_over, inlined (every action)
+        if rules.outcome(state) is not None:  # table.game_over, inlined
+            self.over, self.over_of = True, table
             return ()
+        self.over, self.over_of = False, table
         to_act = rules.to_act(state)
         awaited = _AWAITED.get(to_act)
         if awaited is None:
@@ -328,7 +347,11 @@ class Session:
         table, events = tbl.step(self.rules, self.table, move, now_ms)
         self.table = table
         self.journal_length += 1
-        return Applied(table.version, self.record(events, now_ms))
+        version = table.version
+        awaiting = self.awaiting()  # ``record``, inlined (every action)
+        logged = tuple([LoggedEvent(e, version, awaiting, now_ms) for e in events])
+        self.events.extend(logged)
+        return Applied(version, logged)
 
     def events_after(self, sequence: int) -> list[LoggedEvent]:
         """The logged events with a sequence greater than ``sequence``."""
@@ -367,12 +390,14 @@ class Session:
     def remember(self, seat: int, request_id: str, applied: Applied) -> None:
         """Keep the answer to a committed input (three integers, for the table's life)."""
         events = applied.events
-        first = events[0].event.sequence if events else 1
-        last = events[-1].event.sequence if events else 0
+        if events:
+            answer = (applied.version, events[0].event.sequence, events[-1].event.sequence)
+        else:
+            answer = (applied.version, 1, 0)
         seen = self.request_ids.get(seat)
         if seen is None:
             seen = self.request_ids[seat] = {}
-        seen[request_id] = (applied.version, first, last)
+        seen[request_id] = answer
 
     def cancel_timers(self) -> None:
         for handle in list(self.bot_timers.values()) + list(self.deadline_timers.values()):

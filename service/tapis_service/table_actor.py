@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import types
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import grpc
 import structlog
@@ -29,15 +29,16 @@ from tapis_engine import table_codec
 from tapis_engine.errors import RuleError
 from tapis_service import fanout, logcontext, metrics, realtime
 from tapis_service.autoplay import Autoplay
-from tapis_service.errors import ServiceError, from_rule_error, handled_elsewhere
+from tapis_service.errors import ServiceError, from_rule_error
 from tapis_service.healing import store_refusal
 from tapis_service.ownership import spectator_token
 from tapis_service.ratelimit import TokenBuckets
-from tapis_service.recovery import snapshot_data
 from tapis_service.replacing import Replacement, hand_over, replacement
 from tapis_service.session import Applied, PendingRequest, RequestKind, Session
 from tapis_service.shielding import retrieve, shielded
 from tapis_service.store import COMMITTED, CommitUnknown, StoreError
+from tapis_service.table_hooks import Committed
+from tapis_service.table_writes import NO_ENTRY, TableWrites
 from tapis_service.tokens import token_hash
 
 if TYPE_CHECKING:
@@ -52,38 +53,13 @@ SHIELDED = ("submit", "claim", "replace", "rotate_spectator")
 """The table actor's methods run ``shielded``."""
 
 
-class Committed(Protocol):
-    """What the table actor tells the rest of its host around a commit (the host hands itself
-    in as this): the actor reaches no further into it. State changes go to ``lifecycle``."""
-
-    def publishing(self, session: Session, over: bool) -> None:
-        """Committed events are about to be published (``over``: the game is over): the
-        results are filed, the listing's status follows."""
-
-    def armed(self, session: Session) -> None:
-        """Published, and the table's bots and turn timers armed: its seats' idle timers."""
-
-    def finishing(self, session: Session) -> None:
-        """A game's last input was queued: the retention of finished tables."""
-
-    def finished(self, session: Session) -> None:
-        """A finished game's last input committed: the table rests at once if it may."""
-
-    def write_failed(self, session: Session | None, error: StoreError) -> None:
-        """A journal write (None: a creation record) was not committed (``healing``)."""
-
-
 def _action_name(move: tbl.Input) -> str:
     if isinstance(move, tbl.Act):
         return type(move.action).__name__
     return type(move).__name__
 
 
-_NO_ENTRY: dict[str, Any] = {}
-"""The journal entry handed to a store that keeps nothing (``MemoryStore``): never filled."""
-
-
-class TableActor:
+class TableActor(TableWrites):
     """Applies, journals and publishes the inputs of every table of ``host``."""
 
     def __init__(self, host: GameHost) -> None:
@@ -93,9 +69,12 @@ class TableActor:
         self.store = host.store
         self.clock = host.clock
         self.settings = host.settings
+        self.keeps_journal = host.keeps_journal
         self.slaps = TokenBuckets(host.settings.slap_rate_per_s, host.settings.slap_burst)
         self.autoplay = Autoplay(host.settings, host.clock, self.play)
         self._moves: set[asyncio.Task[None]] = set()
+        self._acted: dict[str, list[int]] = {}
+        """Game kind -> its count of persons' inputs (``metrics.ACTIONS``)."""
         if not host.keeps_journal:  # nothing ever suspends an input: see ``shielded``
             for name in SHIELDED:
                 setattr(self, name, types.MethodType(getattr(TableActor, name).__wrapped__, self))
@@ -109,35 +88,49 @@ class TableActor:
         # discarded, moved or rested (finished, then loaded back) while this waited?
         session = self.tables.session(session.game_id) or await self.host.find(session.game_id)
         # 1. check
-        asked = PendingRequest(RequestKind.SEAT_ACTION, request_id, seat) if request_id else None
-        if asked is not None:
-            earlier = session.pending.get(asked) if session.pending else None
-            if earlier is not None:  # the same input, being committed: its answer
-                return await earlier
-            seen = session.remembered(seat, request_id)
-            if seen is not None:
+        asked = None  # the request a retry meanwhile waits on (only while a write is awaited)
+        if request_id:
+            if session.pending:
+                earlier = session.pending.get(
+                    PendingRequest(RequestKind.SEAT_ACTION, request_id, seat))
+                if earlier is not None:  # the same input, being committed: its answer
+                    return await earlier
+            answers = session.request_ids.get(seat)
+            if answers is not None and request_id in answers:  # committed already: its answer
+                seen = session.remembered(seat, request_id)
+                assert seen is not None
                 return seen
         if expected_version is not None and expected_version != session.table.version:
             raise ServiceError(
                 grpc.StatusCode.ABORTED, "STALE_VERSION",
                 f"the game is at version {session.table.version}, not {expected_version}")
         now = self.clock.now_ms()
-        real_time = realtime.is_rate_limited(session.rules, move)
+        limited = realtime.LIMITED[session.rules.kind]  # is_rate_limited, inlined
+        real_time = bool(limited) and isinstance(move, tbl.Act) and type(move.action) in limited
         if real_time and not self.slaps.allow((session.game_id, seat), now):
             raise ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED",
                                "too many slaps: slow down")
         # 2. apply
-        applied = self._apply(session, seat, move, now)
-        metrics.ACTIONS.inc(session.rules.kind, "person")
+        try:
+            applied = session.apply(move, now)
+        except RuleError as error:
+            raise _refused(session, seat, move, error) from error
+        acted = self._acted.get(session.rules.kind)  # metrics.ACTIONS, its cell looked up once
+        if acted is None:
+            acted = self._acted[session.rules.kind] = metrics.ACTIONS.cell(session.rules.kind,
+                                                                           "person")
+        acted[0] += 1
         if real_time and received is not None:
             realtime.probe_outcomes(session.rules, move, applied, received, session.probes)
         # 3. await the journal write
-        upto = session.last_sequence
-        entry = self._entry(session, move, now)
-        if request_id and self.host.keeps_journal:
+        upto = session.table.next_sequence - 1
+        entry = self._entry(session, move, now) if self.keeps_journal else NO_ENTRY
+        if request_id and self.keeps_journal:
             entry["request_id"] = request_id
         write = self._queue(session, entry)
         if write is not COMMITTED:  # a store that keeps nothing: nothing to wait for
+            if request_id:
+                asked = PendingRequest(RequestKind.SEAT_ACTION, request_id, seat)
             try:
                 await self._settle(session, write, asked)
             except ServiceError as refusal:  # the line says what the caller is told
@@ -313,7 +306,7 @@ class TableActor:
                  bots=sum(s.bot is not None for s in session.table.seats))
         session.durable_sequence = max(session.durable_sequence, upto)  # committed
         self.tables.created(session, request_id)  # served, published and armed (lifecycle)
-        if session.table.game_over(session.rules):
+        if session.game_over():
             self.committed.finished(session)
         return session
 
@@ -367,7 +360,7 @@ class TableActor:
         a restart replays it; its event tells every stream."""
         # 1. check
         if self.tables.session(session.game_id) is not session or session.table.abandoned \
-                or (session.table.game_over(session.rules) and not by_backend):
+                or (session.game_over() and not by_backend):
             return
         # 2. apply
         now = self.clock.now_ms()
@@ -395,98 +388,50 @@ class TableActor:
     # --- the steps ---------------------------------------------------------------------------
 
     def _apply(self, session: Session, seat: int, move: tbl.Input, now: int) -> Applied:
-        """The engine's step; a refusal (logged once, here) changes nothing."""
+        """The engine's step; a refusal (logged once: ``_refused``) changes nothing."""
         try:
             return session.apply(move, now)
         except RuleError as error:
-            log.info("action_refused", game=session.game_id, seat=seat,
-                     action=_action_name(move), reason=error.reason.value)
-            refusal = from_rule_error(error)
-            refusal.logged = True
-            raise refusal from error
-
-    def _entry(self, session: Session, move: tbl.Input, now: int) -> dict[str, Any]:
-        """The journal entry of an input (none for a store that keeps nothing)."""
-        if not self.host.keeps_journal:
-            return _NO_ENTRY
-        return {"input": table_codec.encode_input(session.rules, move), "now_ms": now}
-
-    async def _journal(self, session: Session, entry: dict[str, Any],
-                       pending: PendingRequest | None = None) -> None:
-        """Journal the input just applied and wait for the commit; ``pending``: the request
-        under which a retry meanwhile waits for this task's answer."""
-        write = self._queue(session, entry)
-        if write is not COMMITTED:  # a store that keeps nothing: nothing to wait for
-            await self._settle(session, write, pending)
-
-    def _queue(self, session: Session, entry: dict[str, Any]) -> Awaitable[None]:
-        """Queue the journal write of the input just applied (and a snapshot when one is
-        due): the store commits a table's writes in the order they are queued."""
-        if session.at_rest:  # loaded back from rest: a restart must load it from now on
-            self.tables.woken_input(session)
-        write = self.store.appended(session.game_id, session.journal_length, entry,
-                                    session.epoch)
-        self._checkpoint(session)
-        return write
-
-    async def _settle(self, session: Session, write: Awaitable[None],
-                      pending: PendingRequest | None = None) -> None:
-        """Wait for a journal write; a refused one discards the table's session (it is rebuilt
-        from the store later) and is raised as the caller's refusal. ``pending``: the
-        request under which a retry meanwhile waits for this task's answer."""
-        if pending is not None:
-            session.pending[pending] = asyncio.current_task()  # type: ignore[assignment]
-        session.writes.add(write)
-        try:
-            await write
-        except StoreError as error:
-            self.committed.write_failed(session, error)
-            raise store_refusal(error) from error
-        finally:
-            session.writes.discard(write)
-            if pending is not None:
-                session.pending.pop(pending, None)
-
-    def _checkpoint(self, session: Session) -> None:
-        """Snapshot every N inputs and at game end; at game end, enforce the retention."""
-        every = self.settings.snapshot_every
-        finished = session.table.game_over(session.rules)
-        if self.host.keeps_journal and (finished or (every > 0
-                                                     and session.journal_length % every == 0)):
-            written = self.store.snapshot(session.game_id, session.journal_length,
-                                          snapshot_data(session), session.epoch)
-            # a failed snapshot costs nothing: the journal has it all
-            asyncio.ensure_future(written).add_done_callback(handled_elsewhere)
-        if finished:
-            self.committed.finishing(session)
+            raise _refused(session, seat, move, error) from error
 
     def _committed(self, session: Session, upto: int) -> None:
         """The store committed every input up to the one whose last event is ``upto``: its
         events are durable; publish them (unless the session was discarded meanwhile)."""
         if upto > session.durable_sequence:
             session.durable_sequence = upto
-        if self.tables.session(session.game_id) is session:
-            over = session.table.game_over(session.rules)
-            self._after_change(session, over)
-            if over:  # finished: it rests at once if it may
-                self.committed.finished(session)
+        if self.tables.session(session.game_id) is session \
+                and self._after_change(session):  # finished: it rests at once if it may
+            self.committed.finished(session)
 
     def after_change(self, session: Session) -> None:
         """File a backend's results, publish what is durable, then arm the bots and timers
-        the table now calls for."""
-        self._after_change(session, session.table.game_over(session.rules))
+        the table now calls for (the lifecycle's arm: the lobby is told its status anew)."""
+        session.listed_over = None
+        self._after_change(session)
 
-    def _after_change(self, session: Session, over: bool) -> None:
-        """``after_change`` of a table whose game is ``over`` (or not)."""
-        self.committed.publishing(session, over)  # before it compacts a finished game
+    def _after_change(self, session: Session) -> bool:
+        """``after_change``; whether the table's game is over."""
+        over = session.game_over()
+        committed = self.committed
+        committed.publishing(session, over)  # before it compacts a finished game
         fanout.publish(session)
         self.autoplay.rearm(session, over)
-        self.committed.armed(session)
+        committed.armed(session)
+        return over
 
     async def settle(self) -> None:
         """Wait for the server moves in progress (stopping)."""
         while self._moves:
             await asyncio.gather(*list(self._moves), return_exceptions=True)
+
+
+def _refused(session: Session, seat: int, move: tbl.Input, error: RuleError) -> ServiceError:
+    """The refusal of an input the engine refused, logged (once, here)."""
+    log.info("action_refused", game=session.game_id, seat=seat, action=_action_name(move),
+             reason=error.reason.value)
+    refusal = from_rule_error(error)
+    refusal.logged = True
+    return refusal
 
 
 def _due(table: tbl.Table, seat: int, now: int) -> bool:
