@@ -28,7 +28,7 @@ import grpc
 import structlog
 
 from tapis_service import logcontext, metrics, tracing
-from tapis_service.caller import Caller
+from tapis_service.caller import Caller, Remembered
 from tapis_service.connections import ConnectionLimits, counts_against_address
 from tapis_service.errors import ServiceError
 from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
@@ -92,10 +92,12 @@ def socket_peer(peer: str, forwarded: Iterable[str], proxies: TrustedProxies) ->
     return proxies.client_peer(peer, list(forwarded))
 
 
-def socket_caller(seat_token: str, api_key: str, peer: str) -> Caller:
+def socket_caller(seat_token: str, api_key: str, peer: str, remember: bool = True) -> Caller:
     """The ``Caller`` of a WebSocket frame: its seat token and API key (as gRPC's headers
-    carry them; empty: none), the socket's client address."""
-    return Caller(seat_token=seat_token or None, api_key=api_key or None, peer=peer)
+    carry them; empty: none), the socket's client address; ``remember``: with a place for its
+    token's verification (``caller.Remembered``: the socket keeps this caller)."""
+    return Caller(seat_token=seat_token or None, api_key=api_key or None, peer=peer,
+                  remembered=Remembered(seat_token) if seat_token and remember else None)
 
 
 # --- what a call costs -------------------------------------------------------------------------

@@ -149,7 +149,7 @@ class GameApi:
         try:
             if caller.bad_authorization:
                 raise _bad_authorization()
-            return self.host.tokens.seat_of(session, caller.seat_token)
+            return self.host.tokens.seat_of(session, caller.seat_token, caller.remembered)
         except ServiceError as error:
             if error.code == grpc.StatusCode.UNAUTHENTICATED and not self.peers.allow_bad_token(
                     peer_host(caller.peer), self.host.clock.now_ms()):

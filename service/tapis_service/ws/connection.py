@@ -1,7 +1,9 @@
 """One player socket: its frames dispatched as gRPC calls are, its limits, its open streams.
 
 Each frame becomes a ``Caller`` (its seat token and API key, the socket's address:
-``door.socket_caller``) and the request message, handed through the door every transport
+``door.socket_caller``; built once per socket and credentials, with the seat token's
+verification remembered until a revocation: ``tokens``) and the request message, handed
+through the door every transport
 passes (``door``: the server's bound on calls in flight, the RPC metrics with
 ``transport="websocket"``, the log context) to the method's route — the same a gRPC call of it
 takes (``rpcs.local_routes`` on a single node; on a cluster node the gateway's, which relays a
@@ -53,6 +55,9 @@ WEBSOCKET = "WebSocket"
 read, a limit of the socket); the GameApi names the RPC of the others."""
 CLOSE_TOO_BIG = 1009
 """The WebSocket close code for a message over the size limit (RFC 6455)."""
+MAX_CALLERS = 16
+"""The callers a socket keeps (one per seat token and API key it sends); beyond, it forgets
+them all and starts again (a socket trying token after token gains nothing from them)."""
 
 
 class Sink(Protocol):
@@ -146,8 +151,11 @@ class Connection:
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self.plain = plain
         """Without the shortcuts: every request in a task of its own, every change through its
-        stream's task, a write per frame (the path ``tests/websocket/test_shortcuts.py`` checks
-        the shortcuts against)."""
+        stream's task, a write per frame, a ``Caller`` built and its token verified per frame
+        (the path ``tests/websocket/test_shortcuts.py`` checks the shortcuts against)."""
+        self._callers: dict[tuple[str, str], Caller] = {}
+        """By (seat token, API key): the socket's callers, each with its token's remembered
+        verification (``_caller``)."""
 
     # --- what the endpoint calls ------------------------------------------------------------
 
@@ -238,8 +246,18 @@ class Connection:
         self.door.refused(caller, error, Transport.WEBSOCKET, self.direct)
 
     def _caller(self, frame: ws_pb.ClientFrame) -> Caller:
-        """The frame's caller, as the gRPC adapter builds one from a call's headers."""
-        return socket_caller(frame.seat_token, frame.api_key, self.peer)
+        """The frame's caller, as the gRPC adapter builds one from a call's headers: one per
+        socket and credentials, whose seat token's verification is remembered
+        (``caller.Remembered``) until the server revokes any token."""
+        if self.plain:
+            return socket_caller(frame.seat_token, frame.api_key, self.peer, remember=False)
+        credentials = (frame.seat_token, frame.api_key)
+        caller = self._callers.get(credentials)
+        if caller is None:
+            if len(self._callers) >= MAX_CALLERS:
+                self._callers.clear()
+            caller = self._callers[credentials] = socket_caller(*credentials, self.peer)
+        return caller
 
     def _request(self, frame: ws_pb.ClientFrame, field: str, call: SocketCall) -> Any:
         request = getattr(frame, field)
