@@ -271,15 +271,17 @@ class Connection:
         meter = call.meter
         began = time.perf_counter()
         meter.started[0] += 1
-        bound = self.door.bind(Transport.WEBSOCKET, self.peer, getattr(frame, field))
+        request = getattr(frame, field)
+        door = self.door
+        bound = door.bind(Transport.WEBSOCKET, self.peer, request)
         code = "OK"
         try:
-            self.door.enter()
+            door.enter()
             try:
-                response: Message | bytes = await call.serve(self._request(frame, field, call),
-                                                             self._caller(frame))
+                response: Message | bytes = await call.serve(
+                    request.SerializeToString() if call.raw else request, self._caller(frame))
             finally:
-                self.door.leave()
+                door.in_flight -= 1  # door.leave, inlined: every request
             self._answer(frame.id, call.answer_field, response, fmt)
         except (ServiceError, RuleError) as error:
             if isinstance(error, ServiceError):
@@ -383,7 +385,7 @@ class _StreamWriter:
     """One stream's changes written at commit (``fanout.StreamWriter``), as its task writes
     them: an ``events`` frame with the stream's id, counted as a message sent."""
 
-    __slots__ = ("connection", "field", "fmt", "frame_id", "sent")
+    __slots__ = ("connection", "field", "fmt", "frame_id", "head", "sent")
 
     def __init__(self, connection: Connection, frame_id: int, call: SocketCall,
                  fmt: Format) -> None:
@@ -392,6 +394,8 @@ class _StreamWriter:
         self.field = call.answer_field
         self.fmt = fmt
         self.sent = call.meter.sent
+        self.head = frames.answer_head(frame_id, self.field) if fmt is Format.BINARY else None
+        """The bytes every ``events`` frame of this stream starts with (binary frames)."""
 
     def ready(self) -> bool:
         return self.connection.writable.is_set()
@@ -399,7 +403,11 @@ class _StreamWriter:
     def write(self, message: bytes) -> None:
         connection = self.connection
         try:
-            connection._answer(self.frame_id, self.field, message, self.fmt)
+            head = self.head
+            if head is None:
+                connection._answer(self.frame_id, self.field, message, self.fmt)
+            elif not connection.closed:  # _answer's, with the stream's head made once
+                connection._write(frames.headed(head, message))
         except Exception:  # the stream ends as its task's failure ends it, not the commit
             log.exception("ws_stream_failed")
             task = connection.streams.pop(self.frame_id, None)
