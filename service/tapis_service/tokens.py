@@ -21,6 +21,7 @@ import base64
 import functools
 import hashlib
 import hmac
+import itertools
 import secrets
 
 import grpc
@@ -29,6 +30,10 @@ from tapis_service.caller import Remembered
 from tapis_service.errors import ServiceError
 from tapis_service.session import Session
 from tapis_service.streams import revoked
+
+
+_GENERATIONS = itertools.count()
+"""The generations of every registry of the process."""
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -43,9 +48,9 @@ class SeatTokens:
 
     def __init__(self, key: bytes) -> None:
         self._key = key
-        self.generation = 0
+        self.generation = next(_GENERATIONS)
         """Moved on by every revocation: a ``Remembered`` verification of an earlier one is
-        void."""
+        void (numbers never repeat in a process, so one registry's never matches another's)."""
         self._seats: dict[str, tuple[str, int]] = {}
         self._revoked: dict[str, str] = {}
         """Hashes of revoked tokens -> their table."""
@@ -61,7 +66,7 @@ class SeatTokens:
     @key.setter
     def key(self, key: bytes) -> None:
         self._key = key
-        self.generation += 1
+        self.generation = next(_GENERATIONS)
 
     def issue(self, game_id: str, seat: int, request_id: str) -> str:
         """A new seat token: derived from the join's ``request_id``, else random."""
@@ -75,7 +80,7 @@ class SeatTokens:
         """Know the token whose hash is ``digest`` as ``seat`` of ``game_id``."""
         owner = (game_id, seat)
         if self._seats.get(digest, owner) != owner:  # another seat's now: not as verified
-            self.generation += 1
+            self.generation = next(_GENERATIONS)
         self._seats[digest] = owner
         self._by_table.setdefault(game_id, set()).add(digest)
 
@@ -89,14 +94,14 @@ class SeatTokens:
 
     def add_revoked(self, digest: str, game_id: str) -> None:
         """Know the token whose hash is ``digest`` as revoked at ``game_id``."""
-        self.generation += 1
+        self.generation = next(_GENERATIONS)
         self._seats.pop(digest, None)
         self._revoked[digest] = game_id
         self._by_table.setdefault(game_id, set()).add(digest)
 
     def forget(self, game_id: str) -> None:
         """Forget every token of a table (it left this server), revoked ones too."""
-        self.generation += 1
+        self.generation = next(_GENERATIONS)
         for digest in self._by_table.pop(game_id, ()):
             if self._seats.get(digest, ("",))[0] == game_id:
                 del self._seats[digest]

@@ -114,3 +114,14 @@ def test_a_revoked_token_is_refused_on_its_next_call_and_a_remembered_one_costs_
     tokens.add(token_hash("a0"), "a", 0)
     tokens.revoke("a", 0)
     assert answer(tokens, "a", "a0", remembered)[1] == "TOKEN_REVOKED"  # type: ignore[index]
+
+
+def test_a_verification_remembered_at_one_registry_is_not_another_s() -> None:
+    """Two servers in one process (a connection's memory reaching the wrong one would answer
+    for it): generations never repeat across registries."""
+    first, second = SeatTokens(b"k" * 32), SeatTokens(b"k" * 32)
+    first.add(token_hash("a0"), "a", 0)
+    second.add(token_hash("a0"), "a", 1)
+    remembered = Remembered("a0")
+    assert first.seat_of(at("a"), "a0", remembered) == 0
+    assert second.seat_of(at("a"), "a0", remembered) == 1
