@@ -31,7 +31,6 @@ from tapis_service.errors import ServiceError
 from tapis_service.session import Session
 from tapis_service.streams import revoked
 
-
 _GENERATIONS = itertools.count()
 """The generations of every registry of the process."""
 
