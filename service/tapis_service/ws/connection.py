@@ -3,13 +3,12 @@
 Each frame becomes a ``Caller`` (its seat token and API key, the socket's address:
 ``door.socket_caller``; built once per socket and credentials, with the seat token's
 verification remembered until a revocation: ``tokens``) and the request message, handed
-through the door every transport
-passes (``door``: the server's bound on calls in flight, the RPC metrics with
-``transport="websocket"``, the log context) to the method's route — the same a gRPC call of it
-takes (``rpcs.local_routes`` on a single node; on a cluster node the gateway's, which relays a
-table's calls to its owner): credentials, limits and refusals are those of gRPC, and every
-refusal is told to the door as gRPC's are (``Door.refused``: the refusal budget of the
-socket's address).
+through the door every transport passes (``door``: the server's bound on calls in flight, the
+RPC metrics with ``transport="websocket"``, the log context) to the method's route — the
+same a gRPC call of it takes (``rpcs.local_routes`` on a single node; on a cluster node the
+gateway's, which relays a table's calls to its owner): credentials, limits and refusals are
+those of gRPC, and every refusal is told to the door as gRPC's are (``Door.refused``: the
+refusal budget of the socket's address).
 
 Transport-free: the endpoint hands it each message received and a ``Sink`` to send on, so the
 same code is what the unit tests drive. Each request is served at once, in the callback of the
