@@ -103,7 +103,8 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
                 error = rebuilding_in_doubt(discarded, request.request_id, error)
             raise account(name, game_id, error) from _cause(error)
         finally:
-            logcontext.leave(bound)
+            if bound is not None:  # None: added into the call's own context (every transport)
+                logcontext.leave(bound)
 
     return wrapper
 

@@ -113,11 +113,11 @@ class SeatTokens:
         With ``remembered`` (the connection's memory of ``token``), a verification at this
         table since the last revocation is answered from it, and a new one is kept there
         (``tests/service/test_seat_tokens.py``: the same answers, refusals included)."""
+        if remembered is not None and remembered.generation == self.generation \
+                and remembered.token is token and remembered.game_id == session.game_id:
+            return remembered.seat
         if remembered is None or token is None:
             return self._seat_of(session, token)
-        if remembered.generation == self.generation and remembered.token is token \
-                and remembered.game_id == session.game_id:
-            return remembered.seat
         seat = self._seat_of(session, token)
         assert seat is not None
         remembered.token, remembered.game_id, remembered.seat = token, session.game_id, seat
