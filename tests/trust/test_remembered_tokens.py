@@ -1,7 +1,8 @@
-"""A socket remembers its seat token's verification (``caller.Remembered``) until the server
-revokes a token: every answer is the plain path's (a ``Caller`` built and its token looked up
-per frame) for a valid, a wrong, another table's, a revoked and a replacing token, the same
-status, reason and message, and a revoked token is refused on its very next request."""
+"""A socket (and a gRPC connection) remembers its seat token's verification
+(``caller.Remembered``) until the server revokes a token: every answer is the plain path's (a
+``Caller`` built and its token looked up per frame) for a valid, a wrong, another table's, a
+revoked and a replacing token, the same status, reason and message, and a revoked token is
+refused on its very next request."""
 
 from __future__ import annotations
 
@@ -9,12 +10,26 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import grpc
+import pytest
+
 from tapis.v1 import game_service_pb2 as pb
+from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_service.door import Door
 from tapis_service.ws.connection import Connection
 from tapis_service.ws.frames import Format
-from tests.trust.door import KEY_A, REVEAL, StartSecured, backend, door, reserved_request
+from tests.support.calls import auth
+from tests.trust.door import (
+    KEY_A,
+    OWN_CONNECTION,
+    REVEAL,
+    StartSecured,
+    backend,
+    door,
+    refusal,
+    reserved_request,
+)
 
 
 class Socket:
@@ -86,3 +101,29 @@ async def test_a_socket_s_remembered_token_answers_as_the_plain_path(
     assert (await both(new, **look)).get_game.game.your_seat == 0
     await stub.EndTable(pb.EndTableRequest(game_id=game_id), metadata=backend(KEY_A))
     assert (await both(new, **look)).get_game.game.status == pb.GAME_STATUS_ABANDONED
+
+
+async def test_a_grpc_connection_s_remembered_token_is_refused_on_its_next_call(
+        tmp_path: Path, start_secured: StartSecured) -> None:
+    """A gRPC connection remembers its token too (``door.caller_of``): after ReplaceSeat its
+    very next call with the former token is refused as a new connection's first call is."""
+    secured = await start_secured(door(tmp_path), tls=False)
+    stub = secured.stub
+    created = await stub.CreateGame(reserved_request(), metadata=backend(KEY_A))
+    game_id = created.game.game_id
+    old = created.seat_tokens[0].seat_token
+    look = pb.GetGameRequest(game_id=game_id)
+    for _ in range(2):  # verified, then remembered
+        assert (await stub.GetGame(look, metadata=auth(old))).game.your_seat == 0
+    await stub.ReplaceSeat(pb.ReplaceSeatRequest(game_id=game_id, seat=0, player_id="u-99"),
+                           metadata=backend(KEY_A))
+    with pytest.raises(grpc.aio.AioRpcError) as remembered:
+        await stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),
+                                metadata=auth(old))
+    async with grpc.aio.insecure_channel(secured.target, options=OWN_CONNECTION) as fresh:
+        with pytest.raises(grpc.aio.AioRpcError) as plain:
+            await pb_grpc.GameServiceStub(fresh).SubmitAction(pb.SubmitActionRequest(
+                game_id=game_id, action=REVEAL), metadata=auth(old))
+    assert refusal(remembered.value) == refusal(plain.value) == (
+        grpc.StatusCode.UNAUTHENTICATED, "TOKEN_REVOKED")
+    assert remembered.value.details() == plain.value.details()
