@@ -19,7 +19,10 @@ grpc.aio and asyncio run in Python for any server (a task and an ``asyncio.wait`
 and the bare server's own ``asyncio.Queue``.
 
     python -m tapis_bench.served_opcodes [--games 64] [--seconds 10] [--top 40]
-                                         [--compare PYTHON] [--bare]
+                                         [--compare PYTHON] [--bare | --websocket]
+
+``--websocket`` counts the same load over the player WebSocket (``tapis_bench.load``'s
+WebSocket driver) instead of gRPC.
 """
 
 from __future__ import annotations
@@ -92,13 +95,19 @@ def serve(out: str, argv: list[str]) -> None:
 
 async def _drive(server: str, target: str, games: int, warmup_s: float, seconds: float,
                  pid: int) -> int:
-    """Open ``games`` tables, warm up, then count ``seconds`` of actions; the actions counted."""
+    """Open ``games`` tables, warm up, then count ``seconds`` of actions; the actions counted
+    (``server`` "websocket": over the player WebSocket at ``target``)."""
     from tapis_bench import load
 
     config = {"games": games, "seats": 2, "channels": 2, "kind": "war"}
     rec, stop, gate = load.Recorder(), asyncio.Event(), load.Gate(is_open=False)
     tasks: list[asyncio.Task[None]] = []
-    channels, drivers = await load.start_games(config, target, server, rec, stop, tasks, gate)
+    if server == "websocket":
+        channels: list[Any] = []
+        drivers = await load.start_ws_games(config, target, rec, stop, tasks, gate)
+    else:
+        channels, drivers = await load.start_games(config, target, server, rec, stop, tasks,
+                                                   gate)
     gate.open()
     await asyncio.sleep(warmup_s)
     await gate.close()
@@ -115,13 +124,16 @@ async def _drive(server: str, target: str, games: int, warmup_s: float, seconds:
 
 
 def measure(python: str, games: int, warmup_s: float, seconds: float,
-            bare: bool = False) -> dict[str, Any]:
+            bare: bool = False, websocket: bool = False) -> dict[str, Any]:
     """Opcodes per served action by function, for the server run by ``python`` (``bare``:
-    the bare grpc.aio server, ``tapis_bench.bare``)."""
+    the bare grpc.aio server, ``tapis_bench.bare``; ``websocket``: Tapis's actions over its
+    player WebSocket)."""
     from tapis_bench.procs import free_port, wait_ready
 
-    port = free_port()
+    port, ws_port = free_port(), free_port()
     arguments = ["--bare", str(port)] if bare else ["--port", str(port), *FLAGS]
+    if websocket:
+        arguments += ["--ws-port", str(ws_port)]
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "opcodes.json")
         server = subprocess.Popen(
@@ -129,8 +141,13 @@ def measure(python: str, games: int, warmup_s: float, seconds: float,
             env={**os.environ, "PYTHONHASHSEED": "0"}, stderr=subprocess.DEVNULL)
         try:
             wait_ready(port, server, timeout_s=60)
-            actions = asyncio.run(_drive("bare" if bare else "tapis", f"127.0.0.1:{port}",
-                                         games, warmup_s, seconds, server.pid))
+            if websocket:
+                from tapis_bench.served_instructions import _wait_listening
+
+                _wait_listening(ws_port, timeout_s=60)
+            side = "bare" if bare else "websocket" if websocket else "tapis"
+            target = f"ws://127.0.0.1:{ws_port}/ws" if websocket else f"127.0.0.1:{port}"
+            actions = asyncio.run(_drive(side, target, games, warmup_s, seconds, server.pid))
             deadline = time.monotonic() + 30
             while not os.path.exists(out) and time.monotonic() < deadline:
                 time.sleep(0.2)
@@ -141,7 +158,7 @@ def measure(python: str, games: int, warmup_s: float, seconds: float,
             server.terminate()
             server.wait(timeout=60)
     per = max(actions, 1)
-    return {"python": python, "server": "bare" if bare else "tapis", "actions": actions,
+    return {"python": python, "server": side, "actions": actions,
             "opcodes_per_action": round(sum(counts["opcodes"].values()) / per, 1),
             "by_function": {key: [round(n / per, 2), round(counts["calls"].get(key, 0) / per, 2)]
                             for key, n in counts["opcodes"].items()}}
@@ -177,13 +194,15 @@ def main(argv: list[str] | None = None) -> None:
                         help="another tree's interpreter: its server counted too")
     parser.add_argument("--bare", action="store_true",
                         help="count the bare grpc.aio server (tapis_bench.bare) instead")
+    parser.add_argument("--websocket", action="store_true",
+                        help="count Tapis's actions over its player WebSocket instead of gRPC")
     parser.add_argument("--games", type=int, default=64)
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    results = [measure(python, args.games, args.warmup, args.seconds, args.bare)
+    results = [measure(python, args.games, args.warmup, args.seconds, args.bare, args.websocket)
                for python in (args.python, *([args.compare] if args.compare else []))]
     if args.json:
         print(json.dumps(results))

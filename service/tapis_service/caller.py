@@ -1,15 +1,43 @@
 """Who makes a call, as the game logic needs to know it: a plain value, whatever the transport.
 
-A ``Caller`` is built once per call by the transport that received it — the gRPC adapter
-(``servicer.caller_of``) from the call's headers and peer, a cluster node's tunnel from a relayed
-frame — and handed with the request message to ``GameApi``. Nothing below the transport
-adapters reads headers, peers or deadlines any other way.
+A ``Caller`` is built by the transport that received a call — the gRPC adapter
+(``door.caller_of``) from the call's headers and peer, a WebSocket once per socket and
+credentials (``ws.connection``), a cluster node's tunnel from a relayed frame — and handed with
+the request message to ``GameApi``. Nothing below the transport adapters reads headers, peers
+or deadlines any other way.
 """
 
 from __future__ import annotations
 
 import time
 from typing import NamedTuple
+
+
+class Remembered:
+    """What one connection has verified of the seat token it sends again and again: the seat
+    it holds at ``game_id``, as of the token registry's ``generation``
+    (``tokens.SeatTokens.seat_of`` reads and writes it; every revocation there moves the
+    generation on, so a remembered verification is one comparison and never outlives a
+    revocation). Not part of who calls: it compares equal to any other and to none, so a
+    ``Caller`` carrying one equals the same caller without."""
+
+    __slots__ = ("game_id", "generation", "seat", "token")
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.game_id = ""
+        self.seat = 0
+        self.generation = -1
+        """-1: nothing verified yet."""
+
+    def __eq__(self, other: object) -> bool:
+        return other is None or isinstance(other, Remembered)
+
+    def __hash__(self) -> int:
+        return hash(None)
+
+    def __repr__(self) -> str:
+        return "Remembered()"
 
 
 class Caller(NamedTuple):
@@ -35,6 +63,9 @@ class Caller(NamedTuple):
     traceparent: str | None = None
     """The W3C trace context of the call's span (``--otel`` only): a relayed call carries it
     to the owner, whose span continues the trace (``tracing``)."""
+    remembered: Remembered | None = None
+    """The seat token's verification as the connection that carried the call remembers it
+    (None: verified from scratch, as a relayed call's is)."""
 
     def time_remaining(self) -> float | None:
         """Seconds until the deadline (None: no deadline; at least 0)."""

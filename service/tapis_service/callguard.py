@@ -138,12 +138,13 @@ class CallGuard:
         timing, observe = meter.timing, metrics.RPC_SECONDS.observe_child
         proxies = self.proxies
         calls = self.calls
+        call_info, bind, reset = logcontext.CallInfo, logcontext.bind, logcontext.reset
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             began = time.perf_counter()
             started[0] += 1
-            call = logcontext.CallInfo(context, request, began, proxies)
-            bound = logcontext.bind(call=call)
+            call = call_info(context, request, began, proxies)
+            bound = bind(call=call)
             task = asyncio.current_task()
             calls.add(task)  # type: ignore[arg-type]
             try:
@@ -183,7 +184,7 @@ class CallGuard:
             finally:
                 calls.discard(task)
                 call.end()
-                logcontext.reset(bound)
+                reset(bound)
 
         return guarded
 

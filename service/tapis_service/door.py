@@ -28,7 +28,7 @@ import grpc
 import structlog
 
 from tapis_service import logcontext, metrics, tracing
-from tapis_service.caller import Caller
+from tapis_service.caller import Caller, Remembered
 from tapis_service.connections import ConnectionLimits, counts_against_address
 from tapis_service.errors import ServiceError
 from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
@@ -58,7 +58,40 @@ def _text(value: str | bytes) -> str:
 def caller_of(context: grpc.aio.ServicerContext,
               proxies: TrustedProxies | None = None) -> Caller:
     """The ``Caller`` of a gRPC call: its seat token, API key, peer (behind one of
-    ``proxies``, the client's from ``x-forwarded-for``) and deadline."""
+    ``proxies``, the client's from ``x-forwarded-for``) and deadline. What its headers say
+    is read once per connection and headers (``_CREDENTIALS``, with a ``Remembered`` for the
+    seat token they carry): the calls of a channel send the same ones again and again."""
+    metadata = context.invocation_metadata()
+    peer = context.peer()
+    if type(metadata) is not tuple:  # anything else (a test's list) is read as it comes
+        return read_caller(context, proxies)
+    known = _CREDENTIALS.get((peer, metadata))
+    if known is None or known[0] is not proxies:
+        if len(_CREDENTIALS) >= MAX_CREDENTIALS:
+            _CREDENTIALS.clear()
+        read = read_caller(context, proxies)._replace(deadline=None, traceparent=None)
+        known = _CREDENTIALS[peer, metadata] = (proxies, read._replace(
+            remembered=None if read.seat_token is None else Remembered(read.seat_token)))
+    caller = known[1]
+    remaining = context.time_remaining()
+    if remaining is None and not tracing.ENABLED:
+        return caller  # no deadline, no trace: the connection's caller as it is
+    return Caller(caller[0], caller[1], caller[2], caller[3],
+                  None if remaining is None else time.monotonic() + remaining, False,
+                  tracing.traceparent() if tracing.ENABLED else None, caller[7])
+
+
+MAX_CREDENTIALS = 4096
+"""The (connection, headers) whose reading ``caller_of`` keeps; beyond, it forgets them all
+and starts again (headers that change on every call gain nothing from it)."""
+_CREDENTIALS: dict[tuple[Any, tuple[Any, ...]], tuple[TrustedProxies | None, Caller]] = {}
+"""By the call's peer and headers: the proxies they were read behind, and the ``Caller``
+they make without a deadline or a trace (with a ``Remembered`` for its seat token)."""
+
+
+def read_caller(context: grpc.aio.ServicerContext,
+                proxies: TrustedProxies | None = None) -> Caller:
+    """``caller_of`` read from scratch (``tests/service/test_caller.py``: the same)."""
     token: str | None = None
     bad = False
     api_key: str | None = None
@@ -92,10 +125,12 @@ def socket_peer(peer: str, forwarded: Iterable[str], proxies: TrustedProxies) ->
     return proxies.client_peer(peer, list(forwarded))
 
 
-def socket_caller(seat_token: str, api_key: str, peer: str) -> Caller:
+def socket_caller(seat_token: str, api_key: str, peer: str, remember: bool = True) -> Caller:
     """The ``Caller`` of a WebSocket frame: its seat token and API key (as gRPC's headers
-    carry them; empty: none), the socket's client address."""
-    return Caller(seat_token=seat_token or None, api_key=api_key or None, peer=peer)
+    carry them; empty: none), the socket's client address; ``remember``: with a place for its
+    token's verification (``caller.Remembered``: the socket keeps this caller)."""
+    return Caller(seat_token=seat_token or None, api_key=api_key or None, peer=peer,
+                  remembered=Remembered(seat_token) if seat_token and remember else None)
 
 
 # --- what a call costs -------------------------------------------------------------------------
@@ -213,10 +248,12 @@ class Door:
     @staticmethod
     def bind(transport: Transport, peer: str, request: Any) -> Any:
         """The log context of a call that has no gRPC context to read it from (a WebSocket
-        frame, a relayed call): its transport, client and request id; ``logcontext.reset``
-        with what this returns ends it."""
+        frame, a relayed call): its transport, client and request id, in a context made for
+        this call alone (``call``: the method adds its own into it, ``logcontext.enter``);
+        ``logcontext.reset`` with what this returns ends it."""
         request_id = getattr(request, "request_id", "")
+        name = transport._value_  # its value, without the Python property ``value`` runs
         if request_id:
-            return logcontext.bind(transport=transport.value, peer=peer,
-                                   request_id=request_id[:40])
-        return logcontext.bind(transport=transport.value, peer=peer)
+            return logcontext.bind(transport=name, peer=peer, request_id=request_id[:40],
+                                   call=None)
+        return logcontext.bind(transport=name, peer=peer, call=None)

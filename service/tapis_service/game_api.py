@@ -35,7 +35,7 @@ from tapis_service.fanout import LiveFeed, StreamWriter
 from tapis_service.healing import rebuilding_in_doubt
 from tapis_service.host import GameHost
 from tapis_service.housekeeping import Housekeeping
-from tapis_service.limits import check_game_id, check_sizes, clip, peer_host
+from tapis_service.limits import QUOTE_CHARS, check_game_id, check_sizes, clip, peer_host
 from tapis_service.paging import page_cursor, page_size
 from tapis_service.proxies import TrustedProxies
 from tapis_service.quotas import CREATES, JOINS, LISTS, QuotaLimits, Quotas
@@ -91,10 +91,11 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
     @functools.wraps(method)
     async def wrapper(self: GameApi, request: Any, caller: Caller) -> R:
         game_id = getattr(request, "game_id", None)
-        bound = logcontext.enter(rpc=name, game=None if game_id is None else clip(game_id))
+        bound = logcontext.enter(rpc=name, game=game_id if game_id is None or len(
+            game_id) <= QUOTE_CHARS else clip(game_id))  # clip, inlined: every call
         try:
             check_sizes(request)
-            if game_id is not None:
+            if not game_id and game_id is not None:
                 check_game_id(game_id)
             return await method(self, request, caller)
         except (RuleError, ServiceError) as error:
@@ -102,7 +103,8 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
                 error = rebuilding_in_doubt(discarded, request.request_id, error)
             raise account(name, game_id, error) from _cause(error)
         finally:
-            logcontext.leave(bound)
+            if bound is not None:  # None: added into the call's own context (every transport)
+                logcontext.leave(bound)
 
     return wrapper
 
@@ -149,7 +151,7 @@ class GameApi:
         try:
             if caller.bad_authorization:
                 raise _bad_authorization()
-            return self.host.tokens.seat_of(session, caller.seat_token)
+            return self.host.tokens.seat_of(session, caller.seat_token, caller.remembered)
         except ServiceError as error:
             if error.code == grpc.StatusCode.UNAUTHENTICATED and not self.peers.allow_bad_token(
                     peer_host(caller.peer), self.host.clock.now_ms()):

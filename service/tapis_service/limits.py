@@ -109,14 +109,14 @@ def _has_bounded_fields(descriptor: Descriptor, seen: frozenset[str] = frozenset
     return found
 
 
-_MAPS: dict[str, tuple[str, ...]] = {}
+_MAPS: dict[Descriptor, tuple[str, ...]] = {}
 """Message type -> its map fields (labels), checked whatever the message's size."""
 
 
 def _map_fields(descriptor: Descriptor) -> tuple[str, ...]:
-    known = _MAPS.get(descriptor.full_name)
+    known = _MAPS.get(descriptor)
     if known is None:
-        known = _MAPS[descriptor.full_name] = tuple(
+        known = _MAPS[descriptor] = tuple(
             field.name for field in descriptor.fields
             if field.message_type is not None and field.message_type.GetOptions().map_entry)
     return known
@@ -141,7 +141,10 @@ def check_sizes(message: Message, path: str = "") -> None:
     """Every string and repeated field of a request within its limit (VALUE_TOO_LONG), the
     stacked deck excepted (``check_stacked_deck`` knows the game), and its labels
     (``check_labels``)."""
-    maps = _map_fields(message.DESCRIPTOR)  # type: ignore[arg-type]
+    descriptor = message.DESCRIPTOR
+    maps = _MAPS.get(descriptor)  # type: ignore[arg-type]  # _map_fields, inlined
+    if maps is None:
+        maps = _map_fields(descriptor)  # type: ignore[arg-type]
     for name in maps:
         check_labels(getattr(message, name), f"{path}{name}")
     if message.ByteSize() <= _SURELY_SHORT:

@@ -37,10 +37,11 @@ def bind(**values: Any) -> Token[dict[str, Any] | None]:
 
 def enter(**values: Any) -> Token[dict[str, Any] | None] | None:
     """Add ``values`` (a method's own: the RPC, the table) to the log context of the call being
-    served, until ``leave``. A call its transport bound (``bind(call=CallInfo)``: the gRPC call
-    guard, once per call) has a context made for it alone, so they go into it, without a
-    second context and token (a slow call's line then names them too); otherwise (a relayed
-    call, a WebSocket frame) they are bound as ``bind`` does, and ``leave`` undoes that."""
+    served, until ``leave``. A call its transport bound (``bind(call=...)``: the gRPC call
+    guard's ``CallInfo``, a WebSocket frame's or a relayed call's None: ``door.Door.bind``)
+    has a context made for it alone, so they go into it, without a second context and token
+    (a slow call's line then names them too); otherwise (a method called directly) they are
+    bound as ``bind`` does, and ``leave`` undoes that."""
     current = _CONTEXT.get()
     if current is not None and "call" in current:
         current.update(values)

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tapis_service.caller import Caller, deadline_in
-from tapis_service.door import caller_of
+from tapis_service.door import caller_of, read_caller
 from tapis_service.proxies import TrustedProxies
 
 
@@ -66,6 +66,28 @@ def test_a_grpc_call_s_caller_is_read_from_its_headers(
     assert (caller.seat_token, caller.bad_authorization, caller.api_key) == (token, bad, key)
     assert (caller.peer, caller.deadline, caller.forwarded, caller.traceparent) == \
         ("ipv4:127.0.0.1:5000", None, False, None)
+    assert caller_of(_Context(metadata, None)) == caller == read_caller(_Context(metadata, None))
+
+
+def test_a_connection_s_headers_are_read_once_and_its_token_remembered_there() -> None:
+    """``caller_of`` reads a connection's headers once (what the plain reading gives, behind
+    trusted proxies too) and keeps one ``Remembered`` per connection and credentials."""
+    headers = (("authorization", "Bearer abc"), ("x-forwarded-for", "198.51.100.7"))
+    proxies = TrustedProxies.parse("127.0.0.1")
+    for behind in (None, proxies):
+        first = caller_of(_Context(headers, 2.0), behind)
+        again = caller_of(_Context(headers, 1.0), behind)
+        assert first == read_caller(_Context(headers, 2.0), behind)._replace(
+            deadline=first.deadline)
+        assert again.deadline is not None and first.deadline is not None \
+            and again.deadline < first.deadline  # each call's own deadline
+        assert again.peer == first.peer == ("ipv4:127.0.0.1:5000" if behind is None
+                                            else "ipv4:198.51.100.7:5000")
+        assert first.remembered is not None and again.remembered is first.remembered
+    other = caller_of(_Context(headers, None, peer="ipv4:127.0.0.1:5001"), proxies)
+    assert other.remembered is not None
+    assert other.remembered is not caller_of(_Context(headers, None), proxies).remembered
+    assert caller_of(_Context((), None)).remembered is None  # no token, nothing to remember
 
 
 def test_a_grpc_call_s_deadline_and_its_client_behind_a_trusted_proxy() -> None:

@@ -1,10 +1,14 @@
 """The seat tokens a server knows: revoking a seat and forgetting a table touch that table's
-tokens only (they are indexed by table: neither looks at every token of the server)."""
+tokens only (they are indexed by table: neither looks at every token of the server); a
+connection's remembered verification answers as the registry does."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
+from tapis_service.caller import Remembered
 from tapis_service.errors import ServiceError
 from tapis_service.session import Session
 from tapis_service.tokens import SeatTokens, token_hash
@@ -57,3 +61,67 @@ def test_forgetting_a_table_forgets_its_tokens_revoked_ones_too_and_no_other() -
     assert tokens.seat_of(at("b"), "b0") == 0
     tokens.forget("a")  # forgetting twice is harmless
     assert tokens.seat_of(at("b"), "b0") == 0
+
+
+def answer(tokens: SeatTokens, game_id: str, token: str,
+           remembered: Remembered | None = None) -> object:
+    """What ``seat_of`` answers: the seat, or the refusal's status, reason and message."""
+    try:
+        return tokens.seat_of(at(game_id), token, remembered)
+    except ServiceError as error:
+        return (error.code, error.reason, error.message)
+
+
+def test_a_remembered_verification_answers_as_the_registry_through_every_change() -> None:
+    """A connection's remembered verification (one per token it sends, kept across calls)
+    answers every call as the registry itself does, through seeded random adds, revocations,
+    replacements, forgotten tables and a new key: valid, revoked, replaced, unknown and
+    another table's tokens alike, and a revoked token is refused on its very next call."""
+    rng = random.Random(35)
+    tokens = SeatTokens(b"k" * 32)
+    names = [f"t{n}" for n in range(8)]
+    games = ["a", "b", "c"]
+    memories = {(name, game_id): Remembered(name) for name in names for game_id in games}
+    kinds: set[object] = set()
+    for step in range(3000):
+        change = rng.random()
+        game_id, seat, name = rng.choice(games), rng.randrange(2), rng.choice(names)
+        if change < 0.06:
+            tokens.add(token_hash(name), game_id, seat)
+        elif change < 0.08:
+            tokens.revoke(game_id, seat)
+        elif change < 0.09:
+            tokens.add_revoked(token_hash(name), game_id)
+        elif change < 0.095:
+            tokens.forget(game_id)
+        elif change < 0.097:
+            tokens.key = bytes([step % 256]) * 32
+        else:
+            plain = answer(tokens, game_id, name)
+            assert answer(tokens, game_id, name, memories[name, game_id]) == plain, step
+            kinds.add(plain if isinstance(plain, int) else plain[1])  # type: ignore[index]
+    assert kinds == {0, 1, "INVALID_TOKEN", "TOKEN_REVOKED", "TOKEN_FOR_ANOTHER_GAME"}
+
+
+def test_a_revoked_token_is_refused_on_its_next_call_and_a_remembered_one_costs_no_lookup(
+        ) -> None:
+    tokens = SeatTokens(b"k" * 32)
+    tokens.add(token_hash("a0"), "a", 0)
+    remembered = Remembered("a0")
+    assert tokens.seat_of(at("a"), "a0", remembered) == 0
+    tokens._seats.clear()  # a remembered verification is answered without the registry
+    assert tokens.seat_of(at("a"), "a0", remembered) == 0
+    tokens.add(token_hash("a0"), "a", 0)
+    tokens.revoke("a", 0)
+    assert answer(tokens, "a", "a0", remembered)[1] == "TOKEN_REVOKED"  # type: ignore[index]
+
+
+def test_a_verification_remembered_at_one_registry_is_not_another_s() -> None:
+    """Two servers in one process (a connection's memory reaching the wrong one would answer
+    for it): generations never repeat across registries."""
+    first, second = SeatTokens(b"k" * 32), SeatTokens(b"k" * 32)
+    first.add(token_hash("a0"), "a", 0)
+    second.add(token_hash("a0"), "a", 1)
+    remembered = Remembered("a0")
+    assert first.seat_of(at("a"), "a0", remembered) == 0
+    assert second.seat_of(at("a"), "a0", remembered) == 1

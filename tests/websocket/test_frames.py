@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from google.protobuf import json_format
 from hypothesis import given
 from hypothesis import strategies as st
@@ -46,3 +47,14 @@ def test_json_frames_read_as_their_binary_twins() -> None:
     text = frames.encode(frames.answer(12, "get_game", pb.GetGameResponse()), Format.JSON)
     assert isinstance(text, str) and '"id": "12"' in text
     assert frames.decode(json_format.MessageToJson(frame).encode(), Format.JSON) == frame
+
+
+@pytest.mark.parametrize("frame_id", [0, 1, 127, 128, 20_000])
+@pytest.mark.parametrize("size", [0, 1, 127, 128, 16_384])
+def test_a_stream_s_head_made_once_gives_the_answer_s_bytes(frame_id: int, size: int) -> None:
+    """A stream written at commit makes its frames' head once (``answer_head``): each frame
+    is ``answer_wire``'s bytes."""
+    payload = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    for field in ("events", "submit_action"):
+        assert frames.headed(frames.answer_head(frame_id, field), payload) == \
+            frames.answer_wire(frame_id, field, payload)

@@ -1,13 +1,14 @@
 """One player socket: its frames dispatched as gRPC calls are, its limits, its open streams.
 
 Each frame becomes a ``Caller`` (its seat token and API key, the socket's address:
-``door.socket_caller``) and the request message, handed through the door every transport
-passes (``door``: the server's bound on calls in flight, the RPC metrics with
-``transport="websocket"``, the log context) to the method's route — the same a gRPC call of it
-takes (``rpcs.local_routes`` on a single node; on a cluster node the gateway's, which relays a
-table's calls to its owner): credentials, limits and refusals are those of gRPC, and every
-refusal is told to the door as gRPC's are (``Door.refused``: the refusal budget of the
-socket's address).
+``door.socket_caller``; built once per socket and credentials, with the seat token's
+verification remembered until a revocation: ``tokens``) and the request message, handed
+through the door every transport passes (``door``: the server's bound on calls in flight, the
+RPC metrics with ``transport="websocket"``, the log context) to the method's route — the
+same a gRPC call of it takes (``rpcs.local_routes`` on a single node; on a cluster node the
+gateway's, which relays a table's calls to its owner): credentials, limits and refusals are
+those of gRPC, and every refusal is told to the door as gRPC's are (``Door.refused``: the
+refusal budget of the socket's address).
 
 Transport-free: the endpoint hands it each message received and a ``Sink`` to send on, so the
 same code is what the unit tests drive. Each request is served at once, in the callback of the
@@ -53,6 +54,9 @@ WEBSOCKET = "WebSocket"
 read, a limit of the socket); the GameApi names the RPC of the others."""
 CLOSE_TOO_BIG = 1009
 """The WebSocket close code for a message over the size limit (RFC 6455)."""
+MAX_CALLERS = 16
+"""The callers a socket keeps (one per seat token and API key it sends); beyond, it forgets
+them all and starts again (a socket trying token after token gains nothing from them)."""
 
 
 class Sink(Protocol):
@@ -146,8 +150,11 @@ class Connection:
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self.plain = plain
         """Without the shortcuts: every request in a task of its own, every change through its
-        stream's task, a write per frame (the path ``tests/websocket/test_shortcuts.py`` checks
-        the shortcuts against)."""
+        stream's task, a write per frame, a ``Caller`` built and its token verified per frame
+        (the path ``tests/websocket/test_shortcuts.py`` checks the shortcuts against)."""
+        self._callers: dict[tuple[str, str], Caller] = {}
+        """By (seat token, API key): the socket's callers, each with its token's remembered
+        verification (``_caller``)."""
 
     # --- what the endpoint calls ------------------------------------------------------------
 
@@ -238,8 +245,18 @@ class Connection:
         self.door.refused(caller, error, Transport.WEBSOCKET, self.direct)
 
     def _caller(self, frame: ws_pb.ClientFrame) -> Caller:
-        """The frame's caller, as the gRPC adapter builds one from a call's headers."""
-        return socket_caller(frame.seat_token, frame.api_key, self.peer)
+        """The frame's caller, as the gRPC adapter builds one from a call's headers: one per
+        socket and credentials, whose seat token's verification is remembered
+        (``caller.Remembered``) until the server revokes any token."""
+        if self.plain:
+            return socket_caller(frame.seat_token, frame.api_key, self.peer, remember=False)
+        credentials = (frame.seat_token, frame.api_key)
+        caller = self._callers.get(credentials)
+        if caller is None:
+            if len(self._callers) >= MAX_CALLERS:
+                self._callers.clear()
+            caller = self._callers[credentials] = socket_caller(*credentials, self.peer)
+        return caller
 
     def _request(self, frame: ws_pb.ClientFrame, field: str, call: SocketCall) -> Any:
         request = getattr(frame, field)
@@ -253,15 +270,17 @@ class Connection:
         meter = call.meter
         began = time.perf_counter()
         meter.started[0] += 1
-        bound = self.door.bind(Transport.WEBSOCKET, self.peer, getattr(frame, field))
+        request = getattr(frame, field)
+        door = self.door
+        bound = door.bind(Transport.WEBSOCKET, self.peer, request)
         code = "OK"
         try:
-            self.door.enter()
+            door.enter()
             try:
-                response: Message | bytes = await call.serve(self._request(frame, field, call),
-                                                             self._caller(frame))
+                response: Message | bytes = await call.serve(
+                    request.SerializeToString() if call.raw else request, self._caller(frame))
             finally:
-                self.door.leave()
+                door.in_flight -= 1  # door.leave, inlined: every request
             self._answer(frame.id, call.answer_field, response, fmt)
         except (ServiceError, RuleError) as error:
             if isinstance(error, ServiceError):
@@ -365,7 +384,7 @@ class _StreamWriter:
     """One stream's changes written at commit (``fanout.StreamWriter``), as its task writes
     them: an ``events`` frame with the stream's id, counted as a message sent."""
 
-    __slots__ = ("connection", "field", "fmt", "frame_id", "sent")
+    __slots__ = ("connection", "field", "fmt", "frame_id", "head", "sent")
 
     def __init__(self, connection: Connection, frame_id: int, call: SocketCall,
                  fmt: Format) -> None:
@@ -374,6 +393,8 @@ class _StreamWriter:
         self.field = call.answer_field
         self.fmt = fmt
         self.sent = call.meter.sent
+        self.head = frames.answer_head(frame_id, self.field) if fmt is Format.BINARY else None
+        """The bytes every ``events`` frame of this stream starts with (binary frames)."""
 
     def ready(self) -> bool:
         return self.connection.writable.is_set()
@@ -381,7 +402,11 @@ class _StreamWriter:
     def write(self, message: bytes) -> None:
         connection = self.connection
         try:
-            connection._answer(self.frame_id, self.field, message, self.fmt)
+            head = self.head
+            if head is None:
+                connection._answer(self.frame_id, self.field, message, self.fmt)
+            elif not connection.closed:  # _answer's, with the stream's head made once
+                connection._write(frames.headed(head, message))
         except Exception:  # the stream ends as its task's failure ends it, not the commit
             log.exception("ws_stream_failed")
             task = connection.streams.pop(self.frame_id, None)

@@ -169,11 +169,17 @@ class _Sink:
         transport = self.transport
         if transport.is_close_frame_sent or transport.is_disconnected:
             return
-        transport.underlying_transport.write(b"".join([ws_frame(m) for m in messages]))
+        transport.underlying_transport.write(b"".join(map(ws_frame, messages)))
 
     def close(self, code: int, reason: str) -> None:
         self.transport.send_close(WSCloseCode(code), reason.encode())
         self.transport.disconnect()
+
+
+_FINAL_TEXT = 0x80 | WSMsgType.TEXT.value
+_FINAL_BINARY = 0x80 | WSMsgType.BINARY.value
+"""A frame's first byte: final (FIN), then its opcode (an enum's ``value`` is a Python
+property: read once)."""
 
 
 def ws_frame(message: bytes | str) -> bytes:
@@ -181,9 +187,9 @@ def ws_frame(message: bytes | str) -> bytes:
     frames it (RFC 6455, 5.2) and picows's ``send`` writes it (``tests/websocket/
     test_shortcuts.py`` compares the two)."""
     if isinstance(message, str):
-        payload, first = message.encode(), 0x80 | WSMsgType.TEXT.value
+        payload, first = message.encode(), _FINAL_TEXT
     else:
-        payload, first = message, 0x80 | WSMsgType.BINARY.value
+        payload, first = message, _FINAL_BINARY
     size = len(payload)
     if size < 126:
         return bytes((first, size)) + payload

@@ -105,6 +105,7 @@ def answer(frame_id: int, field: str, response: Message | bytes) -> ws_pb.Server
 
 
 _ID_TAG = wire.tag(_SERVER, "id")
+_ONE_BYTE = [bytes((size,)) for size in range(0x80)]
 _RESPONSE_TAGS = {field.name: wire.tag(_SERVER, field.name)
                   for field in _SERVER.oneofs_by_name["response"].fields}
 
@@ -117,6 +118,19 @@ def answer_wire(frame_id: int, field: str, payload: bytes) -> bytes:
     equal ``answer(...).SerializeToString()``)."""
     head = _ID_TAG + wire.varint(frame_id) if frame_id else b""
     return head + wire.nested(_RESPONSE_TAGS[field], payload)
+
+
+def answer_head(frame_id: int, field: str) -> bytes:
+    """What ``answer_wire`` writes before the payload's length: the same for every answer of
+    one stream, made once for it (``headed``)."""
+    return (_ID_TAG + wire.varint(frame_id) if frame_id else b"") + _RESPONSE_TAGS[field]
+
+
+def headed(head: bytes, payload: bytes) -> bytes:
+    """``answer_wire(frame_id, field, payload)`` from ``answer_head(frame_id, field)``
+    (``test_frames`` checks the two are the same bytes)."""
+    size = len(payload)
+    return head + (_ONE_BYTE[size] if size < 0x80 else wire.varint(size)) + payload
 
 
 def as_refusal(error: Exception) -> ServiceError:
