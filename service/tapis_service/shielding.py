@@ -74,15 +74,13 @@ def shielded(method: Callable[Concatenate[A, P], Coroutine[Any, Any, R]]
 def _hand_over(waiter: asyncio.Future[R], task: asyncio.Future[R]) -> None:
     """A shielded call's task is done: its outcome to the caller's waiter, unless the caller
     went away (its waiter cancelled); an unexpected failure logged either way."""
-    if task.cancelled():  # the loop is closing
-        if not waiter.done():
-            waiter.cancel()
-        return
-    error = task.exception()
-    if error is not None and not isinstance(error, ServiceError | RuleError):
-        log.error("table_task_failed", error=repr(error)[:300])
+    retrieve(task)
     if waiter.done():
         return
+    if task.cancelled():  # the loop is closing
+        waiter.cancel()
+        return
+    error = task.exception()
     if error is None:
         waiter.set_result(task.result())
     else:
