@@ -115,12 +115,13 @@ def measure(python: str, side: str, games: int, warmup_s: float,
                          "(apt-get install valgrind)")
     port, ws_port = free_port(), free_port()
     extra = ["--ws-port", str(ws_port)] if side == "websocket" else []
-    command = ([python, "-m", "tapis_bench.bare", str(port)] if side == "bare"
-               else [python, "-m", "tapis_service.main", "--port", str(port), *FLAGS, *extra])
     with tempfile.TemporaryDirectory() as folder:
         extra += ["--store", store]
         if store == "sqlite":  # the data directory is this run's, deleted with the profile
             extra += ["--data-dir", os.path.join(folder, "data")]
+        command = ([python, "-m", "tapis_bench.bare", str(port)] if side == "bare"
+                   else [python, "-m", "tapis_service.main", "--port", str(port), *FLAGS,
+                         *extra])
         out = os.path.join(folder, "callgrind.out")
         server = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",

@@ -86,11 +86,6 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this server writes and reads."""
 
-_GAME_STORED = "SELECT 1 FROM games WHERE game_id = ?"
-_INPUT_STORED = "SELECT 1 FROM journal WHERE game_id = ? AND idx = ?"
-"""The checks before an input: input N only after input N-1 (input 1 only after the creation
-record), so no holes. (One ``INSERT ... SELECT ... WHERE EXISTS`` reading the journal costs
-twice as much: SQLite copies what an INSERT reads from its own table before inserting.)"""
 
 class SqliteStore(GroupCommitWriter):
     """Tables, their journals and snapshots in ``<data_dir>/tapis.sqlite3``."""
@@ -155,10 +150,7 @@ class SqliteStore(GroupCommitWriter):
 
     def appended(self, game_id: str, index: int, entry: JSON,
                  epoch: int = 1) -> asyncio.Future[None]:
-        check = (_GAME_STORED, (game_id,)) if index == 1 else (_INPUT_STORED, (game_id, index - 1))
-        return self._submit([(*check, f"game {game_id}: input {index - 1} is not committed"),
-                             ("INSERT INTO journal VALUES (?, ?, ?)",
-                              (game_id, index, canonical_json(entry)), "")])
+        return self._append(game_id, index, canonical_json(entry))
 
     def snapshot(self, game_id: str, index: int, data: JSON,
                  epoch: int = 1) -> asyncio.Future[None]:
@@ -174,7 +166,7 @@ class SqliteStore(GroupCommitWriter):
 
     def dropped(self, game_id: str, epoch: int = 1) -> asyncio.Future[None]:
         return self._submit([(f"DELETE FROM {name} WHERE game_id = ?", (game_id,), "")
-                             for name in ("journal", "snapshots", "games")])
+                             for name in ("journal", "snapshots", "games")], forget=game_id)
 
     def rested(self, game_id: str, listing: JSON, epoch: int = 1) -> asyncio.Future[None]:
         return self._submit([("UPDATE games SET listing = ? WHERE game_id = ?",

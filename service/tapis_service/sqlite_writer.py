@@ -11,6 +11,13 @@ more; any other job runs in a savepoint of its own, rolled back whole if one of 
 is refused. A transaction that cannot commit (disk full,
 I/O error) fails every job it carried with ``StoreUnavailable``, or with ``CommitUnknown`` when
 the COMMIT itself failed with an I/O error (it may have reached the disk).
+
+A journal input (``_append``) is inserted only after its predecessor. The writer is the file's
+only writer (the data directory is locked), so it remembers the last input of each table it
+has seen committed (``_committed``: set only once a COMMIT returned, forgotten by a drop): when
+that is the predecessor, the input goes in without reading the file; otherwise the file is
+asked (``SELECT`` by primary key), so a memory that lags (a commit in doubt that did reach the
+disk, a table not touched since the start) costs a read, never a wrong answer.
 """
 
 from __future__ import annotations
@@ -40,6 +47,14 @@ Failpoint = Callable[[str], None]
 """Called by the writer at ``"commit"`` just before each COMMIT: raising ``sqlite3.Error`` there
 acts as the COMMIT failing with it (a full disk; an I/O error, whose outcome is in doubt)."""
 
+GAME_STORED = "SELECT 1 FROM games WHERE game_id = ?"
+INPUT_STORED = "SELECT 1 FROM journal WHERE game_id = ? AND idx = ?"
+"""The checks before an input the writer cannot vouch for: input N only after input N-1
+(input 1 only after the creation record), so no holes. (One ``INSERT ... SELECT ... WHERE
+EXISTS`` reading the journal costs twice as much: SQLite copies what an INSERT reads from its
+own table before inserting.)"""
+INSERT_INPUT = "INSERT INTO journal VALUES (?, ?, ?)"
+
 
 def _is_check(sql: str) -> bool:
     return sql.startswith("SELECT")
@@ -52,20 +67,38 @@ def _needs_savepoint(writes: list[Write]) -> bool:
 
 
 class _Job:
-    """Statements to run in order, and who to tell once they are committed."""
+    """Statements to run in order, and who to tell once they are committed. ``forget``: a
+    table whose journal the job deletes (the writer forgets what it knew of it)."""
 
-    __slots__ = ("future", "loop", "writes")
+    __slots__ = ("forget", "future", "loop", "writes")
 
     def __init__(self, writes: list[Write], loop: asyncio.AbstractEventLoop,
-                 future: asyncio.Future[None]) -> None:
+                 future: asyncio.Future[None], forget: str | None = None) -> None:
         self.writes = writes
         self.loop = loop
         self.future = future
+        self.forget = forget
+
+
+class _Append(_Job):
+    """A journal input, ``index`` of table ``game_id``, as its row's text."""
+
+    __slots__ = ("game_id", "index", "text")
+
+    def __init__(self, game_id: str, index: int, text: str, loop: asyncio.AbstractEventLoop,
+                 future: asyncio.Future[None]) -> None:
+        self.game_id = game_id
+        self.index = index
+        self.text = text
+        self.loop = loop
+        self.future = future
+        self.forget = None
 
 
 class GroupCommitWriter:
     """The writer half of ``SqliteStore``: ``_start_writer`` once its connection is open,
-    ``_submit`` from the loop, ``_stop_writer`` to commit what is queued and stop."""
+    ``_submit`` and ``_append`` from the loop, ``_stop_writer`` to commit what is queued and
+    stop."""
 
     path: Path
     max_batch: int
@@ -77,6 +110,8 @@ class GroupCommitWriter:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._closed = False
+        self._committed: dict[str, int] = {}
+        """The writer thread's own: each table's last input known committed."""
         self.commits = 0
         """Transactions committed (each may carry many writes): for measurements."""
         self._writer = threading.Thread(target=self._run, name="tapis-store-writer", daemon=True)
@@ -86,14 +121,27 @@ class GroupCommitWriter:
         self._queue.put(None)
         self._writer.join()
 
-    def _submit(self, writes: list[Write]) -> asyncio.Future[None]:
-        if self._closed:
-            raise RuntimeError("the store is closed")
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
         loop = self._loop
         if loop is None or not loop.is_running():  # looked up once per loop: on Python 3.11
             loop = self._loop = asyncio.get_running_loop()  # each lookup is a getpid call
+        return loop
+
+    def _submit(self, writes: list[Write], forget: str | None = None) -> asyncio.Future[None]:
+        if self._closed:
+            raise RuntimeError("the store is closed")
+        loop = self._running_loop()
         future = loop.create_future()
-        self._queue.put(_Job(writes, loop, future))
+        self._queue.put(_Job(writes, loop, future, forget))
+        return future
+
+    def _append(self, game_id: str, index: int, text: str) -> asyncio.Future[None]:
+        """Queue journal input ``index`` of ``game_id`` (its row's text)."""
+        if self._closed:
+            raise RuntimeError("the store is closed")
+        loop = self._running_loop()
+        future = loop.create_future()
+        self._queue.put(_Append(game_id, index, text, loop, future))
         return future
 
     def _run(self) -> None:
@@ -130,22 +178,31 @@ class GroupCommitWriter:
     def _commit(self, batch: list[_Job]) -> list[StoreError | None]:
         """One transaction for the batch: each job's outcome."""
         outcomes: list[StoreError | None] = [None] * len(batch)
-        connection = self._connection
+        cursor = self._connection.cursor()
+        committed = self._committed
+        appended: dict[str, int] = {}  # this transaction's inputs: committed with it
         committing = False
         try:
-            connection.execute("BEGIN")
+            cursor.execute("BEGIN")
             for position, job in enumerate(batch):
-                outcomes[position] = self._run_job(connection, job)
+                if type(job) is _Append:
+                    outcomes[position] = _run_append(cursor, job, committed, appended)
+                else:
+                    if job.forget is not None:  # forgotten at once: a read if in doubt
+                        committed.pop(job.forget, None)
+                        appended.pop(job.forget, None)
+                    outcomes[position] = _run_job(cursor, job)
             committing = True
             if self.failpoint is not None:
                 self.failpoint("commit")
-            connection.execute("COMMIT")
+            cursor.execute("COMMIT")
+            committed.update(appended)
             self.commits += 1
         except sqlite3.Error as error:
             logrepeat.limited(log.error, "store_write_failed", error=str(error), writes=len(batch))
             with contextlib.suppress(sqlite3.Error):
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
+                if self._connection.in_transaction:
+                    cursor.execute("ROLLBACK")
             failed: StoreError
             if committing and _in_doubt(error):
                 failed = CommitUnknown(f"{self.path}: the commit failed with an I/O error and "
@@ -155,28 +212,50 @@ class GroupCommitWriter:
             return [failed for _ in batch]
         return outcomes
 
-    @staticmethod
-    def _run_job(connection: sqlite3.Connection, job: _Job) -> StoreError | None:
-        """One job's statements in the open transaction: None, or why it changed nothing."""
-        savepoint = _needs_savepoint(job.writes)
-        if savepoint:
-            connection.execute("SAVEPOINT job")
-        outcome: StoreError | None = None
-        try:
-            for sql, params, unless_changed in job.writes:
-                cursor = connection.execute(sql, params)
-                done = cursor.fetchone() is not None if _is_check(sql) else cursor.rowcount
-                if unless_changed and not done:
-                    raise StoreUnavailable(unless_changed)
-        except sqlite3.IntegrityError as error:
-            outcome = JournalConflict(str(error))
-        except StoreUnavailable as refused:
-            outcome = refused
-        if savepoint:
-            if outcome is not None:
-                connection.execute("ROLLBACK TO job")
-            connection.execute("RELEASE job")
-        return outcome
+
+def _run_append(cursor: sqlite3.Cursor, job: _Append, committed: dict[str, int],
+                appended: dict[str, int]) -> StoreError | None:
+    """One journal input in the open transaction: None, or why it changed nothing."""
+    game_id, index = job.game_id, job.index
+    known = appended.get(game_id)
+    if known is None:
+        known = committed.get(game_id)
+    if known != index - 1 or index == 1:  # the writer cannot vouch for the predecessor
+        if index == 1:
+            cursor.execute(GAME_STORED, (game_id,))
+        else:
+            cursor.execute(INPUT_STORED, (game_id, index - 1))
+        if cursor.fetchone() is None:
+            return StoreUnavailable(f"game {game_id}: input {index - 1} is not committed")
+    try:
+        cursor.execute(INSERT_INPUT, (game_id, index, job.text))
+    except sqlite3.IntegrityError as error:  # undone by SQLite itself
+        return JournalConflict(str(error))
+    appended[game_id] = index
+    return None
+
+
+def _run_job(cursor: sqlite3.Cursor, job: _Job) -> StoreError | None:
+    """One job's statements in the open transaction: None, or why it changed nothing."""
+    savepoint = _needs_savepoint(job.writes)
+    if savepoint:
+        cursor.execute("SAVEPOINT job")
+    outcome: StoreError | None = None
+    try:
+        for sql, params, unless_changed in job.writes:
+            cursor.execute(sql, params)
+            done = cursor.fetchone() is not None if _is_check(sql) else cursor.rowcount
+            if unless_changed and not done:
+                raise StoreUnavailable(unless_changed)
+    except sqlite3.IntegrityError as error:
+        outcome = JournalConflict(str(error))
+    except StoreUnavailable as refused:
+        outcome = refused
+    if savepoint:
+        if outcome is not None:
+            cursor.execute("ROLLBACK TO job")
+        cursor.execute("RELEASE job")
+    return outcome
 
 
 def _in_doubt(failure: sqlite3.Error) -> bool:

@@ -1,5 +1,6 @@
-"""The SQLite writer's shortcuts equal the plain way: an append is a check then a plain INSERT,
-and only a job with a change followed by other statements gets a savepoint of its own."""
+"""The SQLite writer's shortcuts equal the plain way: an append is a check then a plain INSERT
+(no check for an input whose predecessor the writer saw committed), and only a job with a change
+followed by other statements gets a savepoint of its own."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 import random
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ import pytest
 
 from tapis_service.sqlite_store import FILE_NAME, SqliteStore
 from tapis_service.sqlite_writer import Failpoint
-from tapis_service.store import JournalConflict, StoreUnavailable
+from tapis_service.store import CommitUnknown, JournalConflict, StoreUnavailable
 
 PLAIN_APPEND = """INSERT INTO journal SELECT ?1, ?2, ?3
 WHERE (?2 = 1 AND EXISTS (SELECT 1 FROM games WHERE game_id = ?1))
@@ -130,3 +132,89 @@ async def test_a_refused_job_changes_nothing_and_takes_no_neighbour_with_it(
         == [(1, '{"i":1}'), (2, '{"i":2}')]
     store.close()
 
+
+
+# --- the inputs the writer vouches for (its memory of what is committed) --------------------
+
+
+def failing_commit(code: int, armed: list[bool],
+                   before: Callable[[], object] | None = None) -> Failpoint:
+    """A failpoint that fails each COMMIT while ``armed[0]`` with SQLite's error ``code``;
+    ``before`` runs first (the COMMIT itself: an fsync that failed after the data got there)."""
+    def failpoint(stage: str) -> None:
+        if stage == "commit" and armed[0]:
+            armed[0] = False
+            if before is not None:
+                before()
+            error = sqlite3.OperationalError("injected")
+            error.sqlite_errorcode = code
+            raise error
+    return failpoint
+
+
+def traced(store: SqliteStore) -> list[str]:
+    """The statements the store's writer runs from now on."""
+    statements: list[str] = []
+    store._connection.set_trace_callback(statements.append)
+    return statements
+
+
+async def test_an_input_after_one_seen_committed_is_inserted_without_a_read(
+        tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path)
+    await store.created("g", {"kind": "war"})
+    statements = traced(store)
+    for index in range(1, 5):
+        await store.appended("g", index, {"i": index})
+    reads = [sql for sql in statements if sql.startswith("SELECT")]
+    assert reads == ["SELECT 1 FROM games WHERE game_id = 'g'"]  # input 1's only
+    assert sum(sql.startswith("INSERT INTO journal") for sql in statements) == 4
+    store.close()
+
+
+async def test_the_inputs_of_a_failed_commit_are_never_vouched_for(tmp_path: Path) -> None:
+    armed = [False]
+    store = SqliteStore(tmp_path, failpoint=failing_commit(sqlite3.SQLITE_FULL, armed))
+    await store.created("g", {"kind": "war"})
+    await store.appended("g", 1, {"i": 1})
+    armed[0] = True
+    with pytest.raises(StoreUnavailable):
+        await store.appended("g", 2, {"i": 2})  # its commit fails: 2 is not in the file
+    with pytest.raises(StoreUnavailable, match="input 2 is not committed"):
+        await store.appended("g", 3, {"i": 3})
+    await store.appended("g", 2, {"i": "again"})
+    await store.appended("g", 3, {"i": 3})
+    assert rows(tmp_path, "SELECT idx, entry FROM journal ORDER BY idx") \
+        == [(1, '{"i":1}'), (2, '{"i":"again"}'), (3, '{"i":3}')]
+    store.close()
+
+
+async def test_a_commit_in_doubt_that_reached_the_disk_is_read_back(tmp_path: Path) -> None:
+    armed, box = [False], list[SqliteStore]()
+    store = SqliteStore(tmp_path, failpoint=failing_commit(
+        sqlite3.SQLITE_IOERR_FSYNC, armed, lambda: box[0]._connection.execute("COMMIT")))
+    box.append(store)
+    await store.created("g", {"kind": "war"})
+    await store.appended("g", 1, {"i": 1})
+    armed[0] = True
+    with pytest.raises(CommitUnknown):
+        await store.appended("g", 2, {"i": 2})  # in doubt, and in fact committed
+    with pytest.raises(JournalConflict):
+        await store.appended("g", 2, {"i": "again"})
+    await store.appended("g", 3, {"i": 3})  # its predecessor is found in the file
+    assert rows(tmp_path, "SELECT idx FROM journal ORDER BY idx") == [(1,), (2,), (3,)]
+    store.close()
+
+
+async def test_a_dropped_table_is_forgotten(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path)
+    await store.created("g", {"kind": "war"})
+    await store.appended("g", 1, {"i": 1})
+    await store.appended("g", 2, {"i": 2})
+    await store.dropped("g")
+    await store.created("g", {"kind": "war"})
+    with pytest.raises(StoreUnavailable, match="input 2 is not committed"):
+        await store.appended("g", 3, {"i": 3})
+    await store.appended("g", 1, {"i": "new"})
+    assert rows(tmp_path, "SELECT idx, entry FROM journal") == [(1, '{"i":"new"}')]
+    store.close()

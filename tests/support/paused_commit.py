@@ -8,13 +8,16 @@ fsync). It does nothing until the test writes ``CONTROL_DIR/arm`` (a number N). 
 1. the first batch to reach its COMMIT writes ``CONTROL_DIR/holding`` and waits there until N
    more writes are queued behind it (the test sends them once it sees ``holding``), and
    commits (its actions are answered);
-2. the next batch (those N writes or more, all taken at once) stops before its COMMIT: the
+2. the next batch (those N writes or more, all taken at once) stops before its COMMIT: once
+   the event loop has settled the first batch's writes and turned ``ANSWER_TURNS`` more times
+   (so that their answers are out before the kill, however fast the writer got there), the
    failpoint writes its size to ``CONTROL_DIR/paused`` and blocks the writer for good, so the
    test can SIGKILL the process with the batch written to SQLite but never committed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import runpy
 import sys
@@ -25,6 +28,10 @@ from typing import Any
 
 from tapis_service import sqlite_store
 
+ANSWER_TURNS = 50
+"""Turns of the event loop given to the held batch's answers (a handful carry an answer from
+its settled write to the socket)."""
+
 
 class Pause:
     """The failpoint of one store (see the module's docstring)."""
@@ -33,7 +40,9 @@ class Pause:
         self.store = store
         self.control = control
         self.held_first = False
-        self.batch = 0
+        self.batch: list[Any] = []
+        """The jobs of the batch being committed."""
+        self.held: list[asyncio.Future[None]] = []
 
     def __call__(self, stage: str) -> None:
         arm = self.control / "arm"
@@ -41,15 +50,27 @@ class Pause:
             return
         if not self.held_first:
             self.held_first = True
+            self.held = [job.future for job in self.batch]
             wanted = int(arm.read_text())
             (self.control / "holding").touch()
             while self.store._queue.qsize() < wanted:  # the writes the test sent, queued
                 time.sleep(0.001)
             return
+        loop = self.store._loop
+        if loop is not None:  # the held batch's answers go out first
+            asyncio.run_coroutine_threadsafe(_answered(self.held), loop).result(timeout=30)
         written = self.control / "paused.tmp"
-        written.write_text(f"{self.batch}\n")
+        written.write_text(f"{len(self.batch)}\n")
         written.rename(self.control / "paused")  # whole, or not there at all
         threading.Event().wait()  # never commits: the test kills the process here
+
+
+async def _answered(settled: list[asyncio.Future[None]]) -> None:
+    """On the server's loop: until ``settled`` are done, then ``ANSWER_TURNS`` turns more."""
+    while not all(future.done() for future in settled):
+        await asyncio.sleep(0)
+    for _ in range(ANSWER_TURNS):
+        await asyncio.sleep(0)
 
 
 def main() -> None:
@@ -62,7 +83,7 @@ def main() -> None:
         plain_init(self, *args, **{**kwargs, "failpoint": self._pause})  # type: ignore[attr-defined]
 
     def commit(self: sqlite_store.SqliteStore, batch: list[Any]) -> Any:
-        self._pause.batch = len(batch)  # type: ignore[attr-defined]
+        self._pause.batch = batch  # type: ignore[attr-defined]
         return plain_commit(self, batch)
 
     sqlite_store.SqliteStore.__init__ = init  # type: ignore[method-assign]
