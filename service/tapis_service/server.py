@@ -46,6 +46,9 @@ log = structlog.get_logger("tapis.server")
 # files or their imports.
 CUT_MARGIN_S = 1.0
 """How long the answers of the calls a stop cuts have to go out before grpc cancels them."""
+CLOSE_MARGIN_S = 2.0
+"""How long a stop waits, after the grace, for the store to commit what is queued and close
+(a database that does not answer is not waited for longer: its connections are dropped)."""
 EXTRA_FILES: tuple[descriptor.FileDescriptor, ...] = (
     status_pb2.DESCRIPTOR, error_details_pb2.DESCRIPTOR, errors_pb2.DESCRIPTOR)
 
@@ -105,38 +108,56 @@ class RunningServer:
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, (a cluster node: hand its tables off),
         end the open event streams (SERVER_STOPPING), drain in-flight calls, then close the
-        host."""
+        host. Whatever the database does, it returns within ``grace_s`` + ``CUT_MARGIN_S`` +
+        ``CLOSE_MARGIN_S`` (None: no bound): the hand-off and the drains share the grace, and
+        what is left of the store is closed at once past ``CLOSE_MARGIN_S``."""
+        loop = asyncio.get_running_loop()
+        ends = None if grace_s is None else loop.time() + grace_s
+
+        def left() -> float | None:
+            return None if ends is None else max(0.0, ends - loop.time())
+
         await self.health.enter_graceful_shutdown()
         if self.readiness is not None:
             self.readiness.stop()
         if self.api is not None:
             self.api.housekeeping.stop()
         if self.cluster is not None:
-            await self.cluster.leave()
+            await self.cluster.leave(left())
         if self.connection_limits is not None:
             await self.connection_limits.stop()
         self.host.end_streams()  # unary calls in flight drain within the grace; streams end now
         # grpc takes no new call at once; those in flight when the grace ends are cut by the
         # guard with a precise status (stopcalls.cut) before grpc cancels what is left
         # (UNAVAILABLE with no reason) once their answers had CUT_MARGIN_S to go out
-        stopping = [self.server.stop(None if grace_s is None else grace_s + CUT_MARGIN_S)]
+        grace = left()
+        stopping = [self.server.stop(None if grace is None else grace + CUT_MARGIN_S)]
         if self.ws is not None:
-            stopping.append(self.ws.stop(grace_s))
+            stopping.append(self.ws.stop(grace))
         stopped = asyncio.gather(*stopping)
         if self.guard is not None:
-            cut = await stopcalls.drain(self.guard, grace_s)
+            cut = await stopcalls.drain(self.guard, grace)
             if cut:
                 log.warning("calls_cut_at_stop", calls=cut)
         await stopped
         if self.api is not None:
             await self.api.housekeeping.drain()
-        await self.host.close()
-        await self.host.clerk.settle()
-        await self.host.clerk.feed.store.close()
+        closed, _ = await stopcalls.within(self._close_store(), None if grace_s is None
+                                           else CLOSE_MARGIN_S, "close_store")
+        if not closed:  # the database does not answer: its connections are dropped
+            terminate = getattr(self.host.store, "terminate", None)
+            if terminate is not None:
+                terminate()
         if self.cluster is not None:
             await self.cluster.close()
         if self.probes is not None:  # NOT_SERVING from the start of the stop, closed last
             await self.probes.close()
+
+    async def _close_store(self) -> None:
+        """The host, the results clerk and the store closed: what was queued committed."""
+        await self.host.close()
+        await self.host.clerk.settle()
+        await self.host.clerk.feed.store.close()
         aclose = getattr(self.host.store, "aclose", None)
         if aclose is not None:  # a store with connections to close (PostgreSQL)
             await aclose()

@@ -337,7 +337,7 @@ class TunnelServer:
             self._open.discard(tunnel)
             tunnel.cancel()
 
-    async def drain(self, within_s: float) -> None:
+    async def drain(self, within_s: float | None) -> None:
         """Graceful stop: take no more calls, answer those received, close every tunnel."""
         tunnels = list(self._open)
         for tunnel in tunnels:
