@@ -108,9 +108,10 @@ class RunningServer:
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, (a cluster node: hand its tables off),
         end the open event streams (SERVER_STOPPING), drain in-flight calls, then close the
-        host. Whatever the database does, it returns within ``grace_s`` + ``CUT_MARGIN_S`` +
-        ``CLOSE_MARGIN_S`` (None: no bound): the hand-off and the drains share the grace, and
-        what is left of the store is closed at once past ``CLOSE_MARGIN_S``."""
+        host. Whatever the database does, it returns within ``grace_s`` (a cluster node's at
+        least ``HAND_OFF_MIN_S``) + ``CUT_MARGIN_S`` + ``CLOSE_MARGIN_S`` (None: no bound):
+        the hand-off and the drains share the grace, and what is left of the store is closed
+        at once past ``CLOSE_MARGIN_S``."""
         loop = asyncio.get_running_loop()
         ends = None if grace_s is None else loop.time() + grace_s
 

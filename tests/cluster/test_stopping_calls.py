@@ -17,6 +17,7 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis_service.cluster.node import HAND_OFF_MIN_S
 from tapis_service.server import CLOSE_MARGIN_S, CUT_MARGIN_S, RunningServer, create_server
 from tests.cluster.inprocess import Running, two_nodes
 from tests.support.calls import person_seats, refusal
@@ -104,7 +105,7 @@ async def test_a_call_relayed_to_the_stopping_node_is_served_where_the_table_goe
 
 
 GRACE_S = 0.5
-STOP_BOUND_S = GRACE_S + CUT_MARGIN_S + CLOSE_MARGIN_S + 1.0
+STOP_BOUND_S = max(GRACE_S, HAND_OFF_MIN_S) + CUT_MARGIN_S + CLOSE_MARGIN_S + 1.0
 """The longest a stop may take whatever its database does (the 1 s: the test's own slack)."""
 TAKEOVER_WITHIN_S = 30.0
 

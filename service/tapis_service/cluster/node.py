@@ -36,6 +36,10 @@ from tapis_service.tls import ClusterTls
 
 log = structlog.get_logger("tapis.cluster")
 
+HAND_OFF_MIN_S = 1.0
+"""The hand-off's time at a stop whose grace is shorter (0 included): the others take the
+tables over at once rather than after the lease."""
+
 
 def new_node_id() -> str:
     return secrets.token_hex(6)
@@ -100,7 +104,7 @@ class ClusterNode:
     async def leave(self, within_s: float | None = None) -> None:
         """Graceful stop: hand every table off (the others take them over on their next call
         or sweep), end the relayed streams (their clients resume elsewhere), leave; within
-        ``within_s`` (None: however long it takes). A database that does not answer in time
+        ``within_s`` (None: however long it takes), or ``HAND_OFF_MIN_S`` if longer. A database that does not answer in time
         (paused, unreachable) holds it no longer: the hand-off is abandoned, and this node's
         lease expires by itself within a TTL (then the database decides who writes first:
         the fencing epoch)."""
@@ -114,7 +118,9 @@ class ClusterNode:
             tables.discard(game_id)
         for game_id in tables.ids(TableState.RESTING):  # handed off too: adopted elsewhere next
             tables.unlist_resting(game_id)
-        _, handed = await stopcalls.within(self._hand_off(), within_s, "cluster_leave")
+        _, handed = await stopcalls.within(
+            self._hand_off(), None if within_s is None else max(within_s, HAND_OFF_MIN_S),
+            "cluster_leave")
         left = None if ends is None else max(0.0, ends - loop.time())
         await self.tunnel_server.drain(left)  # answer what was relayed to us
         metrics.TABLES_OWNED.set(0)
