@@ -15,7 +15,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from tapis.v1 import errors_pb2
-from tapis_service import joinkey, metrics, stopcalls, tracing
+from tapis_service import corecalls, joinkey, metrics, stopcalls, tracing
 from tapis_service.callguard import CallGuard
 from tapis_service.capacity import Capacity
 from tapis_service.clock import Clock, SystemClock
@@ -104,6 +104,8 @@ class RunningServer:
     """Its connection limits on both ports (tapis_service/connections.py)."""
     probes: Any = None
     """The plaintext health port (``--health-port``: ``startup.ProbePort``), else None."""
+    core_id: int | None = None
+    """The server's channelz id: how many calls grpc's core holds (``corecalls``)."""
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, (a cluster node: hand its tables off),
@@ -132,7 +134,7 @@ class RunningServer:
         # guard with a precise status (stopcalls.cut) before grpc cancels what is left
         # (UNAVAILABLE with no reason) once their answers had CUT_MARGIN_S to go out
         grace = left()
-        stopping = [self.server.stop(None if grace is None else grace + CUT_MARGIN_S)]
+        stopping = [self._shut_down(None if grace is None else grace + CUT_MARGIN_S)]
         if self.ws is not None:
             stopping.append(self.ws.stop(grace))
         stopped = asyncio.gather(*stopping)
@@ -153,6 +155,18 @@ class RunningServer:
             await self.cluster.close()
         if self.probes is not None:  # NOT_SERVING from the start of the stop, closed last
             await self.probes.close()
+
+    async def _shut_down(self, grace_s: float | None) -> None:
+        """grpc's shutdown, once the calls its core holds are in Python's hands: the shutdown
+        kills those still queued there with no reason (``CANCELLED``), while the guard refuses
+        each call it takes from now ``SERVER_STOPPING`` (``corecalls``). The shutdown begins
+        in the same step as the reading that says nothing is queued."""
+        if self.guard is not None:
+            self.guard.closing = True
+            if not await corecalls.caught_up(self.core_id, self.guard.serving):
+                log.warning("core_calls_not_taken", core=corecalls.in_core(self.core_id or 0),
+                            serving=self.guard.serving())
+        await self.server.stop(grace_s)
 
     async def _close_store(self) -> None:
         """The host, the results clerk and the store closed: what was queued committed."""
@@ -265,8 +279,10 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         keys_valid=security.holds_key)
     door = Door(settings.max_in_flight, proxies, connection_limits)  # every transport's refusals
     guard = CallGuard(door)
+    servers = corecalls.server_ids()
     server = grpc.aio.server(options=server_options(settings),
                              interceptors=tracing.interceptors(settings.otel))
+    core_id = corecalls.created(servers)
     registry = guard.registering(server)  # every handler below is added guarded
     api = GameApi(host, housekeeping=Housekeeping(host), security=security)
     servicer = GameServicer(api)
@@ -332,4 +348,4 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         scheme = "http" if security.tls is None else "https"
         log.info("serving_web", address=f"{scheme}://{listen_address(settings.host, ws_port)}/")
     return RunningServer(server, port, host, health_servicer, api, guard, cluster,
-                         readiness, ws, ws_port, security, connection_limits)
+                         readiness, ws, ws_port, security, connection_limits, core_id=core_id)

@@ -39,6 +39,14 @@ def cut(method: str) -> ServiceError:
                         "node")
 
 
+def stopping() -> ServiceError:
+    """What a unary call the server takes as its stop begins grpc's shutdown is answered:
+    refused before any of it ran (``callguard.CallGuard.closing``)."""
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "SERVER_STOPPING",
+                        "the server is stopping: this request was not applied; retry on "
+                        "another node")
+
+
 class Guarded(Protocol):
     """The call guard as the stop sees it (``callguard.CallGuard``)."""
 
