@@ -21,6 +21,7 @@ from tapis_service.cluster.node import HAND_OFF_MIN_S
 from tapis_service.server import CLOSE_MARGIN_S, CUT_MARGIN_S, RunningServer, create_server
 from tests.cluster.inprocess import Running, two_nodes
 from tests.support.calls import person_seats, refusal
+from tests.support.core_queue import outcome, queue_at_stop
 from tests.support.frozen_database import FreezableProxy, socket_of
 from tests.support.postgres import Postgres
 from tests.support.process import free_port
@@ -171,3 +172,36 @@ async def test_a_stop_returns_within_its_bound_while_its_database_is_frozen(
         for node in nodes:
             await node.stop(0)
         await postgres.drop_database(database)
+
+
+@pytest.mark.parametrize("method", ["GetGame", "JoinGame"])
+async def test_calls_for_another_nodes_table_waiting_in_grpcs_core_at_the_stop_get_a_reason(
+        postgres: Postgres, method: str) -> None:
+    """Calls that wait in the stopping node's grpc core for a table the other node owns (they
+    would be relayed): taken before the shutdown and refused SERVER_STOPPING, never relayed
+    (``tests.support.core_queue``); the other node's table is unchanged."""
+    async with two_nodes(postgres, store_retry_ms=50) as (_, a, b):
+        game_ids = [(await b.stub.CreateGame(pb.CreateGameRequest(
+            kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))).game.game_id
+            for _ in range(3)]
+        channel = grpc.insecure_channel(f"127.0.0.1:{a.node.port}")  # its own threads
+        stub = pb_grpc.GameServiceStub(channel)
+        await asyncio.to_thread(stub.GetGame, pb.GetGameRequest(game_id=game_ids[0]))
+        calls = queue_at_stop(a.node, lambda: [
+            stub.GetGame.future(pb.GetGameRequest(game_id=game_id)) if method == "GetGame"
+            else stub.JoinGame.future(pb.JoinGameRequest(game_id=game_id, display_name="Al",
+                                                         request_id="join-1"))
+            for game_id in game_ids])
+        stop = a.node.stop
+
+        async def stopped(grace_s: float | None = None) -> None:
+            """a stopped already (the cluster's teardown stops it no second time)."""
+
+        a.node.stop = stopped  # type: ignore[method-assign]
+        await stop(5.0)
+        outcomes = [await asyncio.to_thread(outcome, call) for call in calls]
+        channel.close()
+        assert outcomes == [("UNAVAILABLE", "SERVER_STOPPING")] * len(game_ids)
+        for game_id in game_ids:  # nothing was relayed
+            view = (await b.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+            assert not any(seat.taken for seat in view.seats)
