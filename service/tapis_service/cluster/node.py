@@ -104,10 +104,10 @@ class ClusterNode:
     async def leave(self, within_s: float | None = None) -> None:
         """Graceful stop: hand every table off (the others take them over on their next call
         or sweep), end the relayed streams (their clients resume elsewhere), leave; within
-        ``within_s`` (None: however long it takes), or ``HAND_OFF_MIN_S`` if longer. A database that does not answer in time
-        (paused, unreachable) holds it no longer: the hand-off is abandoned, and this node's
-        lease expires by itself within a TTL (then the database decides who writes first:
-        the fencing epoch)."""
+        ``within_s`` (None: however long it takes; the hand-off at least ``HAND_OFF_MIN_S``).
+        A database that does not answer in time (paused, unreachable) holds it no longer: the
+        hand-off is abandoned, and this node's lease expires by itself within a TTL (then the
+        database decides who writes first: the fencing epoch)."""
         loop = asyncio.get_running_loop()
         ends = None if within_s is None else loop.time() + within_s
         self.locator.leaving = True
