@@ -139,8 +139,11 @@ class TunnelClient:
                         waiting.set_result(decode_answer(frame)[1])
         except grpc.aio.AioRpcError as error:
             why = f"the tunnel to the table's owner failed: {error.code().name}"
-            if _reason(error) == "NODE_VERSION_MISMATCH":  # no call of it was served
+            reason = _reason(error)
+            if reason == "NODE_VERSION_MISMATCH":  # no call of it was served
                 failure = version_mismatch(error.details() or "")
+            elif reason == "SERVER_STOPPING":  # refused as it opened: no call of it was served
+                failure = OwnerUnreachable(why, sent=False)
         except (ValueError, struct.error) as error:  # not our frames: drop this tunnel
             why = f"the tunnel to the table's owner sent bad frames: {error}"
             self._call.cancel()
@@ -277,6 +280,13 @@ def unknown_version(version: str) -> ServiceError:
                         f"{', '.join(map(str, sorted(VERSIONS)))}")
 
 
+def stopping() -> ServiceError:
+    """The refusal of a tunnel opened to a node that has drained its tunnels (it is stopping):
+    no call of it is served; the relaying node looks the table up again."""
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, "SERVER_STOPPING",
+                        "this node is stopping: it takes no relayed call")
+
+
 OVERLOADED = ServiceError(
     grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED",
     "the table's owner has too many relayed calls in flight; retry with backoff")
@@ -313,6 +323,8 @@ class TunnelServer:
         self._relay_key = relay_key
         self._max_in_flight = max_in_flight
         self._open: set[_Tunnel] = set()
+        self._closed = False
+        """Drained (the node is stopping): a new tunnel is refused at once."""
 
     def handler(self) -> grpc.GenericRpcHandler:
         return grpc.method_handlers_generic_handler(
@@ -328,6 +340,8 @@ class TunnelServer:
         if not version.isdigit() or int(version) not in VERSIONS:
             log.warning("tunnel_version_refused", version=version[:20], peer=context.peer())
             await end_call(context, unknown_version(version[:20]))
+        if self._closed:  # held open, it would hold the node's stop to the end of its grace
+            await end_call(context, stopping())
         tunnel = _Tunnel(self, frames, str(context.peer()))
         self._open.add(tunnel)
         try:
@@ -338,7 +352,9 @@ class TunnelServer:
             tunnel.cancel()
 
     async def drain(self, within_s: float | None) -> None:
-        """Graceful stop: take no more calls, answer those received, close every tunnel."""
+        """Graceful stop: take no more calls nor tunnels, answer the calls received, close
+        every tunnel."""
+        self._closed = True
         tunnels = list(self._open)
         for tunnel in tunnels:
             tunnel.stop_reading()
