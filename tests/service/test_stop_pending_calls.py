@@ -9,15 +9,18 @@ made to wait in the core deterministically)."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import grpc
 import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis_service.startup import WaitingRoom
 from tests.support.calls import person_seats
-from tests.support.core_queue import outcome, queue_at_stop
-from tests.support.server import ServerFactory
+from tests.support.core_queue import outcome, queue, queue_at_stop
+from tests.support.process import free_port
+from tests.support.server import TEST_SETTINGS, ServerFactory
 
 ARRIVING = 4
 
@@ -44,3 +47,22 @@ async def test_calls_waiting_in_grpcs_core_when_the_stop_begins_get_a_reason(
     assert len(outcomes) == ARRIVING
     for code, reason in outcomes:  # answered, or refused with a reason (nothing applied)
         assert (code, reason) in {("OK", ""), ("UNAVAILABLE", "SERVER_STOPPING")}, outcomes
+
+
+async def test_calls_waiting_in_the_waiting_rooms_core_at_the_hand_over_get_a_reason() -> None:
+    """The health-only server that holds the port while the server starts gives it up the same
+    way: the calls waiting in its core are taken first, each answered SERVER_STARTING (a
+    client retries and reaches the real server), none CANCELLED."""
+    port = free_port()
+    room = await WaitingRoom.open(replace(TEST_SETTINGS, port=port))
+    assert room is not None and room.core_id is not None
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")  # its own threads
+    stub = pb_grpc.GameServiceStub(channel)
+    first = await asyncio.to_thread(outcome, stub.GetGame.future(pb.GetGameRequest(game_id="g")))
+    assert first == ("UNAVAILABLE", "SERVER_STARTING")  # connected
+    calls = queue(room.core_id, lambda: [
+        stub.GetGame.future(pb.GetGameRequest(game_id="g")) for _ in range(ARRIVING)])
+    await room.close()
+    outcomes = [await asyncio.to_thread(outcome, call) for call in calls]
+    channel.close()
+    assert outcomes == [("UNAVAILABLE", "SERVER_STARTING")] * ARRIVING

@@ -37,14 +37,21 @@ def queue_at_stop(running: RunningServer, send: Callable[[], list[Any]]) -> list
     def arriving() -> None:
         plain()
         running.host.end_streams = plain  # type: ignore[method-assign]  # once
-        before = started(server_id)
-        sent.extend(send())
-        give_up = time.monotonic() + WITHIN_S
-        while started(server_id) < before + len(sent):
-            assert time.monotonic() < give_up, "the calls never reached grpc's core"
-            time.sleep(0.001)  # the loop held on purpose: nothing of the server runs
+        sent.extend(queue(server_id, send))
 
     running.host.end_streams = arriving  # type: ignore[method-assign]
+    return sent
+
+
+def queue(server_id: int, send: Callable[[], list[Any]]) -> list[Any]:
+    """The futures ``send()`` returns, once grpc's core has started every call: the event
+    loop held (nothing of the server runs) until then."""
+    before = started(server_id)
+    sent = send()
+    give_up = time.monotonic() + WITHIN_S
+    while started(server_id) < before + len(sent):
+        assert time.monotonic() < give_up, "the calls never reached grpc's core"
+        time.sleep(0.001)  # the loop held on purpose
     return sent
 
 
