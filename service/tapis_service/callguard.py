@@ -207,6 +207,7 @@ class CallGuard:
             except ServiceError as error:
                 _ended(meter, error.code.name, began)
                 door.refused_call(context, error)
+                calls.discard(task)  # before its status: never counted once grpc's core ended it
                 await end_call(context, error)
             except asyncio.CancelledError:
                 if not self.cutting:  # the client's cancellation
@@ -214,6 +215,7 @@ class CallGuard:
                     raise
                 cut = stopcalls.cut(method)  # the server's stop: a precise status
                 _ended(meter, cut.code.name, began)
+                calls.discard(task)
                 await end_call(context, cut)
             except BaseException:
                 _ended(meter, _code_of(context), began)
@@ -251,6 +253,7 @@ class CallGuard:
             began = time.perf_counter()
             started[0] += 1
             self.streaming += 1
+            counted = True
             try:
                 if request is UNDECODABLE:
                     raise _refused(invalid_request(method))
@@ -265,6 +268,8 @@ class CallGuard:
             except ServiceError as error:
                 ended(error.code.name, began)
                 self.door.refused_call(context, error)
+                self.streaming -= 1  # before its status (as a unary call's)
+                counted = False
                 await end_call(context, error)
             except asyncio.CancelledError:
                 ended("CANCELLED", began)
@@ -273,7 +278,8 @@ class CallGuard:
                 ended(_code_of(context), began)
                 raise
             finally:
-                self.streaming -= 1
+                if counted:
+                    self.streaming -= 1
             ended("OK", began)
 
         return write

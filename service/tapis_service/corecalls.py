@@ -47,13 +47,20 @@ async def caught_up(server_id: int | None, in_python: Callable[[], int],
                     within_s: float = CATCH_UP_S) -> bool:
     """Once every call the core holds is in Python's hands (``in_python``: the calls its
     handlers serve), returning right after the reading that says so: the caller's next step
-    (the shutdown) runs before the loop takes anything more. False past ``within_s``; True
-    at once when channelz does not know the server (none, or shut down already)."""
+    (the shutdown) runs before the loop takes anything more. Two readings in a row, a loop
+    pass apart, must say so: a stream ended from another task (its status sent, the core's
+    count down) is still counted by Python until its task unwinds, which one reading could
+    take for a queued call in Python's hands. False past ``within_s``; True at once when
+    channelz does not know the server (none, or shut down already)."""
     ends = asyncio.get_running_loop().time() + within_s
+    agreed = 0
     while True:
         held = None if server_id is None else in_core(server_id)
-        if held is None or held <= in_python():
+        if held is None:
+            return True
+        agreed = agreed + 1 if held <= in_python() else 0
+        if agreed == 2:
             return True
         if asyncio.get_running_loop().time() > ends:
             return False
-        await asyncio.sleep(0.001)
+        await asyncio.sleep(0 if agreed else 0.001)
