@@ -210,9 +210,12 @@ class CallGuard:
                 calls.discard(task)  # before its status: never counted once grpc's core ended it
                 await end_call(context, error)
             except asyncio.CancelledError:
-                if not self.cutting:  # the client's cancellation
+                own = task.cancelling() if task is not None else 1
+                if not self.cutting and own:  # the client's cancellation
                     _ended(meter, "CANCELLED", began)
                     raise
+                if not own:  # something it awaited was cancelled, not the call: a bug, logged
+                    log.warning("call_interrupted", method=method)
                 cut = stopcalls.cut(method)  # the server's stop: a precise status
                 _ended(meter, cut.code.name, began)
                 calls.discard(task)

@@ -8,6 +8,7 @@ node's method (nothing is timed): served at the stopping node, or relayed by it 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
@@ -20,7 +21,7 @@ from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.cluster.node import HAND_OFF_MIN_S
 from tapis_service.server import CLOSE_MARGIN_S, CUT_MARGIN_S, RunningServer, create_server
 from tests.cluster.inprocess import Running, two_nodes
-from tests.support.calls import person_seats, refusal
+from tests.support.calls import person_seats, reason_of, refusal
 from tests.support.core_queue import outcome, queue_at_stop
 from tests.support.frozen_database import FreezableProxy, socket_of
 from tests.support.postgres import Postgres
@@ -205,3 +206,56 @@ async def test_calls_for_another_nodes_table_waiting_in_grpcs_core_at_the_stop_g
         for game_id in game_ids:  # nothing was relayed
             view = (await b.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
             assert not any(seat.taken for seat in view.seats)
+
+
+async def test_a_call_waiting_for_the_lease_when_the_stop_begins_gets_a_reason(
+        postgres: Postgres) -> None:
+    """A call waiting for the node's lease renewal (its lease ran out) when the stop begins:
+    the stop ends the heartbeat, which was waiting for the same renewal; that renewal must not
+    be cancelled under the call (whose task would end with CancelledError: grpc then answers
+    ``CANCELLED`` with no reason). The renewal is held by an event."""
+    async with two_nodes(postgres, store_retry_ms=50) as (_, a, _b):
+        created = await a.stub.CreateGame(pb.CreateGameRequest(
+            kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))
+        cluster = a.node.cluster
+        renew = cluster.directory.renew
+        reached, release = asyncio.Event(), asyncio.Event()
+
+        async def held() -> bool:
+            reached.set()
+            await release.wait()
+            return bool(await renew())
+
+        cluster.directory.renew = held
+        await reached.wait()  # the heartbeat's renewal is under way (one a second)
+        cluster.locator.lease_until = -math.inf  # the lease ran out: calls wait for it
+        call = asyncio.ensure_future(answer_of(a.stub.GetGame(pb.GetGameRequest(
+            game_id=created.game.game_id))))
+        guard = a.node.guard
+        assert guard is not None
+        while not guard.calls:  # the call waits for the renewal
+            await asyncio.sleep(0.01)
+        stop = a.node.stop
+
+        async def stopped(grace_s: float | None = None) -> None:
+            """a stopped already (the cluster's teardown stops it no second time)."""
+
+        a.node.stop = stopped  # type: ignore[method-assign]
+        stopping = asyncio.ensure_future(stop(0.5))
+        while not cluster.locator.leaving:  # the stop has ended the heartbeat
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0)
+        release.set()
+        code, reason = await call
+        await stopping
+        assert code == "OK" or (code, reason) in {("UNAVAILABLE", "TABLE_MOVED"),
+                                                  ("UNAVAILABLE", "SERVER_STOPPING")}, code
+
+
+async def answer_of(call: Awaitable[Any]) -> tuple[str, str]:
+    """(code name, ErrorInfo reason) of an awaited call ("OK", "" when answered)."""
+    try:
+        await call
+    except grpc.aio.AioRpcError as error:
+        return error.code().name, reason_of(error)
+    return "OK", ""
