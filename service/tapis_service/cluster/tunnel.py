@@ -20,7 +20,7 @@ each other every method both know. An owner that does not speak the version refu
 and one that meets a method code it does not know refuses that call: both answer UNAVAILABLE /
 ``NODE_VERSION_MISMATCH``, nothing applied, and the client retries (with the same request id).
 
-The frames are ``cluster.frames``'.
+The frames are ``cluster.frames``', its refusals ``cluster.tunnel_refusals``'.
 """
 
 from __future__ import annotations
@@ -34,8 +34,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import grpc
 import structlog
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from tapis_service import logcontext, tracing
 from tapis_service.caller import Caller
@@ -56,6 +54,14 @@ from tapis_service.cluster.frames import (
     encode_refusal,
     encode_request,
     frames_of,
+)
+from tapis_service.cluster.tunnel_refusals import (
+    OVERLOADED,
+    not_a_node,
+    reason_of,
+    stopping,
+    unknown_version,
+    version_mismatch,
 )
 from tapis_service.door import Door, Transport
 from tapis_service.errors import ServiceError, end_call
@@ -87,15 +93,6 @@ class OwnerUnreachable(Exception):
     def __init__(self, why: str, sent: bool = True) -> None:
         super().__init__(why)
         self.sent = sent
-
-
-def _reason(error: grpc.aio.AioRpcError) -> str:
-    """The ErrorInfo reason of the status a tunnel ended with ("" when it has none)."""
-    status = rpc_status.from_call(error)
-    for detail in () if status is None else status.details:
-        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            return str(error_details_pb2.ErrorInfo.FromString(detail.value).reason)
-    return ""
 
 
 # --- the relaying side ----------------------------------------------------------------------------
@@ -139,7 +136,7 @@ class TunnelClient:
                         waiting.set_result(decode_answer(frame)[1])
         except grpc.aio.AioRpcError as error:
             why = f"the tunnel to the table's owner failed: {error.code().name}"
-            reason = _reason(error)
+            reason = reason_of(error)
             if reason == "NODE_VERSION_MISMATCH":  # no call of it was served
                 failure = version_mismatch(error.details() or "")
             elif reason == "SERVER_STOPPING":  # refused as it opened: no call of it was served
@@ -258,38 +255,6 @@ class RelayedStream:
 
 
 # --- the owner's side ---------------------------------------------------------------------------
-
-
-def not_a_node() -> ServiceError:
-    return ServiceError(grpc.StatusCode.PERMISSION_DENIED, "NOT_A_CLUSTER_NODE",
-                        "the tunnel is opened by a node of this cluster only")
-
-
-def version_mismatch(detail: str) -> ServiceError:
-    """A call the table's owner cannot serve: it runs another version (a rolling upgrade).
-    Nothing of it was applied: the client retries, with the same request id."""
-    return ServiceError(grpc.StatusCode.UNAVAILABLE, "NODE_VERSION_MISMATCH",
-                        f"the node holding this table runs another version ({detail}); "
-                        "nothing was applied: retry with backoff, with the same request_id")
-
-
-def unknown_version(version: str) -> ServiceError:
-    """The refusal of a tunnel opened with a protocol version this owner does not speak."""
-    return ServiceError(grpc.StatusCode.UNAVAILABLE, "NODE_VERSION_MISMATCH",
-                        f"tunnel protocol version {version or 'none'}; this node speaks "
-                        f"{', '.join(map(str, sorted(VERSIONS)))}")
-
-
-def stopping() -> ServiceError:
-    """The refusal of a tunnel opened to a node that has drained its tunnels (it is stopping):
-    no call of it is served; the relaying node looks the table up again."""
-    return ServiceError(grpc.StatusCode.UNAVAILABLE, "SERVER_STOPPING",
-                        "this node is stopping: it takes no relayed call")
-
-
-OVERLOADED = ServiceError(
-    grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED",
-    "the table's owner has too many relayed calls in flight; retry with backoff")
 
 
 def _owner_failed(error: BaseException, rpc: Rpc | None = None) -> ServiceError:
