@@ -47,11 +47,12 @@ async def caught_up(server_id: int | None, in_python: Callable[[], int],
                     within_s: float = CATCH_UP_S) -> bool:
     """Once every call the core holds is in Python's hands (``in_python``: the calls its
     handlers serve), returning right after the reading that says so: the caller's next step
-    (the shutdown) runs before the loop takes anything more. Two readings in a row, a loop
-    pass apart, must say so: a stream ended from another task (its status sent, the core's
-    count down) is still counted by Python until its task unwinds, which one reading could
-    take for a queued call in Python's hands. False past ``within_s``; True at once when
-    channelz does not know the server (none, or shut down already)."""
+    (the shutdown) runs before the loop takes anything more. Two readings in a row, a
+    millisecond apart, must say so: a call ended by an abort (its status sent, the core's
+    count down: a stream ended from another task, a tunnel refused) is still counted by
+    Python until its task resumes, which one reading could take for a queued call in Python's
+    hands. False past ``within_s``; True at once when channelz does not know the server
+    (none, or shut down already)."""
     ends = asyncio.get_running_loop().time() + within_s
     agreed = 0
     while True:
@@ -63,4 +64,4 @@ async def caught_up(server_id: int | None, in_python: Callable[[], int],
             return True
         if asyncio.get_running_loop().time() > ends:
             return False
-        await asyncio.sleep(0 if agreed else 0.001)
+        await asyncio.sleep(0.001)
