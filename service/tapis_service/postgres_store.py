@@ -302,7 +302,7 @@ class PostgresStore:
     def terminate(self) -> None:
         """Close every connection at once, waiting for nothing (a stop whose database does
         not answer): what is queued is not committed, and was not acknowledged."""
-        self.writer.abort()
+        self.writer.stop_now()
         self.pool.terminate()
 
     async def _load(self) -> Loaded:

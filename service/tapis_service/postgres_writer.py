@@ -174,7 +174,7 @@ class Writer:
                     await self.pool.release(lane.connection)
                 lane.connection = None
 
-    def abort(self) -> None:
+    def stop_now(self) -> None:
         """Stop at once (``PostgresStore.terminate``): each lane's task is cancelled, the
         writes it holds left unsettled (never acknowledged)."""
         self.close()
