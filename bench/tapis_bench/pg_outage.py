@@ -58,6 +58,15 @@ RETRIED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 """What a check (or a read after the run) retries: a node or the database not back yet."""
 
 
+def _resent(error: grpc.aio.AioRpcError) -> bool:
+    """A write's answer that its sender retries with the same request id: UNAVAILABLE, or a
+    CANCELLED without a reason (grpc's core dropped it before the server saw it: a call that
+    raced a stopping node's shutdown; tapis_clients.connection.is_retryable)."""
+    code = error.code()
+    return code == grpc.StatusCode.UNAVAILABLE or (
+        code == grpc.StatusCode.CANCELLED and not _reason(error))
+
+
 def _reason(error: grpc.aio.AioRpcError) -> str:
     status = rpc_status.from_call(error)
     for detail in status.details if status is not None else ():
@@ -215,7 +224,7 @@ async def _drive(a: pb_grpc.GameServiceStub, b: pb_grpc.GameServiceStub, game_id
             except grpc.aio.AioRpcError as error:
                 entry.answers.append(Answer(error.code().name, _reason(error), at_ms=_now_ms()))
                 seen[f"write {error.code().name} {_reason(error)}"] += 1
-                if error.code() != grpc.StatusCode.UNAVAILABLE:
+                if not _resent(error):
                     break
                 await asyncio.sleep(0.1)
                 continue
@@ -266,7 +275,7 @@ async def _check(stubs: list[pb_grpc.GameServiceStub], entry: Request, token: st
                 answer = await rng.choice(stubs).SubmitAction(request, timeout=10,
                                                               metadata=_auth(token))
             except grpc.aio.AioRpcError as error:
-                if error.code() in RETRIED:
+                if error.code() in RETRIED or _resent(error):
                     await asyncio.sleep(0.2)
                     continue
                 entry.check = Answer(error.code().name, _reason(error), at_ms=_now_ms())

@@ -125,10 +125,16 @@ def retry_delay_s(error: grpc.RpcError) -> float | None:
 
 def is_retryable(error: grpc.RpcError, stream: bool = False) -> bool:
     """Whether the same request may be sent again: the server (or a cluster node) is away or
-    restarting, or asks the client to slow down."""
+    restarting, or asks the client to slow down. A ``CANCELLED`` without an ErrorInfo is
+    grpc's core's, never the server's code: a call that waited in a stopping server's core
+    (or beyond its backlog) and was dropped before the server saw it; this client's own
+    cancellation raises ``asyncio.CancelledError`` instead (docs/api.md, "Statuses without a
+    reason")."""
     code = error.code()
     if code == grpc.StatusCode.UNAVAILABLE:
         return True
+    if code == grpc.StatusCode.CANCELLED:
+        return not error_reason(error)
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
         reasons = RESUMED_EXHAUSTION if stream else RETRIED_EXHAUSTION
         return error_reason(error) in reasons

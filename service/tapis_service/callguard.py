@@ -100,6 +100,15 @@ class CallGuard:
         leaves (``cutting``, ``stopcalls.drain``)."""
         self.cutting = False
         """The server is stopping: a call cancelled now was cut by it (``stopcalls.cut``)."""
+        self.closing = False
+        """The server's stop is about to begin grpc's shutdown: a unary call taken now is
+        refused ``SERVER_STOPPING`` at once, nothing applied (``stopcalls.stopping``)."""
+        self.streaming = 0
+        """The calls other than unary in flight: streams either way, the cluster's tunnels."""
+
+    def serving(self) -> int:
+        """Every call this server's Python serves now (``corecalls.caught_up``)."""
+        return len(self.calls) + self.streaming
 
     @property
     def in_flight(self) -> int:
@@ -123,12 +132,39 @@ class CallGuard:
         if handler.request_deserializer is None:
             # a raw-bytes request stream (a cluster node's tunnel): nothing can fail to decode,
             # and the tunnel answers its own refusals
-            return handler
+            if handler.stream_unary is not None:
+                return handler._replace(stream_unary=self._counted(handler.stream_unary))
+            return handler._replace(stream_stream=self._counted(handler.stream_stream))
         if handler.stream_unary is not None:
-            return handler._replace(request_deserializer=decode,
-                                    stream_unary=_checked_requests(method, handler.stream_unary))
-        return handler._replace(request_deserializer=decode,
-                                stream_stream=_checked_requests(method, handler.stream_stream))
+            return handler._replace(request_deserializer=decode, stream_unary=self._counted(
+                _checked_requests(method, handler.stream_unary)))
+        return handler._replace(request_deserializer=decode, stream_stream=self._counted(
+            _checked_requests(method, handler.stream_stream)))
+
+    def _counted(self, behavior: Callable[..., Any]) -> Callable[..., Any]:
+        """A client-streaming behavior counted in ``streaming`` while it runs."""
+        if inspect.isasyncgenfunction(behavior):
+            async def generate(requests: Any, context: grpc.aio.ServicerContext
+                               ) -> AsyncIterator[Any]:
+                self.streaming += 1
+                try:
+                    async with contextlib.aclosing(behavior(requests, context)) as responses:
+                        async for response in responses:
+                            yield response
+                finally:
+                    self.streaming -= 1
+
+            return generate
+
+        async def call(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+            self.streaming += 1
+            try:
+                result = behavior(requests, context)
+                return await result if inspect.isawaitable(result) else result
+            finally:
+                self.streaming -= 1
+
+        return call
 
     def _unary(self, method: str, behavior: Callable[..., Any]) -> Callable[..., Any]:
         door = self.door
@@ -150,6 +186,8 @@ class CallGuard:
             try:
                 if request is UNDECODABLE:
                     raise _refused(invalid_request(method))
+                if self.closing:  # grpc's shutdown is about to begin: nothing is applied
+                    raise _refused(stopcalls.stopping())
                 if door.in_flight >= door.max_in_flight:  # door.enter, inlined: every call
                     raise _refused(overloaded())
                 door.in_flight += 1
@@ -170,13 +208,18 @@ class CallGuard:
             except ServiceError as error:
                 _ended(meter, error.code.name, began)
                 door.refused_call(context, error)
+                calls.discard(task)  # before its status: never counted once grpc's core ended it
                 await end_call(context, error)
             except asyncio.CancelledError:
-                if not self.cutting:  # the client's cancellation
+                own = task.cancelling() if task is not None else 1
+                if not self.cutting and own:  # the client's cancellation
                     _ended(meter, "CANCELLED", began)
                     raise
+                if not own:  # something it awaited was cancelled, not the call: a bug, logged
+                    log.warning("call_interrupted", method=method)
                 cut = stopcalls.cut(method)  # the server's stop: a precise status
                 _ended(meter, cut.code.name, began)
+                calls.discard(task)
                 await end_call(context, cut)
             except BaseException:
                 _ended(meter, _code_of(context), began)
@@ -213,6 +256,8 @@ class CallGuard:
         async def write(request: Any, context: grpc.aio.ServicerContext) -> None:
             began = time.perf_counter()
             started[0] += 1
+            self.streaming += 1
+            counted = True
             try:
                 if request is UNDECODABLE:
                     raise _refused(invalid_request(method))
@@ -227,6 +272,8 @@ class CallGuard:
             except ServiceError as error:
                 ended(error.code.name, began)
                 self.door.refused_call(context, error)
+                self.streaming -= 1  # before its status (as a unary call's)
+                counted = False
                 await end_call(context, error)
             except asyncio.CancelledError:
                 ended("CANCELLED", began)
@@ -234,6 +281,9 @@ class CallGuard:
             except BaseException:
                 ended(_code_of(context), began)
                 raise
+            finally:
+                if counted:
+                    self.streaming -= 1
             ended("OK", began)
 
         return write

@@ -299,6 +299,12 @@ class PostgresStore:
         await self.writer.aclose()
         await self.pool.close()
 
+    def terminate(self) -> None:
+        """Close every connection at once, waiting for nothing (a stop whose database does
+        not answer): what is queued is not committed, and was not acknowledged."""
+        self.writer.stop_now()
+        self.pool.terminate()
+
     async def _load(self) -> Loaded:
         async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
             return await sql.load_all(connection)

@@ -174,6 +174,14 @@ class Writer:
                     await self.pool.release(lane.connection)
                 lane.connection = None
 
+    def stop_now(self) -> None:
+        """Stop at once (``PostgresStore.terminate``): each lane's task is cancelled, the
+        writes it holds left unsettled (never acknowledged)."""
+        self.close()
+        for lane in self._lanes:
+            if lane.task is not None:
+                lane.task.cancel()
+
     def submit(self, job: Write) -> asyncio.Future[None]:
         """Queue ``job`` on its table's lane; the future completes once it is committed (or
         fails with the ``StoreError`` saying why not, or that it may have been)."""

@@ -15,7 +15,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from tapis.v1 import errors_pb2
-from tapis_service import joinkey, metrics, stopcalls, tracing
+from tapis_service import corecalls, joinkey, metrics, stopcalls, tracing
 from tapis_service.callguard import CallGuard
 from tapis_service.capacity import Capacity
 from tapis_service.clock import Clock, SystemClock
@@ -46,6 +46,9 @@ log = structlog.get_logger("tapis.server")
 # files or their imports.
 CUT_MARGIN_S = 1.0
 """How long the answers of the calls a stop cuts have to go out before grpc cancels them."""
+CLOSE_MARGIN_S = 2.0
+"""How long a stop waits, after the grace, for the store to commit what is queued and close
+(a database that does not answer is not waited for longer: its connections are dropped)."""
 EXTRA_FILES: tuple[descriptor.FileDescriptor, ...] = (
     status_pb2.DESCRIPTOR, error_details_pb2.DESCRIPTOR, errors_pb2.DESCRIPTOR)
 
@@ -101,42 +104,75 @@ class RunningServer:
     """Its connection limits on both ports (tapis_service/connections.py)."""
     probes: Any = None
     """The plaintext health port (``--health-port``: ``startup.ProbePort``), else None."""
+    core_id: int | None = None
+    """The server's channelz id: how many calls grpc's core holds (``corecalls``)."""
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, (a cluster node: hand its tables off),
         end the open event streams (SERVER_STOPPING), drain in-flight calls, then close the
-        host."""
+        host. Whatever the database does, it returns within ``grace_s`` (a cluster node's at
+        least ``HAND_OFF_MIN_S``) + ``CUT_MARGIN_S`` + ``CLOSE_MARGIN_S`` (None: no bound):
+        the hand-off and the drains share the grace, and what is left of the store is closed
+        at once past ``CLOSE_MARGIN_S``."""
+        loop = asyncio.get_running_loop()
+        ends = None if grace_s is None else loop.time() + grace_s
+
+        def left() -> float | None:
+            return None if ends is None else max(0.0, ends - loop.time())
+
         await self.health.enter_graceful_shutdown()
         if self.readiness is not None:
             self.readiness.stop()
         if self.api is not None:
             self.api.housekeeping.stop()
         if self.cluster is not None:
-            await self.cluster.leave()
+            await self.cluster.leave(left())
         if self.connection_limits is not None:
             await self.connection_limits.stop()
         self.host.end_streams()  # unary calls in flight drain within the grace; streams end now
         # grpc takes no new call at once; those in flight when the grace ends are cut by the
         # guard with a precise status (stopcalls.cut) before grpc cancels what is left
         # (UNAVAILABLE with no reason) once their answers had CUT_MARGIN_S to go out
-        stopping = [self.server.stop(None if grace_s is None else grace_s + CUT_MARGIN_S)]
+        grace = left()
+        stopping = [self._shut_down(None if grace is None else grace + CUT_MARGIN_S)]
         if self.ws is not None:
-            stopping.append(self.ws.stop(grace_s))
+            stopping.append(self.ws.stop(grace))
         stopped = asyncio.gather(*stopping)
         if self.guard is not None:
-            cut = await stopcalls.drain(self.guard, grace_s)
+            cut = await stopcalls.drain(self.guard, grace)
             if cut:
                 log.warning("calls_cut_at_stop", calls=cut)
         await stopped
         if self.api is not None:
             await self.api.housekeeping.drain()
-        await self.host.close()
-        await self.host.clerk.settle()
-        await self.host.clerk.feed.store.close()
+        closed, _ = await stopcalls.within(self._close_store(), None if grace_s is None
+                                           else CLOSE_MARGIN_S, "close_store")
+        if not closed:  # the database does not answer: its connections are dropped
+            terminate = getattr(self.host.store, "terminate", None)
+            if terminate is not None:
+                terminate()
         if self.cluster is not None:
             await self.cluster.close()
         if self.probes is not None:  # NOT_SERVING from the start of the stop, closed last
             await self.probes.close()
+
+    async def _shut_down(self, grace_s: float | None) -> None:
+        """grpc's shutdown, once the calls its core holds are in Python's hands: the shutdown
+        kills those still queued there with no reason (``CANCELLED``), while the guard refuses
+        each call it takes from now ``SERVER_STOPPING`` (``corecalls``). The shutdown begins
+        in the same step as the reading that says nothing is queued."""
+        if self.guard is not None:
+            self.guard.closing = True
+            if not await corecalls.caught_up(self.core_id, self.guard.serving):
+                log.warning("core_calls_not_taken", core=corecalls.in_core(self.core_id or 0),
+                            serving=self.guard.serving())
+        await self.server.stop(grace_s)
+
+    async def _close_store(self) -> None:
+        """The host, the results clerk and the store closed: what was queued committed."""
+        await self.host.close()
+        await self.host.clerk.settle()
+        await self.host.clerk.feed.store.close()
         aclose = getattr(self.host.store, "aclose", None)
         if aclose is not None:  # a store with connections to close (PostgreSQL)
             await aclose()
@@ -243,8 +279,10 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         keys_valid=security.holds_key)
     door = Door(settings.max_in_flight, proxies, connection_limits)  # every transport's refusals
     guard = CallGuard(door)
+    servers = corecalls.server_ids()
     server = grpc.aio.server(options=server_options(settings),
                              interceptors=tracing.interceptors(settings.otel))
+    core_id = corecalls.created(servers)
     registry = guard.registering(server)  # every handler below is added guarded
     api = GameApi(host, housekeeping=Housekeeping(host), security=security)
     servicer = GameServicer(api)
@@ -310,4 +348,4 @@ async def create_server(settings: Settings, clock: Clock | None = None,
         scheme = "http" if security.tls is None else "https"
         log.info("serving_web", address=f"{scheme}://{listen_address(settings.host, ws_port)}/")
     return RunningServer(server, port, host, health_servicer, api, guard, cluster,
-                         readiness, ws, ws_port, security, connection_limits)
+                         readiness, ws, ws_port, security, connection_limits, core_id=core_id)

@@ -138,8 +138,8 @@ class Settings:
     log_level: str = setting("info", "JSON log lines on stderr from this level up", "server",
                              choices=("debug", "info", "warning", "error"))
     grace_s: float = setting(5.0, "on SIGTERM: how long calls in flight may take to finish "
-                             "(the drain)", "server", flag="--grace", metavar="SECONDS", low=0,
-                             high=86_400)
+                             "(the drain; a cluster node's hand-off too)", "server",
+                             flag="--grace", metavar="SECONDS", low=0, high=86_400)
     event_loop: str = setting("uvloop", "the event loop (uvloop costs less CPU per action, "
                               "see docs/performance.md; asyncio: the standard one)", "server",
                               choices=("uvloop", "asyncio"))

@@ -21,12 +21,13 @@ from contextlib import suppress
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from tapis_service import corecalls
 from tapis_service.errors import ServiceError, end_call
 from tapis_service.health import new_health
 from tapis_service.logrepeat import RepeatLimiter
@@ -104,8 +105,12 @@ class WaitingRoom:
     on the server's port until the real one takes it; every other call is told the server is
     starting (``SERVER_STARTING``)."""
 
-    def __init__(self, server: grpc.aio.Server) -> None:
+    def __init__(self, server: grpc.aio.Server, core_id: int | None = None) -> None:
         self.server: grpc.aio.Server | None = server
+        self.core_id = core_id
+        """The room's channelz id: the calls its grpc core holds (``corecalls``)."""
+        self.watching = 0
+        """Its open health ``Watch`` streams: the only calls it does not answer at once."""
 
     @classmethod
     async def open(cls, settings: Settings, security: Security | None = None
@@ -119,8 +124,21 @@ class WaitingRoom:
         address = listen_address(settings.host, settings.port)
         if not can_bind(settings.host, settings.port):
             raise CannotListen(f"cannot listen on {address} (is another server there?)")
+        servers = corecalls.server_ids()
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
-        health_pb2_grpc.add_HealthServicer_to_server(await new_health(ready=False), server)
+        room = cls(server, corecalls.created(servers))
+        servicer = await new_health(ready=False)
+        watch = servicer.Watch
+
+        async def watched(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            room.watching += 1
+            try:
+                return await watch(request, context)
+            finally:
+                room.watching -= 1
+
+        servicer.Watch = watched
+        health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
         server.add_generic_rpc_handlers((_Starting(),))  # after health's: asked last
         try:
             if security is None:
@@ -131,14 +149,17 @@ class WaitingRoom:
             raise CannotListen(f"cannot listen on {address} (is another server there?)") \
                 from error
         await server.start()
-        return cls(server)
+        return room
 
     async def close(self) -> None:
         """Give the port up: new calls are refused by the transport (``UNAVAILABLE``: a
         client retries, and reaches the real server); the calls in flight are answered
-        first (``SERVER_STARTING``, or their health status), never cancelled."""
+        first (``SERVER_STARTING``, or their health status), never cancelled, and so are
+        those waiting in grpc's core, taken before its shutdown (``corecalls``: it would
+        kill them ``CANCELLED``, with no reason)."""
         if self.server is not None:
             server, self.server = self.server, None
+            await corecalls.caught_up(self.core_id, lambda: self.watching)
             await server.stop(HANDOVER_GRACE_S)
 
 

@@ -217,6 +217,20 @@ async def test_a_graceful_stop_answers_the_calls_received_then_closes(
     client.close()
 
 
+async def test_a_tunnel_opened_after_the_drain_is_refused_with_nothing_served(
+        owner: tuple[Owner, grpc.aio.Channel]) -> None:
+    """A node that drained its tunnels (stopping) refuses a new one at once, instead of holding
+    it, and its stop, to the end of its grace; the calls sent in it were not served."""
+    end, channel = owner
+    assert end.tunnels is not None
+    await end.tunnels.drain(within_s=30)
+    client = tunnel.TunnelClient(channel, KEY)
+    with pytest.raises(tunnel.OwnerUnreachable) as refused:
+        await client.call(SUBMIT, ANYONE, b"after the drain")
+    assert not refused.value.sent and end.served == []
+    client.close()
+
+
 async def test_calls_waiting_when_the_owner_goes_away_fail_as_unreachable(
         owner: tuple[Owner, grpc.aio.Channel]) -> None:
     end, channel = owner

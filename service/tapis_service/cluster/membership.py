@@ -51,7 +51,8 @@ class Membership:
         while True:
             await asyncio.sleep(every)
             try:
-                await self.locator.renewal()
+                # shielded: the stop cancels this task, never the renewal calls may share
+                await asyncio.shield(self.locator.renewal())
                 live = await self.directory.live_members()
                 metrics.MEMBERS.set(len(live))
                 if self.tunnels.addresses():

@@ -12,16 +12,17 @@ tables (``listing``); the gRPC handlers are the ``gateway``'s.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 
 import grpc
 import structlog
 
-from tapis_service import logcontext
+from tapis_service import logcontext, stopcalls
 from tapis_service.cluster import gateway, metrics, tunnel
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.listing import Listing
-from tapis_service.cluster.locator import Locator
+from tapis_service.cluster.locator import DATABASE_ERRORS, Locator
 from tapis_service.cluster.membership import Membership
 from tapis_service.cluster.relay import Relay, Tunnels
 from tapis_service.door import Door
@@ -34,6 +35,10 @@ from tapis_service.settings import Settings
 from tapis_service.tls import ClusterTls
 
 log = structlog.get_logger("tapis.cluster")
+
+HAND_OFF_MIN_S = 1.0
+"""The hand-off's time at a stop whose grace is shorter (0 included): the others take the
+tables over at once rather than after the lease."""
 
 
 def new_node_id() -> str:
@@ -96,9 +101,15 @@ class ClusterNode:
         log.info("cluster_joined", address=self.settings.advertise,
                  ttl_s=self.settings.node_ttl_s)
 
-    async def leave(self) -> None:
+    async def leave(self, within_s: float | None = None) -> None:
         """Graceful stop: hand every table off (the others take them over on their next call
-        or sweep), end the relayed streams (their clients resume elsewhere), leave."""
+        or sweep), end the relayed streams (their clients resume elsewhere), leave; within
+        ``within_s`` (None: however long it takes; the hand-off at least ``HAND_OFF_MIN_S``).
+        A database that does not answer in time (paused, unreachable) holds it no longer: the
+        hand-off is abandoned, and this node's lease expires by itself within a TTL (then the
+        database decides who writes first: the fencing epoch)."""
+        loop = asyncio.get_running_loop()
+        ends = None if within_s is None else loop.time() + within_s
         self.locator.leaving = True
         self.membership.stop()
         self.relay.cut_relayed_streams()
@@ -107,12 +118,25 @@ class ClusterNode:
             tables.discard(game_id)
         for game_id in tables.ids(TableState.RESTING):  # handed off too: adopted elsewhere next
             tables.unlist_resting(game_id)
-        await self.store.settled()
-        handed = await self.directory.hand_off()
-        await self.directory.leave()
-        await self.tunnel_server.drain(self.settings.grace_s)  # answer what was relayed to us
+        _, handed = await stopcalls.within(
+            self._hand_off(), None if within_s is None else max(within_s, HAND_OFF_MIN_S),
+            "cluster_leave")
+        left = None if ends is None else max(0.0, ends - loop.time())
+        await self.tunnel_server.drain(left)  # answer what was relayed to us
         metrics.TABLES_OWNED.set(0)
         log.info("cluster_left", tables_handed_off=handed)
+
+    async def _hand_off(self) -> int | None:
+        """The database's part of leaving: the writes queued settled, every table handed off,
+        the membership deleted; None when the database failed it (its lease expires)."""
+        try:
+            await self.store.settled()
+            handed = await self.directory.hand_off()
+            await self.directory.leave()
+        except DATABASE_ERRORS as error:
+            log.warning("cluster_leave_failed", error=str(error)[:200])
+            return None
+        return handed
 
     async def close(self) -> None:
         self.membership.stop()

@@ -20,7 +20,7 @@ each other every method both know. An owner that does not speak the version refu
 and one that meets a method code it does not know refuses that call: both answer UNAVAILABLE /
 ``NODE_VERSION_MISMATCH``, nothing applied, and the client retries (with the same request id).
 
-The frames are ``cluster.frames``'.
+The frames are ``cluster.frames``', its refusals ``cluster.tunnel_refusals``'.
 """
 
 from __future__ import annotations
@@ -34,8 +34,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import grpc
 import structlog
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from tapis_service import logcontext, tracing
 from tapis_service.caller import Caller
@@ -56,6 +54,14 @@ from tapis_service.cluster.frames import (
     encode_refusal,
     encode_request,
     frames_of,
+)
+from tapis_service.cluster.tunnel_refusals import (
+    OVERLOADED,
+    not_a_node,
+    reason_of,
+    stopping,
+    unknown_version,
+    version_mismatch,
 )
 from tapis_service.door import Door, Transport
 from tapis_service.errors import ServiceError, end_call
@@ -87,15 +93,6 @@ class OwnerUnreachable(Exception):
     def __init__(self, why: str, sent: bool = True) -> None:
         super().__init__(why)
         self.sent = sent
-
-
-def _reason(error: grpc.aio.AioRpcError) -> str:
-    """The ErrorInfo reason of the status a tunnel ended with ("" when it has none)."""
-    status = rpc_status.from_call(error)
-    for detail in () if status is None else status.details:
-        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            return str(error_details_pb2.ErrorInfo.FromString(detail.value).reason)
-    return ""
 
 
 # --- the relaying side ----------------------------------------------------------------------------
@@ -139,8 +136,11 @@ class TunnelClient:
                         waiting.set_result(decode_answer(frame)[1])
         except grpc.aio.AioRpcError as error:
             why = f"the tunnel to the table's owner failed: {error.code().name}"
-            if _reason(error) == "NODE_VERSION_MISMATCH":  # no call of it was served
+            reason = reason_of(error)
+            if reason == "NODE_VERSION_MISMATCH":  # no call of it was served
                 failure = version_mismatch(error.details() or "")
+            elif reason == "SERVER_STOPPING":  # refused as it opened: no call of it was served
+                failure = OwnerUnreachable(why, sent=False)
         except (ValueError, struct.error) as error:  # not our frames: drop this tunnel
             why = f"the tunnel to the table's owner sent bad frames: {error}"
             self._call.cancel()
@@ -257,31 +257,6 @@ class RelayedStream:
 # --- the owner's side ---------------------------------------------------------------------------
 
 
-def not_a_node() -> ServiceError:
-    return ServiceError(grpc.StatusCode.PERMISSION_DENIED, "NOT_A_CLUSTER_NODE",
-                        "the tunnel is opened by a node of this cluster only")
-
-
-def version_mismatch(detail: str) -> ServiceError:
-    """A call the table's owner cannot serve: it runs another version (a rolling upgrade).
-    Nothing of it was applied: the client retries, with the same request id."""
-    return ServiceError(grpc.StatusCode.UNAVAILABLE, "NODE_VERSION_MISMATCH",
-                        f"the node holding this table runs another version ({detail}); "
-                        "nothing was applied: retry with backoff, with the same request_id")
-
-
-def unknown_version(version: str) -> ServiceError:
-    """The refusal of a tunnel opened with a protocol version this owner does not speak."""
-    return ServiceError(grpc.StatusCode.UNAVAILABLE, "NODE_VERSION_MISMATCH",
-                        f"tunnel protocol version {version or 'none'}; this node speaks "
-                        f"{', '.join(map(str, sorted(VERSIONS)))}")
-
-
-OVERLOADED = ServiceError(
-    grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED",
-    "the table's owner has too many relayed calls in flight; retry with backoff")
-
-
 def _owner_failed(error: BaseException, rpc: Rpc | None = None) -> ServiceError:
     """What a relayed call is answered when serving it failed unexpectedly (a bug, logged):
     the client retries (with the same request id: a write may have been applied)."""
@@ -313,6 +288,8 @@ class TunnelServer:
         self._relay_key = relay_key
         self._max_in_flight = max_in_flight
         self._open: set[_Tunnel] = set()
+        self._closed = False
+        """Drained (the node is stopping): a new tunnel is refused at once."""
 
     def handler(self) -> grpc.GenericRpcHandler:
         return grpc.method_handlers_generic_handler(
@@ -328,6 +305,8 @@ class TunnelServer:
         if not version.isdigit() or int(version) not in VERSIONS:
             log.warning("tunnel_version_refused", version=version[:20], peer=context.peer())
             await end_call(context, unknown_version(version[:20]))
+        if self._closed:  # held open, it would hold the node's stop to the end of its grace
+            await end_call(context, stopping())
         tunnel = _Tunnel(self, frames, str(context.peer()))
         self._open.add(tunnel)
         try:
@@ -337,8 +316,10 @@ class TunnelServer:
             self._open.discard(tunnel)
             tunnel.cancel()
 
-    async def drain(self, within_s: float) -> None:
-        """Graceful stop: take no more calls, answer those received, close every tunnel."""
+    async def drain(self, within_s: float | None) -> None:
+        """Graceful stop: take no more calls nor tunnels, answer the calls received, close
+        every tunnel."""
+        self._closed = True
         tunnels = list(self._open)
         for tunnel in tunnels:
             tunnel.stop_reading()
