@@ -350,7 +350,7 @@ class WarRules:
         return WarOptions(target_points=int(data["target_points"]))
 
 
-RULES = WarRules()
-GAME = GameDescriptor(
+RULES: WarRules = WarRules()
+GAME: GameDescriptor = GameDescriptor(
     rules=RULES, title="Bataille", max_stacked_cards=len(standard_deck()),
     short_options=WarOptions(target_points=40), routine_action=Reveal())
