@@ -7,6 +7,10 @@ cost of a plain attribute store. ``fast_init`` gives a frozen, slotted dataclass
 member descriptor directly. Nothing else changes: the instances stay immutable (assignment
 still raises ``FrozenInstanceError``), and equality, hashing, ``repr`` and
 ``dataclasses.replace`` are the dataclass's own.
+
+It is called after the class (``fast_init(Table)``), not written as its decorator: mypyc
+(``tools/compiled.py``) compiles a class with any decorator but ``@dataclass`` as a plain
+Python class, and a compiled (native) class keeps its own constructor, faster still.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ T = TypeVar("T")
 def fast_init(cls: type[T]) -> type[T]:
     """Replace the ``__init__`` of ``cls`` (a ``@dataclass(frozen=True, slots=True)`` with
     plain fields: no ``default_factory``, no ``init=False`` nor keyword-only fields, no
-    ``__post_init__``) by one that stores through the slots' descriptors."""
+    ``__post_init__``) by one that stores through the slots' descriptors; a class compiled by
+    mypyc is given back unchanged."""
+    if "__mypyc_attrs__" in cls.__dict__:  # a native class: its constructor is compiled
+        return cls
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__slots__" not in cls.__dict__ \
             or hasattr(cls, "__post_init__"):
