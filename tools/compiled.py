@@ -148,7 +148,7 @@ def _compile_in_parallel() -> None:
             list(pool.map(one, objects))
         return objects
 
-    ccompiler.CCompiler.compile = compile  # type: ignore[method-assign]
+    ccompiler.CCompiler.compile = compile  # type: ignore[method-assign,assignment]
 
 
 def build() -> None:
