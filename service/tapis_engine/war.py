@@ -197,7 +197,7 @@ class WarRules:
     def legal_actions(self, state: WarState, seat: int) -> Sequence[Reveal]:
         return [Reveal()] if state.to_move == seat else []
 
-    def apply(self, state: WarState, seat: int, action: Reveal) -> tuple[WarState, list[Any]]:
+    def apply(self, state: WarState, seat: int, action: object) -> tuple[WarState, list[Any]]:
         if not isinstance(action, Reveal):
             raise invalid(Reason.WRONG_GAME_KIND, "Bataille only knows the reveal action")
         if state.end is not None:
