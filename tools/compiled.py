@@ -105,7 +105,11 @@ def _fingerprint() -> dict[str, str]:
 
 def built() -> list[Path]:
     """The compiled files beside the sources (the shims and the shared library)."""
-    return sorted(SERVICE.rglob("*.so"))
+    found: list[Path] = []
+    for name in (*modules(), f"{GROUP}__mypyc"):
+        path = SERVICE.joinpath(*name.split("."))
+        found += path.parent.glob(f"{path.name}.*.so")
+    return sorted(found)
 
 
 def fresh() -> bool:
@@ -163,10 +167,10 @@ def build() -> None:
     for extension in extensions:  # mypyc writes a dotted group's headers under its package
         extension.include_dirs.append(str(TARGET / GROUP.rpartition(".")[0]))
     _compile_in_parallel()
-    setuptools.setup(name="tapis-compiled", ext_modules=extensions, package_dir={"": "service"},
-          script_args=["-q", "build_ext", "--inplace", "--parallel", "2",
-                       "--build-temp", "build/compiled/temp",
-                       "--build-lib", "build/compiled/lib"])
+    setuptools.setup(
+        name="tapis-compiled", ext_modules=extensions, package_dir={"": "service"},
+        script_args=["-q", "build_ext", "--inplace", "--parallel", str(os.cpu_count() or 1),
+                     "--build-temp", "build/compiled/temp", "--build-lib", "build/compiled/lib"])
     MANIFEST.write_text(json.dumps(_fingerprint(), indent=1, sort_keys=True))
 
 
