@@ -104,9 +104,15 @@ def _fingerprint() -> dict[str, str]:
 
 
 def built() -> list[Path]:
-    """The compiled files beside the sources (the shims and the shared library)."""
+    """The compiled files beside the sources (the shims and the shared library), of the modules
+    listed now and of those the last build listed (a module taken off the list leaves no
+    shim behind)."""
+    try:
+        before = json.loads(MANIFEST.read_text())["modules"].split()
+    except (OSError, ValueError, KeyError):
+        before = []
     found: list[Path] = []
-    for name in (*modules(), f"{GROUP}__mypyc"):
+    for name in {*modules(), *before, f"{GROUP}__mypyc"}:
         path = SERVICE.joinpath(*name.split("."))
         found += path.parent.glob(f"{path.name}.*.so")
     return sorted(found)
