@@ -11,7 +11,10 @@ TOOLS  := $(VENV)/.tools
 .PHONY: secrets setup gen serve cluster test test-fast lint bench bench-quick selfplay clean \
 	proto-baseline api-docs settings-docs lock messages screens playthroughs
 
+# 4. the compiled hot path (tools/compiled.py: mypyc, when the machine has a C compiler; rebuilt
+# only when its sources changed; TAPIS_PURE=1 removes it and the pure-Python modules run).
 setup: $(STAMP)
+	@$(BIN)/python -m tools.compiled
 
 # 1. A virtualenv with the code generators; 2. the stubs; 3. the project itself (editable), which
 # must come after the stubs so that the generated `tapis` package is part of it.
@@ -173,4 +176,5 @@ web-screens: $(BROWSER_STAMP)
 	TAPIS_BROWSER_TESTS=1 TAPIS_WEB_SCREENS=docs/screens $(BIN)/python -m pytest tests/browser -q
 
 clean:
+	test ! -x $(BIN)/python || $(BIN)/python -m tools.compiled --clean
 	rm -rf $(VENV) gen

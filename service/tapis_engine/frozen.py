@@ -7,6 +7,12 @@ cost of a plain attribute store. ``fast_init`` gives a frozen, slotted dataclass
 member descriptor directly. Nothing else changes: the instances stay immutable (assignment
 still raises ``FrozenInstanceError``), and equality, hashing, ``repr`` and
 ``dataclasses.replace`` are the dataclass's own.
+
+It is called after the class (``fast_init(Table)``), not written as its decorator: mypyc
+(``tools/compiled.py``) compiles a class with any decorator but ``@dataclass`` as a plain
+Python class. A class mypyc compiled (a native class: its fields are slots of its own, each
+with a descriptor) takes the same ``__init__``: mypyc leaves a dataclass's generated methods
+interpreted, and the frozen one sets each field through ``object.__setattr__``.
 """
 
 from __future__ import annotations
@@ -20,10 +26,11 @@ T = TypeVar("T")
 def fast_init(cls: type[T]) -> type[T]:
     """Replace the ``__init__`` of ``cls`` (a ``@dataclass(frozen=True, slots=True)`` with
     plain fields: no ``default_factory``, no ``init=False`` nor keyword-only fields, no
-    ``__post_init__``) by one that stores through the slots' descriptors."""
+    ``__post_init__``) by one that stores through the slots' descriptors (or a class mypyc
+    compiled, through its fields' descriptors)."""
     params = getattr(cls, "__dataclass_params__", None)
-    if params is None or not params.frozen or "__slots__" not in cls.__dict__ \
-            or hasattr(cls, "__post_init__"):
+    slotted = "__slots__" in cls.__dict__ or "__mypyc_attrs__" in cls.__dict__
+    if params is None or not params.frozen or not slotted or hasattr(cls, "__post_init__"):
         raise TypeError(f"{cls.__name__}: fast_init takes a frozen, slotted dataclass")
     namespace: dict[str, Any] = {}
     arguments = []

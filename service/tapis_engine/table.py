@@ -118,7 +118,6 @@ class GameAbandoned:
     number: int
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class TableEvent:
     """An event with its table-wide rising sequence number and the game it belongs to."""
@@ -126,6 +125,9 @@ class TableEvent:
     sequence: int
     game_number: int
     body: Any
+
+
+fast_init(TableEvent)
 
 
 # --- inputs (what the journal records) --------------------------------------------------------
@@ -136,11 +138,13 @@ class Claim:
     seat: int
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Act:
     seat: int
     action: Any
+
+
+fast_init(Act)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +192,6 @@ Input = Claim | Act | BotMove | Timeout | Reclaim | NextGame | Replace | Abandon
 # --- the table --------------------------------------------------------------------------------
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Table:
     """The whole pure state of one table."""
@@ -223,6 +226,9 @@ class Table:
             if s == seat:
                 return at
         return None
+
+
+fast_init(Table)
 
 
 def game_seed(setup: GameSetup[Any], number: int) -> int:

@@ -32,7 +32,6 @@ class Reveal:
     """Reveal the top card (in a bataille: one card face down, then one face up)."""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Laid:
     """A card laid in a trick. A face-down card's identity is never shown to anyone."""
@@ -42,7 +41,9 @@ class Laid:
     face_up: bool
 
 
-@fast_init
+fast_init(Laid)
+
+
 @dataclass(frozen=True, slots=True)
 class WarState:
     decks: tuple[tuple[Card, ...], tuple[Card, ...]]
@@ -60,6 +61,9 @@ class WarState:
     """Why the game ended: "target", "all_cards", "short_bataille" or "draw"; None in play."""
 
 
+fast_init(WarState)
+
+
 # --- events ---------------------------------------------------------------------------------
 
 
@@ -69,7 +73,6 @@ class Dealt:
     first: int
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class CardRevealed:
     """``seat`` revealed ``card``; in a bataille it first laid one card face down."""
@@ -80,6 +83,9 @@ class CardRevealed:
     deck_sizes: tuple[int, int]
 
 
+fast_init(CardRevealed)
+
+
 @dataclass(frozen=True, slots=True)
 class BatailleAnnounced:
     """Equal ranks: "Bataille!" (``count`` is 1 for the first of the trick, 2 for the next...)."""
@@ -87,13 +93,15 @@ class BatailleAnnounced:
     count: int
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class TrickWon:
     seat: int
     cards: int
     points: tuple[int, int]
     deck_sizes: tuple[int, int]
+
+
+fast_init(TrickWon)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +197,7 @@ class WarRules:
     def legal_actions(self, state: WarState, seat: int) -> Sequence[Reveal]:
         return [Reveal()] if state.to_move == seat else []
 
-    def apply(self, state: WarState, seat: int, action: Reveal) -> tuple[WarState, list[Any]]:
+    def apply(self, state: WarState, seat: int, action: object) -> tuple[WarState, list[Any]]:
         if not isinstance(action, Reveal):
             raise invalid(Reason.WRONG_GAME_KIND, "Bataille only knows the reveal action")
         if state.end is not None:
@@ -350,7 +358,7 @@ class WarRules:
         return WarOptions(target_points=int(data["target_points"]))
 
 
-RULES = WarRules()
-GAME = GameDescriptor(
+RULES: WarRules = WarRules()
+GAME: GameDescriptor = GameDescriptor(
     rules=RULES, title="Bataille", max_stacked_cards=len(standard_deck()),
     short_options=WarOptions(target_points=40), routine_action=Reveal())

@@ -242,7 +242,7 @@ def events_wire(session: Session, batch: Sequence[LoggedEvent], seat: int | None
     return b"".join([framed_event(session, logged, seat) for logged in batch])
 
 
-def answer_wire(session: Session, applied: Applied, seat: int) -> bytes:
+def answer_wire(session: Session, applied: Applied, seat: int | None) -> bytes:
     """The serialized ``SubmitActionResponse`` for ``applied`` as ``seat`` sees it: its events
     as the fan-out framed them, whose first ones may have been compacted since (a retry of an
     action of a finished game)."""

@@ -14,7 +14,7 @@ from tapis_engine.basra.state import (
 from tapis_engine.cards import Card, standard_deck
 from tapis_engine.descriptor import GameDescriptor
 
-RULES = BasraRules()
+RULES: BasraRules = BasraRules()
 MAX_STACKED_DEALS = 64
 """A stacked deck holds the 52 cards once per deal, for at most this many deals."""
 
@@ -23,7 +23,7 @@ def _hand(state: BasraState, seat: int) -> tuple[Card, ...]:
     return state.hands[seat]
 
 
-GAME = GameDescriptor(
+GAME: GameDescriptor = GameDescriptor(
     rules=RULES, title="Basra", max_stacked_cards=len(standard_deck()) * MAX_STACKED_DEALS,
     short_options=BasraOptions(), private_cards=_hand,
     variants=(("lebanese", BasraOptions(variant=LEBANESE)),

@@ -21,7 +21,7 @@ from tapis_engine.basra.scoring import basra_points, ten_of_diamonds_points
 from tapis_engine.basra.state import LEBANESE, BasraOptions, BasraView, PlayCard
 from tapis_engine.cards import JACK, Card, standard_deck
 
-STRATEGIES = ("heuristic", "random")
+STRATEGIES: tuple[str, ...] = ("heuristic", "random")
 
 CARD_WEIGHT = 0.25
 """What one more captured card is worth (towards the 30 points for the most cards)."""

@@ -206,7 +206,7 @@ class BasraRules:
                              ten_of_diamonds_points(variant))
         return [PlayCard(card, option) for card, options in pairs for option in options]
 
-    def apply(self, state: BasraState, seat: int, action: PlayCard
+    def apply(self, state: BasraState, seat: int, action: object
               ) -> tuple[BasraState, list[Any]]:
         if not isinstance(action, PlayCard):
             raise invalid(Reason.WRONG_GAME_KIND, "a Basra action plays a card")

@@ -67,8 +67,8 @@ from tapis_engine.boutons.state import (
 )
 from tapis_engine.descriptor import GameDescriptor
 
-RULES = BoutonsRules()
-GAME = GameDescriptor(
+RULES: BoutonsRules = BoutonsRules()
+GAME: GameDescriptor = GameDescriptor(
     rules=RULES, title="La bataille des boutons", max_stacked_cards=len(DECK_B) * MAX_ROUNDS,
     short_options=BoutonsOptions(rounds=3))
 

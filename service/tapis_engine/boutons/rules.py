@@ -177,7 +177,7 @@ class BoutonsRules:
         return bets
 
     def apply(self, state: BoutonsState, seat: int,
-              action: Action) -> tuple[BoutonsState, list[Any]]:
+              action: object) -> tuple[BoutonsState, list[Any]]:
         if not isinstance(action, (Bet, Flip)):
             raise invalid(Reason.WRONG_GAME_KIND, "La bataille des boutons knows bet and flip")
         if state.phase == OVER:

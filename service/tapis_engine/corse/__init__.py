@@ -23,8 +23,8 @@ from tapis_engine.corse.state import (
 )
 from tapis_engine.descriptor import GameDescriptor
 
-RULES = CorseRules()
-GAME = GameDescriptor(
+RULES: CorseRules = CorseRules()
+GAME: GameDescriptor = GameDescriptor(
     rules=RULES, title="Bataille Corse", max_stacked_cards=len(deck_with_jokers()),
     short_options=CorseOptions(flip_cap=300), rate_limited_actions=frozenset({Slap}),
     probed_events=frozenset({PileWon}), routine_action=Flip())

@@ -332,7 +332,7 @@ class CorseRules:
         return actions
 
     def apply(self, state: CorseState, seat: int,
-              action: CorseAction) -> tuple[CorseState, list[Any]]:
+              action: object) -> tuple[CorseState, list[Any]]:
         if not isinstance(action, (Flip, Slap)):
             raise invalid(Reason.WRONG_GAME_KIND, "Bataille Corse knows only flip and slap")
         if state.end is not None:
