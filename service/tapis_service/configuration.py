@@ -14,7 +14,6 @@ docs/limits.md (``make settings-docs``); ``--check`` says whether they are up to
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import urllib.parse
 from collections.abc import Mapping
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tapis_service.proxies import parse_networks
-from tapis_service.settings import GROUPS, MAX_PORT, Declared, Settings, declared
+from tapis_service.settings import GROUPS, MAX_PORT, Declared, Settings, declared, redacted
 
 PROG = "tapis-server"
 TRUE = ("1", "true", "yes", "on")
@@ -64,11 +63,6 @@ def from_environment(environ: Mapping[str, str]) -> dict[str, Any]:
             raise BadSetting(f"{item.env}={shown!r} is not a valid {item.flag} "
                              f"({str(error) or 'invalid value'})") from None
     return found
-
-
-def redacted(url: str) -> str:
-    """The URL without its password (for messages and logs)."""
-    return re.sub(r"(://[^:/@?]*):[^@/?]*@", r"\1:***@", url)
 
 
 def _shown(value: Any, item: Declared) -> str:

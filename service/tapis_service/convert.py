@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -16,9 +16,10 @@ from tapis_service.adapters import ADAPTERS, BY_PROTO_KIND
 from tapis_service.adapters.cards import card_from_proto
 from tapis_service.errors import ServiceError, failed_precondition, invalid_argument
 from tapis_service.limits import MAX_BOT_REACTION_MS, check_stacked_deck, check_text, quote
-from tapis_service.presence import connected_seats
-from tapis_service.session import LoggedEvent, Session
 from tapis_service.table_messages import scoreboard, summaries, table_body
+
+if TYPE_CHECKING:  # the codec reads a table's session; it runs nothing of tables/
+    from tapis_service.session import LoggedEvent, Session
 
 
 def seat_range(rules: Rules[Any, Any, Any]) -> str:
@@ -159,6 +160,12 @@ def status(session: Session) -> int:
             return pb.GAME_STATUS_SERIES_OVER
         return pb.GAME_STATUS_GAME_OVER
     return pb.GAME_STATUS_IN_PROGRESS
+
+
+def connected_seats(session: Session) -> dict[int, int]:
+    """Person seat -> its open streams (the seats connected now)."""
+    state = session.presence
+    return {} if state is None else state.streams
 
 
 def _seats(session: Session) -> list[pb.Seat]:

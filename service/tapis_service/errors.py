@@ -1,5 +1,6 @@
 """One mapping from refusals to gRPC statuses with ``google.rpc.ErrorInfo`` details (and
-``handled_elsewhere``, for a background future whose failure is reported elsewhere)."""
+``handled_elsewhere``, for a background future whose failure is reported elsewhere), and
+``CannotListen``, the process's refusal of an address it cannot take."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from grpc_status import rpc_status
 from tapis_engine.errors import ErrorKind, RuleError
 
 DOMAIN = "tapis.v1"
+
+
+class CannotListen(OSError):
+    """The server's address is taken or not ours: it refuses to start (exit 2)."""
 
 
 class ServiceError(Exception):

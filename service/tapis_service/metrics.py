@@ -12,6 +12,8 @@ from typing import Any
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
+from tapis_service.errors import CannotListen
+
 
 class CachedCounter(Counter):
     """A labelled counter whose children are looked up once per label values (``labels`` takes
@@ -227,8 +229,6 @@ async def watch_loop_lag(every_s: float = 0.05) -> None:
 def serve_metrics(port: int, host: str) -> None:
     """Prometheus' exposition on ``host:port`` (a thread); ``CannotListen`` if taken."""
     from prometheus_client import start_http_server
-
-    from tapis_service.server import CannotListen
 
     try:
         start_http_server(port, addr=host)

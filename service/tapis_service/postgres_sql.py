@@ -18,8 +18,7 @@ import asyncpg
 import structlog
 
 from tapis_service.checksums import checksum
-from tapis_service.recovery import RecoveryError
-from tapis_service.store import SchemaTooNew, StoredGame
+from tapis_service.store import RecoveryError, SchemaTooNew, StoredGame
 
 JSON = dict[str, Any]
 Loaded = list[tuple[str, JSON, JSON | None, list[JSON]]]

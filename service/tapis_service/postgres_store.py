@@ -35,7 +35,6 @@ import structlog
 
 from tapis_service import postgres_sql as sql
 from tapis_service.checksums import canonical_json, checksum
-from tapis_service.configuration import redacted
 from tapis_service.postgres_sql import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -50,8 +49,8 @@ from tapis_service.postgres_sql import (
     Wake,
 )
 from tapis_service.postgres_writer import ACQUIRE_TIMEOUT_S, Failpoint, Writer
-from tapis_service.recovery import RecoveryError
-from tapis_service.store import StoreCorrupt, StoredGame, StoreUnavailable
+from tapis_service.settings import redacted
+from tapis_service.store import RecoveryError, StoreCorrupt, StoredGame, StoreUnavailable
 
 __all__ = ["ACQUIRE_TIMEOUT_S", "DATABASE_ERRORS", "MIGRATIONS", "SCHEMA_VERSION",
            "DatabaseUnreachable", "PostgresStore", "SchemaError", "redacted"]

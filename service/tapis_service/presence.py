@@ -36,12 +36,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("tapis.presence")
 
 
-def connected_seats(session: Session) -> dict[int, int]:
-    """Person seat -> its open streams (the seats connected now)."""
-    state = session.presence
-    return {} if state is None else state.streams
-
-
 def _cancel(timers: dict[int, TimerHandle], seat: int) -> None:
     handle = timers.pop(seat, None)
     if handle is not None:

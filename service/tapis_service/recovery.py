@@ -37,7 +37,7 @@ from tapis_service.lifecycle import TableState
 from tapis_service.ownership import Ownership
 from tapis_service.resting import RestingTable
 from tapis_service.session import Session
-from tapis_service.store import paced
+from tapis_service.store import RecoveryError, paced
 
 if TYPE_CHECKING:
     from tapis_service.host import GameHost
@@ -46,10 +46,6 @@ JSON = dict[str, Any]
 log = structlog.get_logger("tapis.recovery")
 SNAPSHOT_FORMAT = 1
 """The snapshot format this server writes and reads."""
-
-
-class RecoveryError(Exception):
-    """A stored game cannot be restored faithfully: the host quarantines it."""
 
 
 # --- checkpoints ---------------------------------------------------------------------------

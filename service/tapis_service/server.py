@@ -21,6 +21,7 @@ from tapis_service.capacity import Capacity
 from tapis_service.clock import Clock, SystemClock
 from tapis_service.connections import ConnectionLimits, RefusalBudget
 from tapis_service.door import Door
+from tapis_service.errors import CannotListen
 from tapis_service.game_api import GameApi
 from tapis_service.health import PROBE_EVERY_S, SERVICE_NAME, Readiness, new_health
 from tapis_service.host import GameHost
@@ -76,10 +77,6 @@ def can_bind(host: str, port: int) -> bool:
             except OSError:
                 return False
     return True
-
-
-class CannotListen(OSError):
-    """The server's address is taken or not ours: it refuses to start (exit 2)."""
 
 
 @dataclass

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import zlib
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -58,21 +57,6 @@ class CompactedEvents:
     last: int
     blobs: tuple[tuple[bytes, Any], ...]
     views: dict[int | None, int]
-
-
-def compacted_frames(compacted: list[CompactedEvents], seat: int | None, first: int,
-                     last: int) -> list[bytes]:
-    """Each compacted event from ``first`` to ``last`` as ``seat`` sees it: one framed
-    ``StreamEventsResponse.events`` entry each (a retried SubmitAction's answer)."""
-    out: list[bytes] = []
-    for games in compacted:
-        if games.last < first or games.first > last:
-            continue
-        blob, offsets = games.blobs[games.views[seat]]
-        raw = zlib.decompress(blob)
-        begin, end = max(first, games.first) - games.first, min(last, games.last) - games.first
-        out.extend(raw[offsets[i]:offsets[i + 1]] for i in range(begin, end + 1))
-    return out
 
 
 @fast_init

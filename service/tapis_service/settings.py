@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,11 @@ MAX_MS = 2**31 - 1
 MAX_S = 10 * 365 * 86_400.0
 """The longest duration in seconds (10 years)."""
 MAX_PORT = 65_535
+
+
+def redacted(url: str) -> str:
+    """The URL without its password (a URL setting's value in messages and logs)."""
+    return re.sub(r"(://[^:/@?]*):[^@/?]*@", r"\1:***@", url)
 
 
 def _number(value: float) -> str:

@@ -23,6 +23,11 @@ async def paced(items: Iterable[T]) -> AsyncIterator[T]:
         yield item
 
 
+class RecoveryError(Exception):
+    """A stored game cannot be restored faithfully: the host quarantines it (raised by
+    ``recovery`` and by a store that cannot read what it holds)."""
+
+
 class StoreError(Exception):
     """A write the store did not commit, or (``CommitUnknown``) cannot say it did: the host
     discards the game's in-memory session and rebuilds it from what is durable."""

@@ -3,13 +3,15 @@ hidden from anyone), shared by the converters (``convert``) and the hand encoder
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import Message
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
-from tapis_service.session import Session
+
+if TYPE_CHECKING:  # the codec reads a table's session; it runs nothing of tables/
+    from tapis_service.session import Session
 
 
 def summaries(session: Session, records: tuple[tbl.GameRecord, ...]) -> list[pb.GameSummary]:

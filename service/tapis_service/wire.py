@@ -25,14 +25,18 @@ games of every kind, for every view, against protobuf's own serialization.
 from __future__ import annotations
 
 import functools
+import zlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.session import Applied, LoggedEvent, Session, compacted_frames
 from tapis_service.table_messages import TABLE_EVENTS, table_body
+
+if TYPE_CHECKING:  # the codec reads a table's session; it runs nothing of tables/
+    from tapis_service.session import Applied, CompactedEvents, LoggedEvent, Session
 
 _ONE_BYTE = tuple(bytes((i,)) for i in range(0x80))
 _UINT64 = (1 << 64) - 1
@@ -255,3 +259,17 @@ def answer_wire(session: Session, applied: Applied, seat: int | None) -> bytes:
     return b"".join([ANSWER_VERSION_TAG + varint(version) if version else b"",
                      *[ANSWER_EVENTS_TAG + frame[_STREAM_TAG_SIZE:] for frame in frames]])
 
+
+def compacted_frames(compacted: list[CompactedEvents], seat: int | None, first: int,
+                     last: int) -> list[bytes]:
+    """Each compacted event from ``first`` to ``last`` as ``seat`` sees it: one framed
+    ``StreamEventsResponse.events`` entry each (a retried SubmitAction's answer)."""
+    out: list[bytes] = []
+    for games in compacted:
+        if games.last < first or games.first > last:
+            continue
+        blob, offsets = games.blobs[games.views[seat]]
+        raw = zlib.decompress(blob)
+        begin, end = max(first, games.first) - games.first, min(last, games.last) - games.first
+        out.extend(raw[offsets[i]:offsets[i + 1]] for i in range(begin, end + 1))
+    return out
