@@ -98,7 +98,7 @@ api-docs: setup
 
 # The settings tables of docs/operations.md and docs/limits.md, from tapis_service/settings.py.
 settings-docs: setup
-	$(BIN)/python -m tapis_service.configuration
+	$(BIN)/python -m tapis_service.process.configuration
 
 # The image's locked dependencies, with hashes (deploy/*.lock from deploy/*.in; pip-tools).
 lock: setup

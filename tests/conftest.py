@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tapis_service.clock import Clock, ManualClock
+from tapis_service.observe.clock import Clock, ManualClock
 from tests.support.postgres import database_url, postgres  # noqa: F401  (fixtures: PostgreSQL)
 from tests.support.server import Harness, ServerFactory, start_harness
 

@@ -42,12 +42,12 @@ LEFT_OUT = ("tapis_engine.protocol",)
 """Modules of ``PACKAGES`` left in Python: ``protocol`` holds a generic dataclass
 (``GameSetup``), which mypyc cannot compile into a native class, and nothing hot."""
 EXTRA = (
-    "tapis_service.wire",
-    "tapis_service.adapters.cards",
-    "tapis_service.adapters.war",
-    "tapis_service.adapters.corse",
-    "tapis_service.adapters.boutons",
-    "tapis_service.adapters.basra",
+    "tapis_service.codec.wire",
+    "tapis_service.codec.adapters.cards",
+    "tapis_service.codec.adapters.war",
+    "tapis_service.codec.adapters.corse",
+    "tapis_service.codec.adapters.boutons",
+    "tapis_service.codec.adapters.basra",
 )
 """Single modules compiled besides: the bytes of every event (the envelope and each game's
 body) and the card converters they use."""

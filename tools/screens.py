@@ -25,7 +25,7 @@ from tapis.v1.cards_pb2 import Card
 from tapis_clients import i18n
 from tapis_clients.app import TableApp
 from tapis_clients.connection import Connection
-from tapis_service.server import create_server
+from tapis_service.process.server import create_server
 from tapis_service.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent

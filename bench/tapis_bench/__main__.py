@@ -233,8 +233,8 @@ def run(plan: Plan, profile: bool, compare: Path | None = None,
     per_kind = {"war": war, **per_kind}
     durable = together["sqlite"] if durable_store else None
     if not durable_store:
-        results["notes"].append("durable_throughput_ratio: tapis_service.sqlite_store does not "
-                                "exist yet; measured automatically once it does")
+        results["notes"].append("durable_throughput_ratio: tapis_service.stores.sqlite_store "
+                                "does not exist yet; measured automatically once it does")
     if profile:
         begin(f"profiling the server under the War load into {PROFILE}")
         with servers({"profiled": ("tapis", "memory")}, profile=PROFILE) as running:

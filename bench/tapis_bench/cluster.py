@@ -106,7 +106,7 @@ class Nodes:
     def start(self, *extra: str, database_url: str | None = None) -> int:
         port = free_port()
         # the load chooses seeds and creates its tables from one address
-        command = [sys.executable, "-m", "tapis_service.main", "--port", str(port),
+        command = [sys.executable, "-m", "tapis_service.process.main", "--port", str(port),
                    "--log-level", "warning", "--allow-stacked-decks", "--create-rate", "0",
                    "--keyless-create-rate", "0", "--join-rate", "0", "--list-rate", "0",
                    "--keyless-max-tables", "0", *extra]

@@ -27,12 +27,12 @@ from typing import Any
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
-from tapis_service.caller import Caller
-from tapis_service.clock import SystemClock
-from tapis_service.errors import ServiceError
+from tapis_service.door.caller import Caller
 from tapis_service.game_api import GameApi
-from tapis_service.host import GameHost
+from tapis_service.observe.clock import SystemClock
+from tapis_service.observe.errors import ServiceError
 from tapis_service.settings import Settings
+from tapis_service.tables.host import GameHost
 
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 GAMES = 64
@@ -133,8 +133,8 @@ async def _measure(seconds: float, cold_kib: int = 0) -> dict[str, Any]:
 def as_in_the_server() -> None:
     """Logging and the collector as the bench's servers run them (``--log-level warning``,
     ``gctune.tune()``)."""
-    from tapis_service import gctune
-    from tapis_service.main import configure_logging
+    from tapis_service.process import gctune
+    from tapis_service.process.main import configure_logging
 
     configure_logging("warning")
     gctune.tune()

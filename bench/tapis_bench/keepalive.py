@@ -61,7 +61,8 @@ def main() -> None:
     args = parser.parse_args()
     port, metrics_port = free_port(), free_port()
     server = subprocess.Popen([
-        sys.executable, "-m", "tapis_service.main", "--port", str(port), "--log-level", "error",
+        sys.executable, "-m", "tapis_service.process.main", "--port", str(port),
+        "--log-level", "error",
         "--metrics-port", str(metrics_port), "--keepalive-time-ms", str(args.keepalive_ms),
         "--keepalive-timeout-ms", str(args.keepalive_ms)])
     try:

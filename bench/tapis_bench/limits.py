@@ -128,7 +128,7 @@ def main() -> None:
     parser.add_argument("--channels", type=int, default=1)
     parser.add_argument("--deadline-s", type=float, default=10.0)
     parser.add_argument("--method", choices=("get", "create"), default="get")
-    parser.add_argument("--server-module", default="tapis_service.main")
+    parser.add_argument("--server-module", default="tapis_service.process.main")
     parser.add_argument("server_args", nargs="*", help="after --: the server's own flags")
     print(json.dumps(asyncio.run(measure(parser.parse_args())), indent=2))
 

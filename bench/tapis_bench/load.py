@@ -41,7 +41,7 @@ from tapis_bench.bare import STREAM, SUBMIT
 from tapis_bench.stats import cpu_seconds, cpu_split, percentile, raise_fd_limit, rss_kib
 from tapis_bench.websocket import Socket, open_socket
 from tapis_engine.registry import DESCRIPTORS
-from tapis_service.adapters import REGISTERED
+from tapis_service.codec.adapters import REGISTERED
 
 KINDS = {adapter.kind: cast("pb.GameKind.ValueType", adapter.proto_kind)
          for adapter in REGISTERED}

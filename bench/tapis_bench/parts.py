@@ -49,7 +49,7 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
     ("per-action info line", re.compile(r"/structlog/|/orjson|tapis_service/logs")),
     ("prometheus", re.compile(r"/prometheus_client/")),
     ("token hashing", re.compile(r"token_hash|hashlib|_hashlib|\bhmac\b")),
-    ("protobuf conversion", re.compile(r"tapis_service/convert\.py|tapis_service/adapters/|"
+    ("protobuf conversion", re.compile(r"tapis_service/convert\.py|tapis_service/codec/adapters/|"
                                        r"tapis_service/wire\.py|/google/protobuf/|"
                                        r"_message\.(cpython|abi3)|/google/_upb/|_pb2\.py")),
     ("fan-out and stream loop", re.compile(r"\b(publish|_publish|offer|StreamEvents|"

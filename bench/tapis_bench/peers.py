@@ -48,7 +48,7 @@ def tapis(tables: int, store: str) -> Iterator[dict[str, Any]]:
     """A ``tapis-server`` with its WebSocket door, on ``store``: its side of the load."""
     port, ws_port = free_port(), free_port()
     with tempfile.TemporaryDirectory(prefix="tapis-peers-") as data_dir:
-        command = [sys.executable, "-m", "tapis_service.main", "--port", str(port),
+        command = [sys.executable, "-m", "tapis_service.process.main", "--port", str(port),
                    "--ws-port", str(ws_port), "--store", store, "--log-level", "warning",
                    "--max-games", str(tables + 100), "--create-burst", str(tables + 100),
                    # one load generator creates every table, without a backend key

@@ -45,7 +45,7 @@ def wait_ready(port: int, process: subprocess.Popen[bytes], timeout_s: float = 3
 
 
 def sqlite_available() -> bool:
-    return importlib.util.find_spec("tapis_service.sqlite_store") is not None
+    return importlib.util.find_spec("tapis_service.stores.sqlite_store") is not None
 
 
 @contextmanager
@@ -70,7 +70,7 @@ def servers(wanted: dict[str, tuple[str, str]], profile: Path | None = None,
                                "--loop", "uvloop" if kind == "bare" else "asyncio"]
                 else:
                     # the load chooses seeds and creates thousands of tables from one address
-                    command = [python, "-m", "tapis_service.main", "--port", str(port),
+                    command = [python, "-m", "tapis_service.process.main", "--port", str(port),
                                "--store", store, "--log-level", "warning",
                                "--allow-stacked-decks", "--create-rate", "0",
                                "--keyless-create-rate", "0", "--join-rate", "0", "--list-rate", "0",

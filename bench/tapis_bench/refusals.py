@@ -143,7 +143,7 @@ async def run(arguments: argparse.Namespace) -> dict[str, Any]:
         for name, extra in (("no_budget", ["--refusal-rate", "0"]), ("budget", [])):
             port = free_port()
             process = subprocess.Popen(
-                [sys.executable, "-m", "tapis_service.main", "--port", str(port),
+                [sys.executable, "-m", "tapis_service.process.main", "--port", str(port),
                  "--store", "memory", "--api-keys-file", str(keys), "--create-rate", "0",
                  "--backend-create-rate", "0",
                  "--log-level", "warning", *extra],

@@ -120,7 +120,7 @@ def measure(python: str, side: str, games: int, warmup_s: float,
         if store == "sqlite":  # the data directory is this run's, deleted with the profile
             extra += ["--data-dir", os.path.join(folder, "data")]
         command = ([python, "-m", "tapis_bench.bare", str(port)] if side == "bare"
-                   else [python, "-m", "tapis_service.main", "--port", str(port), *FLAGS,
+                   else [python, "-m", "tapis_service.process.main", "--port", str(port), *FLAGS,
                          *extra])
         out = os.path.join(folder, "callgrind.out")
         server = subprocess.Popen(

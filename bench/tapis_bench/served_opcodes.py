@@ -78,7 +78,7 @@ class _Tracer:
 
 
 def serve(out: str, argv: list[str]) -> None:
-    """The server (``tapis_service.main``, or with ``--bare PORT`` the bare one) with the
+    """The server (``tapis_service.process.main``, or with ``--bare PORT`` the bare one) with the
     tracer on SIGUSR1, off on SIGUSR2."""
     tracer = _Tracer(out)
     signal.signal(signal.SIGUSR1, tracer.switch)
@@ -88,7 +88,7 @@ def serve(out: str, argv: list[str]) -> None:
 
         bare_main(argv[1:])
         return
-    from tapis_service.main import main as server_main
+    from tapis_service.process.main import main as server_main
 
     server_main(argv)
 

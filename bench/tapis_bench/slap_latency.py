@@ -51,7 +51,7 @@ def main() -> None:
     args = parser.parse_args()
     port, metrics_port = free_port(), free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "tapis_service.main", "--port", str(port), "--metrics-port",
+        [sys.executable, "-m", "tapis_service.process.main", "--port", str(port), "--metrics-port",
          str(metrics_port), "--log-level", "warning"])
     try:
         for _ in range(300):

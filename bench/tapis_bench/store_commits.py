@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tapis_service import sqlite_writer
-from tapis_service.sqlite_store import SqliteStore
-from tapis_service.store import MemoryStore, Store, StoreError
+from tapis_service.stores import sqlite_writer
+from tapis_service.stores.sqlite_store import SqliteStore
+from tapis_service.stores.store import MemoryStore, Store, StoreError
 
 ENTRY = {"input": {"input": "Act", "seat": 1, "action": {"kind": "reveal"}},
          "now_ms": 1_700_000_000_000, "request_id": "0123456789abcdef0123456789abcdef"}

@@ -22,7 +22,7 @@ import struct
 import tempfile
 from pathlib import Path
 
-from tapis_service.sqlite_store import FILE_NAME, SqliteStore
+from tapis_service.stores.sqlite_store import FILE_NAME, SqliteStore
 
 ENTRY = {"input": {"input": "Act", "seat": 1, "action": {"kind": "reveal"}},
          "now_ms": 1_700_000_000_000, "request_id": "0123456789abcdef0123456789abcdef"}

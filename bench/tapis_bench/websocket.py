@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
     for tables in (int(n) for n in args.tables.split(",")):
         with tempfile.TemporaryDirectory(prefix="tapis-bench-ws-") as data_dir:
             port, ws_port = free_port(), free_port()
-            command = [sys.executable, "-m", "tapis_service.main", "--port", str(port),
+            command = [sys.executable, "-m", "tapis_service.process.main", "--port", str(port),
                        "--ws-port", str(ws_port), "--store", args.store,
                        "--log-level", "warning", "--max-games", str(tables * 2 + 100),
                        # one load generator creates every table, without a backend key

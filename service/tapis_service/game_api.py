@@ -21,30 +21,33 @@ import structlog
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
-from tapis_service import compaction, convert, lobby, logcontext, metrics, ownership, wire
-from tapis_service.api_keys import Backend, require
-from tapis_service.caller import Caller
-from tapis_service.capacity import Capacity
-from tapis_service.errors import (
+from tapis_service.codec import convert, wire
+from tapis_service.door import logcontext
+from tapis_service.door.api_keys import Backend, require
+from tapis_service.door.caller import Caller
+from tapis_service.door.capacity import Capacity
+from tapis_service.door.limits import QUOTE_CHARS, check_game_id, check_sizes, clip, peer_host
+from tapis_service.door.proxies import TrustedProxies
+from tapis_service.door.quotas import CREATES, JOINS, LISTS, QuotaLimits, Quotas
+from tapis_service.door.ratelimit import PeerLimits
+from tapis_service.door.rpcs import BY_NAME
+from tapis_service.door.security import Security
+from tapis_service.observe import metrics
+from tapis_service.observe.errors import (
     ServiceError,
     failed_precondition,
     from_rule_error,
     invalid_argument,
 )
-from tapis_service.fanout import LiveFeed, StreamWriter
-from tapis_service.healing import rebuilding_in_doubt
-from tapis_service.host import GameHost
-from tapis_service.housekeeping import Housekeeping
-from tapis_service.limits import QUOTE_CHARS, check_game_id, check_sizes, clip, peer_host
-from tapis_service.paging import page_cursor, page_size
-from tapis_service.proxies import TrustedProxies
-from tapis_service.quotas import CREATES, JOINS, LISTS, QuotaLimits, Quotas
-from tapis_service.ratelimit import PeerLimits
-from tapis_service.results import CursorAhead
-from tapis_service.rpcs import BY_NAME
-from tapis_service.security import Security
-from tapis_service.session import Session
-from tapis_service.streams import StreamGuard, revoked, stopping, too_slow
+from tapis_service.stores.results import CursorAhead
+from tapis_service.tables import compaction, lobby, ownership
+from tapis_service.tables.fanout import LiveFeed, StreamWriter
+from tapis_service.tables.healing import rebuilding_in_doubt
+from tapis_service.tables.host import GameHost
+from tapis_service.tables.housekeeping import Housekeeping
+from tapis_service.tables.paging import page_cursor, page_size
+from tapis_service.tables.session import Session
+from tapis_service.tables.streams import StreamGuard, revoked, stopping, too_slow
 
 log = structlog.get_logger("tapis.rpc")
 

@@ -3,7 +3,7 @@
 A setting is one field of ``Settings`` made by ``setting(default, help, ...)``: its name, type
 (the annotation), default and help live in that one line, and from it come the flag
 (``--port``), the environment variable (``TAPIS_PORT``) and the row of the docs table
-(``tapis_service.configuration`` builds the parser, reads the environment and writes the
+(``tapis_service.process.configuration`` builds the parser, reads the environment and writes the
 table; a test keeps docs/operations.md and docs/limits.md in sync). To add a setting, add a
 field here; nothing else lists them.
 """
@@ -153,7 +153,7 @@ class Settings:
                          "OTEL_* variables say (needs pip install 'tapis[otel]'; "
                          "docs/operations.md)", "server")
     gc_thresholds: str = setting("", "the collector's young thresholds GEN0,GEN1, for "
-                                 "measuring (empty: tapis_service/gctune.py's)", "server",
+                                 "measuring (empty: tapis_service/process/gctune.py's)", "server",
                                  metavar="GEN0,GEN1", takes="empty, or two whole numbers "
                                  "GEN0,GEN1 from 0")
     # --- store -------------------------------------------------------------------------------

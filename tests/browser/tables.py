@@ -7,7 +7,7 @@ from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import cards_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine.cards import deck_with_jokers, standard_deck
-from tapis_service.adapters.cards import cards_to_proto
+from tapis_service.codec.adapters.cards import cards_to_proto
 from tests.support.cards import cards
 from tests.support.websocket import Client
 

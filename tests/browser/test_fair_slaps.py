@@ -15,7 +15,7 @@ import pytest
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine.corse.combinations import ALL_COMBINATIONS, find_combination
-from tapis_service.adapters.cards import card_from_proto
+from tapis_service.codec.adapters.cards import card_from_proto
 from tests.support.server import Harness, ServerFactory
 
 expect = pytest.importorskip(  # installed by `make test-browser`

@@ -15,7 +15,7 @@ import pytest
 
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.clock import SystemClock
+from tapis_service.observe.clock import SystemClock
 from tests.browser.tables import (
     basra_against_the_computer,
     basra_sweep_deck,

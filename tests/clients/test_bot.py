@@ -21,7 +21,7 @@ from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import bot, strategies
 from tapis_clients.connection import Connection
-from tapis_service.clock import ManualClock
+from tapis_service.observe.clock import ManualClock
 from tests.support.calls import auth, person_seats
 from tests.support.server import ServerFactory
 

@@ -7,7 +7,7 @@ import asyncio
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients.connection import Connection
-from tapis_service.clock import ManualClock
+from tapis_service.observe.clock import ManualClock
 from tests.support.calls import auth, war_for_two
 from tests.support.server import ServerFactory
 from tests.support.tables import live_of

@@ -20,7 +20,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis.v1.cards_pb2 import Card
 from tapis_clients import seats_file
-from tapis_service.clock import ManualClock
+from tapis_service.observe.clock import ManualClock
 from tests.clients.terminal import PATIENCE_S, Terminal
 from tests.support.calls import auth, person_seats
 from tests.support.server import Harness, ServerFactory

@@ -49,7 +49,7 @@ class Node:
         return self.log_dir / f"node-{self.port}.log"
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "tapis_service.main", "--port", str(self.port),
+        return [sys.executable, "-m", "tapis_service.process.main", "--port", str(self.port),
                 "--database-url", self.database_url, "--advertise", self.address,
                 "--node-ttl", str(TTL_S), "--bot-delay-ms", str(BOT_DELAY_MS),
                 "--metrics-port", str(self.metrics_port), "--log-level", "info",

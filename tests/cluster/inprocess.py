@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import grpc
 
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.server import RunningServer, create_server
+from tapis_service.process.server import RunningServer, create_server
 from tests.support.postgres import Postgres
 from tests.support.process import free_port
 from tests.support.server import TEST_SETTINGS

@@ -15,7 +15,7 @@ import grpc
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.adapters import ADAPTERS
+from tapis_service.codec.adapters import ADAPTERS
 from tests.support.driver import Game, Pace, play
 from tests.support.games import short_options
 

@@ -7,9 +7,9 @@ import asyncio
 
 import asyncpg
 
-from tapis_service import postgres_sql
 from tapis_service.cluster.directory import UNOWNED, Directory
-from tapis_service.postgres_store import PostgresStore
+from tapis_service.stores import postgres_sql
+from tapis_service.stores.postgres_store import PostgresStore
 
 
 async def test_the_sweep_takes_dead_and_departed_owners_tables_never_its_own(

@@ -16,8 +16,8 @@ import asyncpg
 import pytest
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.postgres_store import PostgresStore
-from tapis_service.store import StoreUnavailable
+from tapis_service.stores.postgres_store import PostgresStore
+from tapis_service.stores.store import StoreUnavailable
 from tests.cluster.inprocess import Running, two_nodes
 from tests.support.calls import person_seats, refusal
 from tests.support.postgres import Postgres

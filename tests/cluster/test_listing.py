@@ -19,11 +19,11 @@ import pytest
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
-from tapis_service import convert
-from tapis_service.healing import Quarantined
-from tapis_service.ownership import Ownership
-from tapis_service.paging import MAX_PAGE
-from tapis_service.server import RunningServer, create_server
+from tapis_service.codec import convert
+from tapis_service.process.server import RunningServer, create_server
+from tapis_service.tables.healing import Quarantined
+from tapis_service.tables.ownership import Ownership
+from tapis_service.tables.paging import MAX_PAGE
 from tests.support.calls import auth, refusal
 from tests.support.postgres import Postgres
 from tests.support.process import free_port

@@ -14,7 +14,7 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.store import StoreUnavailable
+from tapis_service.stores.store import StoreUnavailable
 from tests.cluster.harness import fetch, resume_point
 from tests.cluster.inprocess import Running, two_nodes
 from tests.support.calls import person_seats

@@ -17,9 +17,9 @@ from prometheus_client import REGISTRY
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.cluster import frames
-from tapis_service.connections import counts_against_address
-from tapis_service.errors import ServiceError
-from tapis_service.server import RunningServer, create_server
+from tapis_service.door.connections import counts_against_address
+from tapis_service.observe.errors import ServiceError
+from tapis_service.process.server import RunningServer, create_server
 from tests.support.postgres import Postgres
 from tests.support.process import free_port
 from tests.support.refusals import grpc_flood, socket_flood

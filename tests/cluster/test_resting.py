@@ -13,9 +13,9 @@ import grpc
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.caller import Caller
-from tapis_service.errors import ServiceError
-from tapis_service.server import RunningServer, create_server
+from tapis_service.door.caller import Caller
+from tapis_service.observe.errors import ServiceError
+from tapis_service.process.server import RunningServer, create_server
 from tests.support.calls import auth
 from tests.support.postgres import Postgres
 from tests.support.process import free_port

@@ -19,7 +19,7 @@ import pytest
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.cluster.node import HAND_OFF_MIN_S
-from tapis_service.server import CLOSE_MARGIN_S, CUT_MARGIN_S, RunningServer, create_server
+from tapis_service.process.server import CLOSE_MARGIN_S, CUT_MARGIN_S, RunningServer, create_server
 from tests.cluster.inprocess import Running, two_nodes
 from tests.support.calls import person_seats, reason_of, refusal
 from tests.support.core_queue import outcome, queue_at_stop

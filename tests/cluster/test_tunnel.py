@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
-from tapis_service.caller import Caller
 from tapis_service.cluster import frames, relay, tunnel
-from tapis_service.errors import ServiceError
-from tapis_service.rpcs import BY_NAME, RPCS, Access, Routing, Rpc
-from tapis_service.wire import varint
+from tapis_service.codec.wire import varint
+from tapis_service.door.caller import Caller
+from tapis_service.door.rpcs import BY_NAME, RPCS, Access, Routing, Rpc
+from tapis_service.observe.errors import ServiceError
 from tests.cluster.harness import Node
 from tests.cluster.play import Stats, new_table
 from tests.support.calls import auth, events_until, reason_of

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from tapis_engine.errors import ErrorKind, Reason
 
-# The engine's kinds of refusal and the code each maps to (tapis_service/errors.py says the same;
-# the test checks that the two agree).
+# The engine's kinds of refusal and the code each maps to (tapis_service/observe/errors.py says
+# the same; the test checks that the two agree).
 KIND_CODES = {ErrorKind.INVALID: "INVALID_ARGUMENT", ErrorKind.PRECONDITION: "FAILED_PRECONDITION",
               ErrorKind.PERMISSION: "PERMISSION_DENIED",
               ErrorKind.RATE_LIMITED: "RESOURCE_EXHAUSTED"}

@@ -11,7 +11,7 @@ import pytest
 
 from tapis.v1 import errors_pb2
 from tapis_engine.errors import ErrorKind, Reason
-from tapis_service import errors as service_errors
+from tapis_service.observe import errors as service_errors
 from tests.contract.reason_scan import KIND_CODES, Scan, scan, status_without_error_info
 from tests.support.fresh import in_fresh_interpreter
 from tools.api_docs import REASON_PREFIX, DocumentedReason, error_reasons

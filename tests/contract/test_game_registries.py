@@ -8,7 +8,7 @@ from pathlib import Path
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine.protocol import GameSetup
 from tapis_engine.registry import DESCRIPTORS
-from tapis_service.adapters import REGISTERED
+from tapis_service.codec.adapters import REGISTERED
 from tests.support.games import GAME_ONEOFS, game_fields
 
 RULES_DOC = Path(__file__).resolve().parents[2] / "docs" / "rules.md"

@@ -148,7 +148,7 @@ def test_the_readme_shows_the_commands_tested_here() -> None:
 def test_the_server_names_the_error_files_it_reflects() -> None:
     from google.rpc import error_details_pb2, status_pb2
 
-    from tapis_service.server import EXTRA_FILES, reflection_pool
+    from tapis_service.process.server import EXTRA_FILES, reflection_pool
 
     assert {f.name for f in EXTRA_FILES} == {errors_pb2.DESCRIPTOR.name,
                                              status_pb2.DESCRIPTOR.name,

@@ -1,4 +1,4 @@
-"""The table of RPCs (``tapis_service.rpcs``) and the contract agree, and its tunnel codes are
+"""The table of RPCs (``tapis_service.door.rpcs``) and the contract agree, and its tunnel codes are
 fixed: a code once given keeps its method forever."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import rpcs
+from tapis_service.door import rpcs
 from tapis_service.game_api import GameApi
 
 SERVICE = pb.DESCRIPTOR.services_by_name["GameService"]

@@ -16,9 +16,9 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service import admin
-from tapis_service.joinkey import DATABASE_NAME, KEY_NAME
-from tapis_service.server import RunningServer, create_server, open_store
+from tapis_service.process import admin
+from tapis_service.process.server import RunningServer, create_server, open_store
+from tapis_service.stores.joinkey import DATABASE_NAME, KEY_NAME
 from tests.support.driver import Ack, Game, auth, play
 from tests.support.server import TEST_SETTINGS
 
@@ -106,7 +106,7 @@ async def test_a_backup_taken_during_play_answers_every_acknowledged_request(
 def test_a_data_directory_with_a_database_but_no_join_key_is_refused(tmp_path: Path) -> None:
     asyncio.run(_two_tables(tmp_path / "data"))
     (tmp_path / "data" / KEY_NAME).unlink()
-    result = subprocess.run([sys.executable, "-m", "tapis_service.main", "--port", "0",
+    result = subprocess.run([sys.executable, "-m", "tapis_service.process.main", "--port", "0",
                              "--data-dir", str(tmp_path / "data")],
                             capture_output=True, timeout=60, check=False)
     stderr = result.stderr.decode()
@@ -155,7 +155,7 @@ def test_check_reports_counts_and_damage(tmp_path: Path) -> None:
     for name in ("tapis.sqlite3-wal", "tapis.sqlite3-shm"):
         (tmp_path / "data" / name).unlink(missing_ok=True)
     (tmp_path / "data" / KEY_NAME).unlink()
-    result = subprocess.run([sys.executable, "-m", "tapis_service.admin", "check",
+    result = subprocess.run([sys.executable, "-m", "tapis_service.process.admin", "check",
                              str(tmp_path / "data")], capture_output=True, timeout=60,
                             check=False)
     assert result.returncode in (1, 2), result.stdout.decode()

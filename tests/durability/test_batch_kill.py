@@ -33,7 +33,7 @@ class PausableServer(ServerProcess):
 
     def command(self) -> list[str]:
         plain = super().command()
-        assert plain[1:3] == ["-m", "tapis_service.main"]
+        assert plain[1:3] == ["-m", "tapis_service.process.main"]
         return [sys.executable, str(SCRIPT), str(self.control), *plain[3:], "--store", "sqlite"]
 
     @property

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.sqlite_store import FILE_NAME
+from tapis_service.stores.sqlite_store import FILE_NAME
 from tests.support.driver import play, start_game
 from tests.support.process import ServerProcess, channel
 
@@ -87,7 +87,7 @@ async def test_a_damaged_database_file_is_refused_at_start_with_exit_2(
 
 async def test_a_fresh_data_directory_starts_empty(tmp_path: Path) -> None:
     """Only a directory that has served before (its join key is there) is protected."""
-    from tapis_service.sqlite_store import SqliteStore
+    from tapis_service.stores.sqlite_store import SqliteStore
 
     store = SqliteStore(tmp_path / "fresh")
     assert await store.load() == []

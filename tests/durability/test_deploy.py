@@ -13,7 +13,7 @@ from typing import Any
 import grpc
 import pytest
 
-from tapis_service.sqlite_store import FILE_NAME
+from tapis_service.stores.sqlite_store import FILE_NAME
 from tests.support.certificates import issue
 from tests.support.deploy import (
     BIN,

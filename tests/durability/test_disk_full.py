@@ -21,7 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.sqlite_store import FILE_NAME
+from tapis_service.stores.sqlite_store import FILE_NAME
 from tests.support.calls import auth, reason_of
 from tests.support.driver import Game, start_game
 from tests.support.process import ServerProcess, channel

@@ -24,11 +24,11 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis_engine import table as tbl
 from tapis_engine.war import Reveal, WarOptions
-from tapis_service import wire
-from tapis_service.clock import ManualClock
-from tapis_service.errors import ServiceError
-from tapis_service.host import GameHost
-from tapis_service.sqlite_store import FILE_NAME, SqliteStore
+from tapis_service.codec import wire
+from tapis_service.observe.clock import ManualClock
+from tapis_service.observe.errors import ServiceError
+from tapis_service.stores.sqlite_store import FILE_NAME, SqliteStore
+from tapis_service.tables.host import GameHost
 from tests.support.calls import STREAM_DEADLINE_S, auth, person_seats, reason_of
 from tests.support.server import TEST_SETTINGS, Harness, ServerFactory
 from tests.support.tables import live_of
@@ -311,7 +311,7 @@ async def test_a_refused_create_is_not_served_and_its_retry_creates_one_table(
 
 async def test_the_store_refuses_a_hole_and_an_overwrite_without_failing_its_neighbours(
         tmp_path: Path) -> None:
-    from tapis_service.store import JournalConflict, StoreUnavailable
+    from tapis_service.stores.store import JournalConflict, StoreUnavailable
 
     store = SqliteStore(tmp_path, synchronous="OFF")
     await store.created("g", {"kind": "war"})

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.clock import ManualClock
-from tapis_service.sqlite_store import SqliteStore
-from tapis_service.store import CommitUnknown, StoreUnavailable
+from tapis_service.observe.clock import ManualClock
+from tapis_service.stores.sqlite_store import SqliteStore
+from tapis_service.stores.store import CommitUnknown, StoreUnavailable
 from tests.support.calls import person_seats, refusal
 from tests.support.server import Harness, ServerFactory
 from tests.support.tables import live_of

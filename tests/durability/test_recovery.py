@@ -17,9 +17,9 @@ import pytest
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
-from tapis_service.clock import ManualClock
-from tapis_service.ownership import Ownership
-from tapis_service.sqlite_store import FILE_NAME
+from tapis_service.observe.clock import ManualClock
+from tapis_service.stores.sqlite_store import FILE_NAME
+from tapis_service.tables.ownership import Ownership
 from tests.support.calls import auth, reason_of
 from tests.support.driver import all_events, play, start_game
 from tests.support.server import Restartable
@@ -215,7 +215,7 @@ async def test_a_snapshot_the_replay_does_not_reproduce_is_quarantined(
     text = stored.execute("SELECT data FROM snapshots WHERE game_id = ?",
                           (game_id,)).fetchone()[0]
     forged = text.replace('"next_sequence":', '"next_sequence":1', 1)
-    from tapis_service.checksums import checksum
+    from tapis_service.stores.checksums import checksum
 
     with stored:
         stored.execute("UPDATE snapshots SET data = ?, checksum = ? WHERE game_id = ?",

@@ -119,7 +119,7 @@ async def test_every_acknowledged_action_survives_a_restart(server: ServerProces
 
 def test_the_server_module_runs(tmp_path: Path) -> None:
     """The command the tests start is the installed server (guards a broken entry point)."""
-    out = subprocess.run([sys.executable, "-m", "tapis_service.main", "--help"],
+    out = subprocess.run([sys.executable, "-m", "tapis_service.process.main", "--help"],
                          capture_output=True, timeout=30, check=True)
     assert b"--data-dir" in out.stdout
 

@@ -14,8 +14,8 @@ import grpc
 import pytest
 import structlog
 
-from tapis_service.errors import ServiceError
-from tapis_service.shielding import retrieve, shielded
+from tapis_service.observe.errors import ServiceError
+from tapis_service.tables.shielding import retrieve, shielded
 
 OUTCOMES = ("value", "refusal", "bug", "cancelled")
 

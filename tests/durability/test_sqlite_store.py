@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from tapis_service import sqlite_store
-from tapis_service.sqlite_store import (
+from tapis_service.stores import sqlite_store
+from tapis_service.stores.sqlite_store import (
     FILE_NAME,
     MIGRATIONS,
     SCHEMA_VERSION,
     SqliteStore,
     schema_version,
 )
-from tapis_service.store import (
+from tapis_service.stores.store import (
     CommitUnknown,
     SchemaTooNew,
     StoreCorrupt,

@@ -21,11 +21,11 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.entry import StopDuringStartup, stop_at_once_on_signals
+from tapis_service.process.entry import StopDuringStartup, stop_at_once_on_signals
 from tests.support.calls import reason_of
 from tests.support.process import ServerProcess, channel, free_port, health_status
 
-SERVER = [sys.executable, "-m", "tapis_service.main", "--log-level", "warning"]
+SERVER = [sys.executable, "-m", "tapis_service.process.main", "--log-level", "warning"]
 UNREACHABLE = "postgresql://tapis:s3cret@127.0.0.1:1/tapis"
 
 

@@ -24,9 +24,9 @@ from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.registry import DESCRIPTORS
 from tapis_engine.table_codec import encode_input, encode_table
-from tapis_service import convert, wire
-from tapis_service.adapters import ADAPTERS
-from tapis_service.session import Session
+from tapis_service.codec import convert, wire
+from tapis_service.codec.adapters import ADAPTERS
+from tapis_service.tables.session import Session
 
 KINDS = [(game.kind, seats) for game in DESCRIPTORS
          for seats in sorted({game.rules.min_seats, min(game.rules.max_seats, 4)})]

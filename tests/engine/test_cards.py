@@ -17,7 +17,7 @@ from tapis_engine.cards import (
     standard_deck,
 )
 from tapis_engine.protocol import GameSetup
-from tapis_service.adapters.cards import card_from_proto, card_to_proto
+from tapis_service.codec.adapters.cards import card_from_proto, card_to_proto
 
 
 def test_cards_are_shared_and_equal_to_fresh_ones() -> None:

@@ -23,7 +23,7 @@ GAMES = Path(__file__).with_name("compiled_games.py")
 
 def test_every_listed_module_runs_compiled_from_the_sources_as_they_are() -> None:
     names = compiled.modules()
-    assert "tapis_engine.table" in names and "tapis_service.wire" in names
+    assert "tapis_engine.table" in names and "tapis_service.codec.wire" in names
     origins = {name: str(importlib.import_module(name).__spec__.origin) for name in names}
     if os.environ.get("TAPIS_PURE"):
         assert all(origin.endswith(".py") for origin in origins.values()), origins

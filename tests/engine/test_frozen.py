@@ -10,7 +10,7 @@ import pytest
 from tapis_engine import table as tbl
 from tapis_engine import war
 from tapis_engine.frozen import fast_init
-from tapis_service import session
+from tapis_service.tables import session
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -46,7 +46,7 @@ def server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, int, 
     log = tmp_path / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "tapis_service.main", "--port", str(port),
+            [sys.executable, "-m", "tapis_service.process.main", "--port", str(port),
              "--ws-port", str(ws_port), "--store", "memory", "--log-level", "info"],
             stdout=out, stderr=out, preexec_fn=_limited,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -1,4 +1,4 @@
-"""What a stranger's connections may cost (tapis_service/connections.py): each address's share
+"""What a stranger's connections may cost (tapis_service/door/connections.py): each address's share
 of a port's connections, counted before TLS and before any request; the handshake deadline;
 the listening sockets' filter; running out of descriptors."""
 
@@ -18,16 +18,16 @@ import pytest
 import structlog
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import connections
-from tapis_service.clock import ManualClock
-from tapis_service.connections import (
+from tapis_service.door import connections
+from tapis_service.door.connections import (
     Acceptor,
     ConnectionLimits,
     RefusalBudget,
     address_key,
     key_of_peer,
 )
-from tapis_service.portsockets import attach_filter, descriptors, filter_program
+from tapis_service.door.portsockets import attach_filter, descriptors, filter_program
+from tapis_service.observe.clock import ManualClock
 from tapis_service.ws.endpoint import EndpointLimits, WebSocketEndpoint
 from tests.support.certificates import issue
 from tests.support.relay import silent, tcp_state
@@ -164,7 +164,7 @@ async def test_an_address_over_its_share_of_grpc_connections_is_cut_back_and_fil
 
 
 def test_the_handshake_deadline_is_given_to_grpc() -> None:
-    from tapis_service.server import server_options
+    from tapis_service.process.server import server_options
     from tapis_service.settings import Settings
 
     options = dict(server_options(Settings(handshake_timeout_ms=3_000)))

@@ -10,8 +10,8 @@ import grpc
 from grpc_health.v1 import health_pb2
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.clock import ManualClock
-from tapis_service.store import MemoryStore
+from tapis_service.observe.clock import ManualClock
+from tapis_service.stores.store import MemoryStore
 from tests.support.calls import reason_of, refusal, view_of, war_for_two
 from tests.support.raw import HEALTH, JUNK, METHODS, raw_call
 from tests.support.server import Harness, ServerFactory

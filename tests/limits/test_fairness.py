@@ -12,8 +12,8 @@ from tapis_engine import table as tbl
 from tapis_engine.cards import standard_deck
 from tapis_engine.protocol import GameSetup
 from tapis_engine.war import RULES as WAR
-from tapis_service.adapters.cards import card_to_proto
-from tapis_service.clock import ManualClock
+from tapis_service.codec.adapters.cards import card_to_proto
+from tapis_service.observe.clock import ManualClock
 from tests.support.calls import STREAM_DEADLINE_S, view_of
 from tests.support.server import Harness, Restartable
 

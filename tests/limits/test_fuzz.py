@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.clock import ManualClock
+from tapis_service.observe.clock import ManualClock
 from tests.support.calls import auth, person_seats, view_of
 from tests.support.games import KINDS, proto_kind, seat_counts
 from tests.support.server import Harness, ServerFactory

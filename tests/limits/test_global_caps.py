@@ -10,12 +10,12 @@ from grpc_status import rpc_status
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service import capacity
-from tapis_service.capacity import Capacity
-from tapis_service.clock import ManualClock
-from tapis_service.errors import ServiceError
+from tapis_service.door import capacity
+from tapis_service.door.capacity import Capacity
+from tapis_service.observe.clock import ManualClock
+from tapis_service.observe.errors import ServiceError
 from tapis_service.settings import Settings
-from tapis_service.streams import StreamGuard
+from tapis_service.tables.streams import StreamGuard
 from tests.support.calls import auth
 from tests.support.server import ServerFactory
 

@@ -12,7 +12,7 @@ from tapis_engine import table_codec
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.war import RULES as WAR
-from tapis_service.clock import ManualClock
+from tapis_service.observe.clock import ManualClock
 from tests.support.calls import (
     REVEAL,
     STREAM_DEADLINE_S,

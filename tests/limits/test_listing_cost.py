@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import convert, lobby
-from tapis_service.caller import Caller
-from tapis_service.clock import ManualClock
+from tapis_service.codec import convert
+from tapis_service.door.caller import Caller
 from tapis_service.game_api import GameApi
-from tapis_service.lifecycle import TableState
+from tapis_service.observe.clock import ManualClock
+from tapis_service.tables import lobby
+from tapis_service.tables.lifecycle import TableState
 from tests.support.server import ServerFactory
 from tests.trust.door import KEY_A, KEY_B, door
 

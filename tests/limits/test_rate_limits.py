@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.clock import ManualClock
-from tapis_service.ratelimit import PeerLimits, TokenBuckets
+from tapis_service.door.ratelimit import PeerLimits, TokenBuckets
+from tapis_service.observe.clock import ManualClock
 from tests.support.calls import STREAM_DEADLINE_S, auth, refusal, view_of, war_for_two
 from tests.support.server import ServerFactory
 from tests.support.tables import live_of

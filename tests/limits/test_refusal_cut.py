@@ -18,11 +18,11 @@ import pytest
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import websocket_pb2 as ws_pb
-from tapis_service.caller import Caller
-from tapis_service.clock import ManualClock
-from tapis_service.connections import ConnectionLimits, RefusalBudget, counts_against_address
-from tapis_service.errors import ServiceError
-from tapis_service.proxies import TrustedProxies
+from tapis_service.door.caller import Caller
+from tapis_service.door.connections import ConnectionLimits, RefusalBudget, counts_against_address
+from tapis_service.door.proxies import TrustedProxies
+from tapis_service.observe.clock import ManualClock
+from tapis_service.observe.errors import ServiceError
 from tapis_service.ws.endpoint import WebSocketEndpoint
 from tests.support.calls import reason_of
 from tests.support.refusals import from_address

@@ -10,12 +10,12 @@ import grpc
 import pytest
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.caller import Caller
-from tapis_service.clock import ManualClock
-from tapis_service.connections import ConnectionLimits, RefusalBudget
-from tapis_service.door import Door, Transport
-from tapis_service.errors import ServiceError
-from tapis_service.proxies import TrustedProxies
+from tapis_service.door.caller import Caller
+from tapis_service.door.connections import ConnectionLimits, RefusalBudget
+from tapis_service.door.door import Door, Transport
+from tapis_service.door.proxies import TrustedProxies
+from tapis_service.observe.clock import ManualClock
+from tapis_service.observe.errors import ServiceError
 from tests.support.refusals import STRANGER, STRANGER_KEY, grpc_flood, socket_flood
 from tests.support.server import ServerFactory
 

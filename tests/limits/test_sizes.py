@@ -10,11 +10,11 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import basra
 from tapis_engine.cards import standard_deck
 from tapis_engine.registry import BY_KIND
-from tapis_service import limits
-from tapis_service.adapters import ADAPTERS
-from tapis_service.adapters.cards import card_to_proto
-from tapis_service.clock import ManualClock
-from tapis_service.server import server_options
+from tapis_service.codec.adapters import ADAPTERS
+from tapis_service.codec.adapters.cards import card_to_proto
+from tapis_service.door import limits
+from tapis_service.observe.clock import ManualClock
+from tapis_service.process.server import server_options
 from tapis_service.settings import Settings
 from tests.support.calls import REVEAL, STREAM_DEADLINE_S, auth, refusal, view_of, war_for_two
 from tests.support.games import KINDS, proto_kind

@@ -11,7 +11,7 @@ import pytest
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
-from tapis_service.clock import ManualClock
+from tapis_service.observe.clock import ManualClock
 from tests.support.calls import STREAM_DEADLINE_S, reason_of, refusal, war_for_two
 from tests.support.server import ServerFactory
 from tests.support.tables import live_of

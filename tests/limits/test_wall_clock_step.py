@@ -9,7 +9,7 @@ import grpc
 import pytest
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.clock import SystemClock
+from tapis_service.observe.clock import SystemClock
 from tests.support.calls import person_seats, reason_of
 from tests.support.server import ServerFactory
 

@@ -15,13 +15,14 @@ from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.registry import BY_KIND, GAMES
 from tapis_engine.war import WarOptions
-from tapis_service import metrics, realtime
-from tapis_service.clock import ManualClock
-from tapis_service.host import GameHost
-from tapis_service.ownership import Ownership
-from tapis_service.results import MemoryResults, ResultsFeed
-from tapis_service.results_clerk import ResultsClerk
-from tapis_service.session import Session
+from tapis_service.observe import metrics
+from tapis_service.observe.clock import ManualClock
+from tapis_service.stores.results import MemoryResults, ResultsFeed
+from tapis_service.tables import realtime
+from tapis_service.tables.host import GameHost
+from tapis_service.tables.ownership import Ownership
+from tapis_service.tables.results_clerk import ResultsClerk
+from tapis_service.tables.session import Session
 from tests.support.server import TEST_SETTINGS
 
 

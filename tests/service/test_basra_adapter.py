@@ -11,8 +11,8 @@ from tapis_engine.basra import RULES, BasraOptions
 from tapis_engine.basra.state import HandsDealt
 from tapis_engine.errors import Reason, RuleError
 from tapis_engine.protocol import GameSetup
-from tapis_service.adapters.basra import BasraAdapter
-from tapis_service.adapters.cards import card_from_proto
+from tapis_service.codec.adapters.basra import BasraAdapter
+from tapis_service.codec.adapters.cards import card_from_proto
 
 ADAPTER = BasraAdapter()
 

@@ -12,11 +12,11 @@ import pytest
 from tapis.v1 import bataille_corse_pb2 as corse_pb
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine.corse.combinations import find_combination
-from tapis_service.adapters.cards import card_from_proto
-from tapis_service.adapters.corse import PROTO_TO_COMBINATION
-from tapis_service.autoplay import FASTEST, SLOWEST, reaction_ms
-from tapis_service.clock import ManualClock
+from tapis_service.codec.adapters.cards import card_from_proto
+from tapis_service.codec.adapters.corse import PROTO_TO_COMBINATION
+from tapis_service.observe.clock import ManualClock
 from tapis_service.settings import Settings
+from tapis_service.tables.autoplay import FASTEST, SLOWEST, reaction_ms
 from tests.support.calls import auth, reason_of, view_of
 from tests.support.server import Harness, Restartable, ServerFactory
 

@@ -14,8 +14,8 @@ from tapis_engine.boutons import ALL_COLOURS, RULES, Bet, BoutonsOptions, Flip
 from tapis_engine.cards import parse_card
 from tapis_engine.errors import Reason, RuleError
 from tapis_engine.protocol import GameSetup
-from tapis_service.adapters.boutons import COLOUR_TO_PROTO, BoutonsAdapter
-from tapis_service.adapters.cards import card_from_proto
+from tapis_service.codec.adapters.boutons import COLOUR_TO_PROTO, BoutonsAdapter
+from tapis_service.codec.adapters.cards import card_from_proto
 
 ADAPTER = BoutonsAdapter()
 

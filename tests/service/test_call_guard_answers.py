@@ -12,9 +12,9 @@ from typing import Any
 import grpc
 import pytest
 
-from tapis_service import metrics
-from tapis_service.callguard import CallGuard
-from tapis_service.door import Door
+from tapis_service.door.door import Door
+from tapis_service.grpc.callguard import CallGuard
+from tapis_service.observe import metrics
 
 
 class _Awaitable:

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from tapis_service.caller import Caller, deadline_in
-from tapis_service.door import caller_of, read_caller
-from tapis_service.proxies import TrustedProxies
+from tapis_service.door.caller import Caller, deadline_in
+from tapis_service.door.door import caller_of, read_caller
+from tapis_service.door.proxies import TrustedProxies
 
 
 def test_a_caller_is_an_immutable_value_changed_into_a_new_one() -> None:

@@ -8,9 +8,10 @@ import asyncio
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.registry import rules_for
-from tapis_service import compaction, wire
-from tapis_service.clock import ManualClock
-from tapis_service.host import GameHost
+from tapis_service.codec import wire
+from tapis_service.observe.clock import ManualClock
+from tapis_service.tables import compaction
+from tapis_service.tables.host import GameHost
 from tests.support.calls import REVEAL, STREAM_DEADLINE_S, auth, new_war
 from tests.support.driver import all_events, play_to_end
 from tests.support.server import TEST_SETTINGS, Harness

@@ -20,8 +20,8 @@ from tapis_engine.corse import RULES, CorseOptions, Flip, Slap
 from tapis_engine.corse.combinations import find_combination
 from tapis_engine.errors import Reason, RuleError
 from tapis_engine.protocol import GameSetup
-from tapis_service.adapters.cards import card_from_proto
-from tapis_service.adapters.corse import COMBINATION_TO_PROTO, CorseAdapter
+from tapis_service.codec.adapters.cards import card_from_proto
+from tapis_service.codec.adapters.corse import COMBINATION_TO_PROTO, CorseAdapter
 
 ADAPTER = CorseAdapter()
 

@@ -176,7 +176,7 @@ async def test_server_bots_race_to_slap(server: Harness) -> None:
 
 async def test_slap_to_pile_won_latency_is_measured_when_the_event_is_sent(
         server: Harness) -> None:
-    from tapis_service import metrics
+    from tapis_service.observe import metrics
 
     def observed() -> float:
         return sum(s.value for m in metrics.SLAP_TO_PILE_WON.collect() for s in m.samples

@@ -6,7 +6,7 @@ import gc
 
 from prometheus_client import REGISTRY
 
-from tapis_service import metrics
+from tapis_service.observe import metrics
 
 
 def _count(generation: str) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from tapis_service import gctune
+from tapis_service.process import gctune
 
 
 def test_survivors_of_a_collection_are_frozen() -> None:

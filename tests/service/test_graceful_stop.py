@@ -12,7 +12,7 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.sqlite_store import SqliteStore
+from tapis_service.stores.sqlite_store import SqliteStore
 from tests.support.calls import REVEAL, STREAM_DEADLINE_S, auth, view_of, war_for_two
 from tests.support.server import ServerFactory
 

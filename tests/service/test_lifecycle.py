@@ -16,19 +16,19 @@ from hypothesis import strategies as st
 from tapis_engine import table as tbl
 from tapis_engine.protocol import GameSetup
 from tapis_engine.registry import rules_for
-from tapis_service.adapters import ADAPTERS
-from tapis_service.clock import ManualClock
-from tapis_service.errors import ServiceError
-from tapis_service.healing import Quarantined
-from tapis_service.host import GameHost
-from tapis_service.lifecycle import HELD, TRANSITIONS, Tables, TableState, TransitionError
-from tapis_service.lobby import Lobby
-from tapis_service.ownership import Ownership
-from tapis_service.recovery import Restored
-from tapis_service.resting import RestingTable, listing_of
-from tapis_service.session import Session, Subscriber
-from tapis_service.store import MemoryStore
-from tapis_service.tokens import SeatTokens, token_hash
+from tapis_service.codec.adapters import ADAPTERS
+from tapis_service.observe.clock import ManualClock
+from tapis_service.observe.errors import ServiceError
+from tapis_service.stores.store import MemoryStore
+from tapis_service.tables.healing import Quarantined
+from tapis_service.tables.host import GameHost
+from tapis_service.tables.lifecycle import HELD, TRANSITIONS, Tables, TableState, TransitionError
+from tapis_service.tables.lobby import Lobby
+from tapis_service.tables.ownership import Ownership
+from tapis_service.tables.recovery import Restored
+from tapis_service.tables.resting import RestingTable, listing_of
+from tapis_service.tables.session import Session, Subscriber
+from tapis_service.tables.tokens import SeatTokens, token_hash
 from tests.support.server import TEST_SETTINGS
 from tests.support.tables import live_of, unavailable_of
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
-from tapis_service.clock import ManualClock
-from tapis_service.sqlite_store import SqliteStore
+from tapis_service.observe.clock import ManualClock
+from tapis_service.stores.sqlite_store import SqliteStore
 from tests.support.calls import auth, person_seats
 from tests.support.resting import REVEAL
 from tests.support.server import Harness, ServerFactory

@@ -5,8 +5,9 @@ from __future__ import annotations
 import structlog
 from prometheus_client import CollectorRegistry, generate_latest
 
-from tapis_service import logcontext, metrics
-from tapis_service.main import configure_logging
+from tapis_service.door import logcontext
+from tapis_service.observe import metrics
+from tapis_service.process.main import configure_logging
 
 
 def test_a_loop_counter_is_exported_as_a_counter() -> None:

@@ -20,10 +20,11 @@ import structlog.testing
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import logcontext, logrepeat, metrics
-from tapis_service.clock import ManualClock
-from tapis_service.logrepeat import RepeatLimiter
-from tapis_service.sqlite_store import SqliteStore
+from tapis_service.door import logcontext
+from tapis_service.observe import logrepeat, metrics
+from tapis_service.observe.clock import ManualClock
+from tapis_service.observe.logrepeat import RepeatLimiter
+from tapis_service.stores.sqlite_store import SqliteStore
 from tests.support.calls import STREAM_DEADLINE_S, person_seats
 from tests.support.server import ServerFactory
 
@@ -163,13 +164,13 @@ async def test_server_streams_are_counted_and_timed_as_server_stream(
 
 
 def metrics_version() -> str:
-    from tapis_service.startup import version
+    from tapis_service.process.startup import version
 
     return version()
 
 
 def metrics_revision() -> str:
-    from tapis_service.startup import revision
+    from tapis_service.process.startup import revision
 
     return revision()
 
@@ -338,8 +339,8 @@ ROUTED = '''
 import asyncio, logging, sys, threading, warnings
 import structlog
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import logcontext
-from tapis_service.main import configure_logging, route_other_loggers
+from tapis_service.door import logcontext
+from tapis_service.process.main import configure_logging, route_other_loggers
 
 class Context:
     def peer(self): return "ipv4:127.0.0.1:4242"
@@ -405,7 +406,7 @@ def test_a_store_s_failures_are_exported_at_0_from_the_start(tmp_path: Path) -> 
     probe = ("import asyncio, sys\n"
              "from pathlib import Path\n"
              "from prometheus_client import generate_latest\n"
-             "from tapis_service.server import open_store\n"
+             "from tapis_service.process.server import open_store\n"
              "from tapis_service.settings import Settings\n"
              "settings = Settings(store='sqlite', data_dir=Path(sys.argv[1]))\n"
              "asyncio.run(open_store(settings)).close()\n"

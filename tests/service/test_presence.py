@@ -9,7 +9,7 @@ import asyncio
 import grpc
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.clock import ManualClock
+from tapis_service.observe.clock import ManualClock
 from tests.support.calls import REVEAL, STREAM_DEADLINE_S, auth, war_for_two
 from tests.support.server import Harness, ServerFactory
 from tests.support.tables import live_of

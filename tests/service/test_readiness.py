@@ -12,8 +12,8 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tapis_service.server import create_server
-from tapis_service.sqlite_store import SqliteStore
+from tapis_service.process.server import create_server
+from tapis_service.stores.sqlite_store import SqliteStore
 from tests.support.server import TEST_SETTINGS
 
 

@@ -16,13 +16,13 @@ from grpc_health.v1 import health_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_engine.registry import GAMES
-from tapis_service import startup
-from tapis_service.clock import ManualClock
-from tapis_service.health import LIVENESS, SERVING, new_health
-from tapis_service.host import GameHost
-from tapis_service.sqlite_store import SqliteStore
-from tapis_service.startup import WaitingRoom
-from tapis_service.store import YIELD_EVERY
+from tapis_service.observe.clock import ManualClock
+from tapis_service.process import startup
+from tapis_service.process.health import LIVENESS, SERVING, new_health
+from tapis_service.process.startup import WaitingRoom
+from tapis_service.stores.sqlite_store import SqliteStore
+from tapis_service.stores.store import YIELD_EVERY
+from tapis_service.tables.host import GameHost
 from tests.support.calls import reason_of
 from tests.support.process import free_port
 from tests.support.server import TEST_SETTINGS

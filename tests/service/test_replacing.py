@@ -11,12 +11,12 @@ import pytest
 
 from tapis_engine import table as tbl
 from tapis_engine.war import Reveal, WarOptions
-from tapis_service.clock import ManualClock
-from tapis_service.errors import ServiceError
-from tapis_service.host import GameHost
-from tapis_service.ownership import Ownership, seat_token
-from tapis_service.session import Session
-from tapis_service.sqlite_store import SqliteStore
+from tapis_service.observe.clock import ManualClock
+from tapis_service.observe.errors import ServiceError
+from tapis_service.stores.sqlite_store import SqliteStore
+from tapis_service.tables.host import GameHost
+from tapis_service.tables.ownership import Ownership, seat_token
+from tapis_service.tables.session import Session
 from tests.support.server import TEST_SETTINGS
 from tests.support.tables import live_of
 

@@ -13,8 +13,8 @@ import pytest
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
-from tapis_service.clock import ManualClock
-from tapis_service.sqlite_store import FILE_NAME, SqliteStore
+from tapis_service.observe.clock import ManualClock
+from tapis_service.stores.sqlite_store import FILE_NAME, SqliteStore
 from tests.support.calls import auth, person_seats, reason_of
 from tests.support.driver import all_events
 from tests.support.resting import REVEAL, finished_war, views

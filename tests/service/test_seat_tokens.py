@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from tapis_service.caller import Remembered
-from tapis_service.errors import ServiceError
-from tapis_service.session import Session
-from tapis_service.tokens import SeatTokens, token_hash
+from tapis_service.door.caller import Remembered
+from tapis_service.observe.errors import ServiceError
+from tapis_service.tables.session import Session
+from tapis_service.tables.tokens import SeatTokens, token_hash
 
 
 class _At:

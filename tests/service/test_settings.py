@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tapis_service import configuration
-from tapis_service.configuration import BadSetting, parse
+from tapis_service.process import configuration
+from tapis_service.process.configuration import BadSetting, parse
 from tapis_service.settings import Declared, Settings, declared
 
 NUMBERS = [item for item in declared() if item.kind in (int, float)]
@@ -126,7 +126,7 @@ def test_the_docs_tables_are_generated_from_the_declarations() -> None:
 
 
 def test_a_bad_variable_stops_the_real_server_with_one_line() -> None:
-    refused = subprocess.run([sys.executable, "-m", "tapis_service.main"],
+    refused = subprocess.run([sys.executable, "-m", "tapis_service.process.main"],
                              env={**os.environ, "TAPIS_PORT": "5o051"},
                              capture_output=True, timeout=60, check=False)
     stderr = refused.stderr.decode()
@@ -234,12 +234,12 @@ def test_an_out_of_range_variable_stops_the_real_server_with_one_line_within_2_s
 def test_a_bad_setting_is_refused_before_the_server_is_imported() -> None:
     """The entry point checks the settings before importing grpc, asyncpg or the server."""
     probe = ("import sys\n"
-             "from tapis_service import entry\n"
+             "from tapis_service.process import entry\n"
              "sys.argv = ['tapis-server', '--max-games', '0']\n"
              "try:\n    entry.main()\n"
              "except SystemExit as stop:\n"
-             "    print(stop.code, sorted(m for m in ('grpc', 'asyncpg', 'tapis_service.main')"
-             " if m in sys.modules))\n")
+             "    print(stop.code, sorted(m for m in ('grpc', 'asyncpg',"
+             " 'tapis_service.process.main') if m in sys.modules))\n")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60,
                             check=True)
     assert result.stdout.decode().split() == ["2", "[]"]

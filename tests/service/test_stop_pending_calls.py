@@ -16,7 +16,7 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.startup import WaitingRoom
+from tapis_service.process.startup import WaitingRoom
 from tests.support.calls import person_seats
 from tests.support.core_queue import outcome, queue, queue_at_stop
 from tests.support.process import free_port

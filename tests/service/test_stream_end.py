@@ -8,8 +8,8 @@ import asyncio
 import grpc
 from structlog.testing import capture_logs
 
-from tapis_service.errors import ServiceError
-from tapis_service.servicer import stream_ender
+from tapis_service.grpc.servicer import stream_ender
+from tapis_service.observe.errors import ServiceError
 
 TOO_SLOW = ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "STREAM_TOO_SLOW", "too slow")
 

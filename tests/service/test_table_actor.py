@@ -7,10 +7,10 @@ from pathlib import Path
 
 from tapis_engine import table as tbl
 from tapis_engine.registry import rules_for
-from tapis_service.clock import ManualClock
-from tapis_service.host import GameHost
-from tapis_service.sqlite_store import SqliteStore
-from tapis_service.table_actor import SHIELDED, TableActor
+from tapis_service.observe.clock import ManualClock
+from tapis_service.stores.sqlite_store import SqliteStore
+from tapis_service.tables.host import GameHost
+from tapis_service.tables.table_actor import SHIELDED, TableActor
 from tests.support.server import TEST_SETTINGS
 
 

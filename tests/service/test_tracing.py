@@ -20,11 +20,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import tracing
-from tapis_service.caller import Caller
-from tapis_service.clock import ManualClock
 from tapis_service.cluster import frames
-from tapis_service.rpcs import BY_NAME
+from tapis_service.door.caller import Caller
+from tapis_service.door.rpcs import BY_NAME
+from tapis_service.observe import tracing
+from tapis_service.observe.clock import ManualClock
 from tests.support.calls import auth, person_seats
 from tests.support.server import ServerFactory
 
@@ -105,7 +105,7 @@ async def test_a_relayed_call_carries_the_trace_to_the_owners_span(
 def test_the_flag_without_the_extra_refuses_to_start(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from tapis_service.main import KNOWN_REFUSALS
+    from tapis_service.process.main import KNOWN_REFUSALS
 
     monkeypatch.setitem(sys.modules, "opentelemetry.instrumentation.grpc", None)  # not there
     monkeypatch.setattr(tracing, "ENABLED", False)

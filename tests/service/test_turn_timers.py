@@ -36,12 +36,12 @@ from hypothesis.stateful import (
 from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_engine.registry import GAMES, descriptor_for
-from tapis_service.clock import ManualClock, SystemClock, TimerHandle
-from tapis_service.errors import ServiceError
-from tapis_service.host import GameHost
-from tapis_service.resting import restable
-from tapis_service.session import Session
-from tapis_service.sqlite_store import SqliteStore
+from tapis_service.observe.clock import ManualClock, SystemClock, TimerHandle
+from tapis_service.observe.errors import ServiceError
+from tapis_service.stores.sqlite_store import SqliteStore
+from tapis_service.tables.host import GameHost
+from tapis_service.tables.resting import restable
+from tapis_service.tables.session import Session
 from tests.support.server import TEST_SETTINGS
 from tests.support.tables import live_of
 

@@ -12,8 +12,8 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from tapis.v1 import cards_pb2, war_pb2
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.clock import ManualClock
-from tapis_service.store import COMMITTED
+from tapis_service.observe.clock import ManualClock
+from tapis_service.stores.store import COMMITTED
 from tests.support.calls import REVEAL, STREAM_DEADLINE_S, auth, new_war, reason_of, view_of
 from tests.support.driver import all_events, play_to_end
 from tests.support.server import Harness, ServerFactory

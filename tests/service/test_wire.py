@@ -18,12 +18,12 @@ from tapis_engine.cards import standard_deck
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup, Outcome
 from tapis_engine.registry import DESCRIPTORS, rules_for
-from tapis_service import convert, wire
-from tapis_service.adapters import ADAPTERS
-from tapis_service.adapters.war import WarAdapter
-from tapis_service.clock import ManualClock
-from tapis_service.host import GameHost
-from tapis_service.session import Applied, LoggedEvent, Session
+from tapis_service.codec import convert, wire
+from tapis_service.codec.adapters import ADAPTERS
+from tapis_service.codec.adapters.war import WarAdapter
+from tapis_service.observe.clock import ManualClock
+from tapis_service.tables.host import GameHost
+from tapis_service.tables.session import Applied, LoggedEvent, Session
 from tests.support.server import TEST_SETTINGS
 
 

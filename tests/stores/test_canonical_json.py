@@ -10,7 +10,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tapis_service.checksums import canonical_json
+from tapis_service.stores.checksums import canonical_json
 
 SEEDED = settings(max_examples=400, deadline=None, derandomize=True, database=None)
 

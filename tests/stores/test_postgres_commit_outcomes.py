@@ -24,9 +24,9 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.clock import ManualClock
-from tapis_service.postgres_store import PostgresStore
-from tapis_service.store import CommitUnknown, JournalConflict, StoreUnavailable
+from tapis_service.observe.clock import ManualClock
+from tapis_service.stores.postgres_store import PostgresStore
+from tapis_service.stores.store import CommitUnknown, JournalConflict, StoreUnavailable
 from tests.support.calls import auth, person_seats
 from tests.support.server import ServerFactory
 from tests.support.tables import live_of
@@ -268,7 +268,7 @@ async def test_a_statement_that_times_out_is_in_doubt_and_its_connection_is_not_
     it waits on a lock): it may be applied after the answer, so the answer is COMMIT_UNKNOWN.
     Its connection is closed: reused, asyncpg would fail "cannot switch to state 12; another
     operation is in progress" (seen when PostgreSQL stops)."""
-    from tapis_service import postgres_store
+    from tapis_service.stores import postgres_store
 
     monkeypatch.setattr(postgres_store, "COMMAND_TIMEOUT_S", 0.2)  # an injected short timer
     store = await PostgresStore.open(database_url)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncpg
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.clock import ManualClock
-from tapis_service.postgres_store import PostgresStore
+from tapis_service.observe.clock import ManualClock
+from tapis_service.stores.postgres_store import PostgresStore
 from tests.support.calls import auth
 from tests.support.resting import REVEAL, finished_war, views
 from tests.support.server import ServerFactory

@@ -13,9 +13,9 @@ import asyncpg
 import pytest
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import admin
-from tapis_service.clock import ManualClock
-from tapis_service.postgres_store import PostgresStore
+from tapis_service.observe.clock import ManualClock
+from tapis_service.process import admin
+from tapis_service.stores.postgres_store import PostgresStore
 from tests.support.calls import auth, person_seats
 from tests.support.postgres import Postgres
 from tests.support.server import ServerFactory
@@ -49,7 +49,7 @@ async def test_a_game_survives_a_restart_on_postgres(make_server: ServerFactory,
 
 def test_an_unreachable_database_refuses_the_start_naming_it() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "tapis_service.main", "--port", "0", "--db-wait", "1",
+        [sys.executable, "-m", "tapis_service.process.main", "--port", "0", "--db-wait", "1",
          "--database-url", "postgresql://tapis:s3cret@127.0.0.1:1/tapis"],
         capture_output=True, timeout=60, check=False)
     message = result.stderr.decode()
@@ -63,7 +63,7 @@ def test_an_unreachable_database_refuses_the_start_naming_it() -> None:
 def refusal_of_the_real_server(database_url: str) -> str:
     """``tapis-server`` on ``database_url``, which must refuse to start: its one line."""
     result = subprocess.run(
-        [sys.executable, "-m", "tapis_service.main", "--port", "0", "--database-url",
+        [sys.executable, "-m", "tapis_service.process.main", "--port", "0", "--database-url",
          database_url], capture_output=True, timeout=60, check=False)
     stderr = result.stderr.decode()
     assert result.returncode == 2, stderr
@@ -153,7 +153,7 @@ async def test_pg_dump_and_pg_restore_then_tapis_admin_check(
         report = await asyncio.to_thread(admin.check_database, copy)
         assert report["problems"] == [], report
         assert report["counts"]["tables"] == 1 and report["counts"]["inputs"] == 1
-        result = subprocess.run([sys.executable, "-m", "tapis_service.admin", "check",
+        result = subprocess.run([sys.executable, "-m", "tapis_service.process.admin", "check",
                                  "--database-url", copy], capture_output=True, timeout=60,
                                 check=False)
         assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()

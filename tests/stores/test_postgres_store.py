@@ -8,7 +8,7 @@ import asyncio
 import asyncpg
 import pytest
 
-from tapis_service.postgres_store import (
+from tapis_service.stores.postgres_store import (
     MIGRATIONS,
     SCHEMA_VERSION,
     DatabaseUnreachable,
@@ -16,7 +16,7 @@ from tapis_service.postgres_store import (
     SchemaError,
     redacted,
 )
-from tapis_service.store import JournalConflict
+from tapis_service.stores.store import JournalConflict
 
 
 async def test_the_schema_is_versioned_and_migrating_twice_changes_nothing(
@@ -148,7 +148,7 @@ def test_a_table_with_a_bot_or_a_turn_timer_is_timed() -> None:
     from tapis_engine import table_codec
     from tapis_engine.protocol import GameSetup
     from tapis_engine.registry import rules_for
-    from tapis_service.postgres_store import _timed
+    from tapis_service.stores.postgres_store import _timed
 
     rules = rules_for("war")
     assert rules is not None
@@ -176,7 +176,7 @@ async def test_the_probe_commits_a_write_of_its_own(database_url: str) -> None:
 
 async def test_a_lost_connection_fails_the_write_unavailable_then_the_store_reconnects(
         database_url: str) -> None:
-    from tapis_service.store import CommitUnknown, StoreUnavailable
+    from tapis_service.stores.store import CommitUnknown, StoreUnavailable
 
     store = await PostgresStore.open(database_url)
     await store.created("g", {"kind": "war"})

@@ -33,8 +33,9 @@ async def until(target: str, service: str, wanted: str, within_s: float,
 
 def start(url: str) -> tuple[str, subprocess.Popen[bytes]]:
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "tapis_service.main", "--port", str(port),
-                                "--database-url", url, "--log-level", "warning"],
+    process = subprocess.Popen([sys.executable, "-m", "tapis_service.process.main",
+                                "--port", str(port), "--database-url", url,
+                                "--log-level", "warning"],
                                stderr=subprocess.PIPE)
     return f"127.0.0.1:{port}", process
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from tapis_service.sqlite_store import FILE_NAME, SqliteStore
-from tapis_service.sqlite_writer import Failpoint
-from tapis_service.store import CommitUnknown, JournalConflict, StoreUnavailable
+from tapis_service.stores.sqlite_store import FILE_NAME, SqliteStore
+from tapis_service.stores.sqlite_writer import Failpoint
+from tapis_service.stores.store import CommitUnknown, JournalConflict, StoreUnavailable
 
 PLAIN_APPEND = """INSERT INTO journal SELECT ?1, ?2, ?3
 WHERE (?2 = 1 AND EXISTS (SELECT 1 FROM games WHERE game_id = ?1))

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tapis_service.postgres_store import PostgresStore
-from tapis_service.sqlite_store import SqliteStore
-from tapis_service.store import JournalConflict
+from tapis_service.stores.postgres_store import PostgresStore
+from tapis_service.stores.sqlite_store import SqliteStore
+from tapis_service.stores.store import JournalConflict
 
 
 @dataclass

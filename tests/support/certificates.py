@@ -7,7 +7,7 @@ from pathlib import Path
 
 import trustme
 
-from tapis_service.tls import TlsFiles
+from tapis_service.door.tls import TlsFiles
 
 NAMES = ("localhost", "127.0.0.1", "::1")
 

@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 from grpc._cython import cygrpc
 
-from tapis_service.server import RunningServer
+from tapis_service.process.server import RunningServer
 from tests.support.calls import reason_of
 
 WITHIN_S = 10.0

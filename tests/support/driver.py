@@ -11,7 +11,7 @@ import grpc
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.adapters import ADAPTERS
+from tapis_service.codec.adapters import ADAPTERS
 from tests.support.calls import STREAM_DEADLINE_S, auth
 from tests.support.server import Harness
 

@@ -6,7 +6,7 @@ from google.protobuf.message import Message
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine.registry import BY_KIND, DESCRIPTORS
-from tapis_service.adapters import ADAPTERS
+from tapis_service.codec.adapters import ADAPTERS
 
 KINDS: tuple[str, ...] = tuple(game.kind for game in DESCRIPTORS)
 """Every game's engine kind, in the order of the contract's ``GameKind``."""

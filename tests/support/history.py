@@ -12,9 +12,9 @@ import grpc
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
-from tapis_service.clock import ManualClock
-from tapis_service.server import create_server
-from tapis_service.sqlite_store import FILE_NAME
+from tapis_service.observe.clock import ManualClock
+from tapis_service.process.server import create_server
+from tapis_service.stores.sqlite_store import FILE_NAME
 from tests.support.calls import auth, person_seats
 from tests.support.server import TEST_SETTINGS
 from tests.support.tables import resting_of

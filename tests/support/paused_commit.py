@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tapis_service import sqlite_store
+from tapis_service.stores import sqlite_store
 
 ANSWER_TURNS = 50
 """Turns of the event loop given to the held batch's answers (a handful carry an answer from
@@ -90,7 +90,7 @@ def main() -> None:
     sqlite_store.SqliteStore._commit = commit  # type: ignore[method-assign]
     sys.argv = ["tapis-server", *sys.argv[2:]]
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    runpy.run_module("tapis_service.main", run_name="__main__")
+    runpy.run_module("tapis_service.process.main", run_name="__main__")
 
 
 if __name__ == "__main__":

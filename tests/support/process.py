@@ -91,7 +91,8 @@ async def health_status(target: str, service: str = "") -> str:
 
 
 class ServerProcess:
-    """`python -m tapis_service.main` on ``data_dir``; the port stays the same across restarts."""
+    """`python -m tapis_service.process.main` on ``data_dir``; the port stays the same across
+    restarts."""
 
     def __init__(self, data_dir: Path, *extra: str) -> None:
         self.data_dir = data_dir
@@ -105,7 +106,7 @@ class ServerProcess:
         return f"127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "tapis_service.main", "--port", str(self.port),
+        return [sys.executable, "-m", "tapis_service.process.main", "--port", str(self.port),
                 "--data-dir", str(self.data_dir), "--bot-delay-ms", "0",
                 "--allow-stacked-decks",  # the drivers choose seeds, for reproducible play
                 "--log-level", "warning", *self.extra]

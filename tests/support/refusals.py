@@ -15,7 +15,7 @@ import pytest
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import websocket_pb2 as ws_pb
-from tapis_service.connections import ConnectionLimits
+from tapis_service.door.connections import ConnectionLimits
 from tests.support.calls import auth, reason_of
 from tests.support.relay import SourceRelay
 from tests.support.websocket import Client, reason

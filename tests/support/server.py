@@ -9,11 +9,11 @@ from pathlib import Path
 import grpc
 
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.clock import Clock, ManualClock
-from tapis_service.health import PROBE_EVERY_S
-from tapis_service.server import RunningServer, create_server
+from tapis_service.observe.clock import Clock, ManualClock
+from tapis_service.process.health import PROBE_EVERY_S
+from tapis_service.process.server import RunningServer, create_server
 from tapis_service.settings import Settings
-from tapis_service.sqlite_store import SqliteStore
+from tapis_service.stores.sqlite_store import SqliteStore
 
 TEST_SETTINGS = Settings(port=0, allow_stacked_decks=True, bot_delay_ms=0)
 

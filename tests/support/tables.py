@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tapis_service.healing import Quarantined
-from tapis_service.lifecycle import TableState
-from tapis_service.resting import RestingTable
-from tapis_service.session import Session
+from tapis_service.tables.healing import Quarantined
+from tapis_service.tables.lifecycle import TableState
+from tapis_service.tables.resting import RestingTable
+from tapis_service.tables.session import Session
 
 
 def live_of(host: Any) -> dict[str, Session]:

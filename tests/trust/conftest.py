@@ -9,9 +9,9 @@ import grpc
 import pytest
 
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.clock import ManualClock
-from tapis_service.server import create_server
-from tapis_service.tls import channel_credentials
+from tapis_service.door.tls import channel_credentials
+from tapis_service.observe.clock import ManualClock
+from tapis_service.process.server import create_server
 from tests.support.server import TEST_SETTINGS
 from tests.trust.door import OWN_CONNECTION, Door, Secured, StartSecured
 

@@ -15,7 +15,7 @@ from grpc_status import rpc_status
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
-from tapis_service.server import RunningServer
+from tapis_service.process.server import RunningServer
 from tests.support.calls import auth
 from tests.support.certificates import Issued, issue
 

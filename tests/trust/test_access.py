@@ -13,7 +13,7 @@ import pytest
 from google.protobuf.message import Message
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.rpcs import RPCS, Access, Rpc
+from tapis_service.door.rpcs import RPCS, Access, Rpc
 from tests.support.calls import auth
 from tests.trust.door import (
     KEY_A,

@@ -10,7 +10,7 @@ import grpc
 import pytest
 import structlog
 
-from tapis_service.api_keys import (
+from tapis_service.door.api_keys import (
     ApiKeys,
     ApiKeysError,
     Backend,
@@ -20,7 +20,7 @@ from tapis_service.api_keys import (
     parse,
     require,
 )
-from tapis_service.errors import ServiceError
+from tapis_service.observe.errors import ServiceError
 
 KEY_A = "a-key-of-backend-a-0123456789"
 KEY_A2 = "the-next-key-of-backend-a-4567"

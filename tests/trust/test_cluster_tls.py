@@ -12,9 +12,9 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.security import CannotSecure
-from tapis_service.server import RunningServer, create_server
-from tapis_service.tls import channel_credentials
+from tapis_service.door.security import CannotSecure
+from tapis_service.door.tls import channel_credentials
+from tapis_service.process.server import RunningServer, create_server
 from tests.support.certificates import issue
 from tests.support.postgres import Postgres
 from tests.support.process import free_port

@@ -14,9 +14,9 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.exposure import Exposed
-from tapis_service.security import CannotSecure
-from tapis_service.server import create_server
+from tapis_service.door.exposure import Exposed
+from tapis_service.door.security import CannotSecure
+from tapis_service.process.server import create_server
 from tests.support.server import TEST_SETTINGS
 from tests.support.tables import live_of
 from tests.trust.door import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tapis_service.exposure import Exposed, check, is_loopback
+from tapis_service.door.exposure import Exposed, check, is_loopback
 
 
 @pytest.mark.parametrize(("host", "loopback"), [

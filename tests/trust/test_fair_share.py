@@ -15,11 +15,11 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine.war import WarOptions
-from tapis_service.caller import Caller
-from tapis_service.clock import ManualClock
-from tapis_service.errors import ServiceError
+from tapis_service.door.caller import Caller
 from tapis_service.game_api import GameApi
-from tapis_service.host import GameHost
+from tapis_service.observe.clock import ManualClock
+from tapis_service.observe.errors import ServiceError
+from tapis_service.tables.host import GameHost
 from tests.support.server import TEST_SETTINGS
 
 FLOODER = Caller(peer="ipv4:203.0.113.7:40000")

@@ -10,10 +10,10 @@ import grpc
 import pytest
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import limits
-from tapis_service.api_keys import Backend
-from tapis_service.errors import ServiceError
-from tapis_service.ownership import decide
+from tapis_service.door import limits
+from tapis_service.door.api_keys import Backend
+from tapis_service.observe.errors import ServiceError
+from tapis_service.tables.ownership import decide
 from tests.support.calls import auth
 from tests.support.tables import live_of, resting_of
 from tests.trust.door import (

@@ -12,10 +12,10 @@ import grpc
 import pytest
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.caller import Caller
-from tapis_service.clock import ManualClock
-from tapis_service.errors import ServiceError
+from tapis_service.door.caller import Caller
 from tapis_service.game_api import GameApi
+from tapis_service.observe.clock import ManualClock
+from tapis_service.observe.errors import ServiceError
 from tests.support.calls import auth
 from tests.support.server import ServerFactory
 from tests.trust.door import KEY_A, KEY_B, door

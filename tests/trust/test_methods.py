@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.game_api import GameApi
-from tapis_service.servicer import GameServicer, method_handlers
+from tapis_service.grpc.servicer import GameServicer, method_handlers
 from tests.support.calls import person_seats
 from tests.support.server import Harness
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tapis_service.tls import channel_credentials
+from tapis_service.door.tls import channel_credentials
 from tests.support.process import ServerProcess, wait_serving
 from tests.trust.door import KEY_A, Door, door
 

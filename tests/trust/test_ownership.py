@@ -6,9 +6,9 @@ import grpc
 import pytest
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.api_keys import Backend
-from tapis_service.errors import ServiceError
-from tapis_service.ownership import (
+from tapis_service.door.api_keys import Backend
+from tapis_service.observe.errors import ServiceError
+from tapis_service.tables.ownership import (
     PRIVATE,
     PUBLIC,
     Ownership,

@@ -8,9 +8,9 @@ import sqlite3
 from pathlib import Path
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.healing import Quarantined, stored_owner
-from tapis_service.ownership import PRIVATE, Ownership
-from tapis_service.sqlite_store import FILE_NAME
+from tapis_service.stores.sqlite_store import FILE_NAME
+from tapis_service.tables.healing import Quarantined, stored_owner
+from tapis_service.tables.ownership import PRIVATE, Ownership
 from tests.support.tables import quarantined_of
 from tests.trust.door import KEY_A, KEY_B, StartSecured, backend, door, war_request
 

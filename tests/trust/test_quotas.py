@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tapis_service.quotas import CREATES, JOINS, LISTS, QuotaLimits, Quotas
+from tapis_service.door.quotas import CREATES, JOINS, LISTS, QuotaLimits, Quotas
 
 
 def count(allowed: list[bool]) -> int:

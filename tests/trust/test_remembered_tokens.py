@@ -16,7 +16,7 @@ import pytest
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import websocket_pb2 as ws_pb
-from tapis_service.door import Door
+from tapis_service.door.door import Door
 from tapis_service.ws.connection import Connection
 from tapis_service.ws.frames import Format
 from tests.support.calls import auth

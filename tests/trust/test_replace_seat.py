@@ -13,8 +13,8 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.clock import ManualClock
-from tapis_service.server import RunningServer, create_server
+from tapis_service.observe.clock import ManualClock
+from tapis_service.process.server import RunningServer, create_server
 from tests.support.calls import STREAM_DEADLINE_S, auth
 from tests.support.postgres import Postgres
 from tests.support.process import free_port

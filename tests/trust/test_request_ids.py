@@ -18,12 +18,12 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_engine import table as tbl
 from tapis_engine.war import Reveal, WarOptions
-from tapis_service.clock import ManualClock
-from tapis_service.host import GameHost
-from tapis_service.ownership import Ownership
-from tapis_service.server import RunningServer, create_server
-from tapis_service.session import Session
-from tapis_service.sqlite_store import SqliteStore
+from tapis_service.observe.clock import ManualClock
+from tapis_service.process.server import RunningServer, create_server
+from tapis_service.stores.sqlite_store import SqliteStore
+from tapis_service.tables.host import GameHost
+from tapis_service.tables.ownership import Ownership
+from tapis_service.tables.session import Session
 from tests.support.calls import auth
 from tests.support.process import free_port
 from tests.support.server import TEST_SETTINGS

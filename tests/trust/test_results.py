@@ -14,7 +14,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tapis_service.results import (
+from tapis_service.stores.results import (
     CursorAhead,
     MemoryResults,
     Pending,
@@ -22,8 +22,8 @@ from tapis_service.results import (
     ResultsStore,
     Unacknowledged,
 )
-from tapis_service.results_postgres import PostgresResults
-from tapis_service.results_sqlite import SqliteResults
+from tapis_service.stores.results_postgres import PostgresResults
+from tapis_service.stores.results_sqlite import SqliteResults
 
 Opener = Callable[[], Awaitable[ResultsStore]]
 

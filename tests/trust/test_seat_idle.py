@@ -10,7 +10,7 @@ from pathlib import Path
 import grpc
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.clock import ManualClock
+from tapis_service.observe.clock import ManualClock
 from tests.support.calls import STREAM_DEADLINE_S, auth
 from tests.support.tables import live_of
 from tests.trust.door import KEY_A, REVEAL, StartSecured, backend, door, reserved_request

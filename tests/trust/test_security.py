@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import structlog
 
-from tapis_service.exposure import Exposed
-from tapis_service.security import CannotSecure, Security
+from tapis_service.door.exposure import Exposed
+from tapis_service.door.security import CannotSecure, Security
 from tests.support.certificates import issue
 
 KEY = "backend-key-0123456789abcdef"

@@ -17,7 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
-from tapis_service.tls import channel_credentials
+from tapis_service.door.tls import channel_credentials
 from tests.support.calls import auth
 from tests.support.certificates import issue
 from tests.support.websocket import tls_handshake
@@ -31,7 +31,7 @@ from tests.trust.door import (
     war_request,
 )
 
-SERVER = (sys.executable, "-m", "tapis_service.main")
+SERVER = (sys.executable, "-m", "tapis_service.process.main")
 pytestmark = pytest.mark.slow  # server processes
 
 

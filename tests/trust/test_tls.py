@@ -11,7 +11,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from tapis_service.tls import (
+from tapis_service.door.tls import (
     ReloadingTls,
     TlsFiles,
     TlsFilesError,

@@ -10,9 +10,9 @@ import grpc
 import pytest
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import logcontext
-from tapis_service.configuration import BadSetting, parse
-from tapis_service.proxies import TrustedProxies
+from tapis_service.door import logcontext
+from tapis_service.door.proxies import TrustedProxies
+from tapis_service.process.configuration import BadSetting, parse
 from tests.support.fresh import in_fresh_interpreter
 from tests.support.server import ServerFactory
 from tests.support.websocket import Client
@@ -127,7 +127,7 @@ def methods_calling_caller_of_alone() -> list[str]:
     import ast
     import inspect
 
-    from tapis_service import servicer
+    from tapis_service.grpc import servicer
 
     tree = ast.parse(inspect.getsource(servicer.GameServicer))
     return [node.name for node in ast.walk(tree) if isinstance(node, ast.AsyncFunctionDef)

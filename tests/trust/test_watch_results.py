@@ -201,7 +201,7 @@ async def test_unacknowledged_results_expire_after_their_time_limit(
     from prometheus_client import REGISTRY
     from structlog.testing import capture_logs
 
-    from tapis_service.clock import ManualClock
+    from tapis_service.observe.clock import ManualClock
 
     secured = await start_secured(door(tmp_path), results_max_age_s=600)
     stub, running = secured.stub, secured.running
@@ -240,7 +240,7 @@ async def test_a_restored_backup_delivers_each_unacknowledged_result_once_and_no
     """The backup carries the results ledger (its cursors and acknowledgements) and every
     other file the server keeps: after a restore, the backend gets what it had not
     acknowledged, under the same cursors, and nothing it had."""
-    from tapis_service import admin
+    from tapis_service.process import admin
 
     files = door(tmp_path)
     data = tmp_path / "data"

@@ -14,8 +14,8 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import websocket_pb2 as ws_pb
-from tapis_service.caller import Caller
-from tapis_service.errors import ServiceError
+from tapis_service.door.caller import Caller
+from tapis_service.observe.errors import ServiceError
 from tapis_service.ws import frames
 from tapis_service.ws.endpoint import EndpointLimits, WebClient, WebSocketEndpoint
 from tests.support.websocket import Client, reason

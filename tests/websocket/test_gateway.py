@@ -14,10 +14,10 @@ from google.rpc import error_details_pb2
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import websocket_pb2 as ws_pb
-from tapis_service import metrics
-from tapis_service.caller import Caller
-from tapis_service.door import Door
-from tapis_service.errors import ServiceError
+from tapis_service.door.caller import Caller
+from tapis_service.door.door import Door
+from tapis_service.observe import metrics
+from tapis_service.observe.errors import ServiceError
 from tapis_service.ws import frames
 from tapis_service.ws.connection import CLOSE_TOO_BIG, Connection, SocketLimits
 from tapis_service.ws.frames import Format

@@ -10,7 +10,7 @@ from google.rpc import error_details_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis.v1 import websocket_pb2 as ws_pb
-from tapis_service import metrics
+from tapis_service.observe import metrics
 from tapis_service.ws import frames
 from tests.support.calls import auth, person_seats, reason_of
 from tests.support.server import Harness, ServerFactory

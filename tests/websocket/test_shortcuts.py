@@ -17,12 +17,12 @@ from picows import WSListener, WSMsgType, WSTransport, ws_create_server
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import websocket_pb2 as ws_pb
-from tapis_service import metrics
-from tapis_service.caller import Caller
-from tapis_service.clock import ManualClock
-from tapis_service.door import Door
-from tapis_service.rpcs import Route
-from tapis_service.sqlite_store import SqliteStore
+from tapis_service.door.caller import Caller
+from tapis_service.door.door import Door
+from tapis_service.door.rpcs import Route
+from tapis_service.observe import metrics
+from tapis_service.observe.clock import ManualClock
+from tapis_service.stores.sqlite_store import SqliteStore
 from tapis_service.ws import frames
 from tapis_service.ws.connection import Connection, socket_calls
 from tapis_service.ws.endpoint import _Sink, ws_frame

@@ -42,7 +42,7 @@ export type RequestOf<K extends keyof Methods> = MessageInitShape<Methods[K]["in
 /** What a method answers. */
 export type ResponseOf<K extends keyof Methods> = MessageShape<Methods[K]["output"]>;
 
-/** The header a backend's key travels in (service/tapis_service/api_keys.py). */
+/** The header a backend's key travels in (service/tapis_service/door/api_keys.py). */
 export const API_KEY_HEADER = "x-api-key";
 
 /** Reconnect soon after a server restart (grpc's default backoff grows to two minutes). */

@@ -17,7 +17,7 @@ from typing import Any
 
 import asyncpg
 
-from tapis_service.postgres_store import ACQUIRE_TIMEOUT_S
+from tapis_service.stores.postgres_store import ACQUIRE_TIMEOUT_S
 
 _ORPHAN = ("(owner IS NULL OR NOT EXISTS (SELECT 1 FROM members m "
            "WHERE m.node_id = games.owner AND m.expires_at > now()))")

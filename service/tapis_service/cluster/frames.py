@@ -22,9 +22,9 @@ from collections.abc import AsyncIterator
 import grpc
 from google.rpc import error_details_pb2
 
-from tapis_service.caller import Caller
-from tapis_service.errors import ServiceError, error_info, from_error_info
-from tapis_service.limits import MAX_RECEIVE_MESSAGE_BYTES
+from tapis_service.door.caller import Caller
+from tapis_service.door.limits import MAX_RECEIVE_MESSAGE_BYTES
+from tapis_service.observe.errors import ServiceError, error_info, from_error_info
 
 VERSION = 1
 """The tunnel's protocol version, sent when a tunnel opens (``VERSION_HEADER``); an owner

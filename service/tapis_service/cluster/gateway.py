@@ -13,11 +13,11 @@ from typing import Any
 import grpc
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.caller import Caller
 from tapis_service.cluster.listing import Listing
 from tapis_service.cluster.relay import Relay, parsed
-from tapis_service.rpcs import RPCS, SERVICE, Route, Routing, Rpc
-from tapis_service.servicer import behavior, caller_of, handler
+from tapis_service.door.caller import Caller
+from tapis_service.door.rpcs import RPCS, SERVICE, Route, Routing, Rpc
+from tapis_service.grpc.servicer import behavior, caller_of, handler
 
 Serve = Callable[..., Any]
 """A method served on raw bytes: ``(raw, caller)``, or a stream's ``(raw, caller, end)``."""

@@ -77,7 +77,7 @@ def _stop_with_launcher() -> None:
 
 def node_command(port: int, host: str, database_url: str, extra: Sequence[str],
                  metrics_port: int = 0) -> list[str]:
-    return [sys.executable, "-m", "tapis_service.main", "--host", host, "--port", str(port),
+    return [sys.executable, "-m", "tapis_service.process.main", "--host", host, "--port", str(port),
             "--database-url", database_url, "--advertise", f"{host}:{port}",
             *(["--metrics-port", str(metrics_port)] if metrics_port else []), *extra]
 

@@ -23,16 +23,18 @@ import time
 import structlog
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service import convert, lobby, logrepeat
-from tapis_service.caller import Caller, deadline_in
 from tapis_service.cluster import tunnel
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.locator import DATABASE_ERRORS, Locator, database_away
 from tapis_service.cluster.relay import Tunnels
-from tapis_service.errors import ServiceError
+from tapis_service.codec import convert
+from tapis_service.door.caller import Caller, deadline_in
+from tapis_service.door.rpcs import BY_NAME
 from tapis_service.game_api import GameApi
-from tapis_service.paging import page_cursor, page_size
-from tapis_service.rpcs import BY_NAME
+from tapis_service.observe import logrepeat
+from tapis_service.observe.errors import ServiceError
+from tapis_service.tables import lobby
+from tapis_service.tables.paging import page_cursor, page_size
 
 log = structlog.get_logger("tapis.cluster")
 

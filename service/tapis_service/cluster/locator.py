@@ -26,16 +26,16 @@ from typing import Any
 import grpc
 import structlog
 
-from tapis_service import logrepeat
 from tapis_service.cluster import metrics
 from tapis_service.cluster.directory import Directory
-from tapis_service.errors import ServiceError, handled_elsewhere
-from tapis_service.host import GameHost
-from tapis_service.lifecycle import TableState
-from tapis_service.postgres_store import DATABASE_ERRORS as POSTGRES_ERRORS
-from tapis_service.resting import RestingTable
-from tapis_service.store import StoreError, StoreUnavailable
-from tapis_service.streams import resume_at
+from tapis_service.observe import logrepeat
+from tapis_service.observe.errors import ServiceError, handled_elsewhere
+from tapis_service.stores.postgres_store import DATABASE_ERRORS as POSTGRES_ERRORS
+from tapis_service.stores.store import StoreError, StoreUnavailable
+from tapis_service.tables.host import GameHost
+from tapis_service.tables.lifecycle import TableState
+from tapis_service.tables.resting import RestingTable
+from tapis_service.tables.streams import resume_at
 
 log = structlog.get_logger("tapis.cluster")
 

@@ -11,13 +11,13 @@ import asyncio
 
 import structlog
 
-from tapis_service import logrepeat
 from tapis_service.cluster import metrics
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.locator import Locator
 from tapis_service.cluster.relay import Tunnels
-from tapis_service.host import GameHost
-from tapis_service.lifecycle import TableState
+from tapis_service.observe import logrepeat
+from tapis_service.tables.host import GameHost
+from tapis_service.tables.lifecycle import TableState
 
 log = structlog.get_logger("tapis.cluster")
 

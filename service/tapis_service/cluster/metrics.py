@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from tapis_service.rpcs import RPCS, Routing
+from tapis_service.door.rpcs import RPCS, Routing
 
 TABLES_OWNED = Gauge("tapis_cluster_tables_owned",
                      "Tables this node holds in memory and serves (set at each heartbeat)")

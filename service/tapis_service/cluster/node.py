@@ -18,21 +18,22 @@ import secrets
 import grpc
 import structlog
 
-from tapis_service import logcontext, stopcalls
 from tapis_service.cluster import gateway, metrics, tunnel
 from tapis_service.cluster.directory import Directory
 from tapis_service.cluster.listing import Listing
 from tapis_service.cluster.locator import DATABASE_ERRORS, Locator
 from tapis_service.cluster.membership import Membership
 from tapis_service.cluster.relay import Relay, Tunnels
-from tapis_service.door import Door
+from tapis_service.door import logcontext
+from tapis_service.door.door import Door
+from tapis_service.door.rpcs import Route
+from tapis_service.door.tls import ClusterTls
 from tapis_service.game_api import GameApi
-from tapis_service.host import GameHost
-from tapis_service.lifecycle import TableState
-from tapis_service.postgres_store import PostgresStore
-from tapis_service.rpcs import Route
+from tapis_service.grpc import stopcalls
 from tapis_service.settings import Settings
-from tapis_service.tls import ClusterTls
+from tapis_service.stores.postgres_store import PostgresStore
+from tapis_service.tables.host import GameHost
+from tapis_service.tables.lifecycle import TableState
 
 log = structlog.get_logger("tapis.cluster")
 

@@ -25,18 +25,18 @@ import grpc
 from google.protobuf.message import DecodeError, Message
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.caller import Caller, deadline_in
 from tapis_service.cluster import frames, metrics, tunnel
 from tapis_service.cluster.locator import DATABASE_ERRORS, Locator, table_moved
 from tapis_service.cluster.wire import game_id_of
-from tapis_service.errors import ServiceError
+from tapis_service.door.caller import Caller, deadline_in
+from tapis_service.door.limits import check_sizes
+from tapis_service.door.rpcs import BY_NAME, RPCS, Rpc
+from tapis_service.door.tls import ClusterTls
 from tapis_service.game_api import EndStream, GameApi
-from tapis_service.host import GameHost
-from tapis_service.limits import check_sizes
-from tapis_service.ownership import scope_of
-from tapis_service.rpcs import BY_NAME, RPCS, Rpc
-from tapis_service.streams import too_slow
-from tapis_service.tls import ClusterTls
+from tapis_service.observe.errors import ServiceError
+from tapis_service.tables.host import GameHost
+from tapis_service.tables.ownership import scope_of
+from tapis_service.tables.streams import too_slow
 
 DEADLINE_TTLS = 2.0
 """The longest a relayed unary call waits for the owner's answer, in TTLs (the tunnel's

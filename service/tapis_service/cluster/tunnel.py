@@ -35,8 +35,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import grpc
 import structlog
 
-from tapis_service import logcontext, tracing
-from tapis_service.caller import Caller
 from tapis_service.cluster.frames import (
     ANSWER,
     CANCEL,
@@ -63,9 +61,12 @@ from tapis_service.cluster.tunnel_refusals import (
     unknown_version,
     version_mismatch,
 )
-from tapis_service.door import Door, Transport
-from tapis_service.errors import ServiceError, end_call
-from tapis_service.rpcs import BY_NAME, RPCS, Rpc
+from tapis_service.door import logcontext
+from tapis_service.door.caller import Caller
+from tapis_service.door.door import Door, Transport
+from tapis_service.door.rpcs import BY_NAME, RPCS, Rpc
+from tapis_service.observe import tracing
+from tapis_service.observe.errors import ServiceError, end_call
 
 log = structlog.get_logger("tapis.cluster")
 

@@ -8,7 +8,7 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from tapis_service.cluster.frames import VERSIONS
-from tapis_service.errors import ServiceError
+from tapis_service.observe.errors import ServiceError
 
 
 def reason_of(error: grpc.aio.AioRpcError) -> str:

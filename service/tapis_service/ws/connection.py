@@ -38,12 +38,12 @@ from google.protobuf.message import Message
 
 from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_engine.errors import RuleError
-from tapis_service import logcontext
-from tapis_service.caller import Caller
-from tapis_service.door import Door, Meter, Transport, socket_caller
-from tapis_service.errors import ServiceError
+from tapis_service.door import logcontext
+from tapis_service.door.caller import Caller
+from tapis_service.door.door import Door, Meter, Transport, socket_caller
+from tapis_service.door.rpcs import Route, Routing, Rpc, local_routes
 from tapis_service.game_api import GameApi, account
-from tapis_service.rpcs import Route, Routing, Rpc, local_routes
+from tapis_service.observe.errors import ServiceError
 from tapis_service.ws import frames
 from tapis_service.ws.frames import Format
 

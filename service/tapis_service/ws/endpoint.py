@@ -40,14 +40,14 @@ from picows import (
 from picows.picows import WSProtocol  # type: ignore[attr-defined]  # not in its stubs
 
 import tapis_webclient
-from tapis_service.capacity import Capacity
-from tapis_service.connections import Acceptor, ConnectionLimits
-from tapis_service.door import Door, socket_peer
-from tapis_service.errors import ServiceError
-from tapis_service.limits import peer_host
-from tapis_service.portsockets import Key, listening_sockets
-from tapis_service.proxies import FORWARDED_FOR, TrustedProxies
-from tapis_service.rpcs import Route, local_routes
+from tapis_service.door.capacity import Capacity
+from tapis_service.door.connections import Acceptor, ConnectionLimits
+from tapis_service.door.door import Door, socket_peer
+from tapis_service.door.limits import peer_host
+from tapis_service.door.portsockets import Key, listening_sockets
+from tapis_service.door.proxies import FORWARDED_FOR, TrustedProxies
+from tapis_service.door.rpcs import Route, local_routes
+from tapis_service.observe.errors import ServiceError
 from tapis_service.settings import Settings
 from tapis_service.ws import frames
 from tapis_service.ws.connection import Connection, SocketLimits, socket_calls

@@ -17,10 +17,15 @@ from google.protobuf.message import DecodeError, Message
 
 from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_engine.errors import RuleError
-from tapis_service import wire
-from tapis_service.errors import ServiceError, from_rule_error, invalid_argument, status_message
-from tapis_service.limits import MAX_RECEIVE_MESSAGE_BYTES
-from tapis_service.rpcs import BY_REQUEST, Rpc
+from tapis_service.codec import wire
+from tapis_service.door.limits import MAX_RECEIVE_MESSAGE_BYTES
+from tapis_service.door.rpcs import BY_REQUEST, Rpc
+from tapis_service.observe.errors import (
+    ServiceError,
+    from_rule_error,
+    invalid_argument,
+    status_message,
+)
 
 MAX_FRAME_BYTES = MAX_RECEIVE_MESSAGE_BYTES
 """The largest message a client may send: the largest request gRPC accepts."""

@@ -1,0 +1,1 @@
+"""Protobuf <-> engine: the converters, the games' adapters, the hand encoder."""

@@ -1,0 +1,62 @@
+"""The table's own events and records as protobuf messages (not a game's: nothing of them is
+hidden from anyone), shared by the converters (``convert``) and the hand encoder (``wire``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from google.protobuf.message import Message
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis_engine import table as tbl
+
+if TYPE_CHECKING:  # the codec reads a table's session; it runs nothing of tables/
+    from tapis_service.tables.session import Session
+
+
+def summaries(session: Session, records: tuple[tbl.GameRecord, ...]) -> list[pb.GameSummary]:
+    setup = session.table.setup
+    return [pb.GameSummary(game_number=r.number, winners=r.winners, scores=r.scores,
+                           summary=r.summary, seed=r.seed,
+                           seed_salt=tbl.seed_salt(setup, r.number),
+                           seed_commitment=tbl.seed_commitment(setup, r.number))
+            for r in records]
+
+
+def scoreboard(seats: int, records: tuple[tbl.GameRecord, ...]) -> pb.Scoreboard:
+    board = tbl.scoreboard(seats, records)
+    return pb.Scoreboard(wins=board.wins, draws=board.draws, games_played=board.games)
+
+
+TABLE_EVENTS = (tbl.SeatClaimed, tbl.GameStarted, tbl.GameAbandoned, tbl.SeatTakenOver,
+                tbl.SeatReclaimed, tbl.SeatReplaced, tbl.GameEnded)
+"""The table's own events (not a game's): nothing of them is hidden from anyone."""
+
+
+def table_body(session: Session, body: Any) -> tuple[str, Message] | None:
+    """A table-level event body as its ``Event.body`` field and message (None: a game's)."""
+    if isinstance(body, tbl.SeatClaimed):
+        return "seat_claimed", pb.SeatClaimed(seat=body.seat,
+                                              display_name=session.names[body.seat])
+    if isinstance(body, tbl.GameStarted):
+        return "game_started", pb.GameStarted(game_number=body.number, seats=body.seats,
+                                              seed_commitment=body.seed_commitment)
+    if isinstance(body, tbl.GameAbandoned):
+        return "game_abandoned", pb.GameAbandoned(
+            game_number=body.number, reason=pb.ABANDON_REASON_ENDED_BY_BACKEND
+            if session.ended_by_backend else pb.ABANDON_REASON_IDLE)
+    if isinstance(body, tbl.SeatTakenOver):
+        return "seat_taken_over", pb.SeatTakenOver(seat=body.seat,
+                                                   until_reclaimed=body.until_reclaimed)
+    if isinstance(body, tbl.SeatReclaimed):
+        return "seat_reclaimed", pb.SeatReclaimed(seat=body.seat)
+    if isinstance(body, tbl.SeatReplaced):
+        return "seat_replaced", pb.SeatReplaced(seat=body.seat,
+                                                display_name=session.names[body.seat])
+    if isinstance(body, tbl.GameEnded):
+        return "game_ended", pb.GameEnded(
+            game_number=body.number, winners=body.outcome.winners,
+            scores=body.outcome.scores, summary=body.outcome.summary,
+            series=summaries(session, body.records),
+            scoreboard=scoreboard(len(session.table.seats), body.records))
+    return None

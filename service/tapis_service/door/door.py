@@ -1,0 +1,260 @@
+"""The door: what every call passes, whatever carries it — a gRPC call (``callguard``), a
+WebSocket frame (``ws.connection``) or a call relayed from another node (``cluster.tunnel``).
+
+Here and nowhere else: who the caller is (its seat token, API key and address, behind a
+trusted proxy the client's: ``caller_of``, ``socket_caller``), the bound on calls in flight
+the whole server shares (``Door.enter``: beyond it ``RESOURCE_EXHAUSTED`` / ``OVERLOADED``),
+the refusals the door decides itself (counted and logged), the refusal budget of strangers'
+addresses (``Door.refused``: every transport tells the door of every call it refused; past an
+address's budget its connections are cut: ``connections.ConnectionLimits``), the RPC metrics
+(grpc-prometheus' series, one per method and ``transport``: ``grpc``, ``websocket``, ``relay``:
+``Meter``) and the call's log context. What the transports keep is their own: decoding their
+bytes and writing answers and refusals in their own form. The per-address and per-key limits
+and the credentials are checked by ``GameApi`` (``ratelimit``, ``quotas``, ``api_keys``), which
+every transport reaches through the same ``Caller``.
+
+Everything is derived once, at start (a ``Meter`` per method and transport, its metric cells
+looked up then): a call adds no layer, only the counts.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import grpc
+import structlog
+
+from tapis_service.door import logcontext
+from tapis_service.door.caller import Caller, Remembered
+from tapis_service.door.connections import ConnectionLimits, counts_against_address
+from tapis_service.door.proxies import FORWARDED_FOR, TrustedProxies
+from tapis_service.observe import metrics, tracing
+from tapis_service.observe.errors import ServiceError
+
+log = structlog.get_logger("tapis.rpc")
+
+AUTHORIZATION = "authorization"
+API_KEY = "x-api-key"
+
+
+class Transport(enum.Enum):
+    """What carried a call to this node (the ``transport`` label of the RPC metrics)."""
+
+    GRPC = "grpc"
+    WEBSOCKET = "websocket"
+    RELAY = "relay"
+    """Relayed by another node of the cluster (counted there under its own transport too)."""
+
+
+# --- who calls --------------------------------------------------------------------------------
+
+
+def _text(value: str | bytes) -> str:
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
+
+
+def caller_of(context: grpc.aio.ServicerContext,
+              proxies: TrustedProxies | None = None) -> Caller:
+    """The ``Caller`` of a gRPC call: its seat token, API key, peer (behind one of
+    ``proxies``, the client's from ``x-forwarded-for``) and deadline. What its headers say
+    is read once per connection and headers (``_CREDENTIALS``, with a ``Remembered`` for the
+    seat token they carry): the calls of a channel send the same ones again and again."""
+    metadata = context.invocation_metadata()
+    peer = context.peer()
+    if type(metadata) is not tuple:  # anything else (a test's list) is read as it comes
+        return read_caller(context, proxies)
+    known = _CREDENTIALS.get((peer, metadata))
+    if known is None or known[0] is not proxies:
+        if len(_CREDENTIALS) >= MAX_CREDENTIALS:
+            _CREDENTIALS.clear()
+        read = read_caller(context, proxies)._replace(deadline=None, traceparent=None)
+        known = _CREDENTIALS[peer, metadata] = (proxies, read._replace(
+            remembered=None if read.seat_token is None else Remembered(read.seat_token)))
+    caller = known[1]
+    remaining = context.time_remaining()
+    if remaining is None and not tracing.ENABLED:
+        return caller  # no deadline, no trace: the connection's caller as it is
+    return Caller(caller[0], caller[1], caller[2], caller[3],
+                  None if remaining is None else time.monotonic() + remaining, False,
+                  tracing.traceparent() if tracing.ENABLED else None, caller[7])
+
+
+MAX_CREDENTIALS = 4096
+"""The (connection, headers) whose reading ``caller_of`` keeps; beyond, it forgets them all
+and starts again (headers that change on every call gain nothing from it)."""
+_CREDENTIALS: dict[tuple[Any, tuple[Any, ...]], tuple[TrustedProxies | None, Caller]] = {}
+"""By the call's peer and headers: the proxies they were read behind, and the ``Caller``
+they make without a deadline or a trace (with a ``Remembered`` for its seat token)."""
+
+
+def read_caller(context: grpc.aio.ServicerContext,
+                proxies: TrustedProxies | None = None) -> Caller:
+    """``caller_of`` read from scratch (``tests/service/test_caller.py``: the same)."""
+    token: str | None = None
+    bad = False
+    api_key: str | None = None
+    forwarded: list[str] = []
+    for key, value in context.invocation_metadata() or ():
+        if key == AUTHORIZATION:
+            if token is None and not bad:
+                scheme, _, rest = _text(value).partition(" ")
+                rest = rest.strip()
+                if rest and scheme.lower() == "bearer":
+                    token = rest
+                else:
+                    bad = True
+        elif key == API_KEY:
+            if api_key is None:
+                api_key = _text(value)
+        elif key == FORWARDED_FOR:
+            forwarded.append(_text(value))
+    peer = str(context.peer())
+    if proxies is not None and proxies.networks:
+        peer = proxies.client_peer(peer, forwarded)
+    remaining = context.time_remaining()
+    return Caller(token, bad, api_key, peer,
+                  None if remaining is None else time.monotonic() + remaining, False,
+                  tracing.traceparent() if tracing.ENABLED else None)
+
+
+def socket_peer(peer: str, forwarded: Iterable[str], proxies: TrustedProxies) -> str:
+    """A WebSocket's client address: its peer's, or behind one of ``proxies`` the one its
+    upgrade request's ``x-forwarded-for`` names (as ``caller_of`` reads a gRPC call's)."""
+    return proxies.client_peer(peer, list(forwarded))
+
+
+def socket_caller(seat_token: str, api_key: str, peer: str, remember: bool = True) -> Caller:
+    """The ``Caller`` of a WebSocket frame: its seat token and API key (as gRPC's headers
+    carry them; empty: none), the socket's client address; ``remember``: with a place for its
+    token's verification (``caller.Remembered``: the socket keeps this caller)."""
+    return Caller(seat_token=seat_token or None, api_key=api_key or None, peer=peer,
+                  remembered=Remembered(seat_token) if seat_token and remember else None)
+
+
+# --- what a call costs -------------------------------------------------------------------------
+
+
+def overloaded() -> ServiceError:
+    return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED",
+                        "the server has too many calls in flight; retry with backoff")
+
+
+def refused(error: ServiceError) -> ServiceError:
+    """``error``, a refusal the door (or a transport) decides itself, counted and logged."""
+    metrics.REFUSALS.labels(error.code.name, error.reason).inc()
+    log.info("refused", code=error.code.name, reason=error.reason)
+    error.logged = True
+    return error
+
+
+class Meter:
+    """One method's RPC metrics over one transport: grpc-prometheus' series (started,
+    handled by code, messages sent, seconds), with a ``transport`` label; the cells are looked
+    up once, here."""
+
+    __slots__ = ("answered", "labels", "sent", "started", "timing", "transport")
+
+    def __init__(self, path: str, transport: Transport, streams: bool = False) -> None:
+        self.transport = transport.value
+        self.labels = ("server_stream" if streams else "unary",
+                       *path.lstrip("/").split("/", 1))
+        self.started = metrics.RPC_STARTED.cell(*self.labels, self.transport)
+        self.answered = metrics.RPC_HANDLED.cell(*self.labels, "OK", self.transport)
+        self.sent = metrics.RPC_SENT.cell(*self.labels, self.transport)
+        self.timing = metrics.RPC_SECONDS.child(*self.labels, self.transport)
+
+    def ended(self, code: str, seconds: float) -> None:
+        """A call that did not answer OK (a unary one), or any stream's end."""
+        if code == "OK":
+            self.answered[0] += 1
+        else:
+            metrics.RPC_HANDLED.inc(*self.labels, code, self.transport)
+        metrics.RPC_SECONDS.observe_child(self.timing, seconds)
+
+
+SLOW_CALL_S = 1.0
+"""A unary call that takes longer is logged at info (every call at debug)."""
+
+
+def call_line(seconds: float, code: str = "OK") -> None:
+    """A unary call's own log line: debug, or info when slow."""
+    if seconds >= SLOW_CALL_S:
+        log.info("slow_call", code=code)
+    elif logcontext.debug_lines:
+        log.debug("call", code=code)
+
+
+class Door:
+    """What the whole server shares among its transports: the calls in flight (at most
+    ``max_in_flight`` unary calls, every transport together), the trusted proxies and the
+    refusal budget (``limits``)."""
+
+    def __init__(self, max_in_flight: int, proxies: TrustedProxies | None = None,
+                 limits: ConnectionLimits | None = None) -> None:
+        self.max_in_flight = max_in_flight
+        self.proxies = proxies or TrustedProxies()
+        self.limits = limits
+        """The connection limits whose refusal budget strangers' refused calls spend (None:
+        no budget)."""
+        self.in_flight = 0
+        self._meters: dict[tuple[str, Transport], Meter] = {}
+
+    def refused(self, caller: Caller, error: ServiceError, transport: Transport,
+                connection: str | None = None) -> None:
+        """A call of ``caller`` that came over ``transport`` was refused with ``error`` (every
+        transport tells of every refusal, here and nowhere else): a stranger's (no key, a
+        wrong key, a bad token: ``connections.counts_against_address``) is counted against
+        the address of the connection that carried it — ``connection``, its direct peer (a
+        trusted proxy's behind one: never cut), by default the caller's — and past that
+        address's budget its connections are cut.
+
+        A relayed call (``Transport.RELAY``) counts where its client is connected, never at
+        the owner: the node that relayed it holds the connection (the only one that can cut
+        it) and tells its own door of the refusal, come back through the tunnel, as its
+        transport answers it. Counted at the owner too, it would be counted twice, under the
+        client's address on a node it never connected to."""
+        limits = self.limits
+        if limits is None or transport is Transport.RELAY:
+            return
+        limits.refused(connection or caller.peer, error, caller.api_key)
+
+    def refused_call(self, context: grpc.aio.ServicerContext, error: ServiceError) -> None:
+        """A gRPC call refused (the call guard tells of each): ``refused`` with the caller read
+        from its headers, counted against its connection's peer; the headers are read only
+        for a refusal that may count."""
+        if self.limits is None or not counts_against_address(error):
+            return
+        self.refused(caller_of(context), error, Transport.GRPC, str(context.peer()))
+
+    def enter(self) -> None:
+        """One more unary call in flight, or ``OVERLOADED`` (counted) beyond the bound; each
+        ``enter`` that returns is followed by one ``leave``."""
+        if self.in_flight >= self.max_in_flight:
+            raise refused(overloaded())
+        self.in_flight += 1
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+
+    def meter(self, path: str, transport: Transport, streams: bool = False) -> Meter:
+        """The metrics of method ``path`` over ``transport`` (one ``Meter`` each)."""
+        meter = self._meters.get((path, transport))
+        if meter is None:
+            meter = self._meters[(path, transport)] = Meter(path, transport, streams)
+        return meter
+
+    @staticmethod
+    def bind(transport: Transport, peer: str, request: Any) -> Any:
+        """The log context of a call that has no gRPC context to read it from (a WebSocket
+        frame, a relayed call): its transport, client and request id, in a context made for
+        this call alone (``call``: the method adds its own into it, ``logcontext.enter``);
+        ``logcontext.reset`` with what this returns ends it."""
+        request_id = getattr(request, "request_id", "")
+        name = transport._value_  # its value, without the Python property ``value`` runs
+        if request_id:
+            return logcontext.bind(transport=name, peer=peer, request_id=request_id[:40],
+                                   call=None)
+        return logcontext.bind(transport=name, peer=peer, call=None)

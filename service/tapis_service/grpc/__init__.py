@@ -1,0 +1,1 @@
+"""The gRPC transport: the servicer, the call guard and the cut of calls at a stop."""

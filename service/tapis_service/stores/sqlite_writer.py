@@ -1,0 +1,273 @@
+"""The SQLite store's writer: one thread that group-commits whatever is queued.
+
+The first write it takes, plus every write queued behind it, go into one transaction (order
+preserved), committed once (WAL, ``synchronous=FULL``: one fsync for the batch); only then are
+the batch's awaitables completed, all of them by one wake-up of each waiting loop. A write is a
+job of statements: each job gets its own outcome, and a refused job never takes the others of
+its transaction with it. A ``SELECT`` in a job is a check: it must find a row, or the job is
+refused (``StoreUnavailable`` with the job's reason). A statement refused by SQLite (a
+constraint) is undone by SQLite itself, so a job of checks and one last change needs nothing
+more; any other job runs in a savepoint of its own, rolled back whole if one of its statements
+is refused. A transaction that cannot commit (disk full,
+I/O error) fails every job it carried with ``StoreUnavailable``, or with ``CommitUnknown`` when
+the COMMIT itself failed with an I/O error (it may have reached the disk).
+
+A journal input (``_append``) is inserted only after its predecessor. The writer is the file's
+only writer (the data directory is locked), so it remembers the last input of each table it
+has seen committed (``_committed``: set only once a COMMIT returned, forgotten by a drop): when
+that is the predecessor, the input goes in without reading the file; otherwise the file is
+asked (``SELECT`` by primary key), so a memory that lags (a commit in doubt that did reach the
+disk, a table not touched since the start) costs a read, never a wrong answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from tapis_service.observe import logrepeat, metrics
+from tapis_service.stores.store import CommitUnknown, JournalConflict, StoreError, StoreUnavailable
+
+log = structlog.get_logger("tapis.store")
+
+Write = tuple[str, tuple[Any, ...], str]
+"""(SQL, parameters, what it means if it changes no row, or, for a ``SELECT``, finds none:
+"" when that is fine)."""
+
+Failpoint = Callable[[str], None]
+"""Called by the writer at ``"commit"`` just before each COMMIT: raising ``sqlite3.Error`` there
+acts as the COMMIT failing with it (a full disk; an I/O error, whose outcome is in doubt)."""
+
+GAME_STORED = "SELECT 1 FROM games WHERE game_id = ?"
+INPUT_STORED = "SELECT 1 FROM journal WHERE game_id = ? AND idx = ?"
+"""The checks before an input the writer cannot vouch for: input N only after input N-1
+(input 1 only after the creation record), so no holes. (One ``INSERT ... SELECT ... WHERE
+EXISTS`` reading the journal costs twice as much: SQLite copies what an INSERT reads from its
+own table before inserting.)"""
+INSERT_INPUT = "INSERT INTO journal VALUES (?, ?, ?)"
+
+
+def _is_check(sql: str) -> bool:
+    return sql.startswith("SELECT")
+
+
+def _needs_savepoint(writes: list[Write]) -> bool:
+    """A statement that changes rows is followed by others: a savepoint, to undo it if one of
+    them is refused. (Checks, then one change: SQLite undoes that change itself.)"""
+    return any(not _is_check(sql) for sql, _, _ in writes[:-1])
+
+
+class _Job:
+    """Statements to run in order, and who to tell once they are committed. ``forget``: a
+    table whose journal the job deletes (the writer forgets what it knew of it)."""
+
+    __slots__ = ("forget", "future", "loop", "writes")
+
+    def __init__(self, writes: list[Write], loop: asyncio.AbstractEventLoop,
+                 future: asyncio.Future[None], forget: str | None = None) -> None:
+        self.writes = writes
+        self.loop = loop
+        self.future = future
+        self.forget = forget
+
+
+class _Append(_Job):
+    """A journal input, ``index`` of table ``game_id``, as its row's text."""
+
+    __slots__ = ("game_id", "index", "text")
+
+    def __init__(self, game_id: str, index: int, text: str, loop: asyncio.AbstractEventLoop,
+                 future: asyncio.Future[None]) -> None:
+        self.game_id = game_id
+        self.index = index
+        self.text = text
+        self.loop = loop
+        self.future = future
+        self.forget = None
+
+
+class GroupCommitWriter:
+    """The writer half of ``SqliteStore``: ``_start_writer`` once its connection is open,
+    ``_submit`` and ``_append`` from the loop, ``_stop_writer`` to commit what is queued and
+    stop."""
+
+    path: Path
+    max_batch: int
+    """Writes per transaction at most (0: everything queued; 1: no group commit)."""
+    failpoint: Failpoint | None
+    _connection: sqlite3.Connection
+
+    def _start_writer(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._closed = False
+        self._committed: dict[str, int] = {}
+        """The writer thread's own: each table's last input known committed."""
+        self.commits = 0
+        """Transactions committed (each may carry many writes): for measurements."""
+        self._writer = threading.Thread(target=self._run, name="tapis-store-writer", daemon=True)
+        self._writer.start()
+
+    def _stop_writer(self) -> None:
+        self._queue.put(None)
+        self._writer.join()
+
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is None or not loop.is_running():  # looked up once per loop: on Python 3.11
+            loop = self._loop = asyncio.get_running_loop()  # each lookup is a getpid call
+        return loop
+
+    def _submit(self, writes: list[Write], forget: str | None = None) -> asyncio.Future[None]:
+        if self._closed:
+            raise RuntimeError("the store is closed")
+        loop = self._running_loop()
+        future = loop.create_future()
+        self._queue.put(_Job(writes, loop, future, forget))
+        return future
+
+    def _append(self, game_id: str, index: int, text: str) -> asyncio.Future[None]:
+        """Queue journal input ``index`` of ``game_id`` (its row's text)."""
+        if self._closed:
+            raise RuntimeError("the store is closed")
+        loop = self._running_loop()
+        future = loop.create_future()
+        self._queue.put(_Append(game_id, index, text, loop, future))
+        return future
+
+    def _run(self) -> None:
+        stopping = False
+        while not stopping:
+            first = self._queue.get()
+            if first is None:
+                break
+            batch = [first]
+            while not self.max_batch or len(batch) < self.max_batch:  # group commit
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if job is None:
+                    stopping = True
+                    break
+                batch.append(job)
+            started, commits = time.perf_counter(), self.commits
+            outcomes = self._commit(batch)
+            metrics.observe_commit("sqlite", time.perf_counter() - started,
+                                   self.commits > commits)
+            self._settle(batch, outcomes)
+
+    def _settle(self, batch: Sequence[_Job], outcomes: Sequence[StoreError | None]) -> None:
+        """The batch's awaitables completed by one wake-up of each loop, not one per write."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, StoreError | None]]] = {}
+        for job, outcome in zip(batch, outcomes, strict=True):
+            by_loop.setdefault(job.loop, []).append((job.future, outcome))
+        for loop, settled in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+                loop.call_soon_threadsafe(_settle_all, settled)
+
+    def _commit(self, batch: list[_Job]) -> list[StoreError | None]:
+        """One transaction for the batch: each job's outcome."""
+        outcomes: list[StoreError | None] = [None] * len(batch)
+        cursor = self._connection.cursor()
+        committed = self._committed
+        appended: dict[str, int] = {}  # this transaction's inputs: committed with it
+        committing = False
+        try:
+            cursor.execute("BEGIN")
+            for position, job in enumerate(batch):
+                if type(job) is _Append:
+                    outcomes[position] = _run_append(cursor, job, committed, appended)
+                else:
+                    if job.forget is not None:  # forgotten at once: a read if in doubt
+                        committed.pop(job.forget, None)
+                        appended.pop(job.forget, None)
+                    outcomes[position] = _run_job(cursor, job)
+            committing = True
+            if self.failpoint is not None:
+                self.failpoint("commit")
+            cursor.execute("COMMIT")
+            committed.update(appended)
+            self.commits += 1
+        except sqlite3.Error as error:
+            logrepeat.limited(log.error, "store_write_failed", error=str(error), writes=len(batch))
+            with contextlib.suppress(sqlite3.Error):
+                if self._connection.in_transaction:
+                    cursor.execute("ROLLBACK")
+            failed: StoreError
+            if committing and _in_doubt(error):
+                failed = CommitUnknown(f"{self.path}: the commit failed with an I/O error and "
+                                       f"may have reached the disk ({error})")
+            else:
+                failed = StoreUnavailable(f"{self.path}: {error}")
+            return [failed for _ in batch]
+        return outcomes
+
+
+def _run_append(cursor: sqlite3.Cursor, job: _Append, committed: dict[str, int],
+                appended: dict[str, int]) -> StoreError | None:
+    """One journal input in the open transaction: None, or why it changed nothing."""
+    game_id, index = job.game_id, job.index
+    known = appended.get(game_id)
+    if known is None:
+        known = committed.get(game_id)
+    if known != index - 1 or index == 1:  # the writer cannot vouch for the predecessor
+        if index == 1:
+            cursor.execute(GAME_STORED, (game_id,))
+        else:
+            cursor.execute(INPUT_STORED, (game_id, index - 1))
+        if cursor.fetchone() is None:
+            return StoreUnavailable(f"game {game_id}: input {index - 1} is not committed")
+    try:
+        cursor.execute(INSERT_INPUT, (game_id, index, job.text))
+    except sqlite3.IntegrityError as error:  # undone by SQLite itself
+        return JournalConflict(str(error))
+    appended[game_id] = index
+    return None
+
+
+def _run_job(cursor: sqlite3.Cursor, job: _Job) -> StoreError | None:
+    """One job's statements in the open transaction: None, or why it changed nothing."""
+    savepoint = _needs_savepoint(job.writes)
+    if savepoint:
+        cursor.execute("SAVEPOINT job")
+    outcome: StoreError | None = None
+    try:
+        for sql, params, unless_changed in job.writes:
+            cursor.execute(sql, params)
+            done = cursor.fetchone() is not None if _is_check(sql) else cursor.rowcount
+            if unless_changed and not done:
+                raise StoreUnavailable(unless_changed)
+    except sqlite3.IntegrityError as error:
+        outcome = JournalConflict(str(error))
+    except StoreUnavailable as refused:
+        outcome = refused
+    if savepoint:
+        if outcome is not None:
+            cursor.execute("ROLLBACK TO job")
+        cursor.execute("RELEASE job")
+    return outcome
+
+
+def _in_doubt(failure: sqlite3.Error) -> bool:
+    """A COMMIT that failed with an I/O error (a failed fsync, a short write): its frames may
+    be in the WAL, and a later recovery may find it committed. A full disk is not in doubt:
+    SQLite could not write the transaction at all."""
+    code = getattr(failure, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF == sqlite3.SQLITE_IOERR
+
+
+def _settle_all(settled: list[tuple[asyncio.Future[None], StoreError | None]]) -> None:
+    """On the loop: each write's outcome into its awaitable (unless it was cancelled)."""
+    for future, error in settled:
+        if not future.done():
+            future.set_result(None) if error is None else future.set_exception(error)
