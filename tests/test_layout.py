@@ -1,7 +1,7 @@
 """The house rules a test can check: tests share helpers through ``tests/support/`` (or a helper
 module beside them), never by importing a test module or a ``conftest``; measurement scripts
 live in ``bench/``; a game is named only in its own files and its registries; the built web
-client ships in the wheel."""
+client ships in the wheel; each room of the service imports only the floors below it."""
 
 from __future__ import annotations
 
@@ -86,6 +86,103 @@ def test_the_wheel_carries_every_file_of_the_built_web_client() -> None:
     files = [path.relative_to(package).as_posix() for path in tapis_webclient.STATIC.iterdir()]
     assert "index.html" in [name.rsplit("/", 1)[-1] for name in files]
     assert all(any(fnmatch(name, pattern) for pattern in patterns) for name in files), files
+
+
+SERVICE = ROOT / "service" / "tapis_service"
+FLOORS = {
+    "process": 0,  # the top floor: wires the house (start-up, server, admin); nothing imports it
+    "cluster": 1,  # a node among nodes: serves and relays calls through grpc/'s servicer
+    "grpc": 2, "ws": 2,  # the transports: a call in, through the door, to the game API
+    "game_api": 3,  # the service's operations, transport-free (game_api.py)
+    "tables": 4,  # the tables held: lifecycle, host, actor, session, streams, recovery
+    "codec": 5, "stores": 5,  # protobuf <-> engine; the journal and the results ledger
+    "door": 6,  # identity, credentials, limits, log context: consulted above, calls none of them
+    "observe": 7,  # the ground floor: metrics, logs, tracing, clock, refusals
+    "settings": 8,  # the one settings table (settings.py), which imports nothing of the service
+}
+"""The rooms of ``service/tapis_service`` by floor, the top first. A module's room is the first
+part of its path there (a folder, or ``game_api.py`` and ``settings.py`` alone); it imports its
+own room and rooms on lower floors (larger numbers) only, never one on its floor or above. An
+import for type checking only (``if TYPE_CHECKING:``) may look up: it names a shape and runs
+nothing (the codec names ``tables.session.Session``, whose fields it encodes)."""
+
+
+def room_of(module: str) -> str | None:
+    """The room of a dotted ``tapis_service`` module (None: the package itself)."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "tapis_service" and len(parts) > 1 else None
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of the nodes under an ``if TYPE_CHECKING:``."""
+    return {id(inner) for node in ast.walk(tree) if isinstance(node, ast.If)
+            and ast.unparse(node.test).endswith("TYPE_CHECKING") for inner in ast.walk(node)}
+
+
+def floor_breaches(package: Path) -> list[str]:
+    """Each module of ``package`` (a ``tapis_service``) that is in no room, and each import
+    from one room into another on its floor or above."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package)
+        if relative.as_posix() == "__init__.py":
+            continue
+        room = relative.parts[0].removesuffix(".py")
+        if room not in FLOORS:
+            found.append(f"{relative.as_posix()} is in no room: place it in one of "
+                         f"{sorted(FLOORS)}")
+            continue
+        here = ("tapis_service", *relative.with_suffix("").parts)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        typing_only = _type_checking_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(here[:len(here) - node.level]) if node.level else ""
+                module = ".".join(filter(None, (base, node.module)))
+                targets = [f"{module}.{alias.name}" for alias in node.names] \
+                    if module == "tapis_service" else [module]
+            else:
+                continue
+            for target in targets:
+                other = room_of(target)
+                if other is not None and other != room and other in FLOORS \
+                        and FLOORS[other] <= FLOORS[room]:
+                    found.append(f"{relative.as_posix()}:{node.lineno} ({room}, floor "
+                                 f"{FLOORS[room]}) imports {target} ({other}, floor "
+                                 f"{FLOORS[other]})")
+    return found
+
+
+def test_each_room_of_the_service_imports_only_the_floors_below_it() -> None:
+    assert floor_breaches(SERVICE) == []
+
+
+def test_the_check_sees_an_upward_import_and_a_module_in_no_room(tmp_path: Path) -> None:
+    package = tmp_path / "tapis_service"
+    for name, text in {
+            "__init__.py": "",
+            "settings.py": "",
+            "observe/metrics.py": "from tapis_service.process.server import CannotListen\n",
+            "codec/wire.py": "from typing import TYPE_CHECKING\n"
+                             "from tapis_service.observe import metrics\n"
+                             "from .convert import x\n"
+                             "if TYPE_CHECKING:\n    from tapis_service.tables.session import S\n",
+            "stores/store.py": "from tapis_service import settings, codec\n"
+                               "from ..tables import recovery\n",
+            "helpers.py": "",
+    }.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text, encoding="utf-8")
+    assert floor_breaches(package) == [
+        "helpers.py is in no room: place it in one of " + str(sorted(FLOORS)),
+        "observe/metrics.py:1 (observe, floor 7) imports tapis_service.process.server "
+        "(process, floor 0)",
+        "stores/store.py:1 (stores, floor 5) imports tapis_service.codec (codec, floor 5)",
+        "stores/store.py:2 (stores, floor 5) imports tapis_service.tables (tables, floor 4)"]
 
 
 MAX_LINES = 500
