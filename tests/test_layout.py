@@ -161,6 +161,17 @@ def test_each_room_of_the_service_imports_only_the_floors_below_it() -> None:
     assert floor_breaches(SERVICE) == []
 
 
+def test_the_engine_under_every_room_imports_none_of_them() -> None:
+    found = []
+    for path in sorted((ROOT / "service" / "tapis_engine").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{path.name}: {name}" for name in names
+                      if name.split(".")[0] == "tapis_service"]
+    assert found == []
+
+
 def test_the_check_sees_an_upward_import_and_a_module_in_no_room(tmp_path: Path) -> None:
     package = tmp_path / "tapis_service"
     for name, text in {
