@@ -47,17 +47,13 @@ from tapis_service.tables.host import GameHost
 from tapis_service.tables.housekeeping import Housekeeping
 from tapis_service.tables.paging import page_cursor, page_size
 from tapis_service.tables.session import Session
-from tapis_service.tables.streams import StreamGuard, revoked, stopping, too_slow
+from tapis_service.tables.streams import EndStream, StreamGuard, revoked, stopping, too_slow
 
 log = structlog.get_logger("tapis.rpc")
 
 R = TypeVar("R")
 BACKLOG_CHUNK = 64
 """Missed events sent per stream message when a stream catches up."""
-
-EndStream = Callable[[ServiceError], None]
-"""How a transport ends an open stream from outside its own task (the slow-stream watchdog):
-with this refusal, sent behind what the transport already holds."""
 
 
 def refusal_of(error: RuleError | ServiceError) -> ServiceError:

@@ -32,11 +32,11 @@ from tapis_service.door.caller import Caller, deadline_in
 from tapis_service.door.limits import check_sizes
 from tapis_service.door.rpcs import BY_NAME, RPCS, Rpc
 from tapis_service.door.tls import ClusterTls
-from tapis_service.game_api import EndStream, GameApi
+from tapis_service.game_api import GameApi
 from tapis_service.observe.errors import ServiceError
 from tapis_service.tables.host import GameHost
 from tapis_service.tables.ownership import scope_of
-from tapis_service.tables.streams import too_slow
+from tapis_service.tables.streams import EndStream, too_slow
 
 DEADLINE_TTLS = 2.0
 """The longest a relayed unary call waits for the owner's answer, in TTLs (the tunnel's

@@ -67,6 +67,7 @@ from tapis_service.door.door import Door, Transport
 from tapis_service.door.rpcs import BY_NAME, RPCS, Rpc
 from tapis_service.observe import tracing
 from tapis_service.observe.errors import ServiceError, end_call
+from tapis_service.tables.streams import EndStream
 
 log = structlog.get_logger("tapis.cluster")
 
@@ -81,7 +82,6 @@ MAX_QUEUED = 100_000
 
 Serve = Callable[[str, bytes, Caller], Awaitable[bytes]]
 """The owner serving a relayed unary call: (method name, request bytes, caller) -> answer."""
-EndStream = Callable[[ServiceError], None]
 StreamServe = Callable[[bytes, Caller, EndStream], AsyncIterator[bytes]]
 """The owner serving a relayed StreamEvents call."""
 

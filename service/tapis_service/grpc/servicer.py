@@ -16,8 +16,9 @@ from tapis_service.door.caller import Caller
 from tapis_service.door.door import caller_of
 from tapis_service.door.limits import clip
 from tapis_service.door.rpcs import RPCS, SERVICE, Rpc
-from tapis_service.game_api import EndStream, GameApi
+from tapis_service.game_api import GameApi
 from tapis_service.observe.errors import ServiceError, to_status
+from tapis_service.tables.streams import EndStream
 
 _ENDING: set[asyncio.Future[None]] = set()
 log = structlog.get_logger("tapis.rpc")

@@ -25,6 +25,10 @@ from tapis_service.door.limits import peer_host
 from tapis_service.observe.clock import Clock, TimerHandle
 from tapis_service.observe.errors import ServiceError
 
+EndStream = Callable[[ServiceError], None]
+"""How a transport ends an open stream from outside its own task (the slow-stream watchdog):
+with this refusal, sent behind what the transport already holds."""
+
 
 def too_many_streams(message: str) -> ServiceError:
     return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_STREAMS", message)
