@@ -79,12 +79,21 @@ async def wait_serving(target: str, within_s: float = READY_WITHIN_S,
             await asyncio.sleep(0.05)
 
 
+PROBE_S = 5.0
+"""The longest a health probe waits for its answer."""
+
+
 async def health_status(target: str, service: str = "") -> str:
-    """The health service's answer for ``service`` (``UNREACHABLE`` if no answer in 1 s)."""
+    """The health service's answer for ``service`` (``UNREACHABLE`` if none in ``PROBE_S``).
+
+    A server that is up answers at once, and one that is down or speaks TLS fails at once; the
+    timeout only bounds a live server's answer on a loaded host (a 1 s bound was missed there
+    by a server's first probe after PostgreSQL's return, with the host's two cores busy).
+    The deploy files' own probes allow 2 s and three misses."""
     async with channel(target) as probe:
         try:
             answer = await health_pb2_grpc.HealthStub(probe).Check(
-                health_pb2.HealthCheckRequest(service=service), timeout=1.0)
+                health_pb2.HealthCheckRequest(service=service), timeout=PROBE_S)
         except grpc.aio.AioRpcError as error:
             return "UNREACHABLE" if error.code() != grpc.StatusCode.NOT_FOUND else "UNKNOWN"
         return health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)
