@@ -105,8 +105,8 @@ class Input(Generic[R]):
         self.waiters = [waiter]
         self.thrown: BaseException | None = None
         """What the next step throws into the coroutine instead of resuming it."""
-        self.outcome: asyncio.Future[R] | None = None
-        """Once done: a done future holding the outcome (for later waiters)."""
+        self.outcome: tuple[R, BaseException | None] | None = None
+        """Once done: its value, or what it raised (for later waiters)."""
 
     def __await__(self) -> Generator[Any, None, R]:
         return self.joined().__await__()
@@ -117,7 +117,7 @@ class Input(Generic[R]):
         if self.outcome is None:
             self.waiters.append(waiter)
         else:
-            _copy(self.outcome, waiter)
+            _hand(waiter, *self.outcome)
         return waiter
 
     def step(self, _done: object = None) -> None:
@@ -155,30 +155,23 @@ class Input(Generic[R]):
             self.loop.call_soon(self.step, context=self.context)
 
     def _end(self, value: Any, error: BaseException | None) -> None:
-        """The outcome: kept, checked (``retrieve``), and handed to each waiter still
+        """The outcome: kept, checked (``retrieve``'s), and handed to each waiter still
         waiting."""
-        outcome: asyncio.Future[R] = self.loop.create_future()
-        if error is None:
-            outcome.set_result(value)
-        elif isinstance(error, asyncio.CancelledError):
-            outcome.cancel()
-        else:
-            outcome.set_exception(error)
-        self.outcome = outcome
-        retrieve(outcome)
+        self.outcome = (value, error)
+        if error is not None and not isinstance(error, ServiceError | RuleError
+                                                | asyncio.CancelledError):
+            log.error("table_task_failed", error=repr(error)[:300])
         for waiter in self.waiters:
             if not waiter.done():
-                _copy(outcome, waiter)
+                _hand(waiter, value, error)
         self.waiters = []
 
 
-def _copy(outcome: asyncio.Future[R], waiter: asyncio.Future[R]) -> None:
-    """A done ``outcome`` into ``waiter``."""
-    if outcome.cancelled():
-        waiter.cancel()
-        return
-    error = outcome.exception()
+def _hand(waiter: asyncio.Future[R], value: R, error: BaseException | None) -> None:
+    """An outcome into ``waiter``."""
     if error is None:
-        waiter.set_result(outcome.result())
+        waiter.set_result(value)
+    elif isinstance(error, asyncio.CancelledError):
+        waiter.cancel()
     else:
         waiter.set_exception(error)
