@@ -15,7 +15,8 @@ same code is what the unit tests drive. Each request is served at once, in the c
 message that carries it, up to its first wait (``_serve_now``): one that never waits (a
 SubmitAction for a table with nothing in flight, on the memory store) is answered there,
 without a task or a step of the loop, and what it writes to its own socket goes out in one
-write; one that waits goes on in a task of its own (answers may overtake one another). Each
+write; one that waits goes on as a task would, resumed by what it waits on without one
+(``_Resumed``; answers may overtake one another). Each
 open stream is a task that copies the GameApi's event batches into ``events`` frames, waiting
 while the socket cannot take more; while it is idle, a change is written at commit instead
 (``fanout.LiveFeed``, through ``_StreamWriter``).
@@ -93,8 +94,9 @@ class SocketCall(NamedTuple):
     now: bool
     """Served at once, in the frame's callback, up to its first wait (``_serve_now``): a
     table's call served by this node's GameApi (its table actor awaits futures and tasks
-    only: a journal write runs shielded, in a task of its own, a resting table is woken in
-    one); not a relayed call nor the others, which may need to run in a task
+        only: a journal write runs shielded, as an input of its own, a resting table is woken in
+    a task; nothing after a wait needs to be in a task either); not a relayed call nor the
+    others, which may need to run in a task
     (``asyncio.timeout`` around a database call)."""
 
 
