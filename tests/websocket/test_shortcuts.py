@@ -387,3 +387,23 @@ async def test_a_request_resumed_without_a_task_sees_what_a_task_would(how: str)
     ours = await _resumed_or_task(True, how)
     assert ours == await _resumed_or_task(False, how)
     assert ours[-1] == ("cancelled" if how.endswith("gone") else "ended")
+
+
+async def test_a_stop_waits_for_a_request_resumed_without_a_task() -> None:
+    """What a stop waits for (``Connection.running``) covers a request that waits: done once
+    it is answered, not before."""
+    api, door = Held(), Door(max_in_flight=10)
+    routes = {rpc.name: Route(rpc, api.get_game) for rpc in frames.CARRIED}
+    sink = Sink()
+    connection = Connection(api, "ipv4:10.0.0.1:1", sink, door=door,  # type: ignore[arg-type]
+                            calls=socket_calls(routes, door))
+    connection.received(ws_pb.ClientFrame(id=1, get_game=pb.GetGameRequest(
+        game_id="t")).SerializeToString(), Format.BINARY)
+    running = connection.running()
+    assert len(running) == 1
+    await asyncio.sleep(0)
+    assert not running[0].done()
+    api.waiting.set_result(None)
+    await asyncio.wait(running, timeout=5)
+    assert running[0].done() and not connection.in_flight
+    assert sink.writes  # answered

@@ -203,6 +203,11 @@ class Connection:
     def resume_writing(self) -> None:
         self.writable.set()
 
+    def running(self) -> list[asyncio.Future[Any]]:
+        """What a stop waits for: each request and stream of the socket, until it ends."""
+        return [task if isinstance(task, asyncio.Future) else task.finished()
+                for task in (*self.in_flight.values(), *self.streams.values())]
+
     def disconnected(self) -> None:
         """The socket is gone: every request and stream of it is cancelled."""
         self.closed = True
@@ -429,7 +434,7 @@ class _Resumed:
     yield its next step throws the cancellation in. ``serving`` (``Connection._serve``) catches
     every failure but its cancellation, which ends it here as it ends a task."""
 
-    __slots__ = ("cancelling", "context", "loop", "serving", "waiting")
+    __slots__ = ("cancelling", "context", "ended", "loop", "serving", "waiting")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, serving: Coroutine[Any, Any, None],
                  waiting: Any, context: contextvars.Context) -> None:
@@ -438,6 +443,8 @@ class _Resumed:
         self.context = context
         self.cancelling = False
         self.waiting: Any = None
+        self.ended: asyncio.Future[None] | None = None
+        """Set once ``serving`` ended, when someone waits for that (``finished``)."""
         self._wait(waiting)
 
     def _wait(self, waiting: Any) -> None:
@@ -463,8 +470,19 @@ class _Resumed:
             else:
                 waiting = self.serving.send(None)
         except (StopIteration, asyncio.CancelledError):
+            self.serving = None  # type: ignore[assignment]
+            if self.ended is not None and not self.ended.done():
+                self.ended.set_result(None)
             return
         self._wait(waiting)
+
+    def finished(self) -> asyncio.Future[None]:
+        """A future done once ``serving`` has ended (a stop waits for it)."""
+        if self.ended is None:
+            self.ended = self.loop.create_future()
+            if self.serving is None:
+                self.ended.set_result(None)
+        return self.ended
 
     def cancel(self) -> bool:
         """Cancel the wait (the socket is gone), as ``Task.cancel`` does."""
