@@ -6,6 +6,11 @@ its table's events; one action in flight per table: the seat the table awaits re
 token on the frame, a request id), and the next action starts once the answer is back and the
 events reached both sockets. Figures over the measured window: the server's CPU per action
 (``/proc``), actions per second, SubmitAction p50/p99. Prints one JSON object.
+
+``"threads"``: the server's busiest threads over the window (``/proc/PID/task/TID/stat`` and
+``status``), each one's user and system CPU and its voluntary and involuntary context
+switches per action; ``"main"`` marks the event loop's (on SQLite the next is the writer's:
+its voluntary switches are how often it blocks).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -30,6 +36,8 @@ from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_bench.procs import free_port, progress, wait_ready
 from tapis_bench.stats import cpu_seconds, percentile, raise_fd_limit
 
+TICKS = os.sysconf("SC_CLK_TCK")
+"""``/proc``'s CPU times are in these per second."""
 REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 NEXT_GAME = pb.Action(start_next_game=pb.StartNextGame())
 
@@ -168,11 +176,13 @@ async def measure(url: str, pid: int, tables: int, warmup_s: float,
     rec, stop = Recorder(), asyncio.Event()
     players = [asyncio.ensure_future(play(t, rec, stop)) for t in opened]
     await asyncio.sleep(warmup_s)
+    threads = thread_figures(pid)
     cpu, started = cpu_seconds(pid), time.perf_counter()
     rec.measuring = True
     await asyncio.sleep(seconds)
     rec.measuring = False
     cpu, elapsed = cpu_seconds(pid) - cpu, time.perf_counter() - started
+    after = thread_figures(pid)
     stop.set()
     await asyncio.gather(*players)
     for table in opened:
@@ -185,7 +195,43 @@ async def measure(url: str, pid: int, tables: int, warmup_s: float,
         "server_cpu_us_per_action": round(cpu / rec.actions * 1e6, 1) if rec.actions else None,
         "submit_p50_ms": percentile(rec.submit_ms, 50),
         "submit_p99_ms": percentile(rec.submit_ms, 99),
+        "threads": per_action(threads, after, pid, rec.actions),
     }
+
+
+def thread_figures(pid: int) -> dict[int, tuple[float, float, int, int]]:
+    """Each thread of ``pid``: user and system CPU seconds, voluntary and involuntary context
+    switches so far."""
+    figures = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            status = dict(line.split(":", 1) for line in
+                          (task / "status").read_text().splitlines() if ":" in line)
+        except OSError:  # the thread ended
+            continue
+        figures[int(task.name)] = (int(stat[11]) / TICKS, int(stat[12]) / TICKS,
+                                   int(status["voluntary_ctxt_switches"]),
+                                   int(status["nonvoluntary_ctxt_switches"]))
+    return figures
+
+
+def per_action(before: dict[int, tuple[float, float, int, int]],
+               after: dict[int, tuple[float, float, int, int]], pid: int,
+               actions: int) -> list[dict[str, Any]]:
+    """The three busiest threads between two ``thread_figures``, per action."""
+    rows = []
+    for tid, (user, system, voluntary, involuntary) in after.items():
+        if tid not in before or not actions:
+            continue
+        was = before[tid]
+        rows.append({"main": tid == pid,
+                     "user_us": round((user - was[0]) / actions * 1e6, 1),
+                     "system_us": round((system - was[1]) / actions * 1e6, 1),
+                     "voluntary_switches": round((voluntary - was[2]) / actions, 3),
+                     "involuntary_switches": round((involuntary - was[3]) / actions, 3)})
+    rows.sort(key=lambda row: -(row["user_us"] + row["system_us"]))
+    return rows[:3]
 
 
 def main(argv: list[str] | None = None) -> None:

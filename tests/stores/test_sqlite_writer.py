@@ -218,3 +218,24 @@ async def test_a_dropped_table_is_forgotten(tmp_path: Path) -> None:
     await store.appended("g", 1, {"i": "new"})
     assert rows(tmp_path, "SELECT idx, entry FROM journal") == [(1, '{"i":"new"}')]
     store.close()
+
+
+@pytest.mark.parametrize("max_batch", [0, 3])
+async def test_the_writes_of_one_step_of_the_loop_are_one_batch_in_order(
+        tmp_path: Path, max_batch: int) -> None:
+    """What one step of the loop queues reaches the writer together (one transaction, or
+    ``max_batch`` at a time), in the order queued, a snapshot behind its input; what is
+    queued when the store closes is committed."""
+    store = SqliteStore(tmp_path, max_batch=max_batch)
+    await asyncio.gather(*(store.created(f"g{i}", {"kind": "war"}) for i in range(4)))
+    statements, commits = traced(store), store.commits
+    writes = [store.appended(f"g{i}", 1, {"i": i}) for i in range(4)]
+    writes.append(store.snapshot("g3", 1, {"format": 1}))
+    await asyncio.gather(*writes)
+    assert store.commits - commits == (1 if not max_batch else 2)
+    inserted = [sql.split("'")[1] for sql in statements if sql.startswith(("INSERT INTO journal",
+                                                                           "INSERT OR REPLACE"))]
+    assert inserted == ["g0", "g1", "g2", "g3", "g3"]
+    store.appended("g0", 2, {"i": 0})
+    store.close()  # before the loop's next step: handed to the writer by the close
+    assert rows(tmp_path, "SELECT COUNT(*) FROM journal") == [(5,)]

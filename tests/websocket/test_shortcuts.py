@@ -7,7 +7,9 @@ each message, and a request cut before its task's first step ending as a task's 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import random
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from tapis_service.observe import metrics
 from tapis_service.observe.clock import ManualClock
 from tapis_service.stores.sqlite_store import SqliteStore
 from tapis_service.ws import frames
-from tapis_service.ws.connection import Connection, socket_calls
+from tapis_service.ws.connection import Connection, _Resumed, socket_calls
 from tapis_service.ws.endpoint import _Sink, ws_frame
 from tapis_service.ws.frames import Format
 from tests.support.calls import person_seats
@@ -311,3 +313,97 @@ async def test_a_failed_write_at_commit_ends_that_stream_only(
     last = [f for f, _ in players[1].sink.messages() if f.id == streams[1]][-1]
     assert last.HasField("refusal") and last.refusal.code == 13  # INTERNAL, as its task's
     assert streams[1] not in players[1].connection.streams
+
+
+async def _resumed_or_task(resumed: bool, how: str) -> list[str]:
+    """A request's coroutine run up to its first wait (``_serve_now``'s), then resumed by a
+    task or by ``_Resumed``; what it saw, when ``how`` disturbs it: its future answered, the
+    socket gone while it waits, its future answered and the socket gone in the same loop step,
+    a bare yield, a bare yield then the socket gone."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str] = loop.create_future()
+    seen: list[str] = []
+
+    async def serving() -> None:
+        try:
+            if how.startswith("bare"):
+                await asyncio.sleep(0)
+                seen.append("resumed")
+            else:
+                seen.append(await future)
+            await asyncio.sleep(0)  # a later wait: the same either way
+            seen.append("ended")
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    context = contextvars.copy_context()
+    coroutine = serving()
+    waiting = context.run(coroutine.send, None)
+    if resumed:
+        request: Any = _Resumed(loop, coroutine, waiting, context)
+    else:  # _serve_now's way before: a task, handed what the coroutine waits on first
+        request = loop.create_task(_AsTask(coroutine, waiting), context=context)
+    if how in ("answered", "answered then gone"):
+        future.set_result("answered")
+    if how in ("gone", "answered then gone", "bare then gone"):
+        request.cancel()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    return seen
+
+
+class _AsTask(Coroutine[Any, Any, None]):
+    """A started coroutine for a task: its first step hands the task ``waiting``."""
+
+    def __init__(self, coroutine: Any, waiting: Any) -> None:
+        self.coroutine, self.waiting, self.first = coroutine, waiting, True
+
+    def send(self, value: Any) -> Any:
+        if self.first:
+            self.first = False
+            return self.waiting
+        return self.coroutine.send(value)
+
+    def throw(self, error: Any, *_: Any) -> Any:
+        if self.first:
+            self.first = False
+            if isinstance(self.waiting, asyncio.Future) and self.waiting.cancel():
+                return self.coroutine.send(None)
+        return self.coroutine.throw(error)
+
+    def close(self) -> None:
+        self.coroutine.close()
+
+    def __await__(self) -> Any:
+        raise TypeError("run by a task")
+
+
+@pytest.mark.parametrize("how", ["answered", "gone", "answered then gone", "bare",
+                                 "bare then gone"])
+async def test_a_request_resumed_without_a_task_sees_what_a_task_would(how: str) -> None:
+    """``_Resumed`` resumes a waiting request as a task did: its answer, its cancellation
+    (while it waits, or once its answer is in but before it ran), a bare yield."""
+    ours = await _resumed_or_task(True, how)
+    assert ours == await _resumed_or_task(False, how)
+    assert ours[-1] == ("cancelled" if how.endswith("gone") else "ended")
+
+
+async def test_a_stop_waits_for_a_request_resumed_without_a_task() -> None:
+    """What a stop waits for (``Connection.running``) covers a request that waits: done once
+    it is answered, not before."""
+    api, door = Held(), Door(max_in_flight=10)
+    routes = {rpc.name: Route(rpc, api.get_game) for rpc in frames.CARRIED}
+    sink = Sink()
+    connection = Connection(api, "ipv4:10.0.0.1:1", sink, door=door,  # type: ignore[arg-type]
+                            calls=socket_calls(routes, door))
+    connection.received(ws_pb.ClientFrame(id=1, get_game=pb.GetGameRequest(
+        game_id="t")).SerializeToString(), Format.BINARY)
+    running = connection.running()
+    assert len(running) == 1
+    await asyncio.sleep(0)
+    assert not running[0].done()
+    api.waiting.set_result(None)
+    await asyncio.wait(running, timeout=5)
+    assert running[0].done() and not connection.in_flight
+    assert sink.writes  # answered

@@ -108,7 +108,10 @@ class GroupCommitWriter:
 
     def _start_writer(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[list[_Job] | None] = queue.SimpleQueue()
+        self._handing: list[_Job] = []
+        """The jobs queued on the loop during its current step, handed to the writer together
+        after it (``_hand_off``)."""
         self._closed = False
         self._committed: dict[str, int] = {}
         """The writer thread's own: each table's last input known committed."""
@@ -118,6 +121,7 @@ class GroupCommitWriter:
         self._writer.start()
 
     def _stop_writer(self) -> None:
+        self._hand_off()
         self._queue.put(None)
         self._writer.join()
 
@@ -132,7 +136,7 @@ class GroupCommitWriter:
             raise RuntimeError("the store is closed")
         loop = self._running_loop()
         future = loop.create_future()
-        self._queue.put(_Job(writes, loop, future, forget))
+        self._put(_Job(writes, loop, future, forget), loop)
         return future
 
     def _append(self, game_id: str, index: int, text: str) -> asyncio.Future[None]:
@@ -141,25 +145,48 @@ class GroupCommitWriter:
             raise RuntimeError("the store is closed")
         loop = self._running_loop()
         future = loop.create_future()
-        self._queue.put(_Append(game_id, index, text, loop, future))
+        self._put(_Append(game_id, index, text, loop, future), loop)
         return future
+
+    def _put(self, job: _Job, loop: asyncio.AbstractEventLoop) -> None:
+        """Queue ``job`` behind the others of this step of the loop: the first of a step has
+        them handed to the writer once the step's callbacks ran (``_hand_off``)."""
+        handing = self._handing
+        handing.append(job)
+        if len(handing) == 1:
+            loop.call_soon(self._hand_off)
+
+    def _hand_off(self) -> None:
+        """The jobs queued during a step of the loop, to the writer in one put, in order: one
+        wake-up of its thread for them all, and one batch (the inputs one step of the loop
+        applied, committed together), not a batch cut short by a writer that woke for the
+        first of them. (Before a stop: whatever is queued.)"""
+        handing = self._handing
+        if handing:
+            self._handing = []
+            self._queue.put(handing)
 
     def _run(self) -> None:
         stopping = False
-        while not stopping:
-            first = self._queue.get()
-            if first is None:
-                break
-            batch = [first]
-            while not self.max_batch or len(batch) < self.max_batch:  # group commit
+        carried: list[_Job] = []  # beyond the last batch's ``max_batch``: the next one's first
+        while carried or not stopping:
+            if not carried:
+                first = self._queue.get()
+                if first is None:
+                    break
+                carried = first
+            batch, carried = carried, []
+            while not stopping:  # group commit: every job queued meanwhile
                 try:
-                    job = self._queue.get_nowait()
+                    jobs = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if job is None:
+                if jobs is None:
                     stopping = True
                     break
-                batch.append(job)
+                batch.extend(jobs)
+            if self.max_batch and len(batch) > self.max_batch:
+                batch, carried = batch[:self.max_batch], batch[self.max_batch:]
             started, commits = time.perf_counter(), self.commits
             outcomes = self._commit(batch)
             metrics.observe_commit("sqlite", time.perf_counter() - started,

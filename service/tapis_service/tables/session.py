@@ -231,9 +231,9 @@ class Session:
     request_ids: dict[int, dict[str, tuple[int, int, int]]] = field(default_factory=dict)
     """Seat -> request id -> (version, first and last event sequence) of its committed answer,
     for the life of the table (rebuilt from the journal after a restart)."""
-    pending: dict[PendingRequest, asyncio.Future[Any]] = field(default_factory=dict)
-    """Inputs applied but not yet committed, by request -> the task that commits them and
-    answers (a retry meanwhile gets its answer)."""
+    pending: dict[PendingRequest, Awaitable[Any]] = field(default_factory=dict)
+    """Inputs applied but not yet committed, by request -> the input that commits them and
+    answers (``shielding.Input``: a retry meanwhile awaits its answer)."""
     writes: set[Awaitable[None]] = field(default_factory=set)
     """Commits in flight (a rebuild waits for every one of them to settle first)."""
     subscribers: set[Subscriber] = field(default_factory=set)

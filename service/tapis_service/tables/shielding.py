@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
 
 import structlog
 
@@ -44,16 +45,19 @@ def retrieve(task: asyncio.Future[Any]) -> None:
 
 def shielded(method: Callable[Concatenate[A, P], Coroutine[Any, Any, R]]
              ) -> Callable[Concatenate[A, P], Awaitable[R]]:
-    """Run each call in a task of its own and wait for it shielded: the caller's cancellation
-    ends the wait, not the work. With a store that keeps nothing, a call never suspends (its
-    journal write is committed at once): nothing could interrupt it, and the caller awaits the
-    method's own coroutine, in its own task — the actor binds the method itself then, without
-    this wrapper's call (``SHIELDED``: about 1% of an action's instructions).
+    """Run each call as an input of its own (``Input``) and hand the caller a waiter: the
+    caller's cancellation ends the wait, not the work. With a store that keeps nothing, a call
+    never suspends (its journal write is committed at once): nothing could interrupt it, and
+    the caller awaits the method's own coroutine, in its own task — the actor binds the method
+    itself then, without this wrapper's call (``SHIELDED``: about 1% of an action's
+    instructions).
 
-    The shield is ``asyncio.shield`` and ``retrieve`` in one callback: the task hands its
-    outcome to the caller's waiter (a future the caller may cancel without touching the task),
-    and a failure nobody may be waiting for is logged. The loop is looked up once per actor and
-    loop (on Python 3.11 each lookup is a ``getpid`` call)."""
+    What ``asyncio.shield`` over a task of its own with ``retrieve`` did, without the task
+    (``tests/durability/test_shielding.py`` checks every outcome ends the same): the input runs
+    at once up to its first wait (no step of the loop before it applies), is resumed by the
+    future it waits on, and hands its outcome to each waiter itself (no callback between).
+    The loop is looked up once per actor and loop (on Python 3.11 each lookup is a ``getpid``
+    call)."""
 
     @functools.wraps(method)
     def run(actor: A, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
@@ -63,25 +67,111 @@ def shielded(method: Callable[Concatenate[A, P], Coroutine[Any, Any, R]]
         loop: asyncio.AbstractEventLoop | None = state.get("_shielding_loop")
         if loop is None or not loop.is_running():
             loop = state["_shielding_loop"] = asyncio.get_running_loop()
-        task = loop.create_task(method(actor, *args, **kwargs))
         waiter: asyncio.Future[R] = loop.create_future()
-        task.add_done_callback(functools.partial(_hand_over, waiter))
+        started = Input(loop, method(actor, *args, **kwargs), waiter)
+        started.context.run(started.step)
         return waiter
 
     return run
 
 
-def _hand_over(waiter: asyncio.Future[R], task: asyncio.Future[R]) -> None:
-    """A shielded call's task is done: its outcome to the caller's waiter, unless the caller
-    went away (its waiter cancelled); an unexpected failure logged either way."""
-    retrieve(task)
-    if waiter.done():
-        return
-    if task.cancelled():  # the loop is closing
-        waiter.cancel()
-        return
-    error = task.exception()
+_running: Input[Any] | None = None
+"""The input whose step is running (``current_input``)."""
+
+
+def current_input() -> Input[Any]:
+    """The input running this code (a table actor's ``SHIELDED`` method's): a retry of its
+    request awaits it (``session.pending``)."""
+    assert _running is not None, "not in a shielded input"
+    return _running
+
+
+class Input(Generic[R]):
+    """One shielded input's coroutine, run as a task runs it but without one: stepped at once
+    (in a copy of the caller's context), then each time the future it waits on is done (a bare
+    yield: at the loop's next step); its outcome (a value, a refusal, a failure, its own
+    cancellation) goes to every waiter not cancelled meanwhile, and a failure nobody may be
+    waiting for is logged (``retrieve``'s). Nothing outside cancels it: a waiter's
+    cancellation ends that wait only. Awaiting it (a retry of the same request) waits for its
+    outcome through a waiter of its own."""
+
+    __slots__ = ("context", "coroutine", "loop", "outcome", "thrown", "waiters")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, R],
+                 waiter: asyncio.Future[R]) -> None:
+        self.loop = loop
+        self.coroutine = coroutine
+        self.context = contextvars.copy_context()
+        self.waiters = [waiter]
+        self.thrown: BaseException | None = None
+        """What the next step throws into the coroutine instead of resuming it."""
+        self.outcome: tuple[R, BaseException | None] | None = None
+        """Once done: its value, or what it raised (for later waiters)."""
+
+    def __await__(self) -> Generator[Any, None, R]:
+        return self.joined().__await__()
+
+    def joined(self) -> asyncio.Future[R]:
+        """A waiter of the outcome (cancelling it cancels nothing else)."""
+        waiter: asyncio.Future[R] = self.loop.create_future()
+        if self.outcome is None:
+            self.waiters.append(waiter)
+        else:
+            _hand(waiter, *self.outcome)
+        return waiter
+
+    def step(self, _done: object = None) -> None:
+        """Run the coroutine up to its next wait, or its end (in its context: every step but
+        the first is a callback of the loop's, run there)."""
+        global _running
+        outer, _running = _running, self
+        try:
+            thrown = self.thrown
+            if thrown is None:
+                waiting = self.coroutine.send(None)
+            else:
+                self.thrown = None
+                waiting = self.coroutine.throw(thrown)
+        except StopIteration as stop:
+            self._end(stop.value, None)
+            return
+        except asyncio.CancelledError as cancelled:
+            self._end(None, cancelled)
+            return
+        except BaseException as error:
+            self._end(None, error)
+            if isinstance(error, KeyboardInterrupt | SystemExit):
+                raise
+            return
+        finally:
+            _running = outer
+        if waiting is None:  # a bare yield
+            self.loop.call_soon(self.step, context=self.context)
+        elif getattr(waiting, "_asyncio_future_blocking", False):
+            waiting._asyncio_future_blocking = False
+            waiting.add_done_callback(self.step, context=self.context)
+        else:  # what a task refuses, refused alike
+            self.thrown = RuntimeError(f"an input awaited {waiting!r}, which is not a future")
+            self.loop.call_soon(self.step, context=self.context)
+
+    def _end(self, value: Any, error: BaseException | None) -> None:
+        """The outcome: kept, checked (``retrieve``'s), and handed to each waiter still
+        waiting."""
+        self.outcome = (value, error)
+        if error is not None and not isinstance(error, ServiceError | RuleError
+                                                | asyncio.CancelledError):
+            log.error("table_task_failed", error=repr(error)[:300])
+        for waiter in self.waiters:
+            if not waiter.done():
+                _hand(waiter, value, error)
+        self.waiters = []
+
+
+def _hand(waiter: asyncio.Future[R], value: R, error: BaseException | None) -> None:
+    """An outcome into ``waiter``."""
     if error is None:
-        waiter.set_result(task.result())
+        waiter.set_result(value)
+    elif isinstance(error, asyncio.CancelledError):
+        waiter.cancel()
     else:
         waiter.set_exception(error)

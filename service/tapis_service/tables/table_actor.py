@@ -4,11 +4,11 @@ A person's action (``submit``), a join (``claim``), a backend's replacement of a
 (``replace``), a new table (``open``), a server move (``play``: a bot's, a turn timer's) and
 the end of an abandoned table (``abandon``) each take the same steps in one function: check,
 apply (the engine; a refusal changes nothing), await the journal write, publish, answer. Each
-call runs in a task of its own (``shielded``): a caller that goes away (cancelled, past its
-deadline) changes nothing of its input's fate — what is applied is committed (then published,
-and remembered under its request id, whether or not anyone still waits) or discarded with its
-table's session (``healing``). Memory never runs ahead of the journal for long: only committed
-inputs' events are published.
+call runs as an input of its own (``shielded``: a task's steps without a task): a caller that
+goes away (cancelled, past its deadline) changes nothing of its input's fate — what is applied
+is committed (then published, and remembered under its request id, whether or not anyone still
+waits) or discarded with its table's session (``healing``). Memory never runs ahead of the
+journal for long: only committed inputs' events are published.
 
 The loop never interleaves inside a step, so a table's inputs are applied one at a time without
 a lock, and their journal writes are queued in the order they were applied.

@@ -15,6 +15,7 @@ from tapis_service.stores.store import COMMITTED, Store, StoreError
 from tapis_service.tables.healing import store_refusal
 from tapis_service.tables.recovery import snapshot_data
 from tapis_service.tables.session import PendingRequest, Session
+from tapis_service.tables.shielding import current_input
 from tapis_service.tables.table_hooks import Committed
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class TableWrites:
         from the store later) and is raised as the caller's refusal. ``pending``: the
         request under which a retry meanwhile waits for this task's answer."""
         if pending is not None:
-            session.pending[pending] = asyncio.current_task()  # type: ignore[assignment]
+            session.pending[pending] = current_input()
         session.writes.add(write)
         try:
             await write

@@ -15,7 +15,8 @@ same code is what the unit tests drive. Each request is served at once, in the c
 message that carries it, up to its first wait (``_serve_now``): one that never waits (a
 SubmitAction for a table with nothing in flight, on the memory store) is answered there,
 without a task or a step of the loop, and what it writes to its own socket goes out in one
-write; one that waits goes on in a task of its own (answers may overtake one another). Each
+write; one that waits goes on as a task would, resumed by what it waits on without one
+(``_Resumed``; answers may overtake one another). Each
 open stream is a task that copies the GameApi's event batches into ``events`` frames, waiting
 while the socket cannot take more; while it is idle, a change is written at commit instead
 (``fanout.LiveFeed``, through ``_StreamWriter``).
@@ -28,7 +29,7 @@ import contextlib
 import contextvars
 import functools
 import time
-from collections.abc import Coroutine, Generator
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -93,8 +94,9 @@ class SocketCall(NamedTuple):
     now: bool
     """Served at once, in the frame's callback, up to its first wait (``_serve_now``): a
     table's call served by this node's GameApi (its table actor awaits futures and tasks
-    only: a journal write runs shielded, in a task of its own, a resting table is woken in
-    one); not a relayed call nor the others, which may need to run in a task
+        only: a journal write runs shielded, as an input of its own, a resting table is woken in
+    a task; nothing after a wait needs to be in a task either); not a relayed call nor the
+    others, which may need to run in a task
     (``asyncio.timeout`` around a database call)."""
 
 
@@ -139,7 +141,7 @@ class Connection:
         it names): the connection a refusal counts against (``Door.refused``)."""
         self.sink = sink
         self.limits = limits or SocketLimits()
-        self.in_flight: dict[int, asyncio.Task[None]] = {}
+        self.in_flight: dict[int, asyncio.Task[None] | _Resumed] = {}
         self.streams: dict[int, asyncio.Task[None]] = {}
         self.writable = asyncio.Event()
         self.writable.set()
@@ -201,6 +203,11 @@ class Connection:
     def resume_writing(self) -> None:
         self.writable.set()
 
+    def running(self) -> list[asyncio.Future[Any]]:
+        """What a stop waits for: each request and stream of the socket, until it ends."""
+        return [task if isinstance(task, asyncio.Future) else task.finished()
+                for task in (*self.in_flight.values(), *self.streams.values())]
+
     def disconnected(self) -> None:
         """The socket is gone: every request and stream of it is cancelled."""
         self.closed = True
@@ -220,9 +227,10 @@ class Connection:
         """Run a request's coroutine at once, up to its first wait, as a task's first step
         would (in a context of its own): one that never waits is served whole here, and what
         it writes to this socket meanwhile (the answer, its own stream's events) goes out in
-        one write. One that waits goes on in a task (``_Resumed``, in the same context),
-        counted in flight and cancelled with the socket as every request is. What Python
-        3.12's eager tasks do; ``tests/websocket/test_shortcuts.py`` checks the frames are the
+        one write. One that waits goes on as a task would run it, resumed by what it waits on
+        (``_Resumed``, in the same context), counted in flight and cancelled with the socket
+        as every request is. What Python 3.12's eager tasks do, without a task;
+        ``tests/websocket/test_shortcuts.py`` checks the frames are the
         plain path's (a task per request, a write per frame)."""
         context = contextvars.copy_context()
         corked: list[bytes | str] = []
@@ -237,8 +245,7 @@ class Connection:
                 self.sink.send(corked[0])
             elif corked:
                 self.sink.send_all(corked)
-        self.in_flight[frame_id] = self._loop().create_task(_Resumed(serving, waiting),
-                                                             context=context)
+        self.in_flight[frame_id] = _Resumed(self._loop(), serving, waiting, context)
 
     def _refused(self, caller: Caller, error: ServiceError) -> None:
         """Tell the door of a refusal (counted against the socket's own address)."""
@@ -418,43 +425,68 @@ class _StreamWriter:
         self.sent[0] += 1
 
 
-_STEPPED = object()
-"""``_Resumed.waiting`` once the task has taken what the coroutine waits on."""
-
-
-class _Resumed(Coroutine[Any, Any, None]):
+class _Resumed:
     """The rest of ``serving``, a coroutine started already and suspended on ``waiting`` (what
-    its last step yielded: a future, or None for a bare yield), for a task to run as if it had
-    run it from the start: its first step hands the task ``waiting`` (the task waits for it),
-    every later one steps ``serving``; what is thrown into the task (its cancellation) goes
-    where ``serving`` waits, and a cancellation before the task's first step cancels
-    ``waiting`` first, as a task's cancel cancels the future it waits on."""
+    its last step yielded: a future, or None for a bare yield), resumed as a task would resume
+    it but without one: by a callback of the future it waits on (at the loop's next step after
+    a bare yield), each step in ``context``. ``cancel`` (the socket gone) cancels the future it
+    waits on, as a task's cancel does, so the coroutine finds its wait cancelled; after a bare
+    yield its next step throws the cancellation in. ``serving`` (``Connection._serve``) catches
+    every failure but its cancellation, which ends it here as it ends a task."""
 
-    __slots__ = ("serving", "waiting")
+    __slots__ = ("cancelling", "context", "ended", "loop", "serving", "waiting")
 
-    def __init__(self, serving: Coroutine[Any, Any, None], waiting: Any) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, serving: Coroutine[Any, Any, None],
+                 waiting: Any, context: contextvars.Context) -> None:
+        self.loop = loop
         self.serving = serving
-        self.waiting = waiting
+        self.context = context
+        self.cancelling = False
+        self.waiting: Any = None
+        self.ended: asyncio.Future[None] | None = None
+        """Set once ``serving`` ended, when someone waits for that (``finished``)."""
+        self._wait(waiting)
 
-    def send(self, value: Any) -> Any:
+    def _wait(self, waiting: Any) -> None:
+        if waiting is None:  # a bare yield
+            self.loop.call_soon(self._step, context=self.context)
+        elif getattr(waiting, "_asyncio_future_blocking", False):
+            waiting._asyncio_future_blocking = False
+            self.waiting = waiting
+            waiting.add_done_callback(self._step, context=self.context)
+        else:  # what a task refuses, refused alike
+            self.loop.call_soon(self._step, RuntimeError(
+                f"a request awaited {waiting!r}, which is not a future"), context=self.context)
+
+    def _step(self, thrown: object = None) -> None:
+        """One step of ``serving``, in its context (a callback of the loop's)."""
+        self.waiting = None
+        try:
+            if isinstance(thrown, BaseException):
+                waiting = self.serving.throw(thrown)
+            elif self.cancelling:
+                self.cancelling = False
+                waiting = self.serving.throw(asyncio.CancelledError())
+            else:
+                waiting = self.serving.send(None)
+        except (StopIteration, asyncio.CancelledError):
+            self.serving = None  # type: ignore[assignment]
+            if self.ended is not None and not self.ended.done():
+                self.ended.set_result(None)
+            return
+        self._wait(waiting)
+
+    def finished(self) -> asyncio.Future[None]:
+        """A future done once ``serving`` has ended (a stop waits for it)."""
+        if self.ended is None:
+            self.ended = self.loop.create_future()
+            if self.serving is None:
+                self.ended.set_result(None)
+        return self.ended
+
+    def cancel(self) -> bool:
+        """Cancel the wait (the socket is gone), as ``Task.cancel`` does."""
         waiting = self.waiting
-        if waiting is not _STEPPED:
-            self.waiting = _STEPPED
-            return waiting
-        return self.serving.send(value)
-
-    def throw(self, error: Any, value: Any = None, traceback: Any = None) -> Any:
-        waiting = self.waiting
-        self.waiting = _STEPPED
-        if isinstance(error, asyncio.CancelledError) and isinstance(waiting, asyncio.Future) \
-                and waiting.cancel():
-            return self.serving.send(None)  # it finds its wait cancelled, as in a task
-        if value is None and traceback is None:
-            return self.serving.throw(error)
-        return self.serving.throw(error, value, traceback)  # pragma: no cover - old form
-
-    def close(self) -> None:
-        self.serving.close()
-
-    def __await__(self) -> Generator[Any, None, None]:  # pragma: no cover - a task's only
-        raise TypeError("a resumed coroutine is run by a task, not awaited")
+        if waiting is None or not waiting.cancel():  # its next step throws it in
+            self.cancelling = True
+        return True

@@ -400,8 +400,7 @@ class WebSocketEndpoint:
         self.acceptor.close()
         for task in list(self.opening):
             task.cancel()
-        running = [task for connection in self.connections
-                   for task in (*connection.in_flight.values(), *connection.streams.values())]
+        running = [task for connection in self.connections for task in connection.running()]
         if running:
             await asyncio.wait(running, timeout=grace_s)
         for transport in list(self.transports):
