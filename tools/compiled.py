@@ -48,9 +48,12 @@ EXTRA = (
     "tapis_service.codec.adapters.corse",
     "tapis_service.codec.adapters.boutons",
     "tapis_service.codec.adapters.basra",
+    "tapis_service.tables.session",
+    "tapis_service.tables.fanout",
 )
 """Single modules compiled besides: the bytes of every event (the envelope and each game's
-body) and the card converters they use."""
+body) and the card converters they use; the session's log (the logged events the bytes are
+read from) and the fan-out that hands them to the streams."""
 
 
 def _module_path(module: str) -> Path:

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tapis_engine import table as tbl
 from tapis_engine.frozen import fast_init
 from tapis_engine.protocol import Rules
+from tapis_service.codec.adapters import GameAdapter
 from tapis_service.observe.clock import TimerHandle
 from tapis_service.tables.ownership import Ownership
 
-if TYPE_CHECKING:  # the adapters' hand encoders build on the session (wire)
-    from tapis_service.codec.adapters import GameAdapter
+if TYPE_CHECKING:
     from tapis_service.door.api_keys import Backend
     from tapis_service.tables.replacing import Replacement
 
@@ -28,7 +28,6 @@ _AWAITED: dict[frozenset[int], tuple[int, ...]] = {}
 """``to_act`` sets -> the awaited seats in order (shared tuples: few distinct sets)."""
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class LoggedEvent:
     """A table event with the table version and awaited seats once its input was applied, and
@@ -45,6 +44,9 @@ class LoggedEvent:
         return self.event.sequence
 
 
+fast_init(LoggedEvent)
+
+
 @dataclass(frozen=True, slots=True)
 class CompactedEvents:
     """The events of finished games (``first``..``last``, no gap) kept as bytes, not as live
@@ -59,7 +61,6 @@ class CompactedEvents:
     views: dict[int | None, int]
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
 class Applied:
     """The answer to an accepted input (kept for idempotent retries)."""
@@ -69,6 +70,9 @@ class Applied:
     compacted: tuple[int, int] | None = None
     """A retried answer whose first events (these sequences) have been compacted out of the
     live log: its bytes come from ``Session.compacted``, before ``events``."""
+
+
+fast_init(Applied)
 
 
 class RequestKind(enum.Enum):
