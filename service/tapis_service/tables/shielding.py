@@ -1,6 +1,6 @@
-"""A table's inputs run shielded: each in a task of its own, so that a caller's cancellation
-(a stream closed, a deadline) ends its wait, never the input's fate (the table actor's
-``SHIELDED`` methods)."""
+"""A table's inputs run shielded: each as an input of its own (``Input``, stepped like a task
+without being one), so that a caller's cancellation (a stream closed, a deadline) ends its
+wait, never the input's fate (the table actor's ``SHIELDED`` methods)."""
 
 from __future__ import annotations
 
