@@ -218,6 +218,65 @@ async def test_an_action_is_one_write_to_each_socket(make_server: ServerFactory)
     assert events.events.events == answer.submit_action.events
 
 
+async def _acted_on(api: Any, door: Door, plain: bool) -> tuple[list[Any], list[int]]:
+    """A seeded war for two seats, each seat's socket (of the way given) following the game
+    and acting in turn: what the sockets got once play began (each frame's field and events,
+    in order, socket after socket), and how many frames each of their writes carried."""
+    players = [Player(api, door, f"ipv4:10.0.0.{9 - i}:4000", plain=plain) for i in (0, 1)]
+    created = await players[0].call(create_game=pb.CreateGameRequest(
+        kind=proto_kind("war"), seats=2, seat_configs=person_seats(2), seed=3,
+        **short_options("war")))
+    game_id = created.create_game.game.game_id
+    tokens = [(await p.call(join_game=pb.JoinGameRequest(
+        game_id=game_id, seat=i, display_name="x"))).join_game.seat_token
+        for i, p in enumerate(players)]
+    streams = [player.send(token, stream_events=pb.StreamEventsRequest(game_id=game_id))
+               for player, token in zip(players, tokens, strict=True)]
+    for player, stream in zip(players, streams, strict=True):
+        await player.until(lambda p=player, s=stream: True if any(
+            f.id == s for f, _ in p.sink.messages()) else None)
+    starts = [len(player.sink.writes) for player in players]
+    for _ in range(8):
+        view = (await players[0].call(tokens[0], get_game=pb.GetGameRequest(
+            game_id=game_id))).get_game.game
+        seat = view.awaiting_seats[0]
+        acting, stream = players[seat], streams[seat]
+        starts[seat] = min(starts[seat], len(acting.sink.writes))
+        answer = await acting.call(tokens[seat], submit_action=pb.SubmitActionRequest(
+            game_id=game_id, action=pb.Action(war={"reveal": {}})))
+        assert answer.HasField("submit_action"), answer
+        await acting.until(lambda p=acting, s=stream, mine=answer.submit_action.events:
+                           True if any(f.events.events == mine for f, _ in p.sink.messages()
+                                       if f.id == s) else None)
+    got = [(frame.WhichOneof("response"), list(frame.events.events if frame.HasField("events")
+                                               else frame.submit_action.events))
+           for player, start in zip(players, starts, strict=True)
+           for write in player.sink.writes[start:]
+           for frame in (ws_pb.ServerFrame.FromString(m) for m in write)
+           if frame.WhichOneof("response") != "get_game"]
+    return got, [len(write) for player, start in zip(players, starts, strict=True)
+                 for write in player.sink.writes[start:]]
+
+
+async def test_a_durable_action_is_one_write_to_its_socket(served: Harness) -> None:
+    """On SQLite an action waits for its journal write; its request is resumed by its input,
+    in the input's last step, with its socket corked meanwhile: its answer and its socket's
+    events frame (written at commit) go out in one write, in the plain path's order (the
+    events, then the answer). On the memory store nothing waits (one write as before; there
+    the shortcut writes the events first, the plain path's request task answers first)."""
+    api, door = api_and_door(served)
+    plain, plain_writes = await _acted_on(api, door, plain=True)
+    fast, fast_writes = await _acted_on(api, door, plain=False)
+    if served.running.host.keeps_journal:
+        assert fast == plain
+    else:
+        assert sorted(map(repr, fast)) == sorted(map(repr, plain))
+    answers = [field for field, _ in fast].count("submit_action")
+    assert answers == 8
+    assert set(plain_writes) == {1}  # a write per frame
+    assert fast_writes.count(2) == answers  # each answer with its events frame
+
+
 @pytest.mark.parametrize("message", [b"", b"x" * 125, b"x" * 126, b"y" * 65535, b"z" * 65536,
                                      "text \u00e9", "t" * 300])
 async def test_one_write_of_several_frames_is_what_picows_sends(message: bytes | str) -> None:
