@@ -25,6 +25,7 @@ from tapis_service.door.rpcs import Route
 from tapis_service.observe import metrics
 from tapis_service.observe.clock import ManualClock
 from tapis_service.stores.sqlite_store import SqliteStore
+from tapis_service.tables import shielding
 from tapis_service.ws import frames
 from tapis_service.ws.connection import Connection, _Resumed, socket_calls
 from tapis_service.ws.endpoint import _Sink, ws_frame
@@ -446,6 +447,79 @@ async def test_a_request_resumed_without_a_task_sees_what_a_task_would(how: str)
     ours = await _resumed_or_task(True, how)
     assert ours == await _resumed_or_task(False, how)
     assert ours[-1] == ("cancelled" if how.endswith("gone") else "ended")
+
+
+class _Journaled:
+    """A table actor's shielded input on a store that keeps a journal: it waits on its
+    journal write (``gate``), then commits."""
+
+    def __init__(self, gate: asyncio.Future[None], done: list[str]) -> None:
+        self.host = _JournalHost()
+        self.gate = gate
+        self.done = done
+
+    @shielding.shielded
+    async def act(self) -> str:
+        await self.gate
+        self.done.append("committed")  # never cancelled by its caller
+        return "answered"
+
+
+@dataclass
+class _JournalHost:
+    keeps_journal: bool = True
+
+
+async def _followed_or_task(resumed: bool, how: str) -> tuple[list[str], list[str]]:
+    """A request awaiting a shielded input, resumed by the input itself (``_Resumed``
+    following it) or by a task; what it saw and what the input did, when ``how`` disturbs
+    it: the input committed, the socket gone while it waits, both in one step of the loop."""
+    loop = asyncio.get_running_loop()
+    gate: asyncio.Future[None] = loop.create_future()
+    seen: list[str] = []
+    done: list[str] = []
+    actor = _Journaled(gate, done)
+
+    async def serving() -> None:
+        try:
+            seen.append(await actor.act())
+            await asyncio.sleep(0)
+            seen.append("ended")
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    context = contextvars.copy_context()
+    coroutine = serving()
+    waiting = context.run(coroutine.send, None)
+    if resumed:
+        request: Any = _Resumed(loop, coroutine, waiting, context)
+        assert request.following
+    else:
+        request = loop.create_task(_AsTask(coroutine, waiting), context=context)
+    if how.startswith("answered"):
+        gate.set_result(None)
+    if how.endswith("gone"):
+        request.cancel()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    if not how.startswith("answered"):
+        assert done == []
+        gate.set_result(None)
+        await asyncio.sleep(0)
+    return seen, done
+
+
+@pytest.mark.parametrize("how", ["answered", "gone", "answered then gone"])
+async def test_a_request_its_input_resumes_sees_what_a_task_would(how: str) -> None:
+    """``_Resumed`` resumed by the shielded input it awaits (``shielding.follow``), not by its
+    waiter's callback: its answer, its cancellation (the input committing anyway), as a
+    task's."""
+    ours = await _followed_or_task(True, how)
+    assert ours == await _followed_or_task(False, how)
+    seen, done = ours
+    assert seen[-1] == ("cancelled" if how.endswith("gone") else "ended")
+    assert done == ["committed"]
 
 
 async def test_a_stop_waits_for_a_request_resumed_without_a_task() -> None:
