@@ -70,8 +70,6 @@ def shielded(method: Callable[Concatenate[A, P], Coroutine[Any, Any, R]]
         waiter: asyncio.Future[R] = loop.create_future()
         started = Input(loop, method(actor, *args, **kwargs), waiter)
         started.context.run(started.step)
-        global _started
-        _started = started
         return waiter
 
     return run
@@ -79,33 +77,6 @@ def shielded(method: Callable[Concatenate[A, P], Coroutine[Any, Any, R]]
 
 _running: Input[Any] | None = None
 """The input whose step is running (``current_input``)."""
-_started: Input[Any] | None = None
-"""The input a shielded call started last (``follow``)."""
-
-
-class Follower(Protocol):
-    """What waits on an input's first waiter without a task (a WebSocket request,
-    ``ws.connection``): told when each of the input's steps begins and ends (a step that ends
-    the input resumes it in between, ``resume``, in the same callback)."""
-
-    def begin(self) -> None: ...
-
-    def resume(self) -> None: ...
-
-    def end(self) -> None: ...
-
-
-def follow(waiting: object, follower: Follower) -> bool:
-    """Have the input whose caller's waiter ``waiting`` is (the input started last, still
-    running, its waiter pending) resume ``follower`` at its end directly, in its own last
-    step, rather than through the waiter's callback at the loop's next step: whether it
-    will (else the follower waits on ``waiting`` as a task would)."""
-    started = _started
-    if (started is None or started.outcome is not None or started.follower is not None
-            or started.waiters[0] is not waiting or started.waiters[0].done()):
-        return False
-    started.follower = follower
-    return True
 
 
 def current_input() -> Input[Any]:
@@ -124,7 +95,7 @@ class Input(Generic[R]):
     cancellation ends that wait only. Awaiting it (a retry of the same request) waits for its
     outcome through a waiter of its own."""
 
-    __slots__ = ("context", "coroutine", "follower", "loop", "outcome", "thrown", "waiters")
+    __slots__ = ("context", "coroutine", "loop", "outcome", "thrown", "waiters")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, R],
                  waiter: asyncio.Future[R]) -> None:
@@ -136,8 +107,6 @@ class Input(Generic[R]):
         """What the next step throws into the coroutine instead of resuming it."""
         self.outcome: tuple[R, BaseException | None] | None = None
         """Once done: its value, or what it raised (for later waiters)."""
-        self.follower: Follower | None = None
-        """What awaits the first waiter without a task, resumed at the end (``follow``)."""
 
     def __await__(self) -> Generator[Any, None, R]:
         return self.joined().__await__()
@@ -156,9 +125,6 @@ class Input(Generic[R]):
         the first is a callback of the loop's, run there)."""
         global _running
         outer, _running = _running, self
-        follower = self.follower
-        if follower is not None:
-            follower.begin()
         try:
             thrown = self.thrown
             if thrown is None:
@@ -179,8 +145,6 @@ class Input(Generic[R]):
             return
         finally:
             _running = outer
-            if follower is not None:
-                follower.end()
         if waiting is None:  # a bare yield
             self.loop.call_soon(self.step, context=self.context)
         elif getattr(waiting, "_asyncio_future_blocking", False):
@@ -193,22 +157,14 @@ class Input(Generic[R]):
     def _end(self, value: Any, error: BaseException | None) -> None:
         """The outcome: kept, checked (``retrieve``'s), and handed to each waiter still
         waiting."""
-        global _started
         self.outcome = (value, error)
-        if _started is self:
-            _started = None
         if error is not None and not isinstance(error, ServiceError | RuleError
                                                 | asyncio.CancelledError):
             log.error("table_task_failed", error=repr(error)[:300])
-        follower, self.follower = self.follower, None
-        if follower is not None and self.waiters[0].done():  # its wait was cancelled
-            follower = None
         for waiter in self.waiters:
             if not waiter.done():
                 _hand(waiter, value, error)
         self.waiters = []
-        if follower is not None:  # what the waiter's callback would have done, now
-            follower.resume()
 
 
 def _hand(waiter: asyncio.Future[R], value: R, error: BaseException | None) -> None:

@@ -45,7 +45,6 @@ from tapis_service.door.door import Door, Meter, Transport, socket_caller
 from tapis_service.door.rpcs import Route, Routing, Rpc, local_routes
 from tapis_service.game_api import GameApi, account
 from tapis_service.observe.errors import ServiceError
-from tapis_service.tables import shielding
 from tapis_service.ws import frames
 from tapis_service.ws.frames import Format
 
@@ -241,16 +240,12 @@ class Connection:
         except StopIteration:
             return
         finally:
-            self._uncork(corked)
-        self.in_flight[frame_id] = _Resumed(self._loop(), serving, waiting, context, self)
-
-    def _uncork(self, corked: list[bytes | str]) -> None:
-        """Send what was written while corked, in one write."""
-        self._corked = None
-        if len(corked) == 1:
-            self.sink.send(corked[0])
-        elif corked:
-            self.sink.send_all(corked)
+            self._corked = None
+            if len(corked) == 1:
+                self.sink.send(corked[0])
+            elif corked:
+                self.sink.send_all(corked)
+        self.in_flight[frame_id] = _Resumed(self._loop(), serving, waiting, context)
 
     def _refused(self, caller: Caller, error: ServiceError) -> None:
         """Tell the door of a refusal (counted against the socket's own address)."""
@@ -437,30 +432,16 @@ class _Resumed:
     a bare yield), each step in ``context``. ``cancel`` (the socket gone) cancels the future it
     waits on, as a task's cancel does, so the coroutine finds its wait cancelled; after a bare
     yield its next step throws the cancellation in. ``serving`` (``Connection._serve``) catches
-    every failure but its cancellation, which ends it here as it ends a task.
+    every failure but its cancellation, which ends it here as it ends a task."""
 
-    Waiting on a shielded input's caller's waiter (a table's call on a store that keeps a
-    journal), it is resumed by the input itself, in the input's last step
-    (``shielding.follow``), not by the waiter's callback a step of the loop later; and the
-    socket is corked during each step of that input: the events frames it writes to this
-    socket at commit and the answer go out in one write, in the order they were written."""
-
-    __slots__ = ("cancelling", "connection", "context", "corked", "ended", "following",
-                 "loop", "serving", "waiting")
+    __slots__ = ("cancelling", "context", "ended", "loop", "serving", "waiting")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, serving: Coroutine[Any, Any, None],
-                 waiting: Any, context: contextvars.Context,
-                 connection: Connection | None = None) -> None:
+                 waiting: Any, context: contextvars.Context) -> None:
         self.loop = loop
-        self.connection = connection
-        """The socket it writes to (corked while its input steps; none: not corked)."""
         self.serving = serving
         self.context = context
         self.cancelling = False
-        self.following = False
-        """Resumed by the shielded input it waits on (``shielding.follow``)."""
-        self.corked: list[bytes | str] | None = None
-        """The socket's writes during the input's step, when this corked it (``begin``)."""
         self.waiting: Any = None
         self.ended: asyncio.Future[None] | None = None
         """Set once ``serving`` ended, when someone waits for that (``finished``)."""
@@ -472,10 +453,7 @@ class _Resumed:
         elif getattr(waiting, "_asyncio_future_blocking", False):
             waiting._asyncio_future_blocking = False
             self.waiting = waiting
-            if shielding.follow(waiting, self):
-                self.following = True
-            else:
-                waiting.add_done_callback(self._step, context=self.context)
+            waiting.add_done_callback(self._step, context=self.context)
         else:  # what a task refuses, refused alike
             self.loop.call_soon(self._step, RuntimeError(
                 f"a request awaited {waiting!r}, which is not a future"), context=self.context)
@@ -498,26 +476,6 @@ class _Resumed:
             return
         self._wait(waiting)
 
-    # --- the input it follows (``shielding.Follower``) ------------------------------------
-
-    def begin(self) -> None:
-        """A step of the input begins: the socket is corked (unless it is already)."""
-        connection = self.connection
-        if connection is not None and connection._corked is None:
-            self.corked = connection._corked = []
-
-    def resume(self) -> None:
-        """The input ended, its outcome in the waiter: the next step, at once."""
-        self.following = False
-        self.context.run(self._step)
-
-    def end(self) -> None:
-        """The input's step ended: what it wrote to the socket, in one write."""
-        corked = self.corked
-        if corked is not None and self.connection is not None:
-            self.corked = None
-            self.connection._uncork(corked)
-
     def finished(self) -> asyncio.Future[None]:
         """A future done once ``serving`` has ended (a stop waits for it)."""
         if self.ended is None:
@@ -531,7 +489,4 @@ class _Resumed:
         waiting = self.waiting
         if waiting is None or not waiting.cancel():  # its next step throws it in
             self.cancelling = True
-        elif self.following:  # the input will not resume it: as the waiter's callback would
-            self.following = False
-            self.loop.call_soon(self._step, waiting, context=self.context)
         return True
