@@ -190,10 +190,14 @@ async def _drive(a: pb_grpc.GameServiceStub, b: pb_grpc.GameServiceStub, game_id
     while time.monotonic() < until:
         floor = acked
         try:
-            view = (await rng.choice((a, b)).GetGame(pb.GetGameRequest(game_id=game_id),
-                                                     timeout=10)).game
+            node = rng.choice((a, b))
+            view = (await node.GetGame(pb.GetGameRequest(game_id=game_id), timeout=10)).game
             seen["reads"] += 1
-            seen["stale"] += view.version < floor
+            if view.version < floor:  # what to look for in the nodes' logs
+                seen["stale"] += 1
+                print(json.dumps({"stale_read": game_id, "version": view.version,
+                                  "acknowledged": floor, "node": "a" if node is a else "b",
+                                  "at_ms": _now_ms()}), file=sys.stderr, flush=True)
             seat = view.awaiting_seats[0] if view.awaiting_seats else 0
             mine = (await a.GetGame(pb.GetGameRequest(game_id=game_id), timeout=10,
                                     metadata=_auth(tokens[seat]))).game
