@@ -62,10 +62,8 @@ def caller_of(context: grpc.aio.ServicerContext,
     ``proxies``, the client's from ``x-forwarded-for``) and deadline. What its headers say
     is read once per connection and headers (``_CREDENTIALS``, with a ``Remembered`` for the
     seat token they carry): the calls of a channel send the same ones again and again."""
-    metadata = context.invocation_metadata()
+    metadata = tuple(context.invocation_metadata() or ())  # grpc's is one already
     peer = context.peer()
-    if type(metadata) is not tuple:  # anything else (a test's list) is read as it comes
-        return read_caller(context, proxies)
     known = _CREDENTIALS.get((peer, metadata))
     if known is None or known[0] is not proxies:
         if len(_CREDENTIALS) >= MAX_CREDENTIALS:
