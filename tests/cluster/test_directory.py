@@ -7,7 +7,7 @@ import asyncio
 
 import asyncpg
 
-from tapis_service.cluster.directory import UNOWNED, Directory
+from tapis_service.cluster.directory import RENEW, UNOWNED, Directory
 from tapis_service.stores import postgres_sql
 from tapis_service.stores.postgres_store import PostgresStore
 
@@ -105,4 +105,35 @@ async def test_the_owners_no_listed_node_lists_are_named_finished_tables_when_as
         assert await directory.unlisted_owners(["live", "dead", "gone"], False) == []
         assert await directory.unlisted_owners([], False) == ["gone", "live:1"]
     finally:
+        await store.aclose()
+
+
+async def test_a_renewal_begun_before_its_expiry_that_waited_for_a_takeover_says_lapsed(
+        database_url: str) -> None:
+    """A renewal whose statement began just before its membership expired, and that reached
+    the row only after another node's takeover (begun just after the expiry) committed, must
+    say lapsed: its node rechecks and gives the table up. Here the statement's start is pinned
+    by a transaction begun before the expiry."""
+    store = await PostgresStore.open(database_url)
+    late = await asyncpg.connect(database_url)
+    try:
+        async with store.pool.acquire() as connection:
+            expires = await connection.fetchval(
+                "INSERT INTO members (node_id, address, expires_at) VALUES "
+                "('late', 'a', clock_timestamp() + interval '300 milliseconds') "
+                "RETURNING expires_at")
+            await connection.execute(
+                "INSERT INTO games (game_id, record, owner, epoch) VALUES "
+                "('taken', '{}', 'late', 1)")
+        transaction = late.transaction()
+        await transaction.start()
+        assert await late.fetchval("SELECT now() < $1", expires)  # its statement's start
+        async with store.pool.acquire() as connection:  # until the membership expired
+            while await connection.fetchval("SELECT clock_timestamp() < $1", expires):
+                await asyncio.sleep(0.05)
+        assert await Directory(store.pool, "heir", "b", 3.0).take_over("taken", 1) == 2
+        assert await late.fetchval(RENEW, "late", "a", 3.0) is True
+        await transaction.commit()
+    finally:
+        await late.close()
         await store.aclose()

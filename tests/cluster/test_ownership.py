@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import asyncpg
 import grpc
 import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis_service.cluster import locator as locators
 from tapis_service.stores.store import StoreUnavailable
 from tests.cluster.harness import fetch, resume_point
 from tests.cluster.inprocess import Running, two_nodes
@@ -165,3 +167,43 @@ async def test_a_table_at_rest_taken_over_across_a_lapse_is_confirmed_first(
         monkeypatch.setattr(locator.directory, "take_over", across_a_lapse)
         assert await locator.adopt_resting(game_id, listing)
         assert game_id not in resting_of(a.node.host)  # never listed as A's
+
+
+async def test_a_renewal_after_a_lost_answer_rechecks_what_the_node_holds(
+        postgres: Postgres, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A's membership lapsed (a pause) and B took A's table over; A's next renewal committed but
+    its answer was lost (its connection cut after the commit), so the one after finds the
+    membership live. Answered after A's lease ran out, it rechecks all the same: A gives the
+    table up and relays its reads to B, never answers from its old copy."""
+    async with two_nodes(postgres, store_retry_ms=50) as (url, a, b):
+        created = await a.stub.CreateGame(pb.CreateGameRequest(
+            kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))
+        game_id = created.game.game_id
+        locator = a.node.cluster.locator
+        a.node.cluster.membership.stop()  # its renewals are the test's
+        now = [locators.lease_clock()]
+        monkeypatch.setattr(locators, "lease_clock", lambda: now[0])
+        await locator.renewal()
+        assert locator.confirmed()
+
+        now[0] += 10 * locator.ttl_s  # A paused; its membership expired; B took the table
+        await fetch(url, "UPDATE members SET expires_at = now() - interval '1 second' "
+                    "WHERE node_id = $1", a.node_id)
+        await move_to(url, game_id, b)
+        await b.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, display_name="Bea"))
+        at_b = (await b.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game.version
+        renew = locator.directory.renew
+
+        async def answer_lost() -> bool:
+            await renew()  # committed: the membership is live again, the lapse unseen
+            raise asyncpg.ConnectionDoesNotExistError("connection was closed mid-operation")
+
+        monkeypatch.setattr(locator.directory, "renew", answer_lost)
+        with pytest.raises(asyncpg.ConnectionDoesNotExistError):
+            await locator.renewal()
+        monkeypatch.setattr(locator.directory, "renew", renew)
+        await locator.renewal()  # the membership is live: the database says no lapse
+
+        assert game_id not in live_of(a.node.host)
+        through_a = (await a.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+        assert through_a.version == at_b > created.game.version

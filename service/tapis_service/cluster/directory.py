@@ -30,6 +30,19 @@ _DEAD = "dead AS (SELECT node_id FROM members WHERE expires_at <= now() FOR SHAR
 waits for it (and one that committed first makes its row not expired any more)."""
 
 
+RENEW = ("WITH old AS (SELECT expires_at FROM members WHERE node_id = $1) "
+         "INSERT INTO members (node_id, address, expires_at) "
+         "VALUES ($1, $2, now() + make_interval(secs => $3)) "
+         "ON CONFLICT (node_id) DO UPDATE SET address = EXCLUDED.address, "
+         "expires_at = EXCLUDED.expires_at "
+         "RETURNING COALESCE((SELECT expires_at FROM old) <= clock_timestamp(), TRUE)")
+"""A membership's renewal, answering whether it had lapsed. The lapse is judged when the row
+is ours (``clock_timestamp()``, after any takeover holding it ``FOR SHARE`` has committed), not
+when the statement began (``now()``): a renewal begun just before the expiry that waited for a
+takeover begun just after it must say lapsed, or its node would keep serving a table it lost.
+The new expiry counts from the statement's start (earlier: the node's lease ends sooner)."""
+
+
 def _decoded(listing: str | None) -> dict[str, Any] | None:
     try:
         decoded = json.loads(listing) if listing is not None else None
@@ -61,14 +74,7 @@ class Directory:
         """Register or renew this node's membership; True if it had expired (or was missing)
         before: the node may have lost tables meanwhile."""
         async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
-            lapsed = await connection.fetchval(
-                "WITH old AS (SELECT expires_at FROM members WHERE node_id = $1) "
-                "INSERT INTO members (node_id, address, expires_at) "
-                "VALUES ($1, $2, now() + make_interval(secs => $3)) "
-                "ON CONFLICT (node_id) DO UPDATE SET address = EXCLUDED.address, "
-                "expires_at = EXCLUDED.expires_at "
-                "RETURNING COALESCE((SELECT expires_at FROM old) <= now(), TRUE)",
-                self.node_id, self.address, self.ttl_s)
+            lapsed = await connection.fetchval(RENEW, self.node_id, self.address, self.ttl_s)
         return bool(lapsed)
 
     async def leave(self) -> None:

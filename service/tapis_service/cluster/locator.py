@@ -6,8 +6,9 @@ This node answers for the tables it holds only while its ownership is confirmed:
 **lease** runs one TTL (less a margin) from the moment it last sent a membership renewal that
 the database accepted, measured on a monotonic clock that keeps counting through a suspend;
 no other node can take a table over before the database sees the membership expire, which is
-later. A renewal that finds the membership had lapsed (a pause, a partition) first gives up
-every table another node took meanwhile. A call for a held table while the lease is out waits
+later. A renewal that finds the membership had lapsed (a pause, a partition), or that is
+answered after the lease ran out (an earlier renewal's answer may have been lost), first gives
+up every table another node took meanwhile. A call for a held table while the lease is out waits
 for a renewal (the first such call starts one). A table is installed only once the database
 confirms, after it is loaded, that its epoch is still this node's (a look taken after any lapse
 seen meanwhile): a table taken over, and (through ``owns``, the host's ``confirm_owner``) one
@@ -280,7 +281,11 @@ class Locator:
 
     async def _renew(self) -> None:
         sent = lease_clock()
-        if await self.directory.renew():
+        lapsed = await self.directory.renew()
+        if lapsed or lease_clock() >= self.renewed_at + self.ttl_s * LEASE_SHARE:
+            # lapsed, or it may have: a renewal answered after the lease ran out may follow
+            # one whose answer was lost (its connection cut after its commit) that renewed a
+            # lapsed membership unseen, and this one then finds it live
             await self._recheck()
         self.renewed_at = sent
         self.lease_until = sent + self.ttl_s * LEASE_SHARE
@@ -290,8 +295,9 @@ class Locator:
         return lease_clock() - self.renewed_at
 
     async def _recheck(self) -> None:
-        """Our membership had lapsed (a pause, a partition): give up every table another
-        node took meanwhile (the renewal, just committed, is ordered after every takeover)."""
+        """Our membership had (or may have) lapsed (a pause, a partition): give up every table
+        another node took meanwhile (the renewal, just committed, is ordered after every
+        takeover)."""
         self.lease_until = -math.inf
         self._lapses += 1
         host = self.host
