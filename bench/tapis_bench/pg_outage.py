@@ -319,7 +319,8 @@ async def _run(args: argparse.Namespace, server: Any) -> dict[str, Any]:
     url = str(server.get_uri())
     nodes = Nodes()
     try:
-        ports = [nodes.start("--node-ttl", "1.5", database_url=url) for _ in range(2)]
+        ports = [nodes.start("--node-ttl", "1.5", "--log-level", args.node_log_level,
+                             database_url=url) for _ in range(2)]
         channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for port in ports]
         a, b = stubs = [pb_grpc.GameServiceStub(channel) for channel in channels]
         rng = random.Random(args.seed)
@@ -356,6 +357,8 @@ async def _run(args: argparse.Namespace, server: Any) -> dict[str, Any]:
                 port = ports[rng.randrange(2)]
                 step += 1
                 seen[f"chaos {kind}"] += 1
+                print(json.dumps({"chaos": kind, "node": "ab"[ports.index(port)], "port": port,
+                                  "at_ms": _now_ms()}), file=sys.stderr, flush=True)
                 if kind == "pg_fast":
                     await asyncio.to_thread(_stop, server)
                     await asyncio.sleep(args.outage)
@@ -402,6 +405,8 @@ def main() -> None:
     parser.add_argument("--outage", type=float, default=6.0)
     parser.add_argument("--chaos", type=float, default=0.0, metavar="EVERY",
                         help="a chaos run: a disruption about every EVERY seconds")
+    parser.add_argument("--node-log-level", default="warning",
+                        help="the nodes' log level (info: every refusal and ownership change)")
     parser.add_argument("--settle", type=float, default=5.0,
                         help="seconds between the last disruption and the ledger's check")
     parser.add_argument("--stream-bound", type=float, default=10.0,
