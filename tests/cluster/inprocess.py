@@ -54,3 +54,14 @@ async def two_nodes(postgres: Postgres, store_retry_ms: int
         for node in reversed(nodes):
             await node.stop(0)
         await postgres.drop_database(database)
+
+
+async def judged_dead(observer: Running, node: Running) -> None:
+    """``observer`` judges ``node`` dead, as a TTL after its heartbeat stopped: ``node`` stops
+    renewing, and the observer's liveness clock (``cluster.liveness``) stands a TTL past its
+    reading of ``node``'s last heartbeat from then on."""
+    node.node.cluster.membership.stop()
+    directory = observer.node.cluster.directory
+    await directory.live_members()
+    judged_at = directory.liveness.clock() + directory.ttl_s
+    directory.liveness.clock = lambda: judged_at

@@ -15,7 +15,7 @@ import pytest
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.cluster.directory import UNOWNED
 from tests.cluster.harness import fetch
-from tests.cluster.inprocess import two_nodes
+from tests.cluster.inprocess import judged_dead, two_nodes
 from tests.support.postgres import Postgres
 
 
@@ -35,8 +35,7 @@ async def test_a_dead_nodes_tables_make_the_listing_partial_until_taken_over(
             return None
 
         monkeypatch.setattr(listing, "_adopt_orphans", not_yet)
-        await fetch(url, "UPDATE members SET expires_at = now() - interval '1 second' "
-                    "WHERE node_id = $1", b.node_id)  # B died; its membership expired
+        await judged_dead(a, b)  # B died: A saw its heartbeat stopped for a TTL
         answer = await a.stub.ListGames(pb.ListGamesRequest())
         assert answer.partial and list(answer.missing_nodes) == [b.node.cluster.settings.advertise]
         assert {g.game_id for g in answer.games} == mine

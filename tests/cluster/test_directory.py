@@ -1,5 +1,7 @@
 """The cluster's directory queries on a real PostgreSQL, rows written by hand: which tables the
-orphan sweep takes over, and what a takeover waits for."""
+orphan sweep takes over, what a takeover waits for, and what a renewal counts. Liveness is
+judged on an injected clock (``Liveness``): a member is dead once its heartbeat was read
+unchanged a TTL apart, whatever any wall clock says."""
 
 from __future__ import annotations
 
@@ -7,20 +9,38 @@ import asyncio
 
 import asyncpg
 
-from tapis_service.cluster.directory import RENEW, UNOWNED, Directory
+from tapis_service.cluster.directory import UNOWNED, Directory, Owner
+from tapis_service.cluster.liveness import Liveness
 from tapis_service.stores import postgres_sql
 from tapis_service.stores.postgres_store import PostgresStore
+
+
+class Clock:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def beat(connection: asyncpg.Connection, node_id: str) -> None:
+    """A renewal of ``node_id``'s membership, as its trigger sees one: a new heartbeat."""
+    await connection.execute("UPDATE members SET expires_at = now() WHERE node_id = $1",
+                             node_id)
 
 
 async def test_the_sweep_takes_dead_and_departed_owners_tables_never_its_own(
         database_url: str) -> None:
     store = await PostgresStore.open(database_url)
+    clock = Clock()
     try:
         async with store.pool.acquire() as connection:
-            for node_id, alive in (("me", False), ("dead", False), ("alive", True)):
+            for node_id in ("me", "dead", "alive"):
                 await connection.execute(
-                    "INSERT INTO members (node_id, address, expires_at) VALUES ($1, 'x', "
-                    f"now() {'+' if alive else '-'} interval '1 hour')", node_id)
+                    "INSERT INTO members (node_id, address, expires_at) "
+                    "VALUES ($1, 'x', now())", node_id)
             for game_id, owner, finished in (
                     ("mine", "me", False), ("of-the-dead", "dead", False),
                     ("of-the-living", "alive", False), ("handed-off", None, False),
@@ -28,14 +48,53 @@ async def test_the_sweep_takes_dead_and_departed_owners_tables_never_its_own(
                 await connection.execute(
                     "INSERT INTO games (game_id, record, owner, epoch, finished) "
                     "VALUES ($1, '{}', $2, 3, $3)", game_id, owner, finished)
-        # "me" is late renewing (its row expired): its own table stays as it is
-        swept = await Directory(store.pool, "me", "x", 3.0).sweep_orphans(10)
-        assert sorted(swept) == [("handed-off", 4), ("of-the-dead", 4)]
+            directory = Directory(store.pool, "me", "x", 3.0, Liveness(3.0, clock))
+            assert sorted(await directory.live_members()) == ["alive", "dead", "me"]
+            clock.now += 2.9  # within a TTL of the first reading: nobody is dead yet
+            await beat(connection, "alive")
+            assert sorted(await directory.live_members()) == ["alive", "dead", "me"]
+            assert await directory.sweep_orphans(10) == [("handed-off", 4)]
+            clock.now += 0.1  # a TTL: "dead" (and "me", late renewing) did not beat
+            await beat(connection, "alive")
+            assert sorted(await directory.live_members()) == ["alive"]
+        # "me" is late renewing: its own table stays as it is
+        swept = await directory.sweep_orphans(10)
+        assert sorted(swept) == [("of-the-dead", 4)]
         async with store.pool.acquire() as connection:
             rows = await connection.fetch("SELECT game_id, owner, epoch FROM games")
+            taken = dict(await connection.fetch("SELECT node_id, taken FROM members"))
         assert {r["game_id"]: (r["owner"], r["epoch"]) for r in rows} == {
             "mine": ("me", 3), "of-the-dead": ("me", 4), "of-the-living": ("alive", 3),
             "handed-off": ("me", 4), "over": ("dead", 3)}
+        assert taken == {"me": 0, "dead": 1, "alive": 0}  # counted on the loser's row
+    finally:
+        await store.aclose()
+
+
+async def test_a_member_that_beats_again_after_it_was_judged_dead_keeps_its_tables(
+        database_url: str) -> None:
+    """Judged dead, then renewed before the sweep (a pause just past the TTL): the sweep and
+    a takeover both find its heartbeat moved on and take nothing."""
+    store = await PostgresStore.open(database_url)
+    clock = Clock()
+    try:
+        async with store.pool.acquire() as connection:
+            await connection.execute("INSERT INTO members (node_id, address, expires_at) "
+                                     "VALUES ('paused', 'a', now())")
+            await connection.execute("INSERT INTO games (game_id, record, owner, epoch) "
+                                     "VALUES ('kept', '{}', 'paused', 1)")
+            heir = Directory(store.pool, "heir", "b", 3.0, Liveness(3.0, clock))
+            seen = await heir.owner_of("kept")
+            assert seen is not None and seen.alive
+            clock.now += 3.0
+            judged = await heir.owner_of("kept")
+            assert judged is not None and not judged.alive and judged.beat == seen.beat
+            await beat(connection, "paused")  # it came back
+        assert await heir.sweep_orphans(10) == []
+        assert await heir.take_over("kept", judged) is None
+        assert await heir.holds("kept", 1) is False
+        owner = await heir.owner_of("kept")
+        assert owner is not None and owner.alive and owner.node_id == "paused"
     finally:
         await store.aclose()
 
@@ -50,20 +109,22 @@ async def test_a_takeover_waits_for_an_append_in_flight_and_never_takes_a_live_o
         async with store.pool.acquire() as connection:
             await connection.execute(
                 "INSERT INTO members (node_id, address, expires_at) VALUES "
-                "('old', 'a', now() - interval '1 second'), "
-                "('live', 'b', now() + interval '1 hour')")
+                "('old', 'a', now()), ('live', 'b', now())")
             await connection.execute(
                 "INSERT INTO games (game_id, record, owner, epoch) VALUES "
                 "('moving', '{}', 'old', 1), ('kept', '{}', 'live', 1)")
+            beats = dict(await connection.fetch("SELECT node_id, beat FROM members"))
+            await beat(connection, "live")  # it renewed since it was judged dead
         heir = Directory(store.pool, "heir", "c", 3.0)
-        assert await heir.take_over("kept", 1) is None
+        assert await heir.take_over("kept", Owner("live", 1, "b", False, beats["live"])) is None
         frozen = await asyncpg.connect(database_url)
         try:
             transaction = frozen.transaction()
             await transaction.start()
             assert await postgres_sql.append(
                 frozen, [postgres_sql.Append("moving", 1, "{}", 1)], fenced=True) == [True]
-            taking = asyncio.ensure_future(heir.take_over("moving", 1))
+            taking = asyncio.ensure_future(
+                heir.take_over("moving", Owner("old", 1, "a", False, beats["old"])))
             async with store.pool.acquire() as connection:  # until it waits on the row
                 while not await connection.fetchval(
                         "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = "
@@ -108,32 +169,65 @@ async def test_the_owners_no_listed_node_lists_are_named_finished_tables_when_as
         await store.aclose()
 
 
-async def test_a_renewal_begun_before_its_expiry_that_waited_for_a_takeover_says_lapsed(
-        database_url: str) -> None:
-    """A renewal whose statement began just before its membership expired, and that reached
-    the row only after another node's takeover (begun just after the expiry) committed, must
-    say lapsed: its node rechecks and gives the table up. Here the statement's start is pinned
-    by a transaction begun before the expiry."""
+async def test_a_renewal_that_waited_for_a_takeover_counts_it(database_url: str) -> None:
+    """A takeover holds the loser's row until it commits; the loser's renewal, which waited
+    for it, reads the table counted taken (its node rechecks what it holds), and a renewal
+    after that reads the same count (a lost answer hides nothing: the node compares with the
+    last count it saw)."""
     store = await PostgresStore.open(database_url)
-    late = await asyncpg.connect(database_url)
+    taker = await asyncpg.connect(database_url)
     try:
+        late = Directory(store.pool, "late", "a", 3.0)
+        assert await late.renew() == 0
         async with store.pool.acquire() as connection:
-            expires = await connection.fetchval(
-                "INSERT INTO members (node_id, address, expires_at) VALUES "
-                "('late', 'a', clock_timestamp() + interval '300 milliseconds') "
-                "RETURNING expires_at")
-            await connection.execute(
-                "INSERT INTO games (game_id, record, owner, epoch) VALUES "
-                "('taken', '{}', 'late', 1)")
-        transaction = late.transaction()
+            await connection.execute("INSERT INTO games (game_id, record, owner, epoch) "
+                                     "VALUES ('taken', '{}', 'late', 1)")
+        transaction = taker.transaction()
         await transaction.start()
-        assert await late.fetchval("SELECT now() < $1", expires)  # its statement's start
-        async with store.pool.acquire() as connection:  # until the membership expired
-            while await connection.fetchval("SELECT clock_timestamp() < $1", expires):
-                await asyncio.sleep(0.05)
-        assert await Directory(store.pool, "heir", "b", 3.0).take_over("taken", 1) == 2
-        assert await late.fetchval(RENEW, "late", "a", 3.0) is True
+        await taker.execute("UPDATE games SET owner = 'heir', epoch = 2 "
+                            "WHERE game_id = 'taken'")
+        renewing = asyncio.ensure_future(late.renew())
+        async with store.pool.acquire() as connection:  # until it waits on the row
+            while not await connection.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = "
+                    "'Lock' AND datname = current_database()"):
+                assert not renewing.done()
+                await asyncio.sleep(0.01)
         await transaction.commit()
+        assert await renewing == 1
+        assert await late.renew() == 1
     finally:
-        await late.close()
+        await taker.close()
+        await store.aclose()
+
+
+async def test_a_step_of_the_databases_clock_moves_no_table(database_url: str) -> None:
+    """Every membership made to look expired by the database's clock (a step forward of a
+    year; the heartbeats not renewed meanwhile) and then not (a step back): the members stay
+    alive while their heartbeats move, and the sweep takes nothing."""
+    store = await PostgresStore.open(database_url)
+    clock = Clock()
+    try:
+        directory = Directory(store.pool, "me", "x", 3.0, Liveness(3.0, clock))
+        async with store.pool.acquire() as connection:
+            await connection.execute("INSERT INTO members (node_id, address, expires_at) "
+                                     "VALUES ('other', 'y', now())")
+            await connection.execute("INSERT INTO games (game_id, record, owner, epoch) "
+                                     "VALUES ('theirs', '{}', 'other', 1)")
+            assert sorted(await directory.live_members()) == ["other"]
+            await connection.execute("ALTER TABLE members DISABLE TRIGGER members_beat")
+            for step in ("- interval '1 year'", "+ interval '1 year'"):
+                await connection.execute(f"UPDATE members SET expires_at = now() {step}")
+                clock.now += 1.0
+                assert sorted(await directory.live_members()) == ["other"]
+                assert await directory.sweep_orphans(10) == []
+                assert await directory.orphans(False, 10) == []
+            await connection.execute("ALTER TABLE members ENABLE TRIGGER members_beat")
+            await beat(connection, "other")
+            clock.now += 2.9
+            assert sorted(await directory.live_members()) == ["other"]
+        assert await directory.sweep_orphans(10) == []
+        owner = await directory.owner_of("theirs")
+        assert owner is not None and owner.alive and owner.node_id == "other"
+    finally:
         await store.aclose()

@@ -7,8 +7,10 @@ partial."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import signal
+from collections.abc import AsyncIterator
 
 import grpc
 
@@ -40,11 +42,23 @@ async def _next_move(stub: pb_grpc.GameServiceStub, stats: Stats, table: Game,
                 expected_version=view.version)
 
 
-async def _pin_membership(database_url: str, node: Node, alive: bool) -> None:
-    """Make the database count ``node`` alive (for an hour) or dead (now), whatever it does."""
-    await fetch(database_url, "UPDATE members SET expires_at = CASE WHEN $2 "
-                "THEN now() + interval '1 hour' ELSE now() - interval '1 second' END "
-                "WHERE address = $1", node.address, alive)
+@contextlib.asynccontextmanager
+async def _kept_beating(database_url: str, node: Node) -> AsyncIterator[None]:
+    """The database sees ``node`` renew (a new heartbeat every tenth of a TTL), whatever it
+    does: the other nodes count it alive until a TTL after the block."""
+    async def beat() -> None:
+        while True:
+            await fetch(database_url, "UPDATE members SET expires_at = now() "
+                        "WHERE address = $1", node.address)
+            await asyncio.sleep(TTL_S / 10)
+
+    beating = asyncio.ensure_future(beat())
+    try:
+        yield
+    finally:
+        beating.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beating
 
 
 async def test_a_paused_owner_is_looked_past_within_a_ttl_and_serves_nothing_stale_after(
@@ -109,23 +123,21 @@ async def test_a_write_relayed_to_a_lost_owner_is_in_doubt_and_listing_says_part
         await play_to_the_end(at_survivor, stats, there, rng, max_actions=2)
         seat, request = await _next_move(at_survivor, stats, there, rng)
 
-        await _pin_membership(cluster_url, lost, alive=True)  # lost, not yet known dead
-        lost.kill()
-        await _pin_membership(cluster_url, lost, alive=True)  # (over its last renewal)
-        listed = await at_survivor.ListGames(pb.ListGamesRequest(), timeout=10)
-        assert listed.partial
-        assert list(listed.missing_nodes) == [lost.address]
-        assert [g.game_id for g in listed.games] == [here.game_id]
+        async with _kept_beating(cluster_url, lost):  # lost, not yet known dead
+            lost.kill()
+            listed = await at_survivor.ListGames(pb.ListGamesRequest(), timeout=10)
+            assert listed.partial
+            assert list(listed.missing_nodes) == [lost.address]
+            assert [g.game_id for g in listed.games] == [here.game_id]
 
-        try:
-            await at_survivor.SubmitAction(request, metadata=auth(there.tokens[seat]),
-                                           timeout=10)
-            raise AssertionError("a write relayed to a lost owner was answered OK")
-        except grpc.aio.AioRpcError as error:
-            assert error.code() == grpc.StatusCode.UNAVAILABLE
-            assert reason_of(error) == "COMMIT_UNKNOWN"
+            try:
+                await at_survivor.SubmitAction(request, metadata=auth(there.tokens[seat]),
+                                               timeout=10)
+                raise AssertionError("a write relayed to a lost owner was answered OK")
+            except grpc.aio.AioRpcError as error:
+                assert error.code() == grpc.StatusCode.UNAVAILABLE
+                assert reason_of(error) == "COMMIT_UNKNOWN"
 
-        await _pin_membership(cluster_url, lost, alive=False)
         answer = await retrying(stats, lambda: at_survivor.SubmitAction(  # the same id
             request, metadata=auth(there.tokens[seat]), timeout=5))
         there.acks.append(Ack(there.game_id, seat, request.request_id, request,

@@ -16,16 +16,18 @@ import pytest
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_service.cluster import locator as locators
+from tapis_service.cluster.directory import Owner
 from tapis_service.stores.store import StoreUnavailable
 from tests.cluster.harness import fetch, resume_point
-from tests.cluster.inprocess import Running, two_nodes
+from tests.cluster.inprocess import Running, judged_dead, two_nodes
 from tests.support.calls import person_seats
 from tests.support.postgres import Postgres
 from tests.support.tables import live_of, resting_of, unavailable_of
 
 
 async def move_to(url: str, game_id: str, node: Running) -> None:
-    """Another node's takeover, as the database records it: owner and epoch moved on."""
+    """Another node's takeover, as the database records it: owner and epoch moved on (and,
+    by trigger, the takeover counted on the loser's row)."""
     await fetch(url, "UPDATE games SET owner = $2, epoch = epoch + 1 WHERE game_id = $1",
                 game_id, node.node_id)
 
@@ -104,11 +106,9 @@ async def test_a_lapse_gives_up_a_table_awaiting_the_healer_and_ends_its_streams
         a.node.cluster.membership.stop()  # its renewals are the test's
         a.node.host.healing.store_failed(live_of(a.node.host)[game_id],
                                          StoreUnavailable("the database restarted"))
-        # A's membership expired during the outage; B took the table over
-        await fetch(url, "UPDATE members SET expires_at = now() - interval '1 second' "
-                    "WHERE node_id = $1", a.node_id)
+        # A's heartbeat stopped during the outage; B took the table over
         await move_to(url, game_id, b)
-        await a.node.cluster.locator.renewal()  # finds the lapse: rechecks what A holds
+        await a.node.cluster.locator.renewal()  # reads the takeover: rechecks what A holds
 
         assert game_id not in unavailable_of(a.node.host)
         error = await ended(call)
@@ -148,16 +148,14 @@ async def test_a_table_at_rest_taken_over_across_a_lapse_is_confirmed_first(
         game_id = created.game.game_id
         b.node.host.shelf.rest(live_of(b.node.host)[game_id])
         await b.node.host.store.settled()  # type: ignore[attr-defined]
-        for node in (a, b):
-            node.node.cluster.membership.stop()
-        await fetch(url, "UPDATE members SET expires_at = now() - interval '1 second' "
-                    "WHERE node_id = $1", b.node_id)  # B died
+        a.node.cluster.membership.stop()
+        await judged_dead(a, b)  # B died
         locator = a.node.cluster.locator
         (orphan, listing), = await locator.directory.orphans(True, 10)
         assert orphan == game_id and listing is not None
         take_over = locator.directory.take_over
 
-        async def across_a_lapse(game: str, seen: int) -> int | None:
+        async def across_a_lapse(game: str, seen: Owner) -> int | None:
             epoch = await take_over(game, seen)
             locator._lapses += 1  # A's membership lapsed meanwhile; B came back, took it
             await fetch(url, "UPDATE games SET owner = $2, epoch = epoch + 1 "
@@ -171,10 +169,10 @@ async def test_a_table_at_rest_taken_over_across_a_lapse_is_confirmed_first(
 
 async def test_a_renewal_after_a_lost_answer_rechecks_what_the_node_holds(
         postgres: Postgres, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A's membership lapsed (a pause) and B took A's table over; A's next renewal committed but
-    its answer was lost (its connection cut after the commit), so the one after finds the
-    membership live. Answered after A's lease ran out, it rechecks all the same: A gives the
-    table up and relays its reads to B, never answers from its old copy."""
+    """A paused and B took A's table over; A's next renewal read the takeover's count but its
+    answer was lost (its connection cut after the commit). The one after reads the same count,
+    which A has still not seen: it rechecks, gives the table up and relays its reads to B,
+    never answers from its old copy."""
     async with two_nodes(postgres, store_retry_ms=50) as (url, a, b):
         created = await a.stub.CreateGame(pb.CreateGameRequest(
             kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))
@@ -186,23 +184,21 @@ async def test_a_renewal_after_a_lost_answer_rechecks_what_the_node_holds(
         await locator.renewal()
         assert locator.confirmed()
 
-        now[0] += 10 * locator.ttl_s  # A paused; its membership expired; B took the table
-        await fetch(url, "UPDATE members SET expires_at = now() - interval '1 second' "
-                    "WHERE node_id = $1", a.node_id)
+        now[0] += 10 * locator.ttl_s  # A paused; B judged it dead and took the table
         await move_to(url, game_id, b)
         await b.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, display_name="Bea"))
         at_b = (await b.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game.version
         renew = locator.directory.renew
 
-        async def answer_lost() -> bool:
-            await renew()  # committed: the membership is live again, the lapse unseen
+        async def answer_lost() -> int:
+            await renew()  # committed: it read the takeover, but A never learns it
             raise asyncpg.ConnectionDoesNotExistError("connection was closed mid-operation")
 
         monkeypatch.setattr(locator.directory, "renew", answer_lost)
         with pytest.raises(asyncpg.ConnectionDoesNotExistError):
             await locator.renewal()
         monkeypatch.setattr(locator.directory, "renew", renew)
-        await locator.renewal()  # the membership is live: the database says no lapse
+        await locator.renewal()  # the same count: one A has not seen
 
         assert game_id not in live_of(a.node.host)
         through_a = (await a.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game

@@ -88,6 +88,48 @@ async def test_version_4_makes_a_create_request_id_unique_per_sender(
     await store.aclose()
 
 
+async def test_version_5_gives_heartbeats_and_counts_takeovers_for_nodes_of_either_schema(
+        database_url: str) -> None:
+    """A member of a database at version 4 gets a heartbeat; a renewal as a node of schema 4
+    writes it (its expiry only) moves it on, as a takeover as one makes it (its owner only) is
+    counted on the loser's row; a member that left and came back never gets a heartbeat it had
+    before."""
+    connection = await asyncpg.connect(database_url)
+    await connection.execute("CREATE TABLE tapis_schema (version INTEGER PRIMARY KEY, "
+                             "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+    for version in (1, 2, 3, 4):
+        await connection.execute(MIGRATIONS[version - 1])
+        await connection.execute("INSERT INTO tapis_schema (version) VALUES ($1)", version)
+    await connection.execute("INSERT INTO members (node_id, address, expires_at) VALUES "
+                             "('old', 'a', now()), ('heir', 'b', now())")
+    await connection.execute("INSERT INTO games (game_id, record, owner, epoch) VALUES "
+                             "('t1', '{}', 'old', 1), ('t2', '{}', 'old', 1)")
+    await connection.execute("INSERT INTO meta VALUES ('join_key', $1)", "00" * 32)  # as served
+    await connection.close()
+    await (await PostgresStore.open(database_url)).aclose()
+    connection = await asyncpg.connect(database_url)
+    try:
+        beats = [await connection.fetchval("SELECT beat FROM members WHERE node_id = 'old'")]
+        for _ in range(2):  # schema 4's renewal
+            await connection.execute("UPDATE members SET expires_at = now() + interval '3 s' "
+                                     "WHERE node_id = 'old'")
+            beats.append(await connection.fetchval(
+                "SELECT beat FROM members WHERE node_id = 'old'"))
+        assert beats == sorted(set(beats))
+        await connection.execute("UPDATE games SET owner = 'heir', epoch = epoch + 1")
+        await connection.execute("UPDATE games SET owner = NULL WHERE game_id = 't2'")
+        rows = await connection.fetch("SELECT node_id, beat, taken FROM members")
+        assert {r["node_id"]: r["taken"] for r in rows} == {"old": 2, "heir": 0}
+        assert {r["node_id"]: r["beat"] for r in rows}["old"] == beats[-1]  # not a renewal
+        await connection.execute("DELETE FROM members WHERE node_id = 'old'")
+        await connection.execute("INSERT INTO members (node_id, address, expires_at) "
+                                 "VALUES ('old', 'a', now())")
+        again = await connection.fetchval("SELECT beat FROM members WHERE node_id = 'old'")
+        assert again not in beats
+    finally:
+        await connection.close()
+
+
 async def test_a_newer_schema_is_refused(database_url: str) -> None:
     await (await PostgresStore.open(database_url)).aclose()
     connection = await asyncpg.connect(database_url)

@@ -1,11 +1,15 @@
-"""The cluster's directory in the database: who is alive (``members``) and who owns which
-table at which fencing epoch (``games.owner``, ``games.epoch``).
+"""The cluster's directory in the database: who is a member (``members``: its address, its
+heartbeat ``beat``, how many of its tables were taken over ``taken``) and who owns which table
+at which fencing epoch (``games.owner``, ``games.epoch``).
 
-Liveness is an expiry renewed by each node; it decides who *should* serve a table, and no
-takeover succeeds while the owner's membership is live: a takeover locks the owner's
-``members`` row (``FOR SHARE``), so it is ordered against the owner's renewal, and a renewal
-that finds its membership had lapsed sees every takeover made meanwhile. Who *may* write is
-decided by the journal's primary key (and, to fail fast, the epoch).
+Liveness is judged by each node on its own monotonic clock (``liveness``): a member whose
+heartbeat has not moved for a TTL is dead. No takeover succeeds while the owner's heartbeat
+moves on: a takeover locks the owner's ``members`` row (``FOR SHARE``) and checks that its
+heartbeat is still the one judged dead, so it is ordered against the owner's renewal, and a
+trigger counts it on that row, which the owner's next renewal reads. Who *may* write is
+decided by the journal's primary key (and, to fail fast, the epoch). No decision compares
+timestamps (``members.expires_at`` is written for people and for nodes of schema 4 in a rolling
+upgrade, never read here).
 """
 
 from __future__ import annotations
@@ -17,30 +21,30 @@ from typing import Any
 
 import asyncpg
 
+from tapis_service.cluster.liveness import Liveness
 from tapis_service.stores.postgres_store import ACQUIRE_TIMEOUT_S
 
-_ORPHAN = ("(owner IS NULL OR NOT EXISTS (SELECT 1 FROM members m "
-           "WHERE m.node_id = games.owner AND m.expires_at > now()))")
-"""A games row whose owner is dead (its membership expired) or gone (handed off)."""
+_ORPHAN = ("(owner IS NULL OR owner = ANY($3::text[]) OR NOT EXISTS (SELECT 1 FROM members m "
+           "WHERE m.node_id = games.owner))")
+"""A games row whose owner is dead (in ``$3``, the members judged dead), gone (its membership
+deleted) or none (handed off)."""
 UNOWNED = "unowned"
 """How ListGames names, among its missing nodes, the tables a stopped node handed off that no
 node took over yet."""
-_DEAD = "dead AS (SELECT node_id FROM members WHERE expires_at <= now() FOR SHARE)"
-"""The expired members, their rows locked until the takeover commits: an owner's renewal
-waits for it (and one that committed first makes its row not expired any more)."""
+_DEAD = ("dead AS (SELECT m.node_id FROM members m JOIN unnest($3::text[], $4::bigint[]) "
+         "AS d(node_id, beat) ON m.node_id = d.node_id AND m.beat = d.beat FOR SHARE OF m)")
+"""The members judged dead whose heartbeat is still the one judged dead, their rows locked
+until the takeover commits: an owner's renewal waits for it (and one that committed first gave
+its row a new heartbeat)."""
 
 
-RENEW = ("WITH old AS (SELECT expires_at FROM members WHERE node_id = $1) "
-         "INSERT INTO members (node_id, address, expires_at) "
+RENEW = ("INSERT INTO members (node_id, address, expires_at) "
          "VALUES ($1, $2, now() + make_interval(secs => $3)) "
          "ON CONFLICT (node_id) DO UPDATE SET address = EXCLUDED.address, "
-         "expires_at = EXCLUDED.expires_at "
-         "RETURNING COALESCE((SELECT expires_at FROM old) <= clock_timestamp(), TRUE)")
-"""A membership's renewal, answering whether it had lapsed. The lapse is judged when the row
-is ours (``clock_timestamp()``, after any takeover holding it ``FOR SHARE`` has committed), not
-when the statement began (``now()``): a renewal begun just before the expiry that waited for a
-takeover begun just after it must say lapsed, or its node would keep serving a table it lost.
-The new expiry counts from the statement's start (earlier: the node's lease ends sooner)."""
+         "expires_at = EXCLUDED.expires_at RETURNING taken")
+"""A membership's renewal (its row's trigger gives it a new heartbeat), answering how many of
+its tables were ever taken over: read once the row is ours, after any takeover holding it has
+committed, so a renewal that waited for a takeover counts it."""
 
 
 def _decoded(listing: str | None) -> dict[str, Any] | None:
@@ -59,45 +63,53 @@ class Owner:
     epoch: int
     address: str | None
     alive: bool
+    """Its owner's heartbeat moved on within a TTL, as this node saw it."""
+    beat: int | None = None
+    """Its owner's heartbeat when it was read (None: no owner, or no membership)."""
 
 
 class Directory:
     """Queries over a pool to the cluster's database, as node ``node_id``."""
 
-    def __init__(self, pool: asyncpg.Pool, node_id: str, address: str, ttl_s: float) -> None:
+    def __init__(self, pool: asyncpg.Pool, node_id: str, address: str, ttl_s: float,
+                 liveness: Liveness | None = None) -> None:
         self.pool = pool
         self.node_id = node_id
         self.address = address
         self.ttl_s = ttl_s
+        self.liveness = Liveness(ttl_s) if liveness is None else liveness
 
-    async def renew(self) -> bool:
-        """Register or renew this node's membership; True if it had expired (or was missing)
-        before: the node may have lost tables meanwhile."""
+    async def renew(self) -> int:
+        """Register or renew this node's membership; how many of its tables were ever taken
+        over (a count the node has not seen: it may have lost tables meanwhile)."""
         async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
-            lapsed = await connection.fetchval(RENEW, self.node_id, self.address, self.ttl_s)
-        return bool(lapsed)
+            taken = await connection.fetchval(RENEW, self.node_id, self.address, self.ttl_s)
+        return int(taken)
 
     async def leave(self) -> None:
         async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
             await connection.execute("DELETE FROM members WHERE node_id = $1", self.node_id)
 
     async def live_members(self) -> dict[str, str]:
-        """node id -> address of every live node (this one included)."""
+        """node id -> address of every live node (this one included while it renews); every
+        member's heartbeat is read (``liveness``)."""
         async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
-            rows = await connection.fetch(
-                "SELECT node_id, address FROM members WHERE expires_at > now()")
-        return {r["node_id"]: r["address"] for r in rows}
+            rows = await connection.fetch("SELECT node_id, address, beat FROM members")
+        self.liveness.keep_only(r["node_id"] for r in rows)
+        return {r["node_id"]: r["address"] for r in rows
+                if self.liveness.observe(r["node_id"], r["beat"])}
 
     async def owner_of(self, game_id: str) -> Owner | None:
         """The table's owner (None: no such table)."""
         async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
             row = await connection.fetchrow(
-                "SELECT g.owner, g.epoch, m.address, COALESCE(m.expires_at > now(), FALSE) "
-                "AS alive FROM games g LEFT JOIN members m ON m.node_id = g.owner "
-                "WHERE g.game_id = $1", game_id)
+                "SELECT g.owner, g.epoch, m.address, m.beat FROM games g "
+                "LEFT JOIN members m ON m.node_id = g.owner WHERE g.game_id = $1", game_id)
         if row is None:
             return None
-        return Owner(row["owner"], row["epoch"], row["address"], row["alive"])
+        beat = row["beat"]
+        alive = beat is not None and self.liveness.observe(row["owner"], beat)
+        return Owner(row["owner"], row["epoch"], row["address"], alive, beat)
 
     async def created_by(self, scope: str, request_id: str) -> str | None:
         """The table a CreateGame with this request id from this sender (``scope``: the
@@ -108,25 +120,26 @@ class Directory:
                 scope, request_id)
         return None if game_id is None else str(game_id)
 
-    async def take_over(self, game_id: str, seen_epoch: int) -> int | None:
-        """Become the table's owner if its epoch is still ``seen_epoch`` and its owner is dead
-        or gone (checked under a lock on the owner's membership): the new epoch, or None if
-        another node moved it first or its owner renewed meanwhile."""
+    async def take_over(self, game_id: str, owner: Owner) -> int | None:
+        """Become the table's owner if its epoch is still ``owner.epoch`` and its owner is
+        dead (its heartbeat still ``owner.beat``, checked under a lock on its membership) or
+        gone: the new epoch, or None if another node moved it first or its owner renewed
+        meanwhile."""
         async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection, \
                 connection.transaction():
             # wait (a TTL at most) for the appends in flight: what they commit is loaded
             await connection.execute(f"SET LOCAL lock_timeout = {int(self.ttl_s * 1000)}")
             locked = await connection.fetchval(
                 "SELECT epoch FROM games WHERE game_id = $1 FOR UPDATE", game_id)
-            if locked != seen_epoch:
+            if locked != owner.epoch:
                 return None
             epoch = await connection.fetchval(
-                "WITH owner_alive AS (SELECT m.expires_at > now() AS alive FROM games g "
+                "WITH owner_alive AS (SELECT m.beat IS DISTINCT FROM $4 AS alive FROM games g "
                 "JOIN members m ON m.node_id = g.owner WHERE g.game_id = $2 FOR SHARE OF m) "
                 "UPDATE games SET owner = $1, epoch = epoch + 1 "
                 "WHERE game_id = $2 AND epoch = $3 "
                 "AND NOT COALESCE((SELECT alive FROM owner_alive), FALSE) RETURNING epoch",
-                self.node_id, game_id, seen_epoch)
+                self.node_id, game_id, owner.epoch, owner.beat)
         return None if epoch is None else int(epoch)
 
     async def holds(self, game_id: str, epoch: int) -> bool:
@@ -138,9 +151,11 @@ class Directory:
                 "AND epoch = $3)", game_id, self.node_id, epoch))
 
     async def sweep_orphans(self, limit: int) -> list[tuple[str, int]]:
-        """Take over up to ``limit`` unfinished tables whose owner is dead or gone, those that
-        can move without a client (bots, turn timers) first: (game id, new epoch). Rows
-        another node is sweeping are skipped (``FOR UPDATE SKIP LOCKED``)."""
+        """Take over up to ``limit`` unfinished tables whose owner is dead (as last read:
+        ``live_members``) or gone, those that can move without a client (bots, turn timers)
+        first: (game id, new epoch). Rows another node is sweeping are skipped (``FOR UPDATE
+        SKIP LOCKED``)."""
+        dead = self.liveness.dead()
         async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
             rows = await connection.fetch(
                 # never this node's own tables: a heartbeat late under load must not make it
@@ -152,18 +167,19 @@ class Directory:
                 "ORDER BY timed DESC, created_order LIMIT $2 FOR UPDATE SKIP LOCKED) "
                 "UPDATE games SET owner = $1, epoch = games.epoch + 1 FROM orphans "
                 "WHERE games.game_id = orphans.game_id RETURNING games.game_id, games.epoch",
-                self.node_id, limit)
+                self.node_id, limit, list(dead), list(dead.values()))
         return [(r["game_id"], int(r["epoch"])) for r in rows]
 
     async def orphans(self, include_finished: bool, limit: int
                       ) -> list[tuple[str, dict[str, Any] | None]]:
-        """Up to ``limit`` tables whose owner is dead or gone (finished ones too if asked):
-        (game id, its stored listing when it rests; None: it does not, or the listing cannot
-        be read)."""
+        """Up to ``limit`` tables whose owner is dead (as last read: ``live_members``) or gone
+        (finished ones too if asked): (game id, its stored listing when it rests; None: it
+        does not, or the listing cannot be read)."""
         async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_S) as connection:
             rows = await connection.fetch(
                 f"SELECT game_id, listing FROM games WHERE ($1 OR NOT finished) AND {_ORPHAN} "
-                "ORDER BY created_order LIMIT $2", include_finished, limit)
+                "ORDER BY created_order LIMIT $2", include_finished, limit,
+                list(self.liveness.dead()))
         return [(r["game_id"], _decoded(r["listing"])) for r in rows]
 
     async def unlisted_owners(self, listed: Sequence[str], include_finished: bool

@@ -4,15 +4,16 @@ adopted from the database on the way.
 
 This node answers for the tables it holds only while its ownership is confirmed: its
 **lease** runs one TTL (less a margin) from the moment it last sent a membership renewal that
-the database accepted, measured on a monotonic clock that keeps counting through a suspend;
-no other node can take a table over before the database sees the membership expire, which is
-later. A renewal that finds the membership had lapsed (a pause, a partition), or that is
-answered after the lease ran out (an earlier renewal's answer may have been lost), first gives
-up every table another node took meanwhile. A call for a held table while the lease is out waits
-for a renewal (the first such call starts one). A table is installed only once the database
-confirms, after it is loaded, that its epoch is still this node's (a look taken after any lapse
-seen meanwhile): a table taken over, and (through ``owns``, the host's ``confirm_owner``) one
-the healer rebuilds after a failed write or one woken from rest.
+the database accepted, measured on a monotonic clock that keeps counting through a suspend.
+No other node can take a table over before it has seen this node's heartbeat unchanged for a
+whole TTL on its own clock, which started after that renewal was committed (``liveness``): by
+then the lease has run out. A renewal that reads a count of tables taken from this node that
+it has not seen (a pause, a partition; or a lost answer of the renewal before) first gives up
+every table another node took. A call for a held table while the lease is out waits for a
+renewal (the first such call starts one). A table is installed only once the database
+confirms, after it is loaded, that its epoch is still this node's (a look taken after any
+recheck seen meanwhile): a table taken over, and (through ``owns``, the host's
+``confirm_owner``) one the healer rebuilds after a failed write or one woken from rest.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import structlog
 
 from tapis_service.cluster import metrics
 from tapis_service.cluster.directory import Directory
+from tapis_service.cluster.liveness import lease_clock
 from tapis_service.observe import logrepeat
 from tapis_service.observe.errors import ServiceError, handled_elsewhere
 from tapis_service.stores.postgres_store import DATABASE_ERRORS as POSTGRES_ERRORS
@@ -48,13 +50,6 @@ LOOKUPS = 3
 LEASE_SHARE = 0.9
 """The share of the TTL a renewal's lease runs (the rest: a margin for clock rates)."""
 
-
-
-def lease_clock() -> float:
-    """Seconds on a monotonic clock that counts a suspended machine's time too (Linux's
-    ``CLOCK_BOOTTIME``; elsewhere ``time.monotonic``): never the wall clock."""
-    boottime = getattr(time, "CLOCK_BOOTTIME", None)
-    return time.monotonic() if boottime is None else time.clock_gettime(boottime)
 
 
 def table_moved(game_id: str, last: int | None = None) -> ServiceError:
@@ -88,6 +83,9 @@ class Locator:
         self.renewed_at = -math.inf
         """When (``lease_clock``) the last renewal the database accepted was sent."""
         self._renewal: asyncio.Task[None] | None = None
+        self._taken_seen: int | None = None
+        """How many of this node's tables the database had counted taken over at the last
+        renewal whose recheck completed (None: before the first)."""
         self._lapses = 0
         """How many renewals found the membership lapsed."""
         self.moving = 0
@@ -148,7 +146,7 @@ class Locator:
             if self.leaving:
                 raise table_moved(game_id)
             with self.taking_over():
-                epoch = await self.directory.take_over(game_id, owner.epoch)
+                epoch = await self.directory.take_over(game_id, owner)
                 if epoch is not None:
                     await self._adopt(game_id, epoch, "call")
                     return None
@@ -197,7 +195,7 @@ class Locator:
                     return True
                 lapses = self._lapses
                 with self.taking_over():
-                    epoch = await self.directory.take_over(game_id, owner.epoch)
+                    epoch = await self.directory.take_over(game_id, owner)
                     if epoch is not None and (lapses == self._lapses
                                               or await self._holds(game_id, epoch)):
                         self.host.tables.listed_at_rest(
@@ -281,12 +279,10 @@ class Locator:
 
     async def _renew(self) -> None:
         sent = lease_clock()
-        lapsed = await self.directory.renew()
-        if lapsed or lease_clock() >= self.renewed_at + self.ttl_s * LEASE_SHARE:
-            # lapsed, or it may have: a renewal answered after the lease ran out may follow
-            # one whose answer was lost (its connection cut after its commit) that renewed a
-            # lapsed membership unseen, and this one then finds it live
+        taken = await self.directory.renew()
+        if taken != self._taken_seen:  # (a renewal whose answer was lost changes nothing)
             await self._recheck()
+            self._taken_seen = taken
         self.renewed_at = sent
         self.lease_until = sent + self.ttl_s * LEASE_SHARE
 
@@ -295,9 +291,9 @@ class Locator:
         return lease_clock() - self.renewed_at
 
     async def _recheck(self) -> None:
-        """Our membership had (or may have) lapsed (a pause, a partition): give up every table
-        another node took meanwhile (the renewal, just committed, is ordered after every
-        takeover)."""
+        """Another node took tables of ours (our heartbeat stopped for a TTL: a pause, a
+        partition): give up every table it took (the renewal, just committed, is ordered after
+        every takeover)."""
         self.lease_until = -math.inf
         self._lapses += 1
         host = self.host

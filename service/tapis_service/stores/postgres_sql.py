@@ -315,6 +315,34 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE UNIQUE INDEX games_create_request_by_sender ON games (create_scope, create_request_id)
         WHERE create_request_id IS NOT NULL;
     """,
+    # 5: liveness without clocks (cluster/liveness.py): each renewal of a membership gives it
+    # a new heartbeat (a number from a sequence: never seen twice, even for a node id that
+    # left and came back), and each table taken from a member is counted on its row, which
+    # its next renewal reads. Both by trigger, so nodes of schema 4 in a rolling upgrade (which
+    # renew and take over by ``expires_at``) keep them true too.
+    """
+    CREATE SEQUENCE member_beats;
+    ALTER TABLE members ADD COLUMN beat BIGINT NOT NULL DEFAULT nextval('member_beats');
+    ALTER TABLE members ADD COLUMN taken BIGINT NOT NULL DEFAULT 0;
+    CREATE FUNCTION tapis_member_beat() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NEW.taken = OLD.taken THEN
+            NEW.beat := nextval('member_beats');
+        END IF;
+        RETURN NEW;
+    END $$;
+    CREATE TRIGGER members_beat BEFORE UPDATE ON members
+        FOR EACH ROW EXECUTE FUNCTION tapis_member_beat();
+    CREATE FUNCTION tapis_count_takeover() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF OLD.owner IS NOT NULL AND NEW.owner IS NOT NULL AND NEW.owner <> OLD.owner THEN
+            UPDATE members SET taken = taken + 1 WHERE node_id = OLD.owner;
+        END IF;
+        RETURN NEW;
+    END $$;
+    CREATE TRIGGER games_takeover AFTER UPDATE OF owner ON games
+        FOR EACH ROW EXECUTE FUNCTION tapis_count_takeover();
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this server writes and reads."""
