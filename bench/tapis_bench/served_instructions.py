@@ -51,6 +51,7 @@ import time
 from typing import Any
 
 from tapis_bench.procs import free_port, wait_ready
+from tapis_service.cluster.launcher import wait_serving
 
 FLAGS = ["--log-level", "warning", "--allow-stacked-decks",
          "--create-rate", "0", "--keyless-create-rate", "0", "--join-rate", "0",
@@ -129,7 +130,10 @@ def measure(python: str, side: str, games: int, warmup_s: float,
              f"--callgrind-out-file={out}", *command],
             env={**os.environ, "PYTHONHASHSEED": "0"}, stderr=subprocess.DEVNULL)
         try:
-            wait_ready(port, server, timeout_s=300)
+            if side == "bare":
+                wait_ready(port, server, timeout_s=300)
+            else:  # SERVING: a call before it is answered "the server is starting"
+                wait_serving(f"127.0.0.1:{port}", server, 300)
             if side == "websocket":  # with a data directory it opens after the recovery
                 _wait_listening(ws_port, timeout_s=300)
             target = f"ws://127.0.0.1:{ws_port}/ws" if side == "websocket" \
