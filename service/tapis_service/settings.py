@@ -185,8 +185,10 @@ class Settings:
                                     "HOST:PORT (needs --database-url; an IPv6 host in "
                                     "brackets: [::1]:50051)", "cluster", metavar="HOST:PORT",
                                     address=True)
-    node_ttl_s: float = setting(3.0, "a node's membership lasts this long unless renewed "
-                                "(every second)", "cluster", flag="--node-ttl",
+    node_ttl_s: float = setting(3.0, "a node that has not renewed its membership for this "
+                                "long, on another node's clock, is dead to it (renewed 3 "
+                                "times per TTL, every second at most)", "cluster",
+                                flag="--node-ttl",
                                 metavar="SECONDS", low=0.5, high=3600)
     node_id: str | None = setting(None, "this node's id", "cluster",
                                   default_text="a fresh random one per process")
