@@ -24,8 +24,10 @@ committed version (at most ``before_check``); one never committed is refused
   answers carry no event time is flagged on any such promise.
 
 What promises "not applied": every refusal whose ``ErrorInfo`` reason is one of
-``tapis.v1.ErrorReason``, except ``COMMIT_UNKNOWN`` (in doubt by definition) and
-``TABLE_MOVED`` (errors.proto: answering a write, it does not say the write was not applied).
+``tapis.v1.ErrorReason``, except ``COMMIT_UNKNOWN`` (in doubt by definition), ``TABLE_MOVED``
+(errors.proto: answering a write, it does not say the write was not applied), and
+``SERVER_STARTING`` and ``SERVER_STOPPING`` (errors.proto: refused before the request was
+looked up, they speak of that attempt only, never of an earlier one with its request id).
 An answer without a reason promises nothing: grpc's own ``UNAVAILABLE`` (a node down or a
 connection cut), ``DEADLINE_EXCEEDED`` (the client's timeout), ``CANCELLED``, ``UNKNOWN`` (which
 the run counts on its own) or ``INTERNAL``.
@@ -37,8 +39,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 OK = "OK"
-IN_DOUBT_REASONS = frozenset({"COMMIT_UNKNOWN", "TABLE_MOVED"})
-"""Reasons that say nothing of whether a write was applied."""
+IN_DOUBT_REASONS = frozenset({"COMMIT_UNKNOWN", "TABLE_MOVED", "SERVER_STARTING",
+                              "SERVER_STOPPING"})
+"""Reasons that say nothing of whether a write was applied by an earlier attempt."""
 CLOCK_MARGIN_MS = 20
 """How far apart the server's event times and this process's clock may read (one machine)."""
 

@@ -74,6 +74,9 @@ def test_only_reasons_that_say_not_applied_are_promises() -> None:
     assert promises_not_applied(Answer("FAILED_PRECONDITION", "NOT_YOUR_TURN"))
     assert not promises_not_applied(Answer("UNAVAILABLE", "COMMIT_UNKNOWN"))
     assert not promises_not_applied(Answer("UNAVAILABLE", "TABLE_MOVED"))
+    # refused before the request was looked up: of this attempt only (errors.proto)
+    assert not promises_not_applied(Answer("UNAVAILABLE", "SERVER_STARTING"))
+    assert not promises_not_applied(Answer("UNAVAILABLE", "SERVER_STOPPING"))
     assert not promises_not_applied(Answer("UNAVAILABLE"))  # a node down: no reason
     assert not promises_not_applied(Answer("DEADLINE_EXCEEDED"))
     assert not promises_not_applied(Answer(OK, version=1))
