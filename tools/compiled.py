@@ -50,6 +50,10 @@ EXTRA = (
     "tapis_service.codec.adapters.basra",
     "tapis_service.tables.session",
     "tapis_service.tables.fanout",
+    "tapis_service.ws.frames",
+    "tapis_service.door.door",
+    "tapis_service.door.logcontext",
+    "tapis_service.door.limits",
 )
 """Single modules compiled besides: the bytes of every event (the envelope and each game's
 body) and the card converters they use; the session's log (the logged events the bytes are
