@@ -50,10 +50,18 @@ EXTRA = (
     "tapis_service.codec.adapters.basra",
     "tapis_service.tables.session",
     "tapis_service.tables.fanout",
+    "tapis_service.ws.frames",
+    "tapis_service.door.door",
+    "tapis_service.door.logcontext",
+    "tapis_service.door.limits",
 )
 """Single modules compiled besides: the bytes of every event (the envelope and each game's
 body) and the card converters they use; the session's log (the logged events the bytes are
-read from) and the fan-out that hands them to the streams."""
+read from) and the fan-out that hands them to the streams; on the request path, the socket's
+frames and the door every transport passes (its bound, log context and size limits). The rest
+of the request path stays Python: docs/performance.md ("The door and the frames") says why,
+module by module (async generators, `await` in `finally`, methods rebound on instances,
+subclasses of Cython or builtin classes, what did not pay)."""
 
 
 def _module_path(module: str) -> Path:
