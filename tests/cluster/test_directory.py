@@ -25,6 +25,16 @@ class Clock:
         return self.now
 
 
+async def waiting_on_a_lock(store: PostgresStore, query: asyncio.Future[object]) -> None:
+    """Until a session of the database waits on a lock (``query``, which must not end first)."""
+    async with store.pool.acquire() as connection:
+        while not await connection.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()"):
+            assert not query.done()
+            await asyncio.sleep(0.01)
+
+
 async def beat(connection: asyncpg.Connection, node_id: str) -> None:
     """A renewal of ``node_id``'s membership, as its trigger sees one: a new heartbeat."""
     await connection.execute("UPDATE members SET expires_at = now() WHERE node_id = $1",
@@ -125,12 +135,7 @@ async def test_a_takeover_waits_for_an_append_in_flight_and_never_takes_a_live_o
                 frozen, [postgres_sql.Append("moving", 1, "{}", 1)], fenced=True) == [True]
             taking = asyncio.ensure_future(
                 heir.take_over("moving", Owner("old", 1, "a", False, beats["old"])))
-            async with store.pool.acquire() as connection:  # until it waits on the row
-                while not await connection.fetchval(
-                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = "
-                        "'Lock' AND datname = current_database()"):
-                    assert not taking.done()
-                    await asyncio.sleep(0.01)
+            await waiting_on_a_lock(store, taking)
             assert not taking.done()
             await transaction.commit()
             assert await taking == 2
@@ -187,12 +192,7 @@ async def test_a_renewal_that_waited_for_a_takeover_counts_it(database_url: str)
         await taker.execute("UPDATE games SET owner = 'heir', epoch = 2 "
                             "WHERE game_id = 'taken'")
         renewing = asyncio.ensure_future(late.renew())
-        async with store.pool.acquire() as connection:  # until it waits on the row
-            while not await connection.fetchval(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = "
-                    "'Lock' AND datname = current_database()"):
-                assert not renewing.done()
-                await asyncio.sleep(0.01)
+        await waiting_on_a_lock(store, renewing)
         await transaction.commit()
         assert await renewing == 1
         assert await late.renew() == 1
