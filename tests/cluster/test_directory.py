@@ -11,18 +11,14 @@ import asyncpg
 
 from tapis_service.cluster.directory import UNOWNED, Directory, Owner
 from tapis_service.cluster.liveness import Liveness
+from tapis_service.observe.clock import ManualClock
 from tapis_service.stores import postgres_sql
 from tapis_service.stores.postgres_store import PostgresStore
 
 
-class Clock:
-    """A clock the test moves."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+def seconds(clock: ManualClock) -> Liveness:
+    """A TTL-3 s liveness read on ``clock`` (the test moves it)."""
+    return Liveness(3.0, lambda: clock.now_ms() / 1000)
 
 
 async def waiting_on_a_lock(store: PostgresStore, query: asyncio.Future[object]) -> None:
@@ -44,7 +40,7 @@ async def beat(connection: asyncpg.Connection, node_id: str) -> None:
 async def test_the_sweep_takes_dead_and_departed_owners_tables_never_its_own(
         database_url: str) -> None:
     store = await PostgresStore.open(database_url)
-    clock = Clock()
+    clock = ManualClock()
     try:
         async with store.pool.acquire() as connection:
             for node_id in ("me", "dead", "alive"):
@@ -58,13 +54,13 @@ async def test_the_sweep_takes_dead_and_departed_owners_tables_never_its_own(
                 await connection.execute(
                     "INSERT INTO games (game_id, record, owner, epoch, finished) "
                     "VALUES ($1, '{}', $2, 3, $3)", game_id, owner, finished)
-            directory = Directory(store.pool, "me", "x", 3.0, Liveness(3.0, clock))
+            directory = Directory(store.pool, "me", "x", 3.0, seconds(clock))
             assert sorted(await directory.live_members()) == ["alive", "dead", "me"]
-            clock.now += 2.9  # within a TTL of the first reading: nobody is dead yet
+            clock.advance(2900)  # within a TTL of the first reading: nobody is dead yet
             await beat(connection, "alive")
             assert sorted(await directory.live_members()) == ["alive", "dead", "me"]
             assert await directory.sweep_orphans(10) == [("handed-off", 4)]
-            clock.now += 0.1  # a TTL: "dead" (and "me", late renewing) did not beat
+            clock.advance(100)  # a TTL: "dead" (and "me", late renewing) did not beat
             await beat(connection, "alive")
             assert sorted(await directory.live_members()) == ["alive"]
         # "me" is late renewing: its own table stays as it is
@@ -86,17 +82,17 @@ async def test_a_member_that_beats_again_after_it_was_judged_dead_keeps_its_tabl
     """Judged dead, then renewed before the sweep (a pause just past the TTL): the sweep and
     a takeover both find its heartbeat moved on and take nothing."""
     store = await PostgresStore.open(database_url)
-    clock = Clock()
+    clock = ManualClock()
     try:
         async with store.pool.acquire() as connection:
             await connection.execute("INSERT INTO members (node_id, address, expires_at) "
                                      "VALUES ('paused', 'a', now())")
             await connection.execute("INSERT INTO games (game_id, record, owner, epoch) "
                                      "VALUES ('kept', '{}', 'paused', 1)")
-            heir = Directory(store.pool, "heir", "b", 3.0, Liveness(3.0, clock))
+            heir = Directory(store.pool, "heir", "b", 3.0, seconds(clock))
             seen = await heir.owner_of("kept")
             assert seen is not None and seen.alive
-            clock.now += 3.0
+            clock.advance(3000)
             judged = await heir.owner_of("kept")
             assert judged is not None and not judged.alive and judged.beat == seen.beat
             await beat(connection, "paused")  # it came back
@@ -206,9 +202,9 @@ async def test_a_step_of_the_databases_clock_moves_no_table(database_url: str) -
     year; the heartbeats not renewed meanwhile) and then not (a step back): the members stay
     alive while their heartbeats move, and the sweep takes nothing."""
     store = await PostgresStore.open(database_url)
-    clock = Clock()
+    clock = ManualClock()
     try:
-        directory = Directory(store.pool, "me", "x", 3.0, Liveness(3.0, clock))
+        directory = Directory(store.pool, "me", "x", 3.0, seconds(clock))
         async with store.pool.acquire() as connection:
             await connection.execute("INSERT INTO members (node_id, address, expires_at) "
                                      "VALUES ('other', 'y', now())")
@@ -218,13 +214,13 @@ async def test_a_step_of_the_databases_clock_moves_no_table(database_url: str) -
             await connection.execute("ALTER TABLE members DISABLE TRIGGER members_beat")
             for step in ("- interval '1 year'", "+ interval '1 year'"):
                 await connection.execute(f"UPDATE members SET expires_at = now() {step}")
-                clock.now += 1.0
+                clock.advance(1000)
                 assert sorted(await directory.live_members()) == ["other"]
                 assert await directory.sweep_orphans(10) == []
                 assert await directory.orphans(False, 10) == []
             await connection.execute("ALTER TABLE members ENABLE TRIGGER members_beat")
             await beat(connection, "other")
-            clock.now += 2.9
+            clock.advance(2900)
             assert sorted(await directory.live_members()) == ["other"]
         assert await directory.sweep_orphans(10) == []
         owner = await directory.owner_of("theirs")

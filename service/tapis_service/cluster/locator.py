@@ -87,7 +87,7 @@ class Locator:
         """How many of this node's tables the database had counted taken over at the last
         renewal whose recheck completed (None: before the first)."""
         self._lapses = 0
-        """How many renewals found the membership lapsed."""
+        """How many rechecks began (a renewal read tables of ours taken over)."""
         self.moving = 0
         """Takeovers under way (a call's, a listing's, a sweep's): while any runs, a table this
         node owns in the database may not be loaded yet (its listing says partial)."""

@@ -1,7 +1,8 @@
 """This node's membership: renewed three times per TTL (at most every second; the renewal is
-the locator's lease: a lapsed one gives up the tables another node took meanwhile), tunnels
-to nodes whose membership expired closed (their waiting calls go elsewhere), and the sweep
-that takes over the tables of dead or departed owners. Exported: the live members this node
+the locator's lease: one that reads tables of ours taken over gives them up), every member's
+heartbeat read after it (``liveness``) and the tunnels to nodes judged dead closed (their
+waiting calls go elsewhere), and the sweep that takes over the tables of dead or departed
+owners. Exported: the live members this node
 sees (``tapis_cluster_members``, at each heartbeat) and its lease's age
 (``tapis_cluster_lease_age_seconds``, at each scrape)."""
 
