@@ -126,6 +126,12 @@ class TableEvent:
     game_number: int
     body: Any
 
+    # written out for mypyc to compile it (tapis_engine/frozen.py)
+    def __init__(self, sequence: int, game_number: int, body: Any) -> None:
+        object.__setattr__(self, "sequence", sequence)
+        object.__setattr__(self, "game_number", game_number)
+        object.__setattr__(self, "body", body)
+
 
 fast_init(TableEvent)
 
@@ -142,6 +148,11 @@ class Claim:
 class Act:
     seat: int
     action: Any
+
+    # written out for mypyc to compile it (tapis_engine/frozen.py)
+    def __init__(self, seat: int, action: Any) -> None:
+        object.__setattr__(self, "seat", seat)
+        object.__setattr__(self, "action", action)
 
 
 fast_init(Act)
@@ -211,6 +222,25 @@ class Table:
     next_sequence: int = 1
     abandoned: bool = False
     """Ended by the server (``Abandon``): every further input is refused."""
+
+    # written out for mypyc to compile it (tapis_engine/frozen.py)
+    def __init__(
+        self, kind: str, setup: GameSetup[Any], turn_time_ms: int, seats: tuple[SeatSlot, ...],
+        game_number: int = 0, state: Any = None, records: tuple[GameRecord, ...] = (),
+        deadlines: tuple[tuple[int, int], ...] = (), version: int = 0, next_sequence: int = 1,
+        abandoned: bool = False
+    ) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "setup", setup)
+        object.__setattr__(self, "turn_time_ms", turn_time_ms)
+        object.__setattr__(self, "seats", seats)
+        object.__setattr__(self, "game_number", game_number)
+        object.__setattr__(self, "state", state)
+        object.__setattr__(self, "records", records)
+        object.__setattr__(self, "deadlines", deadlines)
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "next_sequence", next_sequence)
+        object.__setattr__(self, "abandoned", abandoned)
 
     @property
     def started(self) -> bool:
