@@ -15,6 +15,17 @@ from typing import Any
 from tapis_engine import fairness, rng
 from tapis_engine.errors import Reason, invalid, precondition
 from tapis_engine.frozen import fast_init
+from tapis_engine.inputs import (
+    Abandon,
+    Act,
+    BotMove,
+    Claim,
+    Input,
+    NextGame,
+    Reclaim,
+    Replace,
+    Timeout,
+)
 from tapis_engine.protocol import GameSetup, Outcome, Rules
 
 # --- seats, records and the scoreboard -------------------------------------------------------
@@ -134,70 +145,6 @@ class TableEvent:
 
 
 fast_init(TableEvent)
-
-
-# --- inputs (what the journal records) --------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class Act:
-    seat: int
-    action: Any
-
-    # written out for mypyc to compile it (tapis_engine/frozen.py)
-    def __init__(self, seat: int, action: Any) -> None:
-        object.__setattr__(self, "seat", seat)
-        object.__setattr__(self, "action", action)
-
-
-fast_init(Act)
-
-
-@dataclass(frozen=True, slots=True)
-class BotMove:
-    """A bot-controlled seat moves; the move is recomputed from the state (deterministic)."""
-
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class Timeout:
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class Reclaim:
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class NextGame:
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class Replace:
-    """A person's seat changes holder (the service decides who): the seat is taken (a free
-    one too) and a bot plays it until its new holder reclaims it (``Reclaim``)."""
-
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class Abandon:
-    """The server ends the table as abandoned (nobody acted for too long; the service decides
-    when, from its clock: the time is an input like any other)."""
-
-    seat: int = -1
-    """No seat: the server's own input."""
-
-
-Input = Claim | Act | BotMove | Timeout | Reclaim | NextGame | Replace | Abandon
 
 
 # --- the table --------------------------------------------------------------------------------
