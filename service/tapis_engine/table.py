@@ -15,6 +15,17 @@ from typing import Any
 from tapis_engine import fairness, rng
 from tapis_engine.errors import Reason, invalid, precondition
 from tapis_engine.frozen import fast_init
+from tapis_engine.inputs import (
+    Abandon,
+    Act,
+    BotMove,
+    Claim,
+    Input,
+    NextGame,
+    Reclaim,
+    Replace,
+    Timeout,
+)
 from tapis_engine.protocol import GameSetup, Outcome, Rules
 
 # --- seats, records and the scoreboard -------------------------------------------------------
@@ -126,67 +137,14 @@ class TableEvent:
     game_number: int
     body: Any
 
+    # written out for mypyc to compile it (tapis_engine/frozen.py)
+    def __init__(self, sequence: int, game_number: int, body: Any) -> None:
+        object.__setattr__(self, "sequence", sequence)
+        object.__setattr__(self, "game_number", game_number)
+        object.__setattr__(self, "body", body)
+
 
 fast_init(TableEvent)
-
-
-# --- inputs (what the journal records) --------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class Act:
-    seat: int
-    action: Any
-
-
-fast_init(Act)
-
-
-@dataclass(frozen=True, slots=True)
-class BotMove:
-    """A bot-controlled seat moves; the move is recomputed from the state (deterministic)."""
-
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class Timeout:
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class Reclaim:
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class NextGame:
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class Replace:
-    """A person's seat changes holder (the service decides who): the seat is taken (a free
-    one too) and a bot plays it until its new holder reclaims it (``Reclaim``)."""
-
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class Abandon:
-    """The server ends the table as abandoned (nobody acted for too long; the service decides
-    when, from its clock: the time is an input like any other)."""
-
-    seat: int = -1
-    """No seat: the server's own input."""
-
-
-Input = Claim | Act | BotMove | Timeout | Reclaim | NextGame | Replace | Abandon
 
 
 # --- the table --------------------------------------------------------------------------------
@@ -211,6 +169,25 @@ class Table:
     next_sequence: int = 1
     abandoned: bool = False
     """Ended by the server (``Abandon``): every further input is refused."""
+
+    # written out for mypyc to compile it (tapis_engine/frozen.py)
+    def __init__(
+        self, kind: str, setup: GameSetup[Any], turn_time_ms: int, seats: tuple[SeatSlot, ...],
+        game_number: int = 0, state: Any = None, records: tuple[GameRecord, ...] = (),
+        deadlines: tuple[tuple[int, int], ...] = (), version: int = 0, next_sequence: int = 1,
+        abandoned: bool = False
+    ) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "setup", setup)
+        object.__setattr__(self, "turn_time_ms", turn_time_ms)
+        object.__setattr__(self, "seats", seats)
+        object.__setattr__(self, "game_number", game_number)
+        object.__setattr__(self, "state", state)
+        object.__setattr__(self, "records", records)
+        object.__setattr__(self, "deadlines", deadlines)
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "next_sequence", next_sequence)
+        object.__setattr__(self, "abandoned", abandoned)
 
     @property
     def started(self) -> bool:

@@ -40,6 +40,12 @@ class Laid:
     card: Card
     face_up: bool
 
+    # written out for mypyc to compile it (tapis_engine/frozen.py)
+    def __init__(self, seat: int, card: Card, face_up: bool) -> None:
+        object.__setattr__(self, "seat", seat)
+        object.__setattr__(self, "card", card)
+        object.__setattr__(self, "face_up", face_up)
+
 
 fast_init(Laid)
 
@@ -59,6 +65,25 @@ class WarState:
     winner: int | None = None
     end: str | None = None
     """Why the game ended: "target", "all_cards", "short_bataille" or "draw"; None in play."""
+
+    # written out for mypyc to compile it (tapis_engine/frozen.py)
+    def __init__(
+        self, decks: tuple[tuple[Card, ...], tuple[Card, ...]], first: int,
+        points: tuple[int, int], target: int, to_move: int | None, trick: tuple[Laid, ...] = (),
+        batailles: int = 0, last_trick: tuple[Laid, ...] = (), last_winner: int | None = None,
+        winner: int | None = None, end: str | None = None
+    ) -> None:
+        object.__setattr__(self, "decks", decks)
+        object.__setattr__(self, "first", first)
+        object.__setattr__(self, "points", points)
+        object.__setattr__(self, "target", target)
+        object.__setattr__(self, "to_move", to_move)
+        object.__setattr__(self, "trick", trick)
+        object.__setattr__(self, "batailles", batailles)
+        object.__setattr__(self, "last_trick", last_trick)
+        object.__setattr__(self, "last_winner", last_winner)
+        object.__setattr__(self, "winner", winner)
+        object.__setattr__(self, "end", end)
 
 
 fast_init(WarState)
@@ -82,6 +107,15 @@ class CardRevealed:
     with_face_down: bool
     deck_sizes: tuple[int, int]
 
+    # written out for mypyc to compile it (tapis_engine/frozen.py)
+    def __init__(
+        self, seat: int, card: Card, with_face_down: bool, deck_sizes: tuple[int, int]
+    ) -> None:
+        object.__setattr__(self, "seat", seat)
+        object.__setattr__(self, "card", card)
+        object.__setattr__(self, "with_face_down", with_face_down)
+        object.__setattr__(self, "deck_sizes", deck_sizes)
+
 
 fast_init(CardRevealed)
 
@@ -99,6 +133,15 @@ class TrickWon:
     cards: int
     points: tuple[int, int]
     deck_sizes: tuple[int, int]
+
+    # written out for mypyc to compile it (tapis_engine/frozen.py)
+    def __init__(
+        self, seat: int, cards: int, points: tuple[int, int], deck_sizes: tuple[int, int]
+    ) -> None:
+        object.__setattr__(self, "seat", seat)
+        object.__setattr__(self, "cards", cards)
+        object.__setattr__(self, "points", points)
+        object.__setattr__(self, "deck_sizes", deck_sizes)
 
 
 fast_init(TrickWon)

@@ -39,6 +39,15 @@ class LoggedEvent:
     awaiting: tuple[int, ...]
     time_ms: int
 
+    # written out for mypyc to compile it (tapis_engine/frozen.py)
+    def __init__(
+        self, event: tbl.TableEvent, version: int, awaiting: tuple[int, ...], time_ms: int
+    ) -> None:
+        object.__setattr__(self, "event", event)
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "awaiting", awaiting)
+        object.__setattr__(self, "time_ms", time_ms)
+
     @property
     def sequence(self) -> int:
         return self.event.sequence
@@ -70,6 +79,15 @@ class Applied:
     compacted: tuple[int, int] | None = None
     """A retried answer whose first events (these sequences) have been compacted out of the
     live log: its bytes come from ``Session.compacted``, before ``events``."""
+
+    # written out for mypyc to compile it (tapis_engine/frozen.py)
+    def __init__(
+        self, version: int, events: tuple[LoggedEvent, ...],
+        compacted: tuple[int, int] | None = None
+    ) -> None:
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "events", events)
+        object.__setattr__(self, "compacted", compacted)
 
 
 fast_init(Applied)
