@@ -19,7 +19,7 @@ from tapis_service.process import admin
 from tapis_service.stores.joinkey import KEY_BYTES, KEY_NAME
 from tapis_service.stores.sqlite_store import FILE_NAME, MIGRATIONS, SCHEMA_VERSION, SqliteStore
 from tapis_service.stores.store import CommitUnknown, JournalConflict
-from tests.stores.test_sqlite_writer import (
+from tests.support.sqlite_writes import (
     failing_commit,
     holding,
     name,
