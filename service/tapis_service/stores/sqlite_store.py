@@ -8,7 +8,9 @@ its input is on disk. See docs/durability.md for the choice and its measured cos
 The journal has no holes by construction: input N of a game is inserted only if input N-1 (or,
 for the first, the game's creation record) is already there (a check in the same transaction),
 and never over an existing one. A refused write never takes the others of its transaction with
-it. A file that cannot be read is ``StoreCorrupt``.
+it. A file that cannot be read is ``StoreCorrupt``. The journal is kept in two parts, read as
+one (the view ``journal``): the newest inputs by arrival, folded into the by-table tree in bulk
+(``sqlite_fold.py``).
 
 The schema is versioned (``tapis_schema``, as on PostgreSQL): missing migrations are applied at
 open, and a file whose schema is newer than this server knows is refused (``SchemaTooNew``).
