@@ -199,21 +199,30 @@ async def test_admin_reads_both_parts_and_folds_nothing(tmp_path: Path) -> None:
 
 async def test_a_fold_that_fails_moves_nothing_and_the_writer_goes_on(tmp_path: Path) -> None:
     """A fold refused (here by an input in both parts, which only damage makes) is rolled
-    back whole: every input stays readable, the writes go on, and it is tried again later."""
+    back whole: every input stays where it was, the writes go on, and the fold is tried again
+    ``fold_at`` inputs later (not at each batch), when it moves everything."""
     store = SqliteStore(tmp_path, fold_at=2)
     await store.created("g", {"kind": "war"})
     await store.appended("g", 1, {"i": 1})
     await store.appended("g", 2, {"i": 2})
     await store.probe()  # behind the fold of 1 and 2
-    damage = sqlite3.connect(tmp_path / FILE_NAME)
-    damage.execute("INSERT INTO journal_inbox VALUES ('g', 1, '{\"i\":1}')")
-    damage.commit()
-    damage.close()
+    raw = sqlite3.connect(tmp_path / FILE_NAME, isolation_level=None)
+    raw.execute("INSERT INTO journal_inbox VALUES ('g', 1, '{\"i\":1}')")  # damage
     folds = store.folds
     await store.appended("g", 3, {"i": 3})
-    await store.appended("g", 4, {"i": 4})  # the inbox holds 2 of the writer's: a fold fails
+    await store.appended("g", 4, {"i": 4})  # the inbox holds 2 of the writer's: a fold, refused
+    await store.probe()
     assert store.folds == folds
-    assert parts(tmp_path)["journal_inbox"] == [("g", 1), ("g", 3), ("g", 4)]
-    await store.appended("g", 5, {"i": 5})
+    assert parts(tmp_path) == {"journal_folded": [("g", 1), ("g", 2)],
+                               "journal_inbox": [("g", 1), ("g", 3), ("g", 4)]}
+    raw.execute("DELETE FROM journal_inbox WHERE idx = 1")  # repaired
+    raw.close()
+    await store.appended("g", 5, {"i": 5})  # 3 in the inbox: the next fold is due at 4
+    await store.probe()
+    assert store.folds == folds and len(parts(tmp_path)["journal_inbox"]) == 3
+    await store.appended("g", 6, {"i": 6})
+    await store.probe()
+    assert store.folds == folds + 1
+    assert parts(tmp_path) == {"journal_folded": [("g", index) for index in range(1, 7)],
+                               "journal_inbox": []}
     store.close()
-    assert parts(tmp_path)["journal_inbox"] == [("g", 1), ("g", 3), ("g", 4), ("g", 5)]
