@@ -226,3 +226,27 @@ async def test_a_fold_that_fails_moves_nothing_and_the_writer_goes_on(tmp_path: 
     assert parts(tmp_path) == {"journal_folded": [("g", index) for index in range(1, 7)],
                                "journal_inbox": []}
     store.close()
+
+
+def test_hand_written_sql_on_the_view_acts_on_the_part_holding_the_row(tmp_path: Path) -> None:
+    """``journal`` (the view) takes an operator's ``INSERT``, ``UPDATE`` and ``DELETE`` as the
+    one table took them: an existing key refused, each change made in the part that holds the
+    row (counted in ``total_changes``; SQLite counts no row of a view in ``rowcount``)."""
+    version_2_file(tmp_path / "data")
+    SqliteStore(tmp_path / "data").close()  # migrated: 1-3 in the tree
+    raw = sqlite3.connect(tmp_path / "data" / FILE_NAME, isolation_level=None)
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE constraint failed"):
+        raw.execute("INSERT INTO journal VALUES ('g', 2, '{}')")
+    raw.execute("INSERT INTO journal VALUES ('g', 4, '{\"i\":4}')")
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE constraint failed"):
+        raw.execute("INSERT INTO journal VALUES ('g', 4, '{}')")
+    before = raw.total_changes
+    raw.execute("UPDATE journal SET entry = '{\"i\":\"two\"}' WHERE idx = 2")
+    raw.execute("UPDATE journal SET entry = '{\"i\":\"four\"}' WHERE idx = 4")
+    raw.execute("DELETE FROM journal WHERE idx = 3")
+    assert raw.total_changes - before == 3
+    raw.close()
+    assert parts(tmp_path / "data") == {"journal_folded": [("g", 1), ("g", 2)],
+                                        "journal_inbox": [("g", 4)]}
+    assert rows(tmp_path / "data", "SELECT idx, entry FROM journal ORDER BY idx") == [
+        (1, '{"i":1}'), (2, '{"i":"two"}'), (4, '{"i":"four"}')]
