@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
@@ -16,6 +17,7 @@ import pytest
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
+from tapis_service.stores.sqlite_store import FILE_NAME
 from tests.support.calls import auth
 from tests.support.driver import Ack, Game, all_events, play, start_game
 from tests.support.process import ServerProcess, channel
@@ -66,6 +68,36 @@ async def until_exists(path: Path) -> None:
 
 async def test_a_kill_before_a_batch_commits_keeps_every_answered_action(
         server: PausableServer) -> None:
+    await kill_before_a_batch_commits(server)
+
+
+async def test_a_kill_with_inputs_folded_and_in_the_inbox_keeps_every_answered_action(
+        server: PausableServer) -> None:
+    """The same, the journal's inbox folded into the tree once before the kill (every
+    ``FOLD_AT`` inputs): the answered inputs are in both parts of the killed file, and all
+    there after the restart (folded at open)."""
+    (server.control / "fold_at").write_text(f"{FOLD_AT}\n")
+    await kill_before_a_batch_commits(server, killed=both_parts_hold_inputs)
+
+
+FOLD_AT = 20
+"""Between the inputs before the batch that is held (two claims and ``ACTIONS_BEFORE`` per
+table: 36) and half of them: one fold before the kill, some inputs left in the inbox."""
+
+
+def both_parts_hold_inputs(data_dir: Path) -> None:
+    stored = sqlite3.connect(data_dir / FILE_NAME)  # reads the killed server's committed WAL
+    try:
+        for part in ("journal_folded", "journal_inbox"):
+            assert stored.execute(f"SELECT COUNT(*) FROM {part}").fetchone()[0] > 0, part
+    finally:
+        stored.close()
+
+
+async def kill_before_a_batch_commits(
+        server: PausableServer, killed: Callable[[Path], None] | None = None) -> None:
+    """Kill ``server`` before a batch's COMMIT (``killed`` then reads its data directory), and
+    find every answered action after the restart."""
     await server.start()
     grpc_channel = channel(server.target)
     stub = pb_grpc.GameServiceStub(grpc_channel)
@@ -93,6 +125,8 @@ async def test_a_kill_before_a_batch_commits_keeps_every_answered_action(
     unanswered = [game for game in games if len(game.acks) == answered[game.game_id]]
     assert in_batch >= 2, "the stopped batch carried one write: no group commit"
     assert len(unanswered) >= in_batch  # the stopped batch's actions, and any behind it
+    if killed is not None:
+        killed(server.data_dir)
 
     (server.control / "arm").unlink()
     await server.start()

@@ -8,57 +8,21 @@ import asyncio
 import random
 import sqlite3
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tapis_service.stores.sqlite_store import FILE_NAME, SqliteStore
-from tapis_service.stores.sqlite_writer import Failpoint
+from tapis_service.stores.sqlite_store import SqliteStore
 from tapis_service.stores.store import CommitUnknown, JournalConflict, StoreUnavailable
-
-PLAIN_APPEND = """INSERT INTO journal SELECT ?1, ?2, ?3
-WHERE (?2 = 1 AND EXISTS (SELECT 1 FROM games WHERE game_id = ?1))
-   OR EXISTS (SELECT 1 FROM journal WHERE game_id = ?1 AND idx = ?2 - 1)"""
-"""The plain way: one statement, in a savepoint per write (the writer before issue 35.3)."""
-
-
-def rows(data_dir: Path, sql: str) -> list[tuple[Any, ...]]:
-    reader = sqlite3.connect(data_dir / FILE_NAME)
-    try:
-        return reader.execute(sql).fetchall()
-    finally:
-        reader.close()
-
-
-def plain_outcomes(connection: sqlite3.Connection,
-                   appends: list[tuple[str, int, str]]) -> list[str]:
-    """Each append the plain way, in one transaction: its outcome's name."""
-    outcomes = []
-    connection.execute("BEGIN")
-    for params in appends:
-        connection.execute("SAVEPOINT job")
-        try:
-            changed = connection.execute(PLAIN_APPEND, params).rowcount
-            outcomes.append("ok" if changed else "StoreUnavailable")
-        except sqlite3.IntegrityError:
-            outcomes.append("JournalConflict")
-            connection.execute("ROLLBACK TO job")
-        connection.execute("RELEASE job")
-    connection.execute("COMMIT")
-    return outcomes
-
-
-def holding(gate: threading.Event) -> Failpoint:
-    """A failpoint that holds each COMMIT until ``gate`` is set (bounded)."""
-    def hold(stage: str) -> None:
-        gate.wait(10)
-    return hold
-
-
-def name(outcome: BaseException | None) -> str:
-    return "ok" if outcome is None else type(outcome).__name__
+from tests.support.sqlite_writes import (
+    failing_commit,
+    holding,
+    name,
+    plain_outcomes,
+    rows,
+    traced,
+)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -135,28 +99,6 @@ async def test_a_refused_job_changes_nothing_and_takes_no_neighbour_with_it(
 
 
 # --- the inputs the writer vouches for (its memory of what is committed) --------------------
-
-
-def failing_commit(code: int, armed: list[bool],
-                   before: Callable[[], object] | None = None) -> Failpoint:
-    """A failpoint that fails each COMMIT while ``armed[0]`` with SQLite's error ``code``;
-    ``before`` runs first (the COMMIT itself: an fsync that failed after the data got there)."""
-    def failpoint(stage: str) -> None:
-        if stage == "commit" and armed[0]:
-            armed[0] = False
-            if before is not None:
-                before()
-            error = sqlite3.OperationalError("injected")
-            error.sqlite_errorcode = code
-            raise error
-    return failpoint
-
-
-def traced(store: SqliteStore) -> list[str]:
-    """The statements the store's writer runs from now on."""
-    statements: list[str] = []
-    store._connection.set_trace_callback(statements.append)
-    return statements
 
 
 async def test_an_input_after_one_seen_committed_is_inserted_without_a_read(

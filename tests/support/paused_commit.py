@@ -13,6 +13,9 @@ fsync). It does nothing until the test writes ``CONTROL_DIR/arm`` (a number N). 
    (so that their answers are out before the kill, however fast the writer got there), the
    failpoint writes its size to ``CONTROL_DIR/paused`` and blocks the writer for good, so the
    test can SIGKILL the process with the batch written to SQLite but never committed.
+
+``CONTROL_DIR/fold_at`` (a number), when there at start, is the store's ``fold_at``: how many
+inputs its journal's inbox takes before the writer folds it into the by-table tree.
 """
 
 from __future__ import annotations
@@ -80,6 +83,8 @@ def main() -> None:
 
     def init(self: sqlite_store.SqliteStore, *args: Any, **kwargs: Any) -> None:
         self._pause = Pause(self, control)  # type: ignore[attr-defined]
+        if (control / "fold_at").exists():  # the journal's inbox folded that often
+            kwargs["fold_at"] = int((control / "fold_at").read_text())
         plain_init(self, *args, **{**kwargs, "failpoint": self._pause})  # type: ignore[attr-defined]
 
     def commit(self: sqlite_store.SqliteStore, batch: list[Any]) -> Any:

@@ -69,7 +69,8 @@ def schema_version(connection: sqlite3.Connection) -> int | None:
 
 
 def counts(connection: sqlite3.Connection) -> dict[str, int]:
-    """Tables (all, finished), journal entries, snapshots."""
+    """Tables (all, finished), journal entries (``journal``: on schema 3, the view of both
+    its parts), snapshots."""
     def one(sql: str) -> int:
         return int(connection.execute(sql).fetchone()[0])
 
@@ -77,6 +78,18 @@ def counts(connection: sqlite3.Connection) -> dict[str, int]:
             "finished": one("SELECT COUNT(*) FROM games WHERE finished != 0"),
             "inputs": one("SELECT COUNT(*) FROM journal"),
             "snapshots": one("SELECT COUNT(*) FROM snapshots")}
+
+
+def twice_journaled(connection: sqlite3.Connection) -> int:
+    """Inputs in both parts of the journal (schema 3: its inbox and its tree): none in a sound
+    file (the server's fold would stop at them). Reads only: a running server's inbox is read as
+    it is, never folded."""
+    if connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                          "name = 'journal_inbox'").fetchone() is None:
+        return 0  # a file from before schema 3: one journal table
+    return int(connection.execute(
+        "SELECT COUNT(*) FROM journal_inbox i JOIN journal_folded f "
+        "ON f.game_id = i.game_id AND f.idx = i.idx").fetchone()[0])
 
 
 def results_counts(connection: sqlite3.Connection) -> dict[str, int]:
@@ -220,6 +233,9 @@ def check(directory: Path) -> dict[str, Any]:
         version = schema_version(connection)
         try:
             found = counts(connection)
+            twice = twice_journaled(connection)
+            if twice:
+                problems.append(f"{twice} journal inputs are both in the inbox and in the tree")
         except sqlite3.Error as error:
             found = {}
             problems.append(f"not a Tapis store: {error}")

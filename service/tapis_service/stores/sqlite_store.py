@@ -8,7 +8,9 @@ its input is on disk. See docs/durability.md for the choice and its measured cos
 The journal has no holes by construction: input N of a game is inserted only if input N-1 (or,
 for the first, the game's creation record) is already there (a check in the same transaction),
 and never over an existing one. A refused write never takes the others of its transaction with
-it. A file that cannot be read is ``StoreCorrupt``.
+it. A file that cannot be read is ``StoreCorrupt``. The journal is kept in two parts, read as
+one (the view ``journal``): the newest inputs by arrival, folded into the by-table tree in bulk
+(``sqlite_fold.py``).
 
 The schema is versioned (``tapis_schema``, as on PostgreSQL): missing migrations are applied at
 open, and a file whose schema is newer than this server knows is refused (``SchemaTooNew``).
@@ -27,6 +29,7 @@ from typing import Any
 
 import structlog
 
+from tapis_service.stores import sqlite_fold
 from tapis_service.stores.checksums import canonical_json, checksum
 from tapis_service.stores.sqlite_writer import Failpoint, GroupCommitWriter
 from tapis_service.stores.store import (
@@ -82,6 +85,9 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE games ADD COLUMN listing TEXT;
     """,
+    # 3: the journal in two parts read as one (the view ``journal``): new inputs by arrival
+    # (``journal_inbox``), folded into the by-table tree (``journal_folded``) in bulk.
+    sqlite_fold.SCHEMA,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this server writes and reads."""
@@ -94,7 +100,8 @@ class SqliteStore(GroupCommitWriter):
     can_rest = True
 
     def __init__(self, data_dir: Path | str, synchronous: str = SYNCHRONOUS,
-                 max_batch: int = 0, failpoint: Failpoint | None = None) -> None:
+                 max_batch: int = 0, failpoint: Failpoint | None = None,
+                 fold_at: int = sqlite_fold.FOLD_AT) -> None:
         self.path = Path(data_dir) / FILE_NAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _lock_directory(self.path.parent)
@@ -102,10 +109,13 @@ class SqliteStore(GroupCommitWriter):
         self.max_batch = max_batch
         """Writes per transaction at most (0: everything queued; 1: no group commit)."""
         self.failpoint = failpoint
+        self.fold_at = fold_at
+        """Inputs in the journal's inbox at which the writer folds it into the tree."""
         try:
             self._refuse_lost_file()
             self._connection = self._connect()
             migrate(self._connection, self.path)
+            self._fold("open")  # recovery then reads a tree that holds everything
             row = self._connection.execute("SELECT COALESCE(MAX(created_order), 0) FROM games")
             self._order = int(row.fetchone()[0])
         except sqlite3.Error as error:
@@ -166,7 +176,8 @@ class SqliteStore(GroupCommitWriter):
 
     def dropped(self, game_id: str, epoch: int = 1) -> asyncio.Future[None]:
         return self._submit([(f"DELETE FROM {name} WHERE game_id = ?", (game_id,), "")
-                             for name in ("journal", "snapshots", "games")], forget=game_id)
+                             for name in (*sqlite_fold.DROP_PARTS, "snapshots", "games")],
+                            forget=game_id)
 
     def rested(self, game_id: str, listing: JSON, epoch: int = 1) -> asyncio.Future[None]:
         return self._submit([("UPDATE games SET listing = ? WHERE game_id = ?",
@@ -255,11 +266,13 @@ class SqliteStore(GroupCommitWriter):
         return _decoded(game_id, row[0], snap_row, journal)
 
     def close(self) -> None:
-        """Commit what is queued, then stop the writer and close the file."""
+        """Commit what is queued, then stop the writer, fold the journal's inbox (a file closed
+        cleanly has every input in the tree) and close the file."""
         if self._closed:
             return
         self._closed = True
         self._stop_writer()
+        self._fold("close")
         self._connection.close()
         os.close(self._lock)
 

@@ -17,7 +17,15 @@ only writer (the data directory is locked), so it remembers the last input of ea
 has seen committed (``_committed``: set only once a COMMIT returned, forgotten by a drop): when
 that is the predecessor, the input goes in without reading the file; otherwise the file is
 asked (``SELECT`` by primary key), so a memory that lags (a commit in doubt that did reach the
-disk, a table not touched since the start) costs a read, never a wrong answer.
+disk, a table not touched since the start) costs a read, never a wrong answer. The tables of a
+batch whose COMMIT failed are forgotten (it may have reached the disk).
+
+Inputs go into the journal's inbox (``sqlite_fold``), which the writer folds into the by-table
+tree once it holds ``fold_at`` inputs, after settling a batch, in a transaction of its own. An
+input the writer vouches for is in neither part; any other goes into the inbox only if the
+tree does not hold it, and the inbox's own key refuses one it holds (``JournalConflict``, as
+the journal's key did before it had two parts), so no input is ever in both and a fold never
+meets a duplicate.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from typing import Any
 import structlog
 
 from tapis_service.observe import logrepeat, metrics
+from tapis_service.stores import sqlite_fold
 from tapis_service.stores.store import CommitUnknown, JournalConflict, StoreError, StoreUnavailable
 
 log = structlog.get_logger("tapis.store")
@@ -53,7 +62,8 @@ INPUT_STORED = "SELECT 1 FROM journal WHERE game_id = ? AND idx = ?"
 (input 1 only after the creation record), so no holes. (One ``INSERT ... SELECT ... WHERE
 EXISTS`` reading the journal costs twice as much: SQLite copies what an INSERT reads from its
 own table before inserting.)"""
-INSERT_INPUT = "INSERT INTO journal VALUES (?, ?, ?)"
+INSERT_INPUT = sqlite_fold.INSERT_INPUT
+INSERT_UNLESS_FOLDED = sqlite_fold.INSERT_UNLESS_FOLDED
 
 
 def _is_check(sql: str) -> bool:
@@ -104,7 +114,15 @@ class GroupCommitWriter:
     max_batch: int
     """Writes per transaction at most (0: everything queued; 1: no group commit)."""
     failpoint: Failpoint | None
+    fold_at: int
+    """Inputs in the journal's inbox at which the writer folds it (0: at open and close only)."""
     _connection: sqlite3.Connection
+    _inbox = 0
+    """Inputs put in the inbox since its last fold (at most: those of a commit in doubt too)."""
+    _fold_due = 0
+    """``_inbox`` at which the writer folds next."""
+    folds = 0
+    """Folds done (for tests and measurements)."""
 
     def _start_writer(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -192,6 +210,21 @@ class GroupCommitWriter:
             metrics.observe_commit("sqlite", time.perf_counter() - started,
                                    self.commits > commits)
             self._settle(batch, outcomes)
+            if self.fold_at and self._inbox >= self._fold_due:  # the answers are out first
+                self._fold("full")
+
+    def _fold(self, when: str) -> None:
+        """Fold the journal's inbox into the tree (at open and close, and on the writer
+        thread). A fold that fails moved nothing (every reader reads both parts): logged, and
+        tried again ``fold_at`` inputs later."""
+        try:
+            sqlite_fold.fold(self._connection)
+        except sqlite3.Error as error:
+            logrepeat.limited(log.warning, "journal_fold_failed", when=when, error=str(error))
+            self._fold_due = self._inbox + self.fold_at
+            return
+        self._inbox, self._fold_due = 0, self.fold_at
+        self.folds += 1
 
     def _settle(self, batch: Sequence[_Job], outcomes: Sequence[StoreError | None]) -> None:
         """The batch's awaitables completed by one wake-up of each loop, not one per write."""
@@ -208,12 +241,14 @@ class GroupCommitWriter:
         cursor = self._connection.cursor()
         committed = self._committed
         appended: dict[str, int] = {}  # this transaction's inputs: committed with it
+        added = 0  # inputs put in the inbox
         committing = False
         try:
             cursor.execute("BEGIN")
             for position, job in enumerate(batch):
                 if type(job) is _Append:
-                    outcomes[position] = _run_append(cursor, job, committed, appended)
+                    outcome = outcomes[position] = _run_append(cursor, job, committed, appended)
+                    added += outcome is None
                 else:
                     if job.forget is not None:  # forgotten at once: a read if in doubt
                         committed.pop(job.forget, None)
@@ -225,8 +260,13 @@ class GroupCommitWriter:
             cursor.execute("COMMIT")
             committed.update(appended)
             self.commits += 1
+            self._inbox += added
         except sqlite3.Error as error:
             logrepeat.limited(log.error, "store_write_failed", error=str(error), writes=len(batch))
+            self._inbox += added  # in doubt: they may be there
+            for job in batch:  # nor vouched for: a commit in doubt may have reached the disk
+                if type(job) is _Append:
+                    committed.pop(job.game_id, None)
             with contextlib.suppress(sqlite3.Error):
                 if self._connection.in_transaction:
                     cursor.execute("ROLLBACK")
@@ -247,16 +287,21 @@ def _run_append(cursor: sqlite3.Cursor, job: _Append, committed: dict[str, int],
     known = appended.get(game_id)
     if known is None:
         known = committed.get(game_id)
-    if known != index - 1 or index == 1:  # the writer cannot vouch for the predecessor
-        if index == 1:
-            cursor.execute(GAME_STORED, (game_id,))
-        else:
-            cursor.execute(INPUT_STORED, (game_id, index - 1))
-        if cursor.fetchone() is None:
-            return StoreUnavailable(f"game {game_id}: input {index - 1} is not committed")
     try:
-        cursor.execute(INSERT_INPUT, (game_id, index, job.text))
-    except sqlite3.IntegrityError as error:  # undone by SQLite itself
+        if known == index - 1 and index != 1:  # the writer vouches: no part holds it
+            cursor.execute(INSERT_INPUT, (game_id, index, job.text))
+        else:  # the predecessor (or, for the first, the creation record) from the file
+            if index == 1:
+                cursor.execute(GAME_STORED, (game_id,))
+            else:
+                cursor.execute(INPUT_STORED, (game_id, index - 1))
+            if cursor.fetchone() is None:
+                return StoreUnavailable(f"game {game_id}: input {index - 1} is not committed")
+            cursor.execute(INSERT_UNLESS_FOLDED, (game_id, index, job.text))
+            if not cursor.rowcount:
+                return JournalConflict(f"game {game_id}: input {index} is already in the "
+                                       "journal")
+    except sqlite3.IntegrityError as error:  # the inbox holds it; undone by SQLite itself
         return JournalConflict(str(error))
     appended[game_id] = index
     return None

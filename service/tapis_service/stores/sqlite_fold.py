@@ -1,0 +1,81 @@
+"""The SQLite journal in two parts (schema 3), and the fold that moves one into the other.
+
+New inputs go into ``journal_inbox``, a table in arrival order (its rowid): a commit of one
+input for each of 50 tables writes the inbox's last pages and a few leaves of its small unique
+index, not a leaf of the by-table tree per table (docs/performance.md, "The journal by
+arrival"). The writer moves the inbox into ``journal_folded``, the by-table tree, in bulk
+(``fold``): once it holds ``FOLD_AT`` rows, when the store opens and when it closes. Every
+reader reads the view ``journal``, both parts as one: an input is in exactly one of them (the
+writer never puts one in the inbox that the tree holds, and a fold moves the inbox whole, in
+one transaction), so the view has the rows and the unique key the table ``journal`` had.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+
+FOLD_AT = 512
+"""Rows in the inbox at which the writer folds it into the tree (measured: docs/performance.md,
+"The journal by arrival")."""
+
+SCHEMA = """
+    ALTER TABLE journal RENAME TO journal_folded;
+    CREATE TABLE journal_inbox (
+        game_id TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        entry TEXT NOT NULL,
+        UNIQUE (game_id, idx)
+    );
+    CREATE VIEW journal (game_id, idx, entry) AS
+        SELECT game_id, idx, entry FROM journal_folded
+        UNION ALL SELECT game_id, idx, entry FROM journal_inbox;
+    CREATE TRIGGER journal_insert INSTEAD OF INSERT ON journal BEGIN
+        SELECT RAISE(ABORT, 'UNIQUE constraint failed: journal.game_id, journal.idx')
+            WHERE EXISTS (SELECT 1 FROM journal_folded
+                          WHERE game_id = NEW.game_id AND idx = NEW.idx);
+        INSERT INTO journal_inbox (game_id, idx, entry) VALUES (NEW.game_id, NEW.idx, NEW.entry);
+    END;
+    CREATE TRIGGER journal_update INSTEAD OF UPDATE ON journal BEGIN
+        UPDATE journal_folded SET game_id = NEW.game_id, idx = NEW.idx, entry = NEW.entry
+            WHERE game_id = OLD.game_id AND idx = OLD.idx;
+        UPDATE journal_inbox SET game_id = NEW.game_id, idx = NEW.idx, entry = NEW.entry
+            WHERE game_id = OLD.game_id AND idx = OLD.idx;
+    END;
+    CREATE TRIGGER journal_delete INSTEAD OF DELETE ON journal BEGIN
+        DELETE FROM journal_folded WHERE game_id = OLD.game_id AND idx = OLD.idx;
+        DELETE FROM journal_inbox WHERE game_id = OLD.game_id AND idx = OLD.idx;
+    END;
+"""
+"""Migration 3: the table ``journal`` becomes ``journal_folded`` (its rows stay where they are),
+the inbox is added, and ``journal`` is the view of both. The view's triggers let a hand-written
+``INSERT``, ``UPDATE`` or ``DELETE`` on ``journal`` (an operator's, a test's) act on the part
+that holds the row; the server itself writes each part by name."""
+
+INSERT_INPUT = "INSERT INTO journal_inbox VALUES (?, ?, ?)"
+"""An input the writer vouches for: its predecessor is the table's last input it saw
+committed, so no part holds it."""
+INSERT_UNLESS_FOLDED = ("INSERT INTO journal_inbox SELECT ?1, ?2, ?3 WHERE NOT EXISTS "
+                        "(SELECT 1 FROM journal_folded WHERE game_id = ?1 AND idx = ?2)")
+"""Any other input: none if the tree holds it (the inbox's own key refuses one it holds)."""
+DROP_PARTS = ("journal_folded", "journal_inbox")
+"""The tables a dropped game's journal is deleted from."""
+
+
+def fold(connection: sqlite3.Connection) -> int:
+    """Move every row of the inbox into the tree, in one transaction of its own (``BEGIN
+    IMMEDIATE``: ``connection`` is the file's writer); the rows moved. On an error nothing is
+    moved (rolled back) and it is raised."""
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        moved = connection.execute(
+            "INSERT INTO journal_folded SELECT game_id, idx, entry FROM journal_inbox "
+            "ORDER BY game_id, idx").rowcount
+        connection.execute("DELETE FROM journal_inbox")
+        connection.execute("COMMIT")
+    except sqlite3.Error:
+        with contextlib.suppress(sqlite3.Error):
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+        raise
+    return moved
