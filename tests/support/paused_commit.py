@@ -6,13 +6,15 @@ once every write of a batch has run in the open transaction, just before the COM
 fsync). It does nothing until the test writes ``CONTROL_DIR/arm`` (a number N). Then:
 
 1. the first batch to reach its COMMIT writes ``CONTROL_DIR/holding`` and waits there until N
-   more writes are queued behind it (the test sends them once it sees ``holding``), and
-   commits (its actions are answered);
-2. the next batch (those N writes or more, all taken at once) stops before its COMMIT: once
+   more journal inputs are handed to the writer behind it (the test sends them once it sees
+   ``holding``; counted as inputs, not as hand-offs, which may carry several, nor as writes,
+   which include the health probe's), and commits (its actions are answered);
+2. the next batch (those N inputs or more, all taken at once) stops before its COMMIT: once
    the event loop has settled the first batch's writes and turned ``ANSWER_TURNS`` more times
    (so that their answers are out before the kill, however fast the writer got there), the
-   failpoint writes its size to ``CONTROL_DIR/paused`` and blocks the writer for good, so the
-   test can SIGKILL the process with the batch written to SQLite but never committed.
+   failpoint writes the table of each journal input in it, one per line, to
+   ``CONTROL_DIR/paused`` and blocks the writer for good, so the test can SIGKILL the process
+   with the batch written to SQLite but never committed.
 
 ``CONTROL_DIR/fold_at`` (a number), when there at start, is the store's ``fold_at``: how many
 inputs its journal's inbox takes before the writer folds it into the by-table tree.
@@ -29,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tapis_service.stores import sqlite_store
+from tapis_service.stores import sqlite_store, sqlite_writer
 
 ANSWER_TURNS = 50
 """Turns of the event loop given to the held batch's answers (a handful carry an answer from
@@ -46,6 +48,8 @@ class Pause:
         self.batch: list[Any] = []
         """The jobs of the batch being committed."""
         self.held: list[asyncio.Future[None]] = []
+        self.handed = 0
+        """Journal inputs handed to the writer so far (counted on the loop, after each put)."""
 
     def __call__(self, stage: str) -> None:
         arm = self.control / "arm"
@@ -56,14 +60,16 @@ class Pause:
             self.held = [job.future for job in self.batch]
             wanted = int(arm.read_text())
             (self.control / "holding").touch()
-            while self.store._queue.qsize() < wanted:  # the writes the test sent, queued
+            handed = self.handed
+            while self.handed < handed + wanted:  # the inputs the test sent, queued
                 time.sleep(0.001)
             return
         loop = self.store._loop
         if loop is not None:  # the held batch's answers go out first
             asyncio.run_coroutine_threadsafe(_answered(self.held), loop).result(timeout=30)
         written = self.control / "paused.tmp"
-        written.write_text(f"{len(self.batch)}\n")
+        tables = [job.game_id for job in self.batch if isinstance(job, sqlite_writer._Append)]
+        written.write_text("".join(f"{game_id}\n" for game_id in tables))
         written.rename(self.control / "paused")  # whole, or not there at all
         threading.Event().wait()  # never commits: the test kills the process here
 
@@ -80,6 +86,7 @@ def main() -> None:
     control = Path(sys.argv[1])
     plain_init = sqlite_store.SqliteStore.__init__
     plain_commit = sqlite_store.SqliteStore._commit
+    plain_hand_off = sqlite_store.SqliteStore._hand_off
 
     def init(self: sqlite_store.SqliteStore, *args: Any, **kwargs: Any) -> None:
         self._pause = Pause(self, control)  # type: ignore[attr-defined]
@@ -91,8 +98,14 @@ def main() -> None:
         self._pause.batch = batch  # type: ignore[attr-defined]
         return plain_commit(self, batch)
 
+    def hand_off(self: sqlite_store.SqliteStore) -> None:
+        inputs = sum(isinstance(job, sqlite_writer._Append) for job in self._handing)
+        plain_hand_off(self)
+        self._pause.handed += inputs  # type: ignore[attr-defined]
+
     sqlite_store.SqliteStore.__init__ = init  # type: ignore[method-assign]
     sqlite_store.SqliteStore._commit = commit  # type: ignore[method-assign]
+    sqlite_store.SqliteStore._hand_off = hand_off  # type: ignore[method-assign]
     sys.argv = ["tapis-server", *sys.argv[2:]]
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     runpy.run_module("tapis_service.process.main", run_name="__main__")
