@@ -54,6 +54,9 @@ EXTRA = (
     "tapis_service.door.door",
     "tapis_service.door.logcontext",
     "tapis_service.door.limits",
+    "tapis_service.tables.table_actor",
+    "tapis_service.tables.table_writes",
+    "tapis_service.tables.shielding",
 )
 """Single modules compiled besides: the bytes of every event (the envelope and each game's
 body) and the card converters they use; the session's log (the logged events the bytes are

@@ -39,7 +39,6 @@ from tapis_service.tables.ownership import spectator_token
 from tapis_service.tables.replacing import Replacement, hand_over, replacement
 from tapis_service.tables.session import Applied, PendingRequest, RequestKind, Session
 from tapis_service.tables.shielding import Shield, retrieve
-from tapis_service.tables.table_hooks import Committed
 from tapis_service.tables.table_writes import NO_ENTRY, TableWrites
 from tapis_service.tables.tokens import token_hash
 
@@ -64,7 +63,7 @@ class TableActor(TableWrites):
 
     def __init__(self, host: GameHost) -> None:
         self.host = host
-        self.committed: Committed = host
+        self.committed = host  # declared by TableWrites (annotated again, mypyc visits it twice)
         self.tables = host.tables
         self.store = host.store
         self.clock = host.clock
