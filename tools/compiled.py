@@ -57,6 +57,9 @@ EXTRA = (
     "tapis_service.tables.table_actor",
     "tapis_service.tables.table_writes",
     "tapis_service.tables.shielding",
+    "tapis_service.tables.host",
+    "tapis_service.tables.tokens",
+    "tapis_service.tables.lifecycle",
 )
 """Single modules compiled besides: the bytes of every event (the envelope and each game's
 body) and the card converters they use; the session's log (the logged events the bytes are
