@@ -54,14 +54,24 @@ EXTRA = (
     "tapis_service.door.door",
     "tapis_service.door.logcontext",
     "tapis_service.door.limits",
+    "tapis_service.tables.table_actor",
+    "tapis_service.tables.table_writes",
+    "tapis_service.tables.shielding",
+    "tapis_service.tables.host",
+    "tapis_service.tables.tokens",
+    "tapis_service.tables.lifecycle",
 )
 """Single modules compiled besides: the bytes of every event (the envelope and each game's
 body) and the card converters they use; the session's log (the logged events the bytes are
 read from) and the fan-out that hands them to the streams; on the request path, the socket's
-frames and the door every transport passes (its bound, log context and size limits). The rest
-of the request path stays Python: docs/performance.md ("The door and the frames") says why,
-module by module (async generators, `await` in `finally`, methods rebound on instances,
-subclasses of Cython or builtin classes, what did not pay)."""
+frames and the door every transport passes (its bound, log context and size limits); the
+table's per-action work: the table actor, its journal steps and the shielding of its inputs,
+the host, the seat tokens and the lifecycle's map of the tables. The rest of the request path
+stays Python: docs/performance.md ("The door and the frames", "The table actor and the host")
+says why, module by module (async generators, `await` in `finally`, subclasses of Cython or
+builtin classes, a test's subclass, what did not pay). A compiled class must not annotate
+again an attribute its base declares: mypyc 2.4 then shows it twice to the garbage collector
+(``tests/engine/test_compiled.py`` checks the generated C)."""
 
 
 def _module_path(module: str) -> Path:

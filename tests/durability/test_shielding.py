@@ -1,4 +1,4 @@
-"""A shielded input's wait (``shielding.shielded``) ends as ``asyncio.shield`` over a task with
+"""A shielded input's wait (``shielding.Shield``) ends as ``asyncio.shield`` over a task with
 ``retrieve`` ends it, in one callback instead of three: the caller's cancellation ends the wait,
 never the input; the outcome reaches a caller still waiting; an unexpected failure is logged
 whether anyone waits or not."""
@@ -17,7 +17,7 @@ import structlog
 
 from tapis_service.observe.errors import ServiceError
 from tapis_service.tables import shielding
-from tapis_service.tables.shielding import Input, current_input, retrieve, shielded
+from tapis_service.tables.shielding import Input, Shield, current_input, retrieve
 
 OUTCOMES = ("value", "refusal", "bug", "cancelled")
 
@@ -42,6 +42,13 @@ class _Actor:
         if outcome == "cancelled":
             raise asyncio.CancelledError
         return "applied"
+
+
+def shielded(method: Callable[..., Coroutine[Any, Any, str]]) -> Callable[..., Awaitable[str]]:
+    """The table actor's way: each call's coroutine run by the actor's ``Shield``."""
+    def run(actor: Any, *args: Any) -> Awaitable[str]:
+        return Shield(actor.host.keeps_journal).run(method(actor, *args))
+    return run
 
 
 def plain(method: Callable[..., Coroutine[Any, Any, str]]) -> Callable[..., Awaitable[str]]:
@@ -197,3 +204,18 @@ async def test_an_input_that_awaits_what_is_not_a_future_is_refused_as_a_task_re
         return "went on"
 
     assert await shielded(input)(_Actor()) == await plain(input)(_Actor()) == "refused"
+
+
+def test_a_shield_runs_its_inputs_on_each_loop_in_turn() -> None:
+    """The loop a shield looked up is looked up again once it no longer runs (a server
+    started again in the same process, a test's loop after another's)."""
+    shield = Shield(keeps_journal=True)
+
+    async def input() -> str:
+        await asyncio.sleep(0)
+        return "answered"
+
+    async def call() -> str:
+        return await shield.run(input())
+
+    assert [asyncio.run(call()) for _ in range(2)] == ["answered", "answered"]

@@ -4,25 +4,31 @@ connection's remembered verification answers as the registry does."""
 
 from __future__ import annotations
 
+import functools
 import random
 
 import pytest
 
+from tapis_engine import table as tbl
+from tapis_engine.protocol import GameSetup
+from tapis_engine.registry import rules_for
+from tapis_service.codec.adapters import ADAPTERS
 from tapis_service.door.caller import Remembered
 from tapis_service.observe.errors import ServiceError
 from tapis_service.tables.session import Session
 from tapis_service.tables.tokens import SeatTokens, token_hash
 
 
-class _At:
-    """What ``seat_of`` reads of a session: its table's id."""
-
-    def __init__(self, game_id: str) -> None:
-        self.game_id = game_id
-
-
+@functools.cache
 def at(game_id: str) -> Session:
-    return _At(game_id)  # type: ignore[return-value]
+    """A War table ``game_id``, not started (``seat_of`` reads its id)."""
+    rules = rules_for("war")
+    assert rules is not None
+    setup = GameSetup(seats=2, seed=5, options=rules.default_options(), stacked_deck=None,
+                      stacked_first=None, salt="salt", seed_chosen=True)
+    table, _ = tbl.new_table(rules, setup, [None, None], 0, 0)
+    return Session(game_id=game_id, rules=rules, adapter=ADAPTERS["war"], table=table,
+                   created_ms=0, names=["", ""])
 
 
 def reason(tokens: SeatTokens, game_id: str, token: str) -> str:

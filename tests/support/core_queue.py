@@ -1,8 +1,9 @@
 """Calls made to wait in grpc's core as a server's stop begins its shutdown, deterministically:
-the stop's last step before the shutdown (``host.end_streams``) sends them from grpc's own
-threads (a synchronous channel) and holds the event loop until channelz counts them started
-in the core. grpc.aio asks the core for one call at a time: the core hands the first to that
-request, and the others wait in its queue (what the shutdown kills with ``CANCELLED``)."""
+the stop's last step before the shutdown (``host.end_streams``, through its
+``stop_listeners``) sends them from grpc's own threads (a synchronous channel) and holds the
+event loop until channelz counts them started in the core. grpc.aio asks the core for one
+call at a time: the core hands the first to that request, and the others wait in its queue
+(what the shutdown kills with ``CANCELLED``)."""
 
 from __future__ import annotations
 
@@ -32,14 +33,12 @@ def queue_at_stop(running: RunningServer, send: Callable[[], list[Any]]) -> list
     server_id = running.core_id
     assert server_id is not None
     sent: list[Any] = []
-    plain = running.host.end_streams
 
     def arriving() -> None:
-        plain()
-        running.host.end_streams = plain  # type: ignore[method-assign]  # once
+        running.host.stop_listeners.remove(arriving)  # once
         sent.extend(queue(server_id, send))
 
-    running.host.end_streams = arriving  # type: ignore[method-assign]
+    running.host.stop_listeners.append(arriving)
     return sent
 
 

@@ -72,6 +72,8 @@ class GameHost:
         """Told False when a write fails and True once the store commits again."""
         self.lost_listeners: list[Callable[[str], None]] = []
         """Told the game id when the store says another writer appended first."""
+        self.stop_listeners: list[Callable[[], None]] = []
+        """Told once the open event streams were ended at a stop (``end_streams``)."""
         self.confirm_owner: Callable[[str, int], Awaitable[bool]] = _always_owner
         """Whether this server still owns a table at a fencing epoch, asked before a table
         it let go of (a failed write: ``healing``; at rest: ``shelf``) is served again: a
@@ -284,6 +286,8 @@ class GameHost:
         SERVER_STOPPING, with where to resume) instead of holding the stop for its grace."""
         self.stopping = True
         self.tables.end_streams()
+        for listener in list(self.stop_listeners):
+            listener()
 
     async def close(self) -> None:
         self.stopping = True

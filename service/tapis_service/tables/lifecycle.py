@@ -45,6 +45,7 @@ from tapis_service.tables.lobby import Lobby
 from tapis_service.tables.resting import RestingTable, listing_of
 from tapis_service.tables.session import Session
 from tapis_service.tables.tokens import SeatTokens
+from tapis_service.tables.transition_error import TransitionError
 
 if TYPE_CHECKING:
     from tapis_service.tables.healing import Quarantined
@@ -114,11 +115,6 @@ TRANSITIONS: dict[tuple[TableState, TableState], Effects] = {
 HELD = tuple(state for state in TableState if state is not S.GONE)
 """The states of a table held here (an entry of the map)."""
 _LIVE = S.LIVE
-
-
-class TransitionError(RuntimeError):
-    """A transition ``TRANSITIONS`` does not allow, or one made without what it declares
-    (the ownership confirmed): a bug."""
 
 
 class Entry:

@@ -1,14 +1,13 @@
 """A table's inputs run shielded: each as an input of its own (``Input``, stepped like a task
 without being one), so that a caller's cancellation (a stream closed, a deadline) ends its
-wait, never the input's fate (the table actor's ``SHIELDED`` methods)."""
+wait, never the input's fate (the table actor's ``SHIELDED`` methods, through ``Shield``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
-from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar
+from collections.abc import Awaitable, Coroutine, Generator
+from typing import Any, Generic, TypeVar
 
 import structlog
 
@@ -17,20 +16,7 @@ from tapis_service.observe.errors import ServiceError
 
 log = structlog.get_logger("tapis.host")
 
-P = ParamSpec("P")
 R = TypeVar("R")
-
-
-class _Host(Protocol):
-    keeps_journal: bool
-
-
-class _Actor(Protocol):
-    @property
-    def host(self) -> _Host: ...
-
-
-A = TypeVar("A", bound=_Actor)
 
 
 def retrieve(task: asyncio.Future[Any]) -> None:
@@ -43,36 +29,39 @@ def retrieve(task: asyncio.Future[Any]) -> None:
         log.error("table_task_failed", error=repr(error)[:300])
 
 
-def shielded(method: Callable[Concatenate[A, P], Coroutine[Any, Any, R]]
-             ) -> Callable[Concatenate[A, P], Awaitable[R]]:
-    """Run each call as an input of its own (``Input``) and hand the caller a waiter: the
-    caller's cancellation ends the wait, not the work. With a store that keeps nothing, a call
-    never suspends (its journal write is committed at once): nothing could interrupt it, and
-    the caller awaits the method's own coroutine, in its own task — the actor binds the method
-    itself then, without this wrapper's call (``SHIELDED``: about 1% of an action's
-    instructions).
+class Shield:
+    """Runs a table's inputs shielded (the table actor's ``SHIELDED`` methods, one ``Shield``
+    per actor): each call's coroutine as an input of its own (``Input``), the caller handed a
+    waiter, so that the caller's cancellation ends the wait, not the work. With a store that
+    keeps nothing (``keeps_journal`` False), an input never suspends (its journal write is
+    committed at once): nothing could interrupt it, and the caller awaits the coroutine itself,
+    in its own task.
 
     What ``asyncio.shield`` over a task of its own with ``retrieve`` did, without the task
     (``tests/durability/test_shielding.py`` checks every outcome ends the same): the input runs
     at once up to its first wait (no step of the loop before it applies), is resumed by the
     future it waits on, and hands its outcome to each waiter itself (no callback between).
-    The loop is looked up once per actor and loop (on Python 3.11 each lookup is a ``getpid``
-    call)."""
+    The loop is looked up once per loop (on Python 3.11 each lookup is a ``getpid`` call)."""
 
-    @functools.wraps(method)
-    def run(actor: A, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
-        if not actor.host.keeps_journal:
-            return method(actor, *args, **kwargs)
-        state = vars(actor)
-        loop: asyncio.AbstractEventLoop | None = state.get("_shielding_loop")
+    __slots__ = ("keeps_journal", "loop")
+
+    def __init__(self, keeps_journal: bool) -> None:
+        self.keeps_journal = keeps_journal
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The running loop, once an input ran."""
+
+    def run(self, coroutine: Coroutine[Any, Any, R]) -> Awaitable[R]:
+        """``coroutine`` run shielded: a waiter of its outcome (the coroutine itself for a
+        store that keeps nothing)."""
+        if not self.keeps_journal:
+            return coroutine
+        loop = self.loop
         if loop is None or not loop.is_running():
-            loop = state["_shielding_loop"] = asyncio.get_running_loop()
+            loop = self.loop = asyncio.get_running_loop()
         waiter: asyncio.Future[R] = loop.create_future()
-        started = Input(loop, method(actor, *args, **kwargs), waiter)
+        started = Input(loop, coroutine, waiter)
         started.context.run(started.step)
         return waiter
-
-    return run
 
 
 _running: Input[Any] | None = None

@@ -3,12 +3,13 @@
 A person's action (``submit``), a join (``claim``), a backend's replacement of a seat's holder
 (``replace``), a new table (``open``), a server move (``play``: a bot's, a turn timer's) and
 the end of an abandoned table (``abandon``) each take the same steps in one function: check,
-apply (the engine; a refusal changes nothing), await the journal write, publish, answer. Each
-call runs as an input of its own (``shielded``: a task's steps without a task): a caller that
-goes away (cancelled, past its deadline) changes nothing of its input's fate — what is applied
-is committed (then published, and remembered under its request id, whether or not anyone still
-waits) or discarded with its table's session (``healing``). Memory never runs ahead of the
-journal for long: only committed inputs' events are published.
+apply (the engine; a refusal changes nothing), await the journal write, publish, answer. A
+person's or a backend's call (``SHIELDED``) runs as an input of its own (``shielding.Shield``:
+a task's steps without a task): a caller that goes away (cancelled, past its deadline) changes
+nothing of its input's fate — what is applied is committed (then published, and remembered
+under its request id, whether or not anyone still waits) or discarded with its table's session
+(``healing``). Memory never runs ahead of the journal for long: only committed inputs' events
+are published.
 
 The loop never interleaves inside a step, so a table's inputs are applied one at a time without
 a lock, and their journal writes are queued in the order they were applied.
@@ -17,9 +18,8 @@ a lock, and their journal writes are queued in the order they were applied.
 from __future__ import annotations
 
 import asyncio
-import types
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import structlog
@@ -38,8 +38,7 @@ from tapis_service.tables.healing import store_refusal
 from tapis_service.tables.ownership import spectator_token
 from tapis_service.tables.replacing import Replacement, hand_over, replacement
 from tapis_service.tables.session import Applied, PendingRequest, RequestKind, Session
-from tapis_service.tables.shielding import retrieve, shielded
-from tapis_service.tables.table_hooks import Committed
+from tapis_service.tables.shielding import Shield, retrieve
 from tapis_service.tables.table_writes import NO_ENTRY, TableWrites
 from tapis_service.tables.tokens import token_hash
 
@@ -48,11 +47,9 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("tapis.host")
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
 SHIELDED = ("submit", "claim", "replace", "rotate_spectator")
-"""The table actor's methods run ``shielded``."""
+"""The table actor's methods run shielded: each hands its input's coroutine (the method of the
+same name with a leading underscore) to the actor's ``Shield``."""
 
 
 def _action_name(move: tbl.Input) -> str:
@@ -66,7 +63,7 @@ class TableActor(TableWrites):
 
     def __init__(self, host: GameHost) -> None:
         self.host = host
-        self.committed: Committed = host
+        self.committed = host  # declared by TableWrites (annotated again, mypyc visits it twice)
         self.tables = host.tables
         self.store = host.store
         self.clock = host.clock
@@ -77,16 +74,47 @@ class TableActor(TableWrites):
         self._moves: set[asyncio.Task[None]] = set()
         self._acted: dict[str, list[int]] = {}
         """Game kind -> its count of persons' inputs (``metrics.ACTIONS``)."""
-        if not host.keeps_journal:  # nothing ever suspends an input: see ``shielded``
-            for name in SHIELDED:
-                setattr(self, name, types.MethodType(getattr(TableActor, name).__wrapped__, self))
+        self.shield = Shield(host.keeps_journal)
 
-    # --- the inputs ------------------------------------------------------------------------
+    # --- the inputs, shielded (``SHIELDED``) -------------------------------------------------
 
-    @shielded
-    async def submit(self, session: Session, seat: int, move: tbl.Input, request_id: str,
-                     expected_version: int | None, received: float | None = None) -> Applied:
+    def submit(self, session: Session, seat: int, move: tbl.Input, request_id: str,
+               expected_version: int | None, received: float | None = None
+               ) -> Awaitable[Applied]:
         """A person's input, applied at most once per request id; answered once committed."""
+        return self.shield.run(self._submit(session, seat, move, request_id, expected_version,
+                                            received))
+
+    def claim(self, session: Session, seat: int | None, name: str, request_id: str,
+              scope: str = "") -> Awaitable[tuple[Session, int, str]]:
+        """A person takes a seat: (the session, the seat, its secret token). With a
+        ``request_id``, a retry from the same ``scope`` (``ownership.scope_of``) gets the same
+        seat and token (even while the first commits); another scope's id is a join of its
+        own."""
+        return self.shield.run(self._claim(session, seat, name, request_id, scope))
+
+    def replace(self, session: Session, seat: int, player_id: str, name: str,
+                request_id: str) -> Awaitable[tuple[Session, Replacement]]:
+        """The backend gives ``seat`` to ``player_id`` ("": to nobody; ``replacing``): the
+        former token is revoked and its streams end at once; answered (the session and the
+        replacement) once committed. A retry with the same ``request_id`` gets the same
+        answer."""
+        return self.shield.run(self._replace(session, seat, player_id, name, request_id))
+
+    def rotate_spectator(self, session: Session, request_id: str
+                         ) -> Awaitable[tuple[Session, int]]:
+        """The backend revokes the table's spectator token and gets the next one: calls with
+        the former one are refused TOKEN_REVOKED and its open streams end so at once (after
+        what was published before); answered (the session and the new generation) once
+        committed. A retry with the same ``request_id`` gets the same answer. No engine input:
+        the journal entry carries the generation and the revoked token's hash."""
+        return self.shield.run(self._rotate_spectator(session, request_id))
+
+    # --- the inputs (the shielded ones' coroutines first) -------------------------------------
+
+    async def _submit(self, session: Session, seat: int, move: tbl.Input, request_id: str,
+                      expected_version: int | None, received: float | None) -> Applied:
+        """``submit``'s input."""
         # discarded, moved or rested (finished, then loaded back) while this waited?
         session = self.tables.session(session.game_id) or await self.host.find(session.game_id)
         # 1. check
@@ -153,13 +181,9 @@ class TableActor(TableWrites):
                      events=len(applied.events))
         return applied
 
-    @shielded
-    async def claim(self, session: Session, seat: int | None, name: str,
-                    request_id: str, scope: str = "") -> tuple[Session, int, str]:
-        """A person takes a seat: (the session, the seat, its secret token). With a
-        ``request_id``, a retry from the same ``scope`` (``ownership.scope_of``) gets the same
-        seat and token (even while the first commits); another scope's id is a join of its
-        own."""
+    async def _claim(self, session: Session, seat: int | None, name: str,
+                     request_id: str, scope: str) -> tuple[Session, int, str]:
+        """``claim``'s input."""
         session = self.tables.session(session.game_id) or await self.host.find(session.game_id)
         tokens = self.host.tokens
         # 1. check
@@ -202,13 +226,9 @@ class TableActor(TableWrites):
         # 5. answer
         return session, seat, token
 
-    @shielded
-    async def replace(self, session: Session, seat: int, player_id: str, name: str,
-                      request_id: str) -> tuple[Session, Replacement]:
-        """The backend gives ``seat`` to ``player_id`` ("": to nobody; ``replacing``): the
-        former token is revoked and its streams end at once; answered (the session and the
-        replacement) once committed. A retry with the same ``request_id`` gets the same
-        answer."""
+    async def _replace(self, session: Session, seat: int, player_id: str, name: str,
+                       request_id: str) -> tuple[Session, Replacement]:
+        """``replace``'s input."""
         session = self.tables.session(session.game_id) or await self.host.find(session.game_id)
         tokens = self.host.tokens
         # 1. check
@@ -251,13 +271,9 @@ class TableActor(TableWrites):
         # 5. answer
         return session, replaced
 
-    @shielded
-    async def rotate_spectator(self, session: Session, request_id: str) -> tuple[Session, int]:
-        """The backend revokes the table's spectator token and gets the next one: calls with
-        the former one are refused TOKEN_REVOKED and its open streams end so at once (after
-        what was published before); answered (the session and the new generation) once
-        committed. A retry with the same ``request_id`` gets the same answer. No engine input:
-        the journal entry carries the generation and the revoked token's hash."""
+    async def _rotate_spectator(self, session: Session, request_id: str
+                                ) -> tuple[Session, int]:
+        """``rotate_spectator``'s input."""
         session = self.host.get(session.game_id)
         tokens = self.host.tokens
         # 1. check
