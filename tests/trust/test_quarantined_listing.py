@@ -35,8 +35,9 @@ async def test_a_quarantined_private_table_is_listed_to_its_backend_only(
     await first.channel.close()
     await first.running.stop(0)
     with sqlite3.connect(data / FILE_NAME) as stored:
-        assert stored.execute("UPDATE journal SET entry = '{' WHERE game_id IN (?, ?)",
-                              (private, public)).rowcount >= 2
+        stored.execute("UPDATE journal SET entry = '{' WHERE game_id IN (?, ?)",
+                       (private, public))
+        assert stored.total_changes >= 2  # journal is a view: rowcount counts none of its rows
     stored.close()
     second = await start_secured(files, store="sqlite", data_dir=data)
     assert set(quarantined_of(second.running.host)) == {private, public}
