@@ -54,6 +54,8 @@ EXTRA = (
     "tapis_service.door.door",
     "tapis_service.door.logcontext",
     "tapis_service.door.limits",
+    "tapis_service.ws.connection",
+    "tapis_service.game_api",
 )
 """Single modules compiled besides: the bytes of every event (the envelope and each game's
 body) and the card converters they use; the session's log (the logged events the bytes are
