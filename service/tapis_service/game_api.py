@@ -71,6 +71,14 @@ def account(rpc: str, game_id: str | None, error: RuleError | ServiceError) -> S
     return refusal
 
 
+def _caused(error: ServiceError, cause: BaseException | None) -> ServiceError:
+    """``error`` caused by ``cause``, as ``raise error from cause`` leaves it: this module is
+    compiled, and mypyc compiles a ``raise``'s ``from`` into nothing (a cause is read:
+    ``_cause``, ``connections.counts_against_address``)."""
+    error.__cause__ = cause  # and __suppress_context__, as ``from`` does
+    return error
+
+
 def _cause(error: BaseException) -> ServiceError | None:
     """The refusal ``error`` answers, if any (the wrong token a ``RATE_LIMITED`` answered), kept
     as its cause when it is raised again: ``connections.counts_against_address`` reads it."""
@@ -98,7 +106,7 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
         except (RuleError, ServiceError) as error:
             if writes and (discarded := self.host.tables.unavailable(game_id or "")) is not None:
                 error = rebuilding_in_doubt(discarded, request.request_id, error)
-            raise account(name, game_id, error) from _cause(error)
+            raise _caused(account(name, game_id, error), _cause(error))
         finally:
             if bound is not None:  # None: added into the call's own context (every transport)
                 logcontext.leave(bound)
@@ -152,8 +160,8 @@ class GameApi:
         except ServiceError as error:
             if error.code == grpc.StatusCode.UNAUTHENTICATED and not self.peers.allow_bad_token(
                     peer_host(caller.peer), self.host.clock.now_ms()):
-                raise _rate_limited("too many calls with a wrong seat token; slow down") \
-                    from error
+                raise _caused(_rate_limited("too many calls with a wrong seat token; slow down"),
+                              error)
             raise
 
     def backend_of(self, caller: Caller) -> Backend | None:
@@ -163,7 +171,7 @@ class GameApi:
             return self.security.backend_of(caller.api_key)
         except ServiceError as error:
             if not self.peers.allow_bad_token(peer_host(caller.peer), self.host.clock.now_ms()):
-                raise _rate_limited("too many calls with a wrong key; slow down") from error
+                raise _caused(_rate_limited("too many calls with a wrong key; slow down"), error)
             raise
 
     @rpc
@@ -276,7 +284,7 @@ class GameApi:
         try:
             return require(self.backend_of(caller), "WatchResults")
         except ServiceError as error:
-            raise account("WatchResults", None, error) from _cause(error)
+            raise _caused(account("WatchResults", None, error), _cause(error))
 
     @rpc
     async def ack_results(self, request: pb.AckResultsRequest,
@@ -285,7 +293,7 @@ class GameApi:
         try:
             acknowledged = await self.host.clerk.acknowledge(backend.name, request.cursor)
         except CursorAhead as error:
-            raise invalid_argument("INVALID_CURSOR", str(error)) from error
+            raise _caused(invalid_argument("INVALID_CURSOR", str(error)), error)
         return pb.AckResultsResponse(acknowledged_cursor=acknowledged)
 
     @rpc
@@ -359,9 +367,9 @@ class GameApi:
             if error.reason == "INVALID_TOKEN" and ownership.is_spectator_token(
                     self.host.tokens.key, session.game_id, caller.seat_token,
                     session.spectator_generation):
-                raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN",
-                                   "a spectator token watches; acting needs a seat token"
-                                   ) from None
+                raise _caused(ServiceError(
+                    grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN",
+                    "a spectator token watches; acting needs a seat token"), None)
             raise
         assert seat is not None
         if request.HasField("seat") and request.seat != seat:
@@ -405,7 +413,7 @@ class GameApi:
                                               if subscriber.seat is None)
             stream = self.streams.open_stream(caller.peer, spectators, end, seated)
         except (RuleError, ServiceError) as error:
-            raise account("StreamEvents", request.game_id, error) from _cause(error)
+            raise _caused(account("StreamEvents", request.game_id, error), _cause(error))
         return session, seat, stream
 
     @rpc
