@@ -55,6 +55,7 @@ EXTRA = (
     "tapis_service.door.logcontext",
     "tapis_service.door.limits",
     "tapis_service.ws.connection",
+    "tapis_service.ws.sink",
     "tapis_service.game_api",
 )
 """Single modules compiled besides: the bytes of every event (the envelope and each game's
