@@ -61,10 +61,12 @@ EXTRA = (
 """Single modules compiled besides: the bytes of every event (the envelope and each game's
 body) and the card converters they use; the session's log (the logged events the bytes are
 read from) and the fan-out that hands them to the streams; on the request path, the socket's
-frames and the door every transport passes (its bound, log context and size limits). The rest
-of the request path stays Python: docs/performance.md ("The door and the frames") says why,
-module by module (async generators, `await` in `finally`, methods rebound on instances,
-subclasses of Cython or builtin classes, what did not pay)."""
+frames, its connection (a frame to a call through the door, the answer back) and its sink onto
+picows, the door every transport passes (its bound, log context and size limits) and the
+GameApi's methods (its two server streams, async generators, are ``tables/event_streams.py``,
+Python). The rest of the request path stays Python: docs/performance.md ("The door and the
+frames", "The connection and the GameApi") says why, module by module (async generators,
+methods rebound on instances, subclasses of Cython or builtin classes, what did not pay)."""
 
 
 def _module_path(module: str) -> Path:

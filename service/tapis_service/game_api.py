@@ -6,6 +6,10 @@ each event's bytes once per view and every stream of that view shares them). A r
 ``ServiceError`` (an engine refusal is turned into one here): the transport maps it to its own
 status once — the gRPC adapter (``servicer``), a cluster node's tunnel. Refusals are counted and
 logged here, where they are decided, so a relayed refusal is not counted twice.
+
+Compiled by mypyc (``tools/compiled.py``): the two server streams, async generators, which it
+does not compile, are ``tables.event_streams``, opened here (``open_stream``,
+``results_backend``).
 """
 
 from __future__ import annotations
