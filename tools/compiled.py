@@ -60,18 +60,24 @@ EXTRA = (
     "tapis_service.tables.host",
     "tapis_service.tables.tokens",
     "tapis_service.tables.lifecycle",
+    "tapis_service.ws.connection",
+    "tapis_service.ws.sink",
+    "tapis_service.game_api",
 )
 """Single modules compiled besides: the bytes of every event (the envelope and each game's
 body) and the card converters they use; the session's log (the logged events the bytes are
 read from) and the fan-out that hands them to the streams; on the request path, the socket's
-frames and the door every transport passes (its bound, log context and size limits); the
-table's per-action work: the table actor, its journal steps and the shielding of its inputs,
-the host, the seat tokens and the lifecycle's map of the tables. The rest of the request path
-stays Python: docs/performance.md ("The door and the frames", "The table actor and the host")
-says why, module by module (async generators, `await` in `finally`, subclasses of Cython or
-builtin classes, a test's subclass, what did not pay). A compiled class must not annotate
-again an attribute its base declares: mypyc 2.4 then shows it twice to the garbage collector
-(``tests/engine/test_compiled.py`` checks the generated C)."""
+frames, its connection (a frame to a call through the door, the answer back) and its sink onto
+picows, the door every transport passes (its bound, log context and size limits), the
+GameApi's methods (its two server streams, async generators, are ``tables/event_streams.py``,
+Python) and the table's per-action work: the table actor, its journal steps and the shielding
+of its inputs, the host, the seat tokens and the lifecycle's map of the tables. The rest of the
+request path stays Python: docs/performance.md ("The door and the frames", "The connection and
+the GameApi", "The table actor and the host") says why, module by module (async generators,
+subclasses of Cython or builtin classes, a test's subclass, what did not pay). A compiled class
+must not annotate again an attribute its base declares: mypyc 2.4 then shows it twice to the
+garbage collector (``tests/engine/test_compiled.py`` checks the generated C); and mypyc drops
+the cause of ``raise ... from``: set ``__cause__`` where it is read."""
 
 
 def _module_path(module: str) -> Path:

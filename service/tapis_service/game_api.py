@@ -6,6 +6,10 @@ each event's bytes once per view and every stream of that view shares them). A r
 ``ServiceError`` (an engine refusal is turned into one here): the transport maps it to its own
 status once — the gRPC adapter (``servicer``), a cluster node's tunnel. Refusals are counted and
 logged here, where they are decided, so a relayed refusal is not counted twice.
+
+Compiled by mypyc (``tools/compiled.py``): the two server streams, async generators, which it
+does not compile, are ``tables.event_streams``, opened here (``open_stream``,
+``results_backend``).
 """
 
 from __future__ import annotations
@@ -40,20 +44,18 @@ from tapis_service.observe.errors import (
     invalid_argument,
 )
 from tapis_service.stores.results import CursorAhead
-from tapis_service.tables import compaction, lobby, ownership
-from tapis_service.tables.fanout import LiveFeed, StreamWriter
+from tapis_service.tables import event_streams, lobby, ownership
+from tapis_service.tables.fanout import StreamWriter
 from tapis_service.tables.healing import rebuilding_in_doubt
 from tapis_service.tables.host import GameHost
 from tapis_service.tables.housekeeping import Housekeeping
 from tapis_service.tables.paging import page_cursor, page_size
 from tapis_service.tables.session import Session
-from tapis_service.tables.streams import EndStream, StreamGuard, revoked, stopping, too_slow
+from tapis_service.tables.streams import EndStream, OpenStream, StreamGuard
 
 log = structlog.get_logger("tapis.rpc")
 
 R = TypeVar("R")
-BACKLOG_CHUNK = 64
-"""Missed events sent per stream message when a stream catches up."""
 
 
 def refusal_of(error: RuleError | ServiceError) -> ServiceError:
@@ -71,6 +73,14 @@ def account(rpc: str, game_id: str | None, error: RuleError | ServiceError) -> S
         logcontext.reset(bound)
         refusal.logged = True
     return refusal
+
+
+def _caused(error: ServiceError, cause: BaseException | None) -> ServiceError:
+    """``error`` caused by ``cause``, as ``raise error from cause`` leaves it: this module is
+    compiled, and mypyc compiles a ``raise``'s ``from`` into nothing (a cause is read:
+    ``_cause``, ``connections.counts_against_address``)."""
+    error.__cause__ = cause  # and __suppress_context__, as ``from`` does
+    return error
 
 
 def _cause(error: BaseException) -> ServiceError | None:
@@ -100,7 +110,7 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
         except (RuleError, ServiceError) as error:
             if writes and (discarded := self.host.tables.unavailable(game_id or "")) is not None:
                 error = rebuilding_in_doubt(discarded, request.request_id, error)
-            raise account(name, game_id, error) from _cause(error)
+            raise _caused(account(name, game_id, error), _cause(error))
         finally:
             if bound is not None:  # None: added into the call's own context (every transport)
                 logcontext.leave(bound)
@@ -154,8 +164,8 @@ class GameApi:
         except ServiceError as error:
             if error.code == grpc.StatusCode.UNAUTHENTICATED and not self.peers.allow_bad_token(
                     peer_host(caller.peer), self.host.clock.now_ms()):
-                raise _rate_limited("too many calls with a wrong seat token; slow down") \
-                    from error
+                raise _caused(_rate_limited("too many calls with a wrong seat token; slow down"),
+                              error)
             raise
 
     def backend_of(self, caller: Caller) -> Backend | None:
@@ -165,13 +175,13 @@ class GameApi:
             return self.security.backend_of(caller.api_key)
         except ServiceError as error:
             if not self.peers.allow_bad_token(peer_host(caller.peer), self.host.clock.now_ms()):
-                raise _rate_limited("too many calls with a wrong key; slow down") from error
+                raise _caused(_rate_limited("too many calls with a wrong key; slow down"), error)
             raise
 
     @rpc
     async def create_game(self, request: pb.CreateGameRequest,
                           caller: Caller) -> pb.CreateGameResponse:
-        backend = self.backend_of(caller)
+        backend: Backend | None = self.backend_of(caller)
         if backend is None and not self.security.open_mode:
             require(backend, "CreateGame on this server")
         now_ms = self.host.clock.now_ms()
@@ -266,23 +276,19 @@ class GameApi:
             session.ownership.check_watch(False, self.backend_of(caller))
         return seat
 
-    async def watch_results(self, request: pb.WatchResultsRequest, caller: Caller,
-                            end: EndStream | None = None
-                            ) -> AsyncIterator[pb.WatchResultsResponse]:
+    def watch_results(self, request: pb.WatchResultsRequest, caller: Caller,
+                      end: EndStream | None = None) -> AsyncIterator[pb.WatchResultsResponse]:
         """The calling backend's results after ``after_cursor``: the missed ones, then each
-        as it is filed (``end``, a stream's ender as every stream is given one, is not needed:
-        a results stream is never cut for its reader's pace)."""
+        as it is filed (``event_streams.results``; ``end``, a stream's ender as every stream is
+        given one, is not needed: a results stream is never cut for its reader's pace)."""
+        return event_streams.results(self, request, caller)
+
+    def results_backend(self, caller: Caller) -> Backend:
+        """The backend a WatchResults stream reads for (its counted refusal if none)."""
         try:
-            backend = require(self.backend_of(caller), "WatchResults")
+            return require(self.backend_of(caller), "WatchResults")
         except ServiceError as error:
-            raise account("WatchResults", None, error) from _cause(error)
-        async for batch in self.host.clerk.feed.watch(backend.name, request.after_cursor):
-            records = []
-            for filed in batch:
-                record = pb.ResultRecord.FromString(filed.payload)
-                record.cursor = filed.cursor
-                records.append(record)
-            yield pb.WatchResultsResponse(records=records)
+            raise _caused(account("WatchResults", None, error), _cause(error))
 
     @rpc
     async def ack_results(self, request: pb.AckResultsRequest,
@@ -291,7 +297,7 @@ class GameApi:
         try:
             acknowledged = await self.host.clerk.acknowledge(backend.name, request.cursor)
         except CursorAhead as error:
-            raise invalid_argument("INVALID_CURSOR", str(error)) from error
+            raise _caused(invalid_argument("INVALID_CURSOR", str(error)), error)
         return pb.AckResultsResponse(acknowledged_cursor=acknowledged)
 
     @rpc
@@ -365,9 +371,9 @@ class GameApi:
             if error.reason == "INVALID_TOKEN" and ownership.is_spectator_token(
                     self.host.tokens.key, session.game_id, caller.seat_token,
                     session.spectator_generation):
-                raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN",
-                                   "a spectator token watches; acting needs a seat token"
-                                   ) from None
+                raise _caused(ServiceError(
+                    grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN",
+                    "a spectator token watches; acting needs a seat token"), None)
             raise
         assert seat is not None
         if request.HasField("seat") and request.seat != seat:
@@ -386,14 +392,21 @@ class GameApi:
         self.housekeeping.touched(session)
         return wire.answer_wire(session, applied, seat)
 
-    async def stream_events(self, request: pb.StreamEventsRequest, caller: Caller,
-                            end: EndStream, writer: StreamWriter | None = None
-                            ) -> AsyncIterator[bytes]:
+    def stream_events(self, request: pb.StreamEventsRequest, caller: Caller,
+                      end: EndStream, writer: StreamWriter | None = None
+                      ) -> AsyncIterator[bytes]:
         """Each message a serialized ``StreamEventsResponse``: the missed events, then each
-        change as it is published. A stream that falls too far behind, or that the server ends
-        because it stops, ends with a refusal saying where to resume. ``end`` is how the
-        transport ends this stream from outside (the slow-stream watchdog); ``writer``, how it
-        writes a change at once while the stream is idle (``fanout.LiveFeed``)."""
+        change as it is published (``event_streams.events``). A stream that falls too far
+        behind, or that the server ends because it stops, ends with a refusal saying where to
+        resume. ``end`` is how the transport ends this stream from outside (the slow-stream
+        watchdog); ``writer``, how it writes a change at once while the stream is idle
+        (``fanout.LiveFeed``)."""
+        return event_streams.events(self, request, caller, end, writer)
+
+    async def open_stream(self, request: pb.StreamEventsRequest, caller: Caller,
+                          end: EndStream) -> tuple[Session, int | None, OpenStream]:
+        """A StreamEvents call's checks, its table, the caller's seat and its place among the
+        open streams (``StreamGuard``'s caps), or its counted refusal."""
         try:
             check_sizes(request)
             check_game_id(request.game_id)
@@ -404,52 +417,8 @@ class GameApi:
                                               if subscriber.seat is None)
             stream = self.streams.open_stream(caller.peer, spectators, end, seated)
         except (RuleError, ServiceError) as error:
-            raise account("StreamEvents", request.game_id, error) from _cause(error)
-        clock = self.host.clock
-        subscriber, compacted, backlog = self.host.subscribe(session, seat,
-                                                             request.after_sequence)
-        subscriber.spectator_token = seat is None and caller.seat_token is not None
-        subscriber.presence = request.with_presence
-        self.host.presence.opened(session, seat)
-        metrics.STREAMS.inc()
-        try:
-            last = request.after_sequence
-            for message, sent in compaction.replay(compacted, seat, last, BACKLOG_CHUNK):
-                last = sent
-                stream.writing_since, stream.last = clock.now_ms(), last
-                yield message
-                stream.writing_since = None
-            for start in range(0, len(backlog), BACKLOG_CHUNK):
-                chunk = backlog[start:start + BACKLOG_CHUNK]
-                last = chunk[-1].sequence
-                stream.writing_since, stream.last = clock.now_ms(), last
-                yield wire.events_wire(session, chunk, seat)
-                stream.writing_since = None
-            feed = LiveFeed(session, seat, stream, last, subscriber, writer)
-            pending = subscriber.pending
-            while True:
-                while not pending:  # wait for the next change (None: the stream must end)
-                    await subscriber.arrival()
-                queued = pending.popleft()
-                if queued is None:
-                    break
-                to_send = feed.outgoing(*queued)
-                if to_send is not None:
-                    stream.writing_since = clock.now_ms()
-                    yield to_send
-                    stream.writing_since = None
-            if subscriber.revoked:
-                raise revoked()
-            if subscriber.overflowed:
-                raise too_slow(feed.last)
-            if self.host.stopping:
-                raise stopping(feed.last)
-        finally:
-            subscriber.direct = None
-            metrics.STREAMS.dec()
-            self.streams.close_stream(stream)
-            self.host.unsubscribe(session, subscriber)
-            self.host.presence.closed(session, seat)
+            raise _caused(account("StreamEvents", request.game_id, error), _cause(error))
+        return session, seat, stream
 
     @rpc
     async def list_games(self, request: pb.ListGamesRequest,

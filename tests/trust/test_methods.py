@@ -7,14 +7,17 @@ from __future__ import annotations
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.game_api import GameApi
 from tapis_service.grpc.servicer import GameServicer, method_handlers
+from tapis_service.observe.clock import ManualClock
+from tapis_service.tables.host import GameHost
 from tests.support.calls import person_seats
-from tests.support.server import Harness
+from tests.support.server import TEST_SETTINGS, Harness
 
 METHODS = {m.name for m in pb.DESCRIPTOR.services_by_name["GameService"].methods}
 
 
 def test_every_method_of_the_contract_is_served() -> None:
-    assert set(method_handlers(GameServicer(GameApi.__new__(GameApi)))) == METHODS
+    api = GameApi(GameHost(TEST_SETTINGS, ManualClock()))
+    assert set(method_handlers(GameServicer(api))) == METHODS
 
 
 async def test_a_public_table_is_today_s_lobby(server: Harness) -> None:

@@ -27,8 +27,8 @@ from tapis_service.observe.clock import ManualClock
 from tapis_service.stores.sqlite_store import SqliteStore
 from tapis_service.ws import frames
 from tapis_service.ws.connection import Connection, _Resumed, socket_calls
-from tapis_service.ws.endpoint import _Sink, ws_frame
 from tapis_service.ws.frames import Format
+from tapis_service.ws.sink import TransportSink, ws_frame
 from tests.support.calls import person_seats
 from tests.support.games import proto_kind, short_options
 from tests.support.server import Harness, ServerFactory
@@ -228,7 +228,7 @@ async def test_one_write_of_several_frames_is_what_picows_sends(message: bytes |
         def on_ws_connected(self, transport: WSTransport) -> None:
             kind = WSMsgType.TEXT if isinstance(message, str) else WSMsgType.BINARY
             transport.send(kind, message.encode() if isinstance(message, str) else message)
-            _Sink(transport).send_all([message, message])
+            TransportSink(transport).send_all([message, message])
 
     server = await ws_create_server(lambda _: Server(), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]

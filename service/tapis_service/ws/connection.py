@@ -16,10 +16,10 @@ message that carries it, up to its first wait (``_serve_now``): one that never w
 SubmitAction for a table with nothing in flight, on the memory store) is answered there,
 without a task or a step of the loop, and what it writes to its own socket goes out in one
 write; one that waits goes on as a task would, resumed by what it waits on without one
-(``_Resumed``; answers may overtake one another). Each
-open stream is a task that copies the GameApi's event batches into ``events`` frames, waiting
-while the socket cannot take more; while it is idle, a change is written at commit instead
-(``fanout.LiveFeed``, through ``_StreamWriter``).
+(``_Resumed``; answers may overtake one another). Each open stream is a task that copies the
+GameApi's event batches into ``events`` frames, waiting while the socket cannot take more;
+while it is idle, a change is written at commit instead (``fanout.LiveFeed``, through
+``_StreamWriter``). The module is compiled by mypyc (``tools/compiled.py``).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from tapis_service.door import logcontext
 from tapis_service.door.caller import Caller
 from tapis_service.door.door import Door, Meter, Transport, socket_caller
 from tapis_service.door.rpcs import Route, Routing, Rpc, local_routes
-from tapis_service.game_api import GameApi, account
+from tapis_service.game_api import account
 from tapis_service.observe.errors import ServiceError
 from tapis_service.ws import frames
 from tapis_service.ws.frames import Format
@@ -92,12 +92,11 @@ class SocketCall(NamedTuple):
     answer_field: str
     """The ServerFrame field of its answers."""
     now: bool
-    """Served at once, in the frame's callback, up to its first wait (``_serve_now``): a
-    table's call served by this node's GameApi (its table actor awaits futures and tasks
-        only: a journal write runs shielded, as an input of its own, a resting table is woken in
-    a task; nothing after a wait needs to be in a task either); not a relayed call nor the
-    others, which may need to run in a task
-    (``asyncio.timeout`` around a database call)."""
+    """Served at once, in the frame's callback, up to its first wait (``_serve_now``): a table's
+    call served by this node's GameApi (its table actor awaits futures and tasks only: a journal
+    write runs shielded, as an input of its own, a resting table is woken in a task; nothing
+    after a wait needs to be in a task either); not a relayed call nor the others, which may
+    need to run in a task (``asyncio.timeout`` around a database call)."""
 
 
 def socket_calls(routes: dict[str, Route], door: Door) -> dict[str, SocketCall]:
@@ -126,11 +125,10 @@ def _too_many_streams(limit: int) -> ServiceError:
 class Connection:
     """The state of one socket: requests in flight, streams open, whether it can write."""
 
-    def __init__(self, api: GameApi, peer: str, sink: Sink,
-                 limits: SocketLimits | None = None, door: Door | None = None,
-                 calls: dict[str, SocketCall] | None = None, plain: bool = False,
-                 direct: str = "") -> None:
-        self.api = api
+    def __init__(self, api: Any, peer: str, sink: Sink, limits: SocketLimits | None = None,
+                 door: Door | None = None, calls: dict[str, SocketCall] | None = None,
+                 plain: bool = False, direct: str = "") -> None:
+        self.api = api  # a GameApi or a stand-in (Any: compiled, an annotation is checked)
         self.door = door or Door(max_in_flight=1 << 30)
         """The server's (a connection alone, in a unit test: a door of its own)."""
         self.calls = calls if calls is not None else socket_calls(
@@ -321,16 +319,18 @@ class Connection:
             request, caller = self._request(frame, field, call), self._caller(frame)
             batches = call.serve(request, caller, end) if call.raw or self.plain else \
                 call.serve(request, caller, end, _StreamWriter(self, frame.id, call, fmt))
+            failure: BaseException | None = None
             try:
                 async for batch in batches:
                     if not self.writable.is_set():
                         await self.writable.wait()
                     self._answer(frame.id, call.answer_field, batch, fmt)
                     sent[0] += 1
-            finally:  # the stream's subscription ends now, not when the generator is collected
-                aclose = getattr(batches, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+            except BaseException as error:  # raised again once the stream is closed
+                failure = error
+            await _close(batches)
+            if failure is not None:
+                raise failure
             self._send(frames.answer(frame.id, frames.RESPONSE_FIELD[frames.STOP],
                                      ws_pb.EventsStopped()), fmt)
         except (ServiceError, RuleError) as error:
@@ -385,6 +385,14 @@ class Connection:
             self.sink.send(message)
         else:
             corked.append(message)
+
+
+async def _close(batches: object) -> None:
+    """End a stream's subscription now, not at its generator's collection; awaited after the
+    ``try`` statement, not in it (compiled, it would re-raise a stale exception: mypyc#1114)."""
+    aclose = getattr(batches, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 class _StreamWriter:

@@ -52,6 +52,7 @@ from tapis_service.settings import Settings
 from tapis_service.ws import frames
 from tapis_service.ws.connection import Connection, SocketLimits, socket_calls
 from tapis_service.ws.frames import Format
+from tapis_service.ws.sink import TransportSink
 
 if TYPE_CHECKING:
     from tapis_service.game_api import GameApi
@@ -150,54 +151,6 @@ class WebClient:
             "Content-Security-Policy": "default-src 'self'; connect-src 'self' ws: wss:"})
 
 
-class _Sink:
-    """A connection's frames onto its picows transport."""
-
-    def __init__(self, transport: WSTransport) -> None:
-        self.transport = transport
-
-    def send(self, message: bytes | str) -> None:
-        if isinstance(message, bytes):
-            self.transport.send(WSMsgType.BINARY, message)
-        else:
-            self.transport.send(WSMsgType.TEXT, message.encode())
-
-    def send_all(self, messages: list[bytes | str]) -> None:
-        """The messages' frames in one write (one system call, not one each): each as
-        picows's ``send`` would frame it (``ws_frame``), written behind anything picows holds
-        (it writes to the same transport); nothing once the socket is closing, as picows."""
-        transport = self.transport
-        if transport.is_close_frame_sent or transport.is_disconnected:
-            return
-        transport.underlying_transport.write(b"".join(map(ws_frame, messages)))
-
-    def close(self, code: int, reason: str) -> None:
-        self.transport.send_close(WSCloseCode(code), reason.encode())
-        self.transport.disconnect()
-
-
-_FINAL_TEXT = 0x80 | WSMsgType.TEXT.value
-_FINAL_BINARY = 0x80 | WSMsgType.BINARY.value
-"""A frame's first byte: final (FIN), then its opcode (an enum's ``value`` is a Python
-property: read once)."""
-
-
-def ws_frame(message: bytes | str) -> bytes:
-    """One final, unmasked frame of ``message`` (binary; text for a ``str``), as a server
-    frames it (RFC 6455, 5.2) and picows's ``send`` writes it (``tests/websocket/
-    test_shortcuts.py`` compares the two)."""
-    if isinstance(message, str):
-        payload, first = message.encode(), _FINAL_TEXT
-    else:
-        payload, first = message, _FINAL_BINARY
-    size = len(payload)
-    if size < 126:
-        return bytes((first, size)) + payload
-    if size < 1 << 16:
-        return bytes((first, 126)) + size.to_bytes(2, "big") + payload
-    return bytes((first, 127)) + size.to_bytes(8, "big") + payload
-
-
 _PICOWS_LOG = logging.getLogger("picows.server")
 
 
@@ -241,7 +194,7 @@ class _Socket(WSListener):
         direct = grpc_peer(transport)
         self.peer = socket_peer(direct, _forwarded_for(transport.request),
                                 self.endpoint.proxies)
-        sink = _Sink(transport)
+        sink = TransportSink(transport)
         refusal = self.endpoint.admit(self.peer)
         if refusal is not None:
             sink.send(frames.encode(frames.refusal(0, refusal), Format.BINARY))
