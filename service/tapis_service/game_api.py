@@ -94,8 +94,9 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
         ) -> Callable[[GameApi, Any, Caller], Awaitable[R]]:
     """A unary RPC: its name and table bound to the logs, the request's sizes checked before
     any other work, every refusal raised as a counted and logged ``ServiceError``."""
-    name = "".join(part.title() for part in method.__name__.split("_"))
-    writes = name in BY_NAME and BY_NAME[name].writes
+    # compiled, a method's __name__ is qualified ("GameApi.join_game"): its last part is the name
+    name = "".join(part.title() for part in method.__name__.rpartition(".")[2].split("_"))
+    writes = BY_NAME[name].writes  # every @rpc method is an RPC of the table (a KeyError if not)
 
     @functools.wraps(method)
     async def wrapper(self: GameApi, request: Any, caller: Caller) -> R:
