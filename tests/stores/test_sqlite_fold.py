@@ -6,7 +6,6 @@ is refused wherever the first copy went, every reader (``load_game``, ``load``,
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
 import sqlite3
@@ -20,10 +19,10 @@ from tapis_service.stores.joinkey import KEY_BYTES, KEY_NAME
 from tapis_service.stores.sqlite_store import FILE_NAME, MIGRATIONS, SCHEMA_VERSION, SqliteStore
 from tapis_service.stores.store import CommitUnknown, JournalConflict
 from tests.support.sqlite_writes import (
+    append_a_seeded_batch,
     failing_commit,
     holding,
-    name,
-    plain_outcomes,
+    plain_journal,
     rows,
 )
 
@@ -45,10 +44,7 @@ async def test_appends_across_folds_end_as_the_plain_way_ends_them(tmp_path: Pat
     an input in both parts; after a close, all of it in the tree."""
     draw = random.Random(seed)
     games = ["g0", "g1", "g2"]
-    plain = sqlite3.connect(":memory:", isolation_level=None)
-    plain.executescript("CREATE TABLE games (game_id TEXT PRIMARY KEY);"
-                        "CREATE TABLE journal (game_id TEXT NOT NULL, idx INTEGER NOT NULL, "
-                        "entry TEXT NOT NULL, PRIMARY KEY (game_id, idx)) WITHOUT ROWID;")
+    plain = plain_journal()
     held = threading.Event()
     store = SqliteStore(tmp_path, failpoint=holding(held), fold_at=draw.randint(2, 4))
     held.set()
@@ -59,17 +55,7 @@ async def test_appends_across_folds_end_as_the_plain_way_ends_them(tmp_path: Pat
     sent = dict.fromkeys(games, 0)
     split = False  # seen with inputs in both parts at once
     for _ in range(16):
-        appends = []
-        for _ in range(draw.randint(2, 12)):
-            game = draw.choice(games)
-            index = sent[game] + draw.choices((1, 2, 0, -1), weights=(16, 1, 1, 1))[0]
-            sent[game] = max(sent[game], index)
-            appends.append((game, max(index, 1), '{"i":1}'))
-        held.clear()
-        pending = [store.appended(game, index, {"i": 1}) for game, index, _ in appends]
-        held.set()
-        outcomes = await asyncio.gather(*pending, return_exceptions=True)
-        assert [name(outcome) for outcome in outcomes] == plain_outcomes(plain, appends)
+        await append_a_seeded_batch(store, plain, held, draw, sent, {1: 16, 2: 1, 0: 1, -1: 1})
         await store.probe()  # behind the fold that batch may have started
         now = parts(tmp_path)
         assert not set(now["journal_folded"]) & set(now["journal_inbox"])

@@ -16,10 +16,10 @@ import pytest
 from tapis_service.stores.sqlite_store import SqliteStore
 from tapis_service.stores.store import CommitUnknown, JournalConflict, StoreUnavailable
 from tests.support.sqlite_writes import (
+    append_a_seeded_batch,
     failing_commit,
     holding,
-    name,
-    plain_outcomes,
+    plain_journal,
     rows,
     traced,
 )
@@ -33,10 +33,7 @@ async def test_appends_in_batches_end_as_the_plain_way_ends_them(tmp_path: Path,
     the same journal after."""
     draw = random.Random(seed)
     games = ["g0", "g1", "g2"]
-    plain = sqlite3.connect(":memory:", isolation_level=None)
-    plain.executescript("CREATE TABLE games (game_id TEXT PRIMARY KEY);"
-                        "CREATE TABLE journal (game_id TEXT NOT NULL, idx INTEGER NOT NULL, "
-                        "entry TEXT NOT NULL, PRIMARY KEY (game_id, idx)) WITHOUT ROWID;")
+    plain = plain_journal()
     held = threading.Event()
     store = SqliteStore(tmp_path / "store", failpoint=holding(held))
     held.set()
@@ -44,18 +41,8 @@ async def test_appends_in_batches_end_as_the_plain_way_ends_them(tmp_path: Path,
         await store.created(game, {"kind": "war"})
         plain.execute("INSERT INTO games VALUES (?)", (game,))
     sent = dict.fromkeys(games, 0)
-    for _ in range(12):
-        appends = []
-        for _ in range(draw.randint(2, 12)):  # mostly the next input; some holes and repeats
-            game = draw.choice(games)
-            index = sent[game] + draw.choices((1, 2, 0), weights=(8, 1, 1))[0]
-            sent[game] = max(sent[game], index)
-            appends.append((game, max(index, 1), '{"i":1}'))
-        held.clear()
-        pending = [store.appended(game, index, {"i": 1}) for game, index, _ in appends]
-        held.set()
-        outcomes = await asyncio.gather(*pending, return_exceptions=True)
-        assert [name(outcome) for outcome in outcomes] == plain_outcomes(plain, appends)
+    for _ in range(12):  # mostly the next input; some holes and repeats
+        await append_a_seeded_batch(store, plain, held, draw, sent, {1: 8, 2: 1, 0: 1})
     assert rows(tmp_path / "store", "SELECT game_id, idx, entry FROM journal ORDER BY 1, 2") \
         == plain.execute("SELECT game_id, idx, entry FROM journal ORDER BY 1, 2").fetchall()
     store.close()

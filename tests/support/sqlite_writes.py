@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import random
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -42,6 +44,36 @@ def plain_outcomes(connection: sqlite3.Connection,
         connection.execute("RELEASE job")
     connection.execute("COMMIT")
     return outcomes
+
+
+def plain_journal() -> sqlite3.Connection:
+    """The plain way's own database (in memory): the games and their journal, as the store's
+    file had them before issue 35.3."""
+    plain = sqlite3.connect(":memory:", isolation_level=None)
+    plain.executescript("CREATE TABLE games (game_id TEXT PRIMARY KEY);"
+                        "CREATE TABLE journal (game_id TEXT NOT NULL, idx INTEGER NOT NULL, "
+                        "entry TEXT NOT NULL, PRIMARY KEY (game_id, idx)) WITHOUT ROWID;")
+    return plain
+
+
+async def append_a_seeded_batch(store: SqliteStore, plain: sqlite3.Connection,
+                                held: threading.Event, draw: random.Random,
+                                sent: dict[str, int], steps: dict[int, int]) -> None:
+    """2-12 appends to the tables of ``sent`` (each one's highest index sent so far), each the
+    table's last index plus a step drawn from ``steps`` (step: weight; 1 is the next input, 2 a
+    hole, 0 and -1 repeats), queued while ``held`` holds the writer's COMMIT: the same outcome
+    for every append as the plain way's."""
+    appends = []
+    for _ in range(draw.randint(2, 12)):
+        game = draw.choice(list(sent))
+        index = sent[game] + draw.choices(list(steps), weights=list(steps.values()))[0]
+        sent[game] = max(sent[game], index)
+        appends.append((game, max(index, 1), '{"i":1}'))
+    held.clear()
+    pending = [store.appended(game, index, {"i": 1}) for game, index, _ in appends]
+    held.set()
+    outcomes = await asyncio.gather(*pending, return_exceptions=True)
+    assert [name(outcome) for outcome in outcomes] == plain_outcomes(plain, appends)
 
 
 def holding(gate: threading.Event) -> Failpoint:
