@@ -31,8 +31,12 @@ from tests.support.server import Harness, Restartable, ServerFactory
 from tests.support.websocket import Client
 
 BACKEND_KEY = "backend-a-key-0123456789abcdef"
-expect = pytest.importorskip(  # installed by `make test-browser`
-    "playwright.async_api", reason="needs Playwright for Python (make test-browser)").expect
+playwright_api = pytest.importorskip(  # installed by `make test-browser`
+    "playwright.async_api", reason="needs Playwright for Python (make test-browser)")
+expect = playwright_api.expect
+MOVE_GONE_MS = 5_000
+"""How long a click waits for a move the page offered a moment before: a move can go as the
+page renders what arrived meanwhile (the game's end), and the loop then looks again."""
 
 async def assert_suits_coloured(page: Any) -> None:
     """Every face-up ♥ and ♦ on the page is drawn red (in hand as on the table), ♣ and ♠ not."""
@@ -449,13 +453,17 @@ async def test_boutons_to_its_end_in_french(browser: Any, served: Harness) -> No
         await page.locator("#flip, .card.playable, #series").first.wait_for()
         if await page.locator("#series").count():
             break
-        if await page.locator("#flip").count():
-            await page.locator("#flip").click()
-        else:
-            await page.locator(".boutons-player .card.playable").first.click()
-        await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
-        moves += 1
+        moves += 1  # a move made, or looked for again
         assert moves < 300
+        try:
+            if await page.locator("#flip").count():
+                await page.locator("#flip").click(timeout=MOVE_GONE_MS)
+            else:
+                await page.locator(".boutons-player .card.playable").first.click(
+                    timeout=MOVE_GONE_MS)
+        except playwright_api.TimeoutError:  # the move went as the page rendered: look again
+            continue
+        await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
     await expect(page.locator("#series")).to_contain_text("Partie terminée")
     await expect(page.locator("#end-reason")).to_contain_text(re.compile(
         r"Pourquoi : (la réserve est vide|vous n’aviez plus|l’ordinateur n’avait plus)"))
@@ -472,18 +480,21 @@ FRENCH_TYPOGRAPHY = re.compile(r"[^\s\d][:;!?](\s|$)")
 async def play_to_the_end(page: Any, move: str, limit: int) -> None:
     """Make ``move`` (a click on the first match of its selector, then the capture offered
     first if a picker opens) each time the page offers it, until the end window shows."""
-    moves = 0
+    looks = 0
     while not await page.locator("#series").count():
+        looks += 1  # a move made, or looked for again
+        assert looks < limit
         version = await page.locator("body").get_attribute("data-version")
         await page.locator(f"{move}, #series").first.wait_for()
         if await page.locator("#series").count():
             break
-        await page.locator(move).first.click()
+        try:
+            await page.locator(move).first.click(timeout=MOVE_GONE_MS)
+        except playwright_api.TimeoutError:  # the move went as the page rendered: look again
+            continue
         if await page.locator("#capture-picker").count():
             await page.locator("#capture-picker button.capture").first.click()
         await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
-        moves += 1
-        assert moves < limit
 
 
 async def test_bataille_corse_to_its_end_in_french(browser: Any, make_server: ServerFactory
