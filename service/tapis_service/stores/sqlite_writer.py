@@ -62,8 +62,6 @@ INPUT_STORED = "SELECT 1 FROM journal WHERE game_id = ? AND idx = ?"
 (input 1 only after the creation record), so no holes. (One ``INSERT ... SELECT ... WHERE
 EXISTS`` reading the journal costs twice as much: SQLite copies what an INSERT reads from its
 own table before inserting.)"""
-INSERT_INPUT = sqlite_fold.INSERT_INPUT
-INSERT_UNLESS_FOLDED = sqlite_fold.INSERT_UNLESS_FOLDED
 
 
 def _is_check(sql: str) -> bool:
@@ -289,7 +287,7 @@ def _run_append(cursor: sqlite3.Cursor, job: _Append, committed: dict[str, int],
         known = committed.get(game_id)
     try:
         if known == index - 1 and index != 1:  # the writer vouches: no part holds it
-            cursor.execute(INSERT_INPUT, (game_id, index, job.text))
+            cursor.execute(sqlite_fold.INSERT_INPUT, (game_id, index, job.text))
         else:  # the predecessor (or, for the first, the creation record) from the file
             if index == 1:
                 cursor.execute(GAME_STORED, (game_id,))
@@ -297,7 +295,7 @@ def _run_append(cursor: sqlite3.Cursor, job: _Append, committed: dict[str, int],
                 cursor.execute(INPUT_STORED, (game_id, index - 1))
             if cursor.fetchone() is None:
                 return StoreUnavailable(f"game {game_id}: input {index - 1} is not committed")
-            cursor.execute(INSERT_UNLESS_FOLDED, (game_id, index, job.text))
+            cursor.execute(sqlite_fold.INSERT_UNLESS_FOLDED, (game_id, index, job.text))
             if not cursor.rowcount:
                 return JournalConflict(f"game {game_id}: input {index} is already in the "
                                        "journal")
