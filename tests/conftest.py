@@ -6,12 +6,18 @@ The helpers behind them live in ``tests/support/`` (tests import from there, nev
 from __future__ import annotations
 
 import os
+
+# before anything imports grpc: its fork handlers crash a forked child (SIGSEGV, ~20-45 % of
+# forks while calls are in flight), and the tests fork with gRPC running (embedded PostgreSQL's
+# pg_ctl, run as its own user, is forked, not spawned); tests/test_fork_safety.py holds it
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 from collections.abc import AsyncIterator
 
 import pytest
 
 from tapis_service.observe.clock import Clock, ManualClock
-from tests.support.postgres import database_url, postgres  # noqa: F401  (fixtures: PostgreSQL)
+from tests.support.postgres import database_url, postgres  # noqa: F401  (fixtures)
 from tests.support.server import Harness, ServerFactory, start_harness
 
 collect_ignore = [] if os.environ.get("TAPIS_BROWSER_TESTS") == "1" else ["browser"]

