@@ -42,6 +42,7 @@ from tapis_service.door.door import (
     Meter,
     Transport,
     call_line,
+    looked_up,
     overloaded,
     refused,
 )
@@ -364,6 +365,7 @@ class _GuardedGeneric(grpc.GenericRpcHandler):
         self._handlers: dict[str, Any] = {}
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> Any:
+        looked_up(handler_call_details.invocation_metadata)  # the call's headers, decoded once
         method = handler_call_details.method
         wrapped = self._handlers.get(method)
         if wrapped is None:
