@@ -1,4 +1,5 @@
-"""The ``Caller`` value: immutable, and changed only into a new value."""
+"""The ``Caller`` value: immutable, and changed only into a new value; a gRPC call's, read from
+its headers (once per connection and headers, and not decoded twice within a call)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import time
 
 import pytest
 
+from tapis_service.door import door
 from tapis_service.door.caller import Caller, deadline_in
 from tapis_service.door.door import caller_of, looked_up, read_caller
 from tapis_service.door.proxies import TrustedProxies
@@ -115,6 +117,7 @@ async def test_a_call_s_caller_takes_the_headers_its_handler_was_looked_up_with(
     other task, one started from it included, the context's own."""
     mine = (("authorization", "Bearer mine"), ("x-api-key", "k"))
     theirs = (("authorization", "Bearer theirs"),)
+    assert door._task() is asyncio.current_task() is not None
     looked_up(mine)
     caller = caller_of(_Undecoded(mine, None))
     assert caller == read_caller(_Context(mine, None))._replace(remembered=caller.remembered)
@@ -124,6 +127,7 @@ async def test_a_call_s_caller_takes_the_headers_its_handler_was_looked_up_with(
         return caller_of(_Context(theirs, None)).seat_token
 
     assert await asyncio.create_task(another_call()) == "theirs"
+    assert door._task() is asyncio.current_task()
     looked_up([("authorization", "Bearer listed")])  # not grpc.aio's tuple: not kept
     assert caller_of(_Undecoded(mine, None)).seat_token == "mine"
     looked_up(theirs)  # the task's next lookup (never two in one grpc.aio call's task)
