@@ -1,13 +1,16 @@
-"""The ``Caller`` value: immutable, and changed only into a new value."""
+"""The ``Caller`` value: immutable, and changed only into a new value; a gRPC call's, read from
+its headers (once per connection and headers, and not decoded twice within a call)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
 
+from tapis_service.door import door
 from tapis_service.door.caller import Caller, deadline_in
-from tapis_service.door.door import caller_of, read_caller
+from tapis_service.door.door import caller_of, looked_up, read_caller
 from tapis_service.door.proxies import TrustedProxies
 
 
@@ -99,3 +102,33 @@ def test_a_grpc_call_s_deadline_and_its_client_behind_a_trusted_proxy() -> None:
     assert caller.peer == "ipv4:127.0.0.1:5000"  # no trusted proxy: the connection's peer
     behind = caller_of(context, TrustedProxies.parse("127.0.0.1"))
     assert behind.peer == "ipv4:198.51.100.7:5000"
+
+
+class _Undecoded(_Context):
+    """A context whose headers grpc has not decoded again: reading them is a failure."""
+
+    def invocation_metadata(self) -> tuple[tuple[str, str | bytes], ...]:
+        raise AssertionError("the headers were decoded a second time")
+
+
+async def test_a_call_s_caller_takes_the_headers_its_handler_was_looked_up_with() -> None:
+    """In the task that looked the handler up (as grpc.aio serves a call), ``caller_of`` reads
+    the headers handed to ``looked_up`` (the same ``Caller`` as the plain reading); in any
+    other task, one started from it included, the context's own."""
+    mine = (("authorization", "Bearer mine"), ("x-api-key", "k"))
+    theirs = (("authorization", "Bearer theirs"),)
+    assert door._task() is asyncio.current_task() is not None
+    looked_up(mine)
+    caller = caller_of(_Undecoded(mine, None))
+    assert caller == read_caller(_Context(mine, None))._replace(remembered=caller.remembered)
+    assert caller.seat_token == "mine" and caller.api_key == "k"
+
+    async def another_call() -> str | None:  # inherits this task's headers: not its own
+        return caller_of(_Context(theirs, None)).seat_token
+
+    assert await asyncio.create_task(another_call()) == "theirs"
+    assert door._task() is asyncio.current_task()
+    looked_up([("authorization", "Bearer listed")])  # not grpc.aio's tuple: not kept
+    assert caller_of(_Undecoded(mine, None)).seat_token == "mine"
+    looked_up(theirs)  # the task's next lookup (never two in one grpc.aio call's task)
+    assert caller_of(_Undecoded(theirs, None)).seat_token == "theirs"

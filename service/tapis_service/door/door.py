@@ -19,9 +19,11 @@ looked up then): a call adds no layer, only the counts.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import time
 from collections.abc import Iterable
+from contextvars import ContextVar
 from typing import Any
 
 import grpc
@@ -56,19 +58,59 @@ def _text(value: str | bytes) -> str:
     return value if isinstance(value, str) else value.decode("utf-8", "replace")
 
 
+_LOOKED_UP: ContextVar[tuple[object, tuple[Any, ...]] | None] = ContextVar(
+    "tapis_looked_up", default=None)
+"""The headers grpc decoded to look the call's handler up, with the task that looked it up."""
+
+
+_CURRENT_TASKS: dict[Any, Any] | None = getattr(asyncio.tasks, "_current_tasks", None)
+"""The running task by loop: what ``asyncio.current_task`` reads (Python 3.11), read here
+without its Python frame (two calls per action); None where asyncio keeps it otherwise."""
+
+
+def _task() -> object:
+    """``asyncio.current_task()``, or None outside a running loop."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    if _CURRENT_TASKS is not None:
+        return _CURRENT_TASKS.get(loop)
+    return asyncio.current_task(loop)
+
+
+def looked_up(metadata: Any) -> None:
+    """The headers grpc.aio decoded to look a call's handler up (``HandlerCallDetails``: the
+    call guard's generic handlers hand them here), kept for ``caller_of``: grpc.aio looks a
+    call's handler up and serves the call in one task of its own, so in that task they are the
+    call's, and ``caller_of`` need not have grpc decode them a second time
+    (``context.invocation_metadata()``). Anywhere else (another task, which a task started
+    from this one would be) they are not used."""
+    task = _task()
+    if task is not None and type(metadata) is tuple:  # grpc.aio's always is
+        _LOOKED_UP.set((task, metadata))
+
+
 def caller_of(context: grpc.aio.ServicerContext,
               proxies: TrustedProxies | None = None) -> Caller:
     """The ``Caller`` of a gRPC call: its seat token, API key, peer (behind one of
     ``proxies``, the client's from ``x-forwarded-for``) and deadline. What its headers say
     is read once per connection and headers (``_CREDENTIALS``, with a ``Remembered`` for the
-    seat token they carry): the calls of a channel send the same ones again and again."""
-    metadata = tuple(context.invocation_metadata() or ())  # grpc's is one already
+    seat token they carry): the calls of a channel send the same ones again and again. The
+    headers are those its handler was looked up with when this task looked it up
+    (``looked_up``), else the context's."""
+    looked = _LOOKED_UP.get()
+    if looked is not None and looked[0] is _task():
+        metadata = looked[1]
+    else:
+        metadata = tuple(context.invocation_metadata() or ())  # grpc's is one already
     peer = context.peer()
     known = _CREDENTIALS.get((peer, metadata))
     if known is None or known[0] is not proxies:
         if len(_CREDENTIALS) >= MAX_CREDENTIALS:
             _CREDENTIALS.clear()
-        read = read_caller(context, proxies)._replace(deadline=None, traceparent=None)
+        read = read_caller(context, proxies, metadata)._replace(deadline=None,
+                                                                 traceparent=None)
         known = _CREDENTIALS[peer, metadata] = (proxies, read._replace(
             remembered=None if read.seat_token is None else Remembered(read.seat_token)))
     caller = known[1]
@@ -88,14 +130,17 @@ _CREDENTIALS: dict[tuple[Any, tuple[Any, ...]], tuple[TrustedProxies | None, Cal
 they make without a deadline or a trace (with a ``Remembered`` for its seat token)."""
 
 
-def read_caller(context: grpc.aio.ServicerContext,
-                proxies: TrustedProxies | None = None) -> Caller:
-    """``caller_of`` read from scratch (``tests/service/test_caller.py``: the same)."""
+def read_caller(context: grpc.aio.ServicerContext, proxies: TrustedProxies | None = None,
+                metadata: tuple[Any, ...] | None = None) -> Caller:
+    """``caller_of`` read from scratch (``tests/service/test_caller.py``: the same); the
+    call's headers are ``metadata`` when given (as grpc decoded them), else the context's."""
     token: str | None = None
     bad = False
     api_key: str | None = None
     forwarded: list[str] = []
-    for key, value in context.invocation_metadata() or ():
+    if metadata is None:
+        metadata = tuple(context.invocation_metadata() or ())
+    for key, value in metadata:
         if key == AUTHORIZATION:
             if token is None and not bad:
                 scheme, _, rest = _text(value).partition(" ")

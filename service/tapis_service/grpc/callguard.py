@@ -29,7 +29,7 @@ import contextlib
 import inspect
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from types import CoroutineType
+from types import CoroutineType, GeneratorType
 from typing import Any, cast
 
 import grpc
@@ -42,6 +42,7 @@ from tapis_service.door.door import (
     Meter,
     Transport,
     call_line,
+    looked_up,
     overloaded,
     refused,
 )
@@ -85,6 +86,24 @@ def invalid_request(method: str) -> ServiceError:
 
 
 _refused = refused
+
+AWAITABLE_TYPES: set[type] = {CoroutineType}
+"""The types whose values ``awaitable`` found awaitable: a method's answer is looked up here
+first (a compiled coroutine is not a ``CoroutineType``, and ``inspect.isawaitable`` asks
+``collections.abc.Awaitable`` through Python frames on every call)."""
+
+
+def awaitable(value: Any) -> bool:
+    """``inspect.isawaitable(value)``, its type remembered when it is awaitable: every value of
+    that type is (the answer depends on the type alone, but for a generator, which is one only
+    when its code is a generator-based coroutine, and is never remembered)."""
+    if type(value) in AWAITABLE_TYPES:
+        return True
+    if not inspect.isawaitable(value):
+        return False
+    if type(value) is not GeneratorType:
+        AWAITABLE_TYPES.add(type(value))
+    return True
 
 
 class CallGuard:
@@ -177,6 +196,7 @@ class CallGuard:
         proxies = self.proxies
         calls = self.calls
         call_info, bind, reset = logcontext.CallInfo, logcontext.bind, logcontext.reset
+        awaitable_types = AWAITABLE_TYPES
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             began = time.perf_counter()
@@ -195,9 +215,9 @@ class CallGuard:
                 door.in_flight += 1
                 try:
                     answer = behavior(request, context)
-                    # inspect.isawaitable, its first test inlined (a coroutine: every call of
-                    # ours; the type cannot be subclassed)
-                    if type(answer) is CoroutineType or inspect.isawaitable(answer):
+                    # ``awaitable``, its first test inlined (a coroutine, compiled or not:
+                    # every call of ours)
+                    if type(answer) in awaitable_types or awaitable(answer):
                         answer = await answer
                 finally:
                     door.in_flight -= 1
@@ -345,6 +365,7 @@ class _GuardedGeneric(grpc.GenericRpcHandler):
         self._handlers: dict[str, Any] = {}
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> Any:
+        looked_up(handler_call_details.invocation_metadata)  # the call's headers, decoded once
         method = handler_call_details.method
         wrapped = self._handlers.get(method)
         if wrapped is None:
