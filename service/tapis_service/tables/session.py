@@ -105,6 +105,10 @@ class RequestKind(enum.Enum):
     ROTATE = "rotate"
     """A backend's RotateSpectatorToken."""
 
+    __hash__ = object.__hash__
+    """Hashed by identity, as a member equals only itself: ``Enum.__hash__`` is a Python
+    function, run twice per durable input (``session.pending``'s key), where this is C's."""
+
 
 class PendingRequest(NamedTuple):
     """An input applied but not yet committed, by its request id: a retry meanwhile waits
