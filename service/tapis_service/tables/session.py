@@ -105,9 +105,11 @@ class RequestKind(enum.Enum):
     ROTATE = "rotate"
     """A backend's RotateSpectatorToken."""
 
-    __hash__ = object.__hash__
-    """Hashed by identity, as a member equals only itself: ``Enum.__hash__`` is a Python
-    function, run twice per durable input (``session.pending``'s key), where this is C's."""
+
+RequestKind.__hash__ = object.__hash__  # type: ignore[method-assign]
+"""A kind hashed by identity, as a member equals only itself: ``Enum.__hash__`` is a Python
+function, run twice per durable input (``session.pending``'s key), where this is C's (set
+after the class: mypyc drops a ``__hash__`` in an enum's body)."""
 
 
 class PendingRequest(NamedTuple):
