@@ -55,10 +55,6 @@ that holds the row; the server itself writes each part by name."""
 INSERT_INPUT = "INSERT INTO journal_inbox VALUES (?, ?, ?)"
 """An input the writer vouches for: its predecessor is the table's last input it saw
 committed, so no part holds it."""
-INSERT_INPUTS = ("INSERT INTO journal_inbox SELECT value ->> 0, value ->> 1, value ->> 2 "
-                 "FROM json_each(?)")
-"""Inputs the writer vouches for, several in one statement: a JSON array of
-``[game_id, idx, entry]`` (the entry's text as a JSON string)."""
 INSERT_UNLESS_FOLDED = ("INSERT INTO journal_inbox SELECT ?1, ?2, ?3 WHERE NOT EXISTS "
                         "(SELECT 1 FROM journal_folded WHERE game_id = ?1 AND idx = ?2)")
 """Any other input: none if the tree holds it (the inbox's own key refuses one it holds)."""

@@ -40,7 +40,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
 import structlog
 
 from tapis_service.observe import logrepeat, metrics
@@ -248,23 +247,17 @@ class GroupCommitWriter:
         appended: dict[str, int] = {}  # this transaction's inputs: committed with it
         added = 0  # inputs put in the inbox
         committing = False
-        run = _Run(cursor, committed, appended, outcomes)
         try:
             cursor.execute("BEGIN")
             for position, job in enumerate(batch):
                 if type(job) is _Append:
-                    if run.vouched(position, job):  # inserted with the run, later
-                        continue
-                    added += run.insert()
                     outcome = outcomes[position] = _run_append(cursor, job, committed, appended)
                     added += outcome is None
                 else:
-                    added += run.insert()
                     if job.forget is not None:  # forgotten at once: a read if in doubt
                         committed.pop(job.forget, None)
                         appended.pop(job.forget, None)
                     outcomes[position] = _run_job(cursor, job)
-            added += run.insert()
             committing = True
             if self.failpoint is not None:
                 self.failpoint("commit")
@@ -289,72 +282,6 @@ class GroupCommitWriter:
                 failed = StoreUnavailable(f"{self.path}: {error}")
             return [failed for _ in batch]
         return outcomes
-
-
-class _Run:
-    """The inputs the writer vouches for that follow one another in a batch, put in the inbox
-    by one statement (``sqlite_fold.INSERT_INPUTS``) rather than one each: each statement
-    gives the interpreter's lock away and takes it back, waiting for the event loop's thread
-    when it runs, so a batch of N inputs waited up to N+2 times. Inserted before any other
-    job of the batch runs (its checks read the file) and before the COMMIT; each input's
-    outcome is what ``_run_append`` would give it: if the statement is refused (a row the
-    inbox holds: SQLite undoes the statement), the run goes in again one input at a time
-    through ``_run_append``, from what the writer knew before it
-    (``tests/stores/test_sqlite_writer.py`` compares seeded batches with the plain way)."""
-
-    __slots__ = ("appended", "before", "committed", "cursor", "jobs", "outcomes")
-
-    def __init__(self, cursor: sqlite3.Cursor, committed: dict[str, int],
-                 appended: dict[str, int], outcomes: list[StoreError | None]) -> None:
-        self.cursor = cursor
-        self.committed = committed
-        self.appended = appended
-        self.outcomes = outcomes
-        self.jobs: list[tuple[int, _Append]] = []
-        self.before: dict[str, int | None] = {}
-        """Each table of the run: what ``appended`` held for it before the run."""
-
-    def vouched(self, position: int, job: _Append) -> bool:
-        """Whether ``job`` joins the run (the writer vouches for it: no part holds it)."""
-        game_id, index = job.game_id, job.index
-        known = self.appended.get(game_id)
-        if known is None:
-            known = self.committed.get(game_id)
-        if known != index - 1 or index == 1:
-            return False
-        if game_id not in self.before:
-            self.before[game_id] = self.appended.get(game_id)
-        self.appended[game_id] = index
-        self.jobs.append((position, job))
-        return True
-
-    def insert(self) -> int:
-        """The run into the inbox (then empty): the inputs put in."""
-        jobs = self.jobs
-        if not jobs:
-            return 0
-        self.jobs, before, self.before = [], self.before, {}
-        try:
-            if len(jobs) == 1:
-                job = jobs[0][1]
-                self.cursor.execute(sqlite_fold.INSERT_INPUT, (job.game_id, job.index, job.text))
-            else:
-                rows = [(job.game_id, job.index, job.text) for _, job in jobs]
-                self.cursor.execute(sqlite_fold.INSERT_INPUTS,
-                                    (orjson.dumps(rows).decode(),))
-            return len(jobs)
-        except sqlite3.IntegrityError:  # undone by SQLite: one at a time, as the plain way
-            for game_id, known in before.items():
-                if known is None:
-                    self.appended.pop(game_id, None)
-                else:
-                    self.appended[game_id] = known
-            added = 0
-            for position, job in jobs:
-                outcome = self.outcomes[position] = _run_append(self.cursor, job, self.committed,
-                                                                self.appended)
-                added += outcome is None
-            return added
 
 
 def _run_append(cursor: sqlite3.Cursor, job: _Append, committed: dict[str, int],
