@@ -61,6 +61,7 @@ EXTRA = (
     "tapis_service.tables.tokens",
     "tapis_service.tables.lifecycle",
     "tapis_service.ws.connection",
+    "tapis_service.ws.resuming",
     "tapis_service.ws.sink",
     "tapis_service.game_api",
 )

@@ -25,6 +25,7 @@ from tapis_service.door.rpcs import Route
 from tapis_service.observe import metrics
 from tapis_service.observe.clock import ManualClock
 from tapis_service.stores.sqlite_store import SqliteStore
+from tapis_service.tables import shielding
 from tapis_service.ws import frames
 from tapis_service.ws.connection import Connection, _Resumed, socket_calls
 from tapis_service.ws.frames import Format
@@ -218,6 +219,65 @@ async def test_an_action_is_one_write_to_each_socket(make_server: ServerFactory)
     assert events.events.events == answer.submit_action.events
 
 
+async def _acted_on(api: Any, door: Door, plain: bool) -> tuple[list[Any], list[int]]:
+    """A seeded war for two seats, each seat's socket (of the way given) following the game
+    and acting in turn: what the sockets got once play began (each frame's field and events,
+    in order, socket after socket), and how many frames each of their writes carried."""
+    players = [Player(api, door, f"ipv4:10.0.0.{9 - i}:4000", plain=plain) for i in (0, 1)]
+    created = await players[0].call(create_game=pb.CreateGameRequest(
+        kind=proto_kind("war"), seats=2, seat_configs=person_seats(2), seed=3,
+        **short_options("war")))
+    game_id = created.create_game.game.game_id
+    tokens = [(await p.call(join_game=pb.JoinGameRequest(
+        game_id=game_id, seat=i, display_name="x"))).join_game.seat_token
+        for i, p in enumerate(players)]
+    streams = [player.send(token, stream_events=pb.StreamEventsRequest(game_id=game_id))
+               for player, token in zip(players, tokens, strict=True)]
+    for player, stream in zip(players, streams, strict=True):
+        await player.until(lambda p=player, s=stream: True if any(
+            f.id == s for f, _ in p.sink.messages()) else None)
+    starts = [len(player.sink.writes) for player in players]
+    for _ in range(8):
+        view = (await players[0].call(tokens[0], get_game=pb.GetGameRequest(
+            game_id=game_id))).get_game.game
+        seat = view.awaiting_seats[0]
+        acting, stream = players[seat], streams[seat]
+        starts[seat] = min(starts[seat], len(acting.sink.writes))
+        answer = await acting.call(tokens[seat], submit_action=pb.SubmitActionRequest(
+            game_id=game_id, action=pb.Action(war={"reveal": {}})))
+        assert answer.HasField("submit_action"), answer
+        await acting.until(lambda p=acting, s=stream, mine=answer.submit_action.events:
+                           True if any(f.events.events == mine for f, _ in p.sink.messages()
+                                       if f.id == s) else None)
+    got = [(frame.WhichOneof("response"), list(frame.events.events if frame.HasField("events")
+                                               else frame.submit_action.events))
+           for player, start in zip(players, starts, strict=True)
+           for write in player.sink.writes[start:]
+           for frame in (ws_pb.ServerFrame.FromString(m) for m in write)
+           if frame.WhichOneof("response") != "get_game"]
+    return got, [len(write) for player, start in zip(players, starts, strict=True)
+                 for write in player.sink.writes[start:]]
+
+
+async def test_a_durable_action_is_one_write_to_its_socket(served: Harness) -> None:
+    """On SQLite an action waits for its journal write; its request is resumed by its input,
+    in the input's last step, with its socket corked meanwhile: its answer and its socket's
+    events frame (written at commit) go out in one write, in the plain path's order (the
+    events, then the answer). On the memory store nothing waits (one write as before; there
+    the shortcut writes the events first, the plain path's request task answers first)."""
+    api, door = api_and_door(served)
+    plain, plain_writes = await _acted_on(api, door, plain=True)
+    fast, fast_writes = await _acted_on(api, door, plain=False)
+    if served.running.host.keeps_journal:
+        assert fast == plain
+    else:
+        assert sorted(map(repr, fast)) == sorted(map(repr, plain))
+    answers = [name for name, _ in fast].count("submit_action")
+    assert answers == 8
+    assert set(plain_writes) == {1}  # a write per frame
+    assert fast_writes.count(2) == answers  # each answer with its events frame
+
+
 @pytest.mark.parametrize("message", [b"", b"x" * 125, b"x" * 126, b"y" * 65535, b"z" * 65536,
                                      "text \u00e9", "t" * 300])
 async def test_one_write_of_several_frames_is_what_picows_sends(message: bytes | str) -> None:
@@ -387,6 +447,65 @@ async def test_a_request_resumed_without_a_task_sees_what_a_task_would(how: str)
     ours = await _resumed_or_task(True, how)
     assert ours == await _resumed_or_task(False, how)
     assert ours[-1] == ("cancelled" if how.endswith("gone") else "ended")
+
+
+async def _followed_or_task(resumed: bool, how: str) -> tuple[list[str], list[str]]:
+    """A request awaiting a shielded input (a table actor's on a store that keeps a journal:
+    it waits on its journal write, ``gate``, then commits), resumed by the input itself
+    (``_Resumed`` following it) or by a task; what the request saw and what the input did,
+    when ``how`` disturbs it: the input committed, the socket gone while it waits, both in
+    one step of the loop."""
+    loop = asyncio.get_running_loop()
+    gate: asyncio.Future[None] = loop.create_future()
+    seen: list[str] = []
+    done: list[str] = []
+    shield = shielding.Shield(keeps_journal=True)
+
+    async def act() -> str:
+        await gate
+        done.append("committed")  # never cancelled by its caller
+        return "answered"
+
+    async def serving() -> None:
+        try:
+            seen.append(await shield.run(act()))
+            await asyncio.sleep(0)
+            seen.append("ended")
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    context = contextvars.copy_context()
+    coroutine = serving()
+    waiting = context.run(coroutine.send, None)
+    if resumed:
+        request: Any = _Resumed(loop, coroutine, waiting, context)
+        assert request.following
+    else:
+        request = loop.create_task(_AsTask(coroutine, waiting), context=context)
+    if how.startswith("answered"):
+        gate.set_result(None)
+    if how.endswith("gone"):
+        request.cancel()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    if not how.startswith("answered"):
+        assert done == []
+        gate.set_result(None)
+        await asyncio.sleep(0)
+    return seen, done
+
+
+@pytest.mark.parametrize("how", ["answered", "gone", "answered then gone"])
+async def test_a_request_its_input_resumes_sees_what_a_task_would(how: str) -> None:
+    """``_Resumed`` resumed by the shielded input it awaits (``shielding.follow``), not by its
+    waiter's callback: its answer, its cancellation (the input committing anyway), as a
+    task's."""
+    ours = await _followed_or_task(True, how)
+    assert ours == await _followed_or_task(False, how)
+    seen, done = ours
+    assert seen[-1] == ("cancelled" if how.endswith("gone") else "ended")
+    assert done == ["committed"]
 
 
 async def test_a_stop_waits_for_a_request_resumed_without_a_task() -> None:

@@ -106,6 +106,12 @@ class RequestKind(enum.Enum):
     """A backend's RotateSpectatorToken."""
 
 
+RequestKind.__hash__ = object.__hash__  # type: ignore[method-assign]
+"""A kind hashed by identity, as a member equals only itself: ``Enum.__hash__`` is a Python
+function, run twice per durable input (``session.pending``'s key), where this is C's (set
+after the class: mypyc drops a ``__hash__`` in an enum's body)."""
+
+
 class PendingRequest(NamedTuple):
     """An input applied but not yet committed, by its request id: a retry meanwhile waits
     for the task that commits it (a tuple: hashed as fast as the plain key it replaces)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Awaitable, Coroutine, Generator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import structlog
 
@@ -61,11 +61,41 @@ class Shield:
         waiter: asyncio.Future[R] = loop.create_future()
         started = Input(loop, coroutine, waiter)
         started.context.run(started.step)
+        global _started
+        _started = started if started.outcome is None else None
         return waiter
 
 
 _running: Input[Any] | None = None
 """The input whose step is running (``current_input``)."""
+_started: Input[Any] | None = None
+"""The input a shielded call started last, while it runs (``follow``)."""
+
+
+class Follower(Protocol):
+    """What waits on an input's first waiter without a task (a WebSocket request,
+    ``ws.connection._Resumed``): told when each of the input's later steps begins and ends,
+    and resumed by the input's last step itself (``resume``, between the two)."""
+
+    def begin(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def end(self) -> None: ...
+
+
+def follow(waiting: object, follower: Follower) -> bool:
+    """Have the input whose caller's waiter ``waiting`` is (the input a shielded call started
+    last, still running, its waiter pending) resume ``follower`` at its end directly, in its
+    own last step, instead of the waiter's callback a step of the loop later: whether it
+    will (if not, the follower waits on ``waiting`` as a task would)."""
+    started = _started
+    if (started is None or started.outcome is not None or started.follower is not None
+            or not started.waiters or started.waiters[0] is not waiting
+            or started.waiters[0].done()):
+        return False
+    started.follower = follower
+    return True
 
 
 def current_input() -> Input[Any]:
@@ -84,7 +114,7 @@ class Input(Generic[R]):
     cancellation ends that wait only. Awaiting it (a retry of the same request) waits for its
     outcome through a waiter of its own."""
 
-    __slots__ = ("context", "coroutine", "loop", "outcome", "thrown", "waiters")
+    __slots__ = ("context", "coroutine", "follower", "loop", "outcome", "thrown", "waiters")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, R],
                  waiter: asyncio.Future[R]) -> None:
@@ -96,6 +126,8 @@ class Input(Generic[R]):
         """What the next step throws into the coroutine instead of resuming it."""
         self.outcome: tuple[R, BaseException | None] | None = None
         """Once done: its value, or what it raised (for later waiters)."""
+        self.follower: Follower | None = None
+        """What awaits the first waiter without a task, resumed by the last step (``follow``)."""
 
     def __await__(self) -> Generator[Any, None, R]:
         return self.joined().__await__()
@@ -114,6 +146,9 @@ class Input(Generic[R]):
         the first is a callback of the loop's, run there)."""
         global _running
         outer, _running = _running, self
+        follower = self.follower
+        if follower is not None:
+            follower.begin()
         try:
             thrown = self.thrown
             if thrown is None:
@@ -134,6 +169,8 @@ class Input(Generic[R]):
             return
         finally:
             _running = outer
+            if follower is not None:
+                follower.end()
         if waiting is None:  # a bare yield
             self.loop.call_soon(self.step, context=self.context)
         elif getattr(waiting, "_asyncio_future_blocking", False):
@@ -145,15 +182,24 @@ class Input(Generic[R]):
 
     def _end(self, value: Any, error: BaseException | None) -> None:
         """The outcome: kept, checked (``retrieve``'s), and handed to each waiter still
-        waiting."""
+        waiting; then resumes its follower, if its wait was not cancelled meanwhile (what the
+        first waiter's callback would do a step of the loop later, now)."""
+        global _started
         self.outcome = (value, error)
+        if _started is self:
+            _started = None
         if error is not None and not isinstance(error, ServiceError | RuleError
                                                 | asyncio.CancelledError):
             log.error("table_task_failed", error=repr(error)[:300])
+        follower, self.follower = self.follower, None
+        if follower is not None and self.waiters[0].done():  # its wait was cancelled
+            follower = None
         for waiter in self.waiters:
             if not waiter.done():
                 _hand(waiter, value, error)
         self.waiters = []
+        if follower is not None:
+            follower.resume()
 
 
 def _hand(waiter: asyncio.Future[R], value: R, error: BaseException | None) -> None:
