@@ -62,6 +62,7 @@ EXTRA = (
     "tapis_service.tables.lifecycle",
     "tapis_service.ws.connection",
     "tapis_service.ws.sink",
+    "tapis_service.ws.stepping",
     "tapis_service.game_api",
 )
 """Single modules compiled besides: the bytes of every event (the envelope and each game's

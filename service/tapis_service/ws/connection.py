@@ -47,6 +47,8 @@ from tapis_service.game_api import account
 from tapis_service.observe.errors import ServiceError
 from tapis_service.ws import frames
 from tapis_service.ws.frames import Format
+from tapis_service.ws.stepping import ENDED, first_step
+from tapis_service.ws.stepping import Resumed as _Resumed
 
 log = structlog.get_logger("tapis.ws")
 
@@ -143,6 +145,9 @@ class Connection:
         self.streams: dict[int, asyncio.Task[None]] = {}
         self.writable = asyncio.Event()
         self.writable.set()
+        self.can_write = True
+        """``writable.is_set()``, kept beside it: read at every change written at commit,
+        without a call into asyncio's Python."""
         self.closed = False
         self._corked: list[bytes | str] | None = None
         """While a request is served in its message's callback: what it writes to this
@@ -196,9 +201,11 @@ class Connection:
     def pause_writing(self) -> None:
         """The socket's buffer is full: streams wait (the GameApi cuts one that falls too far
         behind)."""
+        self.can_write = False
         self.writable.clear()
 
     def resume_writing(self) -> None:
+        self.can_write = True
         self.writable.set()
 
     def running(self) -> list[asyncio.Future[Any]]:
@@ -234,15 +241,15 @@ class Connection:
         corked: list[bytes | str] = []
         self._corked = corked
         try:
-            waiting = context.run(serving.send, None)
-        except StopIteration:
-            return
+            waiting = context.run(first_step, serving)
         finally:
             self._corked = None
             if len(corked) == 1:
                 self.sink.send(corked[0])
             elif corked:
                 self.sink.send_all(corked)
+        if waiting is ENDED:
+            return
         self.in_flight[frame_id] = _Resumed(self._loop(), serving, waiting, context)
 
     def _refused(self, caller: Caller, error: ServiceError) -> None:
@@ -322,7 +329,7 @@ class Connection:
             failure: BaseException | None = None
             try:
                 async for batch in batches:
-                    if not self.writable.is_set():
+                    if not self.can_write:
                         await self.writable.wait()
                     self._answer(frame.id, call.answer_field, batch, fmt)
                     sent[0] += 1
@@ -412,7 +419,7 @@ class _StreamWriter:
         """The bytes every ``events`` frame of this stream starts with (binary frames)."""
 
     def ready(self) -> bool:
-        return self.connection.writable.is_set()
+        return self.connection.can_write
 
     def write(self, message: bytes) -> None:
         connection = self.connection
@@ -431,70 +438,3 @@ class _StreamWriter:
                     connection._send(frames.internal(self.frame_id), self.fmt)
             return
         self.sent[0] += 1
-
-
-class _Resumed:
-    """The rest of ``serving``, a coroutine started already and suspended on ``waiting`` (what
-    its last step yielded: a future, or None for a bare yield), resumed as a task would resume
-    it but without one: by a callback of the future it waits on (at the loop's next step after
-    a bare yield), each step in ``context``. ``cancel`` (the socket gone) cancels the future it
-    waits on, as a task's cancel does, so the coroutine finds its wait cancelled; after a bare
-    yield its next step throws the cancellation in. ``serving`` (``Connection._serve``) catches
-    every failure but its cancellation, which ends it here as it ends a task."""
-
-    __slots__ = ("cancelling", "context", "ended", "loop", "serving", "waiting")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, serving: Coroutine[Any, Any, None],
-                 waiting: Any, context: contextvars.Context) -> None:
-        self.loop = loop
-        self.serving = serving
-        self.context = context
-        self.cancelling = False
-        self.waiting: Any = None
-        self.ended: asyncio.Future[None] | None = None
-        """Set once ``serving`` ended, when someone waits for that (``finished``)."""
-        self._wait(waiting)
-
-    def _wait(self, waiting: Any) -> None:
-        if waiting is None:  # a bare yield
-            self.loop.call_soon(self._step, context=self.context)
-        elif getattr(waiting, "_asyncio_future_blocking", False):
-            waiting._asyncio_future_blocking = False
-            self.waiting = waiting
-            waiting.add_done_callback(self._step, context=self.context)
-        else:  # what a task refuses, refused alike
-            self.loop.call_soon(self._step, RuntimeError(
-                f"a request awaited {waiting!r}, which is not a future"), context=self.context)
-
-    def _step(self, thrown: object = None) -> None:
-        """One step of ``serving``, in its context (a callback of the loop's)."""
-        self.waiting = None
-        try:
-            if isinstance(thrown, BaseException):
-                waiting = self.serving.throw(thrown)
-            elif self.cancelling:
-                self.cancelling = False
-                waiting = self.serving.throw(asyncio.CancelledError())
-            else:
-                waiting = self.serving.send(None)
-        except (StopIteration, asyncio.CancelledError):
-            self.serving = None  # type: ignore[assignment]
-            if self.ended is not None and not self.ended.done():
-                self.ended.set_result(None)
-            return
-        self._wait(waiting)
-
-    def finished(self) -> asyncio.Future[None]:
-        """A future done once ``serving`` has ended (a stop waits for it)."""
-        if self.ended is None:
-            self.ended = self.loop.create_future()
-            if self.serving is None:
-                self.ended.set_result(None)
-        return self.ended
-
-    def cancel(self) -> bool:
-        """Cancel the wait (the socket is gone), as ``Task.cancel`` does."""
-        waiting = self.waiting
-        if waiting is None or not waiting.cancel():  # its next step throws it in
-            self.cancelling = True
-        return True
