@@ -38,6 +38,9 @@ if TYPE_CHECKING:  # the codec reads a table's session; it runs nothing of table
     from tapis_service.tables.session import Applied, CompactedEvents, LoggedEvent, Session
 
 _ONE_BYTE: Final = tuple(bytes((i,)) for i in range(0x80))
+_BYTE: Final = tuple(bytes((i,)) for i in range(0x100))
+"""Each byte, made once: a two-byte varint is two of them joined (``bytes((a, b))`` built a
+tuple and called ``bytes`` on it, several times the work)."""
 _UINT64: Final = (1 << 64) - 1
 
 _LENGTH_DELIMITED = 2
@@ -54,7 +57,7 @@ def varint(value: int) -> bytes:
     if value < 0:
         raise ValueError(f"varint of a negative value: {value}")
     if value < 0x4000:
-        return bytes((value & 0x7F | 0x80, value >> 7))
+        return _BYTE[value & 0x7F | 0x80] + _BYTE[value >> 7]
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
@@ -102,6 +105,10 @@ def packed(key: bytes, values: Sequence[int]) -> bytes:
     """A repeated unsigned field (packed): nothing when empty."""
     if not values:
         return b""
+    if len(values) == 2:  # two seats' counts (every War event): each its own byte when small
+        first, second = values[0], values[1]
+        if 0 <= first < 0x80 and 0 <= second < 0x80:
+            return key + _ONE_BYTE[2] + _ONE_BYTE[first] + _ONE_BYTE[second]
     try:
         body = bytes(values)  # each value below 0x80 is its own varint
     except ValueError:  # beyond a byte, or negative (varint refuses it)

@@ -8,6 +8,8 @@ which a compiled class cannot (compiled, they crashed the interpreter).
 
 from __future__ import annotations
 
+from typing import Final
+
 from picows import WSCloseCode, WSMsgType, WSTransport
 
 
@@ -41,6 +43,9 @@ _FINAL_TEXT = 0x80 | WSMsgType.TEXT.value
 _FINAL_BINARY = 0x80 | WSMsgType.BINARY.value
 """A frame's first byte: final (FIN), then its opcode (an enum's ``value`` is a Python
 property: read once)."""
+_TEXT_HEADS: Final = tuple(bytes((_FINAL_TEXT, size)) for size in range(126))
+_BINARY_HEADS: Final = tuple(bytes((_FINAL_BINARY, size)) for size in range(126))
+"""The two bytes heading a frame of each size under 126, for text and binary messages."""
 
 
 def ws_frame(message: bytes | str) -> bytes:
@@ -52,8 +57,8 @@ def ws_frame(message: bytes | str) -> bytes:
     else:
         payload, first = message, _FINAL_BINARY
     size = len(payload)
-    if size < 126:
-        return bytes((first, size)) + payload
+    if size < 126:  # the head made once per size (``bytes((first, size))`` per frame before)
+        return (_TEXT_HEADS if first == _FINAL_TEXT else _BINARY_HEADS)[size] + payload
     if size < 1 << 16:
         return bytes((first, 126)) + size.to_bytes(2, "big") + payload
     return bytes((first, 127)) + size.to_bytes(8, "big") + payload
