@@ -222,7 +222,7 @@ def test_the_table_events_exact_types_are_what_isinstance_tells() -> None:
     ``isinstance(body, TABLE_EVENTS)`` only while none of them has a subclass."""
     from tapis_service.codec.table_messages import TABLE_EVENT_TYPES, TABLE_EVENTS
 
-    assert TABLE_EVENT_TYPES == frozenset(TABLE_EVENTS)
+    assert frozenset(TABLE_EVENTS) == TABLE_EVENT_TYPES
     for kind in TABLE_EVENTS:
         assert kind.__subclasses__() == []
 

@@ -1,5 +1,6 @@
-"""A socket's frames onto its picows transport (``TransportSink``, a ``connection.Sink``) and
-the bytes of a frame as a server writes it (``ws_frame``).
+"""A socket's frames onto its picows transport (``TransportSink``, a ``connection.Sink``), the
+bytes of a frame as a server writes it (``ws_frame``), and each frame picows hands a socket
+(``on_frame``).
 
 Apart from ``endpoint.py`` so that they are compiled by mypyc (``tools/compiled.py``): every
 frame sent goes through them, while ``endpoint.py``'s classes subclass picows's Cython ones,
@@ -8,9 +9,14 @@ which a compiled class cannot (compiled, they crashed the interpreter).
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 from picows import WSCloseCode, WSMsgType, WSTransport
+
+from tapis_service.ws.frames import Format
+
+if TYPE_CHECKING:
+    from tapis_service.ws.connection import Connection
 
 
 class TransportSink:
@@ -62,3 +68,29 @@ def ws_frame(message: bytes | str) -> bytes:
     if size < 1 << 16:
         return bytes((first, 126)) + size.to_bytes(2, "big") + payload
     return bytes((first, 127)) + size.to_bytes(8, "big") + payload
+
+
+_BINARY: Final = WSMsgType.BINARY
+_TEXT: Final = WSMsgType.TEXT
+_CLOSE: Final = WSMsgType.CLOSE
+_CONTINUATION: Final = WSMsgType.CONTINUATION
+_UNSUPPORTED: Final = WSCloseCode.UNSUPPORTED_DATA.value
+
+
+def on_frame(connection: Connection, transport: WSTransport, frame: Any) -> None:
+    """A frame picows received on ``connection``'s socket (the endpoint's ``on_ws_frame``,
+    compiled here: every request): a whole message served, a close answered, a fragmented
+    message refused (the socket closed, 1003). ``frame`` is a ``WSFrame`` typed ``Any``: its
+    ``fin`` is an int where its stub says bool, which a compiled annotation would refuse."""
+    kind = frame.msg_type
+    if kind is _BINARY or kind is _TEXT:
+        if not frame.fin:
+            connection.sink.close(_UNSUPPORTED, "fragmented messages are not accepted")
+            return
+        connection.received(frame.get_payload_as_bytes(),
+                            Format.BINARY if kind is _BINARY else Format.JSON)
+    elif kind is _CLOSE:
+        transport.send_close(frame.get_close_code())
+        transport.disconnect()
+    elif kind is _CONTINUATION:
+        connection.sink.close(_UNSUPPORTED, "fragmented messages are not accepted")
