@@ -64,6 +64,8 @@ EXTRA = (
     "tapis_service.ws.sink",
     "tapis_service.ws.stepping",
     "tapis_service.game_api",
+    "tapis_service.tables.autoplay",
+    "tapis_service.tables.housekeeping",
 )
 """Single modules compiled besides: the bytes of every event (the envelope and each game's
 body) and the card converters they use; the session's log (the logged events the bytes are
