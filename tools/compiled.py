@@ -66,6 +66,7 @@ EXTRA = (
     "tapis_service.game_api",
     "tapis_service.tables.autoplay",
     "tapis_service.tables.housekeeping",
+    "tapis_service.observe.system_clock",
 )
 """Single modules compiled besides: the bytes of every event (the envelope and each game's
 body) and the card converters they use; the session's log (the logged events the bytes are
