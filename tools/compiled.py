@@ -75,7 +75,9 @@ frames, its connection (a frame to a call through the door, the answer back) and
 picows, the door every transport passes (its bound, log context and size limits), the
 GameApi's methods (its two server streams, async generators, are ``tables/event_streams.py``,
 Python) and the table's per-action work: the table actor, its journal steps and the shielding
-of its inputs, the host, the seat tokens and the lifecycle's map of the tables. The rest of the
+of its inputs, the host, the seat tokens and the lifecycle's map of the tables; the socket's
+request stepped without a task; the bots and timers re-armed, the table's last use noted and
+the system clock, which every action calls from compiled code. The rest of the
 request path stays Python: docs/performance.md ("The door and the frames", "The connection and
 the GameApi", "The table actor and the host") says why, module by module (async generators,
 subclasses of Cython or builtin classes, a test's subclass, what did not pay). A compiled class
