@@ -417,3 +417,18 @@ def test_a_store_s_failures_are_exported_at_0_from_the_start(tmp_path: Path) -> 
     assert 'tapis_store_write_failures_total{store="sqlite"} 0.0' in lines
     assert 'tapis_store_commit_seconds_count{store="sqlite"} 0.0' in lines
     assert 'tapis_refusals_total{code="RESOURCE_EXHAUSTED",reason="OVERLOADED"} 0.0' in lines
+
+
+def test_a_meters_end_observes_its_seconds_as_the_histogram_does() -> None:
+    """``door.Meter.ended`` observes a call's seconds itself (compiled, every call): the same
+    bucket counts and sum as ``RPC_SECONDS.observe_child``, on and between every bound."""
+    from tapis_service.door.door import Meter, Transport
+
+    meter = Meter("/tapis.v1.GameService/TestMeterSeconds", Transport.WEBSOCKET)
+    plain = list(meter.timing)
+    values = [0.0, 1e-9, 2.5, 1e9, *metrics.RPC_SECONDS.bounds,
+              *(random.Random(7).uniform(0, 12) for _ in range(200))]
+    for seconds in values:
+        meter.ended("OK", seconds)
+        metrics.RPC_SECONDS.observe_child(plain, seconds)
+        assert meter.timing == plain

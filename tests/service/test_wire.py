@@ -215,3 +215,26 @@ def test_every_event_of_played_games_is_hand_encoded_as_protobuf_serializes_it(
             session.apply(chooser.choice(moves), now)
     for logged in session.events:
         _assert_hand_encoded(session, logged)
+
+
+def test_the_table_events_exact_types_are_what_isinstance_tells() -> None:
+    """``wire`` tells a table's own event by ``type(body) in TABLE_EVENT_TYPES``: the same as
+    ``isinstance(body, TABLE_EVENTS)`` only while none of them has a subclass."""
+    from tapis_service.codec.table_messages import TABLE_EVENT_TYPES, TABLE_EVENTS
+
+    assert frozenset(TABLE_EVENTS) == TABLE_EVENT_TYPES
+    for kind in TABLE_EVENTS:
+        assert kind.__subclasses__() == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(times=st.lists(st.integers(-2**40, 2**45) | st.sampled_from([0, 999, 1000, 1001]),
+                      min_size=1, max_size=8))
+def test_an_event_time_encoded_again_is_protobufs_whatever_came_before(
+        times: list[int]) -> None:
+    """``_time_wire`` remembers the last time and second it encoded: each time, in any order
+    (the same twice, the same second, zero), is still protobuf's bytes."""
+    session = _session("war", 2, 1)
+    for time_ms in [*times, *reversed(times)]:
+        logged = LoggedEvent(tbl.TableEvent(1, 1, war.BatailleAnnounced(2)), 1, (0,), time_ms)
+        _assert_hand_encoded(session, logged)

@@ -14,6 +14,7 @@ from tapis_engine.protocol import Rules
 from tapis_engine.registry import rules_for
 from tapis_service.codec.adapters import ADAPTERS, BY_PROTO_KIND
 from tapis_service.codec.adapters.cards import card_from_proto
+from tapis_service.codec.moves import move_from_proto as move_from_proto  # compiled (mypyc)
 from tapis_service.codec.table_messages import scoreboard, summaries, table_body
 from tapis_service.door.limits import MAX_BOT_REACTION_MS, check_stacked_deck, check_text, quote
 from tapis_service.observe.errors import ServiceError, failed_precondition, invalid_argument
@@ -109,21 +110,6 @@ def create_arguments(request: pb.CreateGameRequest,
         "stacked_first": first,
         "request_id": check_id(request.request_id, "request_id"),
     }
-
-
-def move_from_proto(session: Session, seat: int, action: pb.Action) -> tbl.Input:
-    """The table input for a person's action."""
-    which = action.WhichOneof("action")
-    if which is None:
-        raise invalid(Reason.INVALID_ACTION, "the action is empty")
-    if which == "reclaim_seat":
-        return tbl.Reclaim(seat)
-    if which == "start_next_game":
-        return tbl.NextGame(seat)
-    if which != session.adapter.field:
-        raise invalid(Reason.WRONG_GAME_KIND,
-                      f"a {which} action was sent to a {session.adapter.field} game")
-    return tbl.Act(seat, session.adapter.action_from_proto(getattr(action, which)))
 
 
 def action_to_proto(session: Session, action: Any) -> pb.Action:

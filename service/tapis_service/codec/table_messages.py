@@ -31,6 +31,10 @@ def scoreboard(seats: int, records: tuple[tbl.GameRecord, ...]) -> pb.Scoreboard
 TABLE_EVENTS = (tbl.SeatClaimed, tbl.GameStarted, tbl.GameAbandoned, tbl.SeatTakenOver,
                 tbl.SeatReclaimed, tbl.SeatReplaced, tbl.GameEnded)
 """The table's own events (not a game's): nothing of them is hidden from anyone."""
+TABLE_EVENT_TYPES = frozenset(TABLE_EVENTS)
+"""The same classes, for ``type(body) in``: ``isinstance(body, TABLE_EVENTS)`` at a set
+lookup's cost (isinstance tries the seven in turn, on every event encoded), equal as none of
+them has a subclass (``tests/service/test_wire.py`` checks)."""
 
 
 def table_body(session: Session, body: Any) -> tuple[str, Message] | None:

@@ -24,22 +24,24 @@ games of every kind, for every view, against protobuf's own serialization.
 
 from __future__ import annotations
 
-import functools
 import zlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_service.codec.table_messages import TABLE_EVENTS, table_body
+from tapis_service.codec.table_messages import TABLE_EVENT_TYPES, table_body
 
 if TYPE_CHECKING:  # the codec reads a table's session; it runs nothing of tables/
     from tapis_service.tables.session import Applied, CompactedEvents, LoggedEvent, Session
 
-_ONE_BYTE = tuple(bytes((i,)) for i in range(0x80))
-_UINT64 = (1 << 64) - 1
+_ONE_BYTE: Final = tuple(bytes((i,)) for i in range(0x80))
+_BYTE: Final = tuple(bytes((i,)) for i in range(0x100))
+"""Each byte, made once: a two-byte varint is two of them joined (``bytes((a, b))`` built a
+tuple and called ``bytes`` on it, several times the work)."""
+_UINT64: Final = (1 << 64) - 1
 
 _LENGTH_DELIMITED = 2
 _VARINT = 0
@@ -55,7 +57,7 @@ def varint(value: int) -> bytes:
     if value < 0:
         raise ValueError(f"varint of a negative value: {value}")
     if value < 0x4000:
-        return bytes((value & 0x7F | 0x80, value >> 7))
+        return _BYTE[value & 0x7F | 0x80] + _BYTE[value >> 7]
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
@@ -103,6 +105,10 @@ def packed(key: bytes, values: Sequence[int]) -> bytes:
     """A repeated unsigned field (packed): nothing when empty."""
     if not values:
         return b""
+    if len(values) == 2:  # two seats' counts (every War event): each its own byte when small
+        first, second = values[0], values[1]
+        if 0 <= first < 0x80 and 0 <= second < 0x80:
+            return key + _ONE_BYTE[2] + _ONE_BYTE[first] + _ONE_BYTE[second]
     try:
         body = bytes(values)  # each value below 0x80 is its own varint
     except ValueError:  # beyond a byte, or negative (varint refuses it)
@@ -122,37 +128,66 @@ def nested(key: bytes, body: bytes) -> bytes:
 # --- the messages of every action ------------------------------------------------------------
 
 _EVENT = pb.Event.DESCRIPTOR
-_K_SEQUENCE = tag(_EVENT, "sequence")
-_K_GAME_NUMBER = tag(_EVENT, "game_number")
-_K_VERSION = tag(_EVENT, "version")
-_K_AWAITING = tag(_EVENT, "awaiting_seats")
-_K_TIME = tag(_EVENT, "time")
-_K_SECONDS = tag(Timestamp.DESCRIPTOR, "seconds")
-_K_NANOS = tag(Timestamp.DESCRIPTOR, "nanos")
-_K_BODY = {field.name: tag(_EVENT, field.name)
+_K_SEQUENCE: Final = tag(_EVENT, "sequence")
+_K_GAME_NUMBER: Final = tag(_EVENT, "game_number")
+_K_VERSION: Final = tag(_EVENT, "version")
+_K_AWAITING: Final = tag(_EVENT, "awaiting_seats")
+_K_TIME: Final = tag(_EVENT, "time")
+_K_SECONDS: Final = tag(Timestamp.DESCRIPTOR, "seconds")
+_K_NANOS: Final = tag(Timestamp.DESCRIPTOR, "nanos")
+_K_BODY: Final = {field.name: tag(_EVENT, field.name)
            for field in _EVENT.oneofs_by_name["body"].fields}
-_NANOS = tuple(uint(_K_NANOS, millis * 1_000_000) for millis in range(1000))
+_NANOS: Final = tuple(uint(_K_NANOS, millis * 1_000_000) for millis in range(1000))
 """``Timestamp.nanos`` of each whole millisecond, encoded (a constant table)."""
 
 
-@functools.lru_cache(maxsize=4)
-def _seconds_wire(seconds: int) -> bytes:
-    """``Timestamp.seconds``, encoded: the same for every event of a whole second (remembered,
-    as its varint takes five bytes to write)."""
-    return _K_SECONDS + int64(seconds) if seconds else b""
+class _LastTime:
+    """The last ``Event.time`` encoded, and its whole second's ``Timestamp.seconds``: an
+    action's events share their time, and a second's events their seconds (whose varint takes
+    five bytes to write). A native object's two fields, read where a ``functools.lru_cache``
+    built a key and called through its wrapper for every event."""
+
+    __slots__ = ("seconds", "seconds_wire", "time_ms", "time_wire")
+
+    def __init__(self) -> None:
+        self.time_ms = -1
+        self.time_wire = b""
+        self.seconds = 0
+        self.seconds_wire = b""
+
+
+_LAST_TIME: Final = _LastTime()
 
 
 def _time_wire(time_ms: int) -> bytes:
     """``Event.time``: a ``Timestamp`` of ``time_ms``."""
-    seconds, millis = divmod(time_ms, 1000)
-    return nested(_K_TIME, _seconds_wire(seconds) + _NANOS[millis])
+    last = _LAST_TIME
+    if time_ms == last.time_ms:
+        return last.time_wire
+    seconds = time_ms // 1000
+    millis = time_ms - seconds * 1000  # divmod's, in native integers
+    if seconds != last.seconds or not last.seconds_wire:
+        last.seconds_wire = _K_SECONDS + int64(seconds) if seconds else b""
+        last.seconds = seconds
+    framed = nested(_K_TIME, last.seconds_wire + _NANOS[millis])
+    last.time_ms, last.time_wire = time_ms, framed
+    return framed
 
 
-@functools.lru_cache(maxsize=256)
+_AWAITING: Final[dict[tuple[int, ...], bytes]] = {}
+"""``Event.awaiting_seats`` encoded, by the seats (a table awaits one of a few sets)."""
+_MAX_AWAITING = 256
+
+
 def _awaiting_wire(awaiting: tuple[int, ...]) -> bytes:
-    """``Event.awaiting_seats``, encoded: a table awaits one of a few sets of seats
-    (remembered)."""
-    return packed(_K_AWAITING, awaiting)
+    """``Event.awaiting_seats``, encoded (remembered: a dict's lookup, where an
+    ``lru_cache``'s wrapper cost five times as much)."""
+    found = _AWAITING.get(awaiting)
+    if found is None:
+        if len(_AWAITING) >= _MAX_AWAITING:
+            _AWAITING.clear()
+        found = _AWAITING[awaiting] = packed(_K_AWAITING, awaiting)
+    return found
 
 
 def event_wire(session: Session, logged: LoggedEvent, seat: int | None) -> bytes:
@@ -160,7 +195,7 @@ def event_wire(session: Session, logged: LoggedEvent, seat: int | None) -> bytes
     envelope, and the game's body when its adapter writes it by hand)."""
     e = logged.event
     body = e.body
-    table_level = table_body(session, body) if isinstance(body, TABLE_EVENTS) else None
+    table_level = table_body(session, body) if type(body) in TABLE_EVENT_TYPES else None
     if table_level is None:
         adapter = session.adapter
         rules = session.rules
@@ -177,14 +212,14 @@ def event_wire(session: Session, logged: LoggedEvent, seat: int | None) -> bytes
         _awaiting_wire(logged.awaiting), _time_wire(logged.time_ms), framed))
 
 
-PUBLIC = -1
+PUBLIC: Final = -1
 """The view key of an event every recipient sees alike (seat events, and game events that
 ``redact`` gives back unchanged): converted and serialized once for everyone."""
-STREAM_EVENTS_TAG = tag(pb.StreamEventsResponse.DESCRIPTOR, "events")
+STREAM_EVENTS_TAG: Final = tag(pb.StreamEventsResponse.DESCRIPTOR, "events")
 """``StreamEventsResponse.events``: a serialized response is these framed events end to end."""
-_STREAM_TAG_SIZE = len(STREAM_EVENTS_TAG)
-ANSWER_VERSION_TAG = tag(pb.SubmitActionResponse.DESCRIPTOR, "version")
-ANSWER_EVENTS_TAG = tag(pb.SubmitActionResponse.DESCRIPTOR, "events")
+_STREAM_TAG_SIZE: Final = len(STREAM_EVENTS_TAG)
+ANSWER_VERSION_TAG: Final = tag(pb.SubmitActionResponse.DESCRIPTOR, "version")
+ANSWER_EVENTS_TAG: Final = tag(pb.SubmitActionResponse.DESCRIPTOR, "events")
 
 
 def view_key(session: Session, logged: LoggedEvent, seat: int | None) -> int | None:
@@ -194,11 +229,11 @@ def view_key(session: Session, logged: LoggedEvent, seat: int | None) -> int | N
     if not rules.hides_events:
         return PUBLIC
     body = logged.event.body
-    return PUBLIC if isinstance(body, TABLE_EVENTS) or rules.redact(body, seat) is body \
+    return PUBLIC if type(body) in TABLE_EVENT_TYPES or rules.redact(body, seat) is body \
         else seat
 
 
-_VIEW_BITS = 4
+_VIEW_BITS: Final = 4
 """Low bits of a ``wire_key`` for the view: public, a spectator, or one of up to 14 seats."""
 
 
@@ -217,7 +252,7 @@ def frame_key(session: Session, logged: LoggedEvent, seat: int | None) -> int:
     if not rules.hides_events:
         return sequence << _VIEW_BITS
     body = logged.event.body
-    if isinstance(body, TABLE_EVENTS) or rules.redact(body, seat) is body:
+    if type(body) in TABLE_EVENT_TYPES or rules.redact(body, seat) is body:
         return sequence << _VIEW_BITS
     return sequence << _VIEW_BITS | (1 if seat is None else seat + 2)
 

@@ -20,6 +20,7 @@ looked up then): a call adds no layer, only the counts.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import enum
 import time
 from collections.abc import Iterable
@@ -198,7 +199,7 @@ class Meter:
     handled by code, messages sent, seconds), with a ``transport`` label; the cells are looked
     up once, here."""
 
-    __slots__ = ("answered", "labels", "sent", "started", "timing", "transport")
+    __slots__ = ("answered", "bounds", "labels", "sent", "started", "timing", "transport")
 
     def __init__(self, path: str, transport: Transport, streams: bool = False) -> None:
         self.transport = transport.value
@@ -208,6 +209,7 @@ class Meter:
         self.answered = metrics.RPC_HANDLED.cell(*self.labels, "OK", self.transport)
         self.sent = metrics.RPC_SENT.cell(*self.labels, self.transport)
         self.timing = metrics.RPC_SECONDS.child(*self.labels, self.transport)
+        self.bounds: list[float] = metrics.RPC_SECONDS.bounds
 
     def ended(self, code: str, seconds: float) -> None:
         """A call that did not answer OK (a unary one), or any stream's end."""
@@ -215,7 +217,9 @@ class Meter:
             self.answered[0] += 1
         else:
             metrics.RPC_HANDLED.inc(*self.labels, code, self.transport)
-        metrics.RPC_SECONDS.observe_child(self.timing, seconds)
+        timing = self.timing  # RPC_SECONDS.observe_child, inlined (compiled: every call)
+        timing[bisect.bisect_left(self.bounds, seconds)] += 1
+        timing[-1] += seconds
 
 
 SLOW_CALL_S = 1.0

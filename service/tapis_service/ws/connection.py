@@ -48,6 +48,7 @@ from tapis_service.observe.errors import ServiceError
 from tapis_service.ws import frames
 from tapis_service.ws.frames import Format
 from tapis_service.ws.resuming import Resumed as _Resumed
+from tapis_service.ws.stepping import ENDED, first_step
 
 log = structlog.get_logger("tapis.ws")
 
@@ -144,6 +145,9 @@ class Connection:
         self.streams: dict[int, asyncio.Task[None]] = {}
         self.writable = asyncio.Event()
         self.writable.set()
+        self.can_write = True
+        """``writable.is_set()``, kept beside it: read at every change written at commit,
+        without a call into asyncio's Python."""
         self.closed = False
         self._corked: list[bytes | str] | None = None
         """While a request is served in its message's callback: what it writes to this
@@ -197,9 +201,11 @@ class Connection:
     def pause_writing(self) -> None:
         """The socket's buffer is full: streams wait (the GameApi cuts one that falls too far
         behind)."""
+        self.can_write = False
         self.writable.clear()
 
     def resume_writing(self) -> None:
+        self.can_write = True
         self.writable.set()
 
     def running(self) -> list[asyncio.Future[Any]]:
@@ -235,11 +241,11 @@ class Connection:
         corked: list[bytes | str] = []
         self._corked = corked
         try:
-            waiting = context.run(serving.send, None)
-        except StopIteration:
-            return
+            waiting = context.run(first_step, serving)
         finally:
             self._uncork(corked)
+        if waiting is ENDED:
+            return
         self.in_flight[frame_id] = _Resumed(self._loop(), serving, waiting, context, self)
 
     def _uncork(self, corked: list[bytes | str]) -> None:
@@ -327,7 +333,7 @@ class Connection:
             failure: BaseException | None = None
             try:
                 async for batch in batches:
-                    if not self.writable.is_set():
+                    if not self.can_write:
                         await self.writable.wait()
                     self._answer(frame.id, call.answer_field, batch, fmt)
                     sent[0] += 1
@@ -417,7 +423,7 @@ class _StreamWriter:
         """The bytes every ``events`` frame of this stream starts with (binary frames)."""
 
     def ready(self) -> bool:
-        return self.connection.writable.is_set()
+        return self.connection.can_write
 
     def write(self, message: bytes) -> None:
         connection = self.connection

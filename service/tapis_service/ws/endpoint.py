@@ -31,7 +31,6 @@ from picows import (
     WSCloseCode,
     WSFrame,
     WSListener,
-    WSMsgType,
     WSTransport,
     WSUpgradeRequest,
     WSUpgradeResponse,
@@ -52,7 +51,7 @@ from tapis_service.settings import Settings
 from tapis_service.ws import frames
 from tapis_service.ws.connection import Connection, SocketLimits, socket_calls
 from tapis_service.ws.frames import Format
-from tapis_service.ws.sink import TransportSink
+from tapis_service.ws.sink import TransportSink, on_frame
 
 if TYPE_CHECKING:
     from tapis_service.game_api import GameApi
@@ -209,22 +208,8 @@ class _Socket(WSListener):
 
     def on_ws_frame(self, transport: WSTransport, frame: WSFrame) -> None:
         connection = self.connection
-        if connection is None:
-            return
-        kind = frame.msg_type
-        if kind is WSMsgType.BINARY or kind is WSMsgType.TEXT:
-            if not frame.fin:
-                connection.sink.close(WSCloseCode.UNSUPPORTED_DATA.value,
-                                      "fragmented messages are not accepted")
-                return
-            connection.received(frame.get_payload_as_bytes(),
-                                Format.BINARY if kind is WSMsgType.BINARY else Format.JSON)
-        elif kind is WSMsgType.CLOSE:
-            transport.send_close(frame.get_close_code())
-            transport.disconnect()
-        elif kind is WSMsgType.CONTINUATION:
-            connection.sink.close(WSCloseCode.UNSUPPORTED_DATA.value,
-                                  "fragmented messages are not accepted")
+        if connection is not None:
+            on_frame(connection, transport, frame)  # compiled (``sink.py``)
 
     def on_ws_disconnected(self, transport: WSTransport) -> None:
         self.endpoint.transports.discard(transport)

@@ -1,5 +1,6 @@
-"""A socket's frames onto its picows transport (``TransportSink``, a ``connection.Sink``) and
-the bytes of a frame as a server writes it (``ws_frame``).
+"""A socket's frames onto its picows transport (``TransportSink``, a ``connection.Sink``), the
+bytes of a frame as a server writes it (``ws_frame``), and each frame picows hands a socket
+(``on_frame``).
 
 Apart from ``endpoint.py`` so that they are compiled by mypyc (``tools/compiled.py``): every
 frame sent goes through them, while ``endpoint.py``'s classes subclass picows's Cython ones,
@@ -8,7 +9,14 @@ which a compiled class cannot (compiled, they crashed the interpreter).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Final
+
 from picows import WSCloseCode, WSMsgType, WSTransport
+
+from tapis_service.ws.frames import Format
+
+if TYPE_CHECKING:
+    from tapis_service.ws.connection import Connection
 
 
 class TransportSink:
@@ -41,6 +49,9 @@ _FINAL_TEXT = 0x80 | WSMsgType.TEXT.value
 _FINAL_BINARY = 0x80 | WSMsgType.BINARY.value
 """A frame's first byte: final (FIN), then its opcode (an enum's ``value`` is a Python
 property: read once)."""
+_TEXT_HEADS: Final = tuple(bytes((_FINAL_TEXT, size)) for size in range(126))
+_BINARY_HEADS: Final = tuple(bytes((_FINAL_BINARY, size)) for size in range(126))
+"""The two bytes heading a frame of each size under 126, for text and binary messages."""
 
 
 def ws_frame(message: bytes | str) -> bytes:
@@ -52,8 +63,34 @@ def ws_frame(message: bytes | str) -> bytes:
     else:
         payload, first = message, _FINAL_BINARY
     size = len(payload)
-    if size < 126:
-        return bytes((first, size)) + payload
+    if size < 126:  # the head made once per size (``bytes((first, size))`` per frame before)
+        return (_TEXT_HEADS if first == _FINAL_TEXT else _BINARY_HEADS)[size] + payload
     if size < 1 << 16:
         return bytes((first, 126)) + size.to_bytes(2, "big") + payload
     return bytes((first, 127)) + size.to_bytes(8, "big") + payload
+
+
+_BINARY: Final = WSMsgType.BINARY
+_TEXT: Final = WSMsgType.TEXT
+_CLOSE: Final = WSMsgType.CLOSE
+_CONTINUATION: Final = WSMsgType.CONTINUATION
+_UNSUPPORTED: Final = WSCloseCode.UNSUPPORTED_DATA.value
+
+
+def on_frame(connection: Connection, transport: WSTransport, frame: Any) -> None:
+    """A frame picows received on ``connection``'s socket (the endpoint's ``on_ws_frame``,
+    compiled here: every request): a whole message served, a close answered, a fragmented
+    message refused (the socket closed, 1003). ``frame`` is a ``WSFrame`` typed ``Any``: its
+    ``fin`` is an int where its stub says bool, which a compiled annotation would refuse."""
+    kind = frame.msg_type
+    if kind is _BINARY or kind is _TEXT:
+        if not frame.fin:
+            connection.sink.close(_UNSUPPORTED, "fragmented messages are not accepted")
+            return
+        connection.received(frame.get_payload_as_bytes(),
+                            Format.BINARY if kind is _BINARY else Format.JSON)
+    elif kind is _CLOSE:
+        transport.send_close(frame.get_close_code())
+        transport.disconnect()
+    elif kind is _CONTINUATION:
+        connection.sink.close(_UNSUPPORTED, "fragmented messages are not accepted")

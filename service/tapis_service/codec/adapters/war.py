@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
@@ -25,33 +25,33 @@ _BATAILLE = war_pb2.WarBatailleAnnounced.DESCRIPTOR
 _DEALT = war_pb2.WarDealt.DESCRIPTOR
 _SHORT = war_pb2.WarShortBataille.DESCRIPTOR
 _ENDED = war_pb2.WarEnded.DESCRIPTOR
-_K_REVEALED = tag(_EVENT, "card_revealed")
-_K_REVEALED_SEAT = tag(_REVEALED, "seat")
-_K_REVEALED_CARD = tag(_REVEALED, "card")
-_K_REVEALED_FACE_DOWN = tag(_REVEALED, "with_face_down")
-_K_REVEALED_SIZES = tag(_REVEALED, "deck_sizes")
-_REVEALED_FACE_DOWN = flag(_K_REVEALED_FACE_DOWN, True)
-_K_TRICK = tag(_EVENT, "trick_won")
-_K_TRICK_SEAT = tag(_TRICK, "seat")
-_K_TRICK_CARDS = tag(_TRICK, "cards")
-_K_TRICK_POINTS = tag(_TRICK, "points")
-_K_TRICK_SIZES = tag(_TRICK, "deck_sizes")
-_K_BATAILLE = tag(_EVENT, "bataille")
-_K_BATAILLE_COUNT = tag(_BATAILLE, "count")
-_K_DEALT = tag(_EVENT, "dealt")
-_K_DEALT_SIZES = tag(_DEALT, "deck_sizes")
-_K_DEALT_FIRST = tag(_DEALT, "first_seat")
-_K_SHORT = tag(_EVENT, "short_bataille")
-_K_SHORT_LOSER = tag(_SHORT, "loser")
-_K_SHORT_SIZES = tag(_SHORT, "deck_sizes")
-_K_ENDED = tag(_EVENT, "ended")
-_K_ENDED_WINNER = tag(_ENDED, "winner")
-_K_ENDED_REASON = tag(_ENDED, "reason")
-_K_ENDED_POINTS = tag(_ENDED, "points")
-_K_ENDED_SIZES = tag(_ENDED, "deck_sizes")
+_K_REVEALED: Final = tag(_EVENT, "card_revealed")
+_K_REVEALED_SEAT: Final = tag(_REVEALED, "seat")
+_K_REVEALED_CARD: Final = tag(_REVEALED, "card")
+_K_REVEALED_FACE_DOWN: Final = tag(_REVEALED, "with_face_down")
+_K_REVEALED_SIZES: Final = tag(_REVEALED, "deck_sizes")
+_REVEALED_FACE_DOWN: Final = flag(_K_REVEALED_FACE_DOWN, True)
+_K_TRICK: Final = tag(_EVENT, "trick_won")
+_K_TRICK_SEAT: Final = tag(_TRICK, "seat")
+_K_TRICK_CARDS: Final = tag(_TRICK, "cards")
+_K_TRICK_POINTS: Final = tag(_TRICK, "points")
+_K_TRICK_SIZES: Final = tag(_TRICK, "deck_sizes")
+_K_BATAILLE: Final = tag(_EVENT, "bataille")
+_K_BATAILLE_COUNT: Final = tag(_BATAILLE, "count")
+_K_DEALT: Final = tag(_EVENT, "dealt")
+_K_DEALT_SIZES: Final = tag(_DEALT, "deck_sizes")
+_K_DEALT_FIRST: Final = tag(_DEALT, "first_seat")
+_K_SHORT: Final = tag(_EVENT, "short_bataille")
+_K_SHORT_LOSER: Final = tag(_SHORT, "loser")
+_K_SHORT_SIZES: Final = tag(_SHORT, "deck_sizes")
+_K_ENDED: Final = tag(_EVENT, "ended")
+_K_ENDED_WINNER: Final = tag(_ENDED, "winner")
+_K_ENDED_REASON: Final = tag(_ENDED, "reason")
+_K_ENDED_POINTS: Final = tag(_ENDED, "points")
+_K_ENDED_SIZES: Final = tag(_ENDED, "deck_sizes")
 
 
-_CARD_FIELDS = {card: nested(_K_REVEALED_CARD, card_wire(card)) for card in standard_deck()}
+_CARD_FIELDS: Final = {card: nested(_K_REVEALED_CARD, card_wire(card)) for card in standard_deck()}
 """``WarCardRevealed.card`` of each card of the deck, encoded (a constant table)."""
 
 
