@@ -397,13 +397,7 @@ async def _resumed_or_task(resumed: bool, how: str) -> list[str]:
             seen.append("cancelled")
             raise
 
-    context = contextvars.copy_context()
-    coroutine = serving()
-    waiting = context.run(coroutine.send, None)
-    if resumed:
-        request: Any = _Resumed(loop, coroutine, waiting, context)
-    else:  # _serve_now's way before: a task, handed what the coroutine waits on first
-        request = loop.create_task(_AsTask(coroutine, waiting), context=context)
+    request = _started(serving(), resumed)
     if how in ("answered", "answered then gone"):
         future.set_result("answered")
     if how in ("gone", "answered then gone", "bare then gone"):
@@ -411,6 +405,17 @@ async def _resumed_or_task(resumed: bool, how: str) -> list[str]:
     for _ in range(5):
         await asyncio.sleep(0)
     return seen
+
+
+def _started(coroutine: Coroutine[Any, Any, None], resumed: bool) -> Any:
+    """``coroutine`` run up to its first wait in a context of its own (``_serve_now``'s), then
+    left to ``_Resumed`` or, the way before, to a task handed what it waits on first."""
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    waiting = context.run(coroutine.send, None)
+    if resumed:
+        return _Resumed(loop, coroutine, waiting, context)
+    return loop.create_task(_AsTask(coroutine, waiting), context=context)
 
 
 class _AsTask(Coroutine[Any, Any, None]):
@@ -475,14 +480,8 @@ async def _followed_or_task(resumed: bool, how: str) -> tuple[list[str], list[st
             seen.append("cancelled")
             raise
 
-    context = contextvars.copy_context()
-    coroutine = serving()
-    waiting = context.run(coroutine.send, None)
-    if resumed:
-        request: Any = _Resumed(loop, coroutine, waiting, context)
-        assert request.following
-    else:
-        request = loop.create_task(_AsTask(coroutine, waiting), context=context)
+    request = _started(serving(), resumed)
+    assert not resumed or request.following
     if how.startswith("answered"):
         gate.set_result(None)
     if how.endswith("gone"):
