@@ -15,7 +15,7 @@ upgrade, never read here).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,6 +98,11 @@ class Directory:
         self.liveness.keep_only(r["node_id"] for r in rows)
         return {r["node_id"]: r["address"] for r in rows
                 if self.liveness.observe(r["node_id"], r["beat"])}
+
+    def confirmed_members(self, live: Iterable[str]) -> int:
+        """How many of ``live`` (``live_members``) are confirmed alive: this node, and each
+        member whose heartbeat it has read move on (``Liveness.confirmed``)."""
+        return len(self.liveness.confirmed(live) | {self.node_id})
 
     async def owner_of(self, game_id: str) -> Owner | None:
         """The table's owner (None: no such table)."""

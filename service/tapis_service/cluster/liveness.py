@@ -33,6 +33,8 @@ class Liveness:
         self.clock = clock
         self._seen: dict[str, tuple[int, float]] = {}
         """node id -> (its heartbeat, when this node first read that heartbeat)."""
+        self._moved: set[str] = set()
+        """The members whose heartbeat this node has read move on at least once."""
 
     def observe(self, node_id: str, beat: int) -> bool:
         """Record ``node_id``'s heartbeat as read now; whether it is alive: its heartbeat moved
@@ -40,6 +42,8 @@ class Liveness:
         now = self.clock()
         seen = self._seen.get(node_id)
         if seen is None or seen[0] != beat:
+            if seen is not None:
+                self._moved.add(node_id)
             self._seen[node_id] = (beat, now)
             return True
         return now - seen[1] < self.ttl_s
@@ -49,6 +53,13 @@ class Liveness:
         kept = set(node_ids)
         for node_id in [n for n in self._seen if n not in kept]:
             del self._seen[node_id]
+        self._moved &= kept
+
+    def confirmed(self, alive: Iterable[str]) -> set[str]:
+        """Those of ``alive`` (as ``observe`` judged them) whose heartbeat this node has read
+        move on: alive for certain, not merely first read (a member that died before this
+        node started counts as alive for a TTL, for the takeover's safety, never here)."""
+        return {node_id for node_id in alive if node_id in self._moved}
 
     def dead(self) -> dict[str, int]:
         """node id -> the heartbeat of every member seen unchanged for a TTL."""

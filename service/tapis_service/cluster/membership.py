@@ -55,7 +55,7 @@ class Membership:
                 # shielded: the stop cancels this task, never the renewal calls may share
                 await asyncio.shield(self.locator.renewal())
                 live = await self.directory.live_members()
-                metrics.MEMBERS.set(len(live))
+                metrics.MEMBERS.set(self.directory.confirmed_members(live))
                 if self.tunnels.addresses():
                     self.tunnels.close_others(set(live.values()))
             except Exception as error:  # the database is away: the lease runs out

@@ -21,8 +21,10 @@ FORWARD_SECONDS = Histogram(
 TABLES_LOST = Counter("tapis_cluster_tables_lost_total",
                       "Tables this node gave up because another node owns them now")
 MEMBERS = Gauge("tapis_cluster_members",
-                "Live members of the cluster this node sees, itself included (set at each "
-                "heartbeat that reached the database: see tapis_cluster_lease_age_seconds)")
+                "Live members of the cluster this node sees, itself included: each one whose "
+                "heartbeat it has read move on within a TTL (a member first read counts once "
+                "it beats again; set at each heartbeat that reached the database: see "
+                "tapis_cluster_lease_age_seconds)")
 LEASE_AGE = Gauge("tapis_cluster_lease_age_seconds",
                   "Seconds since this node's membership was last renewed (a heartbeat a "
                   "second: beyond --node-ttl the others take its tables over)")

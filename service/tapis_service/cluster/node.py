@@ -95,7 +95,8 @@ class ClusterNode:
         what its earlier life owned is handed off first, for the others (or itself) to adopt."""
         stale = await self.directory.hand_off()
         await self.locator.renewal()
-        metrics.MEMBERS.set(len(await self.directory.live_members()))
+        live = await self.directory.live_members()
+        metrics.MEMBERS.set(self.directory.confirmed_members(live))
         if stale:
             log.info("stale_ownership_released", tables=stale)
         self.membership.start()
