@@ -189,6 +189,19 @@ async def test_the_shortcuts_send_the_frames_of_the_plain_path(served: Harness) 
                for write in player.sink.writes)  # the plain path: a write per frame
 
 
+async def _war_joined(players: list[Player]) -> tuple[str, list[str]]:
+    """A seeded two-seat war the first player creates, each player joined at its own seat:
+    the game's id and the seats' tokens."""
+    created = await players[0].call(create_game=pb.CreateGameRequest(
+        kind=proto_kind("war"), seats=2, seat_configs=person_seats(2), seed=3,
+        **short_options("war")))
+    game_id = created.create_game.game.game_id
+    tokens = [(await p.call(join_game=pb.JoinGameRequest(
+        game_id=game_id, seat=i, display_name="x"))).join_game.seat_token
+        for i, p in enumerate(players)]
+    return game_id, tokens
+
+
 async def test_an_action_is_one_write_to_each_socket(make_server: ServerFactory) -> None:
     """On the memory store a SubmitAction never waits: its answer and its own socket's events
     frame go out in one write, after the other seat's frame (written at commit)."""
@@ -196,13 +209,7 @@ async def test_an_action_is_one_write_to_each_socket(make_server: ServerFactory)
     api, door = api_and_door(served)
     seat = Player(api, door, "ipv4:10.0.0.9:4000", plain=False)
     other = Player(api, door, "ipv4:10.0.0.8:4000", plain=False)
-    created = await seat.call(create_game=pb.CreateGameRequest(
-        kind=proto_kind("war"), seats=2, seat_configs=person_seats(2), seed=3,
-        **short_options("war")))
-    game_id = created.create_game.game.game_id
-    tokens = [(await p.call(join_game=pb.JoinGameRequest(
-        game_id=game_id, seat=i, display_name="x"))).join_game.seat_token
-        for i, p in enumerate((seat, other))]
+    game_id, tokens = await _war_joined([seat, other])
     for player, token in ((seat, tokens[0]), (other, tokens[1])):
         player.send(token, stream_events=pb.StreamEventsRequest(game_id=game_id))
     await asyncio.sleep(0.01)  # both streams idle, caught up
@@ -224,13 +231,7 @@ async def _acted_on(api: Any, door: Door, plain: bool) -> tuple[list[Any], list[
     and acting in turn: what the sockets got once play began (each frame's field and events,
     in order, socket after socket), and how many frames each of their writes carried."""
     players = [Player(api, door, f"ipv4:10.0.0.{9 - i}:4000", plain=plain) for i in (0, 1)]
-    created = await players[0].call(create_game=pb.CreateGameRequest(
-        kind=proto_kind("war"), seats=2, seat_configs=person_seats(2), seed=3,
-        **short_options("war")))
-    game_id = created.create_game.game.game_id
-    tokens = [(await p.call(join_game=pb.JoinGameRequest(
-        game_id=game_id, seat=i, display_name="x"))).join_game.seat_token
-        for i, p in enumerate(players)]
+    game_id, tokens = await _war_joined(players)
     streams = [player.send(token, stream_events=pb.StreamEventsRequest(game_id=game_id))
                for player, token in zip(players, tokens, strict=True)]
     for player, stream in zip(players, streams, strict=True):
@@ -352,13 +353,7 @@ async def test_a_failed_write_at_commit_ends_that_stream_only(
     served = await make_server(clock=ManualClock())
     api, door = api_and_door(served)
     players = [Player(api, door, f"ipv4:10.0.1.{i}:4000", plain=False) for i in (1, 2)]
-    created = await players[0].call(create_game=pb.CreateGameRequest(
-        kind=proto_kind("war"), seats=2, seat_configs=person_seats(2), seed=3,
-        **short_options("war")))
-    game_id = created.create_game.game.game_id
-    tokens = [(await p.call(join_game=pb.JoinGameRequest(
-        game_id=game_id, seat=i, display_name="x"))).join_game.seat_token
-        for i, p in enumerate(players)]
+    game_id, tokens = await _war_joined(players)
     streams = [p.send(tokens[i], stream_events=pb.StreamEventsRequest(game_id=game_id))
                for i, p in enumerate(players)]
     await asyncio.sleep(0.01)
