@@ -156,18 +156,12 @@ class GroupCommitWriter:
         return future
 
     def _append(self, game_id: str, index: int, text: str) -> asyncio.Future[None]:
-        """Queue journal input ``index`` of ``game_id`` (its row's text): ``_running_loop``
-        and ``_put``, inlined (an input's every call on the loop is interpreted here)."""
+        """Queue journal input ``index`` of ``game_id`` (its row's text)."""
         if self._closed:
             raise RuntimeError("the store is closed")
-        loop = self._loop
-        if loop is None or not loop.is_running():
-            loop = self._loop = asyncio.get_running_loop()
+        loop = self._running_loop()
         future = loop.create_future()
-        handing = self._handing
-        handing.append(_Append(game_id, index, text, loop, future))
-        if len(handing) == 1:
-            loop.call_soon(self._hand_off)
+        self._put(_Append(game_id, index, text, loop, future), loop)
         return future
 
     def _put(self, job: _Job, loop: asyncio.AbstractEventLoop) -> None:
