@@ -117,7 +117,8 @@ class Locator:
                 await self.confirm()
                 return await self._look_up(game_id, forwarded)
         except DATABASE_ERRORS as error:
-            logrepeat.limited(log.warning, "route_failed", game=game_id, error=str(error)[:200])
+            logrepeat.limited(log.warning, "route_failed", game=game_id,
+                              error=f"{type(error).__name__}: {error}"[:200])
             raise database_away() from error
         finally:
             if not lock.locked():
@@ -266,8 +267,12 @@ class Locator:
             async with asyncio.timeout(self.ttl_s):
                 await asyncio.shield(self.renewal())
         except DATABASE_ERRORS as error:  # (a timeout among them)
+            logrepeat.limited(log.warning, "lease_unconfirmed",
+                              error=f"{type(error).__name__}: {error}"[:200])
             raise database_away() from error
-        if not self.confirmed():
+        if not self.confirmed():  # a renewal slower than the lease it gives
+            logrepeat.limited(log.warning, "lease_unconfirmed",
+                              error=f"renewed {self.lease_age_s():.3f} s ago")
             raise database_away()
 
     def renewal(self) -> asyncio.Task[None]:
