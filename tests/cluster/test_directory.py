@@ -21,13 +21,14 @@ def seconds(clock: ManualClock) -> Liveness:
     return Liveness(3.0, lambda: clock.now_ms() / 1000)
 
 
-async def waiting_on_a_lock(store: PostgresStore, query: asyncio.Future[object]) -> None:
-    """Until a session of the database waits on a lock (``query``, which must not end first)."""
+async def waiting_on_a_lock(store: PostgresStore, *queries: asyncio.Future[object]) -> None:
+    """Until as many sessions of the database wait on a lock as ``queries`` (which must not
+    end first)."""
     async with store.pool.acquire() as connection:
-        while not await connection.fetchval(
+        while await connection.fetchval(
                 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                "AND datname = current_database()"):
-            assert not query.done()
+                "AND datname = current_database()") < len(queries):
+            assert not any(query.done() for query in queries)
             await asyncio.sleep(0.01)
 
 
@@ -142,6 +143,84 @@ async def test_a_takeover_waits_for_an_append_in_flight_and_never_takes_a_live_o
                 "SELECT count(*) FROM journal WHERE game_id = 'moving'") == 1
         assert await heir.holds("moving", 2) and not await heir.holds("moving", 1)
     finally:
+        await store.aclose()
+
+
+async def dead_owner_of_two_tables(store: PostgresStore) -> Owner:
+    """Members "dead", "a" and "b"; tables "t1" and "t2" of "dead" at epoch 1: "dead" as
+    judged dead (its heartbeat)."""
+    async with store.pool.acquire() as connection:
+        await connection.execute("INSERT INTO members (node_id, address, expires_at) VALUES "
+                                 "('dead', 'x', now()), ('a', 'a', now()), ('b', 'b', now())")
+        await connection.execute("INSERT INTO games (game_id, record, owner, epoch) VALUES "
+                                 "('t1', '{}', 'dead', 1), ('t2', '{}', 'dead', 1)")
+        beat_of_dead = await connection.fetchval(
+            "SELECT beat FROM members WHERE node_id = 'dead'")
+    return Owner("dead", 1, "x", False, beat_of_dead)
+
+
+async def test_two_takeovers_of_one_dead_owners_tables_at_once_both_succeed(
+        database_url: str) -> None:
+    """Two nodes take over two tables of one dead owner while a third session holds its row
+    (a renewal's read): once it lets go, both succeed and both are counted. Each takeover
+    counts itself on that row, so each must hold it for update from the start: two that had
+    each shared it waited for each other (a deadlock, one of them aborted)."""
+    store = await PostgresStore.open(database_url)
+    holder = await asyncpg.connect(database_url)
+    try:
+        dead = await dead_owner_of_two_tables(store)
+        transaction = holder.transaction()
+        await transaction.start()
+        await holder.execute("SELECT 1 FROM members WHERE node_id = 'dead' FOR SHARE")
+        first = asyncio.ensure_future(Directory(store.pool, "a", "a", 3.0).take_over("t1", dead))
+        await waiting_on_a_lock(store, first)
+        second = asyncio.ensure_future(
+            Directory(store.pool, "b", "b", 3.0).take_over("t2", dead))
+        await waiting_on_a_lock(store, first, second)
+        await transaction.commit()
+        assert await asyncio.gather(first, second) == [2, 2]
+        async with store.pool.acquire() as connection:
+            assert await connection.fetchval(
+                "SELECT taken FROM members WHERE node_id = 'dead'") == 2
+            assert dict(await connection.fetch("SELECT game_id, owner FROM games")) == {
+                "t1": "a", "t2": "b"}
+    finally:
+        await holder.close()
+        await store.aclose()
+
+
+async def test_two_sweeps_of_one_dead_owners_tables_at_once_both_succeed(
+        database_url: str) -> None:
+    """The same for two nodes' orphan sweeps (one table each): both take one, neither is
+    aborted."""
+    store = await PostgresStore.open(database_url)
+    holder = await asyncpg.connect(database_url)
+    clock = ManualClock()
+    try:
+        await dead_owner_of_two_tables(store)
+        liveness = seconds(clock)  # both sweepers judge by one reading: "dead" stood still
+        sweepers = [Directory(store.pool, node, node, 3.0, liveness) for node in ("a", "b")]
+        await sweepers[0].live_members()
+        clock.advance(3000)
+        async with store.pool.acquire() as connection:
+            for node in ("a", "b"):
+                await beat(connection, node)
+        assert sorted(await sweepers[0].live_members()) == ["a", "b"]
+        transaction = holder.transaction()
+        await transaction.start()
+        await holder.execute("SELECT 1 FROM members WHERE node_id = 'dead' FOR SHARE")
+        first = asyncio.ensure_future(sweepers[0].sweep_orphans(1))
+        await waiting_on_a_lock(store, first)
+        second = asyncio.ensure_future(sweepers[1].sweep_orphans(1))
+        await waiting_on_a_lock(store, first, second)
+        await transaction.commit()
+        swept = await asyncio.gather(first, second)
+        assert sorted(game for taken in swept for game, _ in taken) == ["t1", "t2"]
+        async with store.pool.acquire() as connection:
+            assert await connection.fetchval(
+                "SELECT taken FROM members WHERE node_id = 'dead'") == 2
+    finally:
+        await holder.close()
         await store.aclose()
 
 

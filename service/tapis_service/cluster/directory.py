@@ -4,9 +4,10 @@ at which fencing epoch (``games.owner``, ``games.epoch``).
 
 Liveness is judged by each node on its own monotonic clock (``liveness``): a member whose
 heartbeat has not moved for a TTL is dead. No takeover succeeds while the owner's heartbeat
-moves on: a takeover locks the owner's ``members`` row (``FOR SHARE``) and checks that its
-heartbeat is still the one judged dead, so it is ordered against the owner's renewal, and a
-trigger counts it on that row, which the owner's next renewal reads. Who *may* write is
+moves on: a takeover locks the owner's ``members`` row (for update: two takeovers that shared
+it would deadlock on the count) and checks that its heartbeat is still the one judged dead, so
+it is ordered against the owner's renewal, and a trigger counts it on that row, which the
+owner's next renewal reads. Who *may* write is
 decided by the journal's primary key (and, to fail fast, the epoch). No decision compares
 timestamps (``members.expires_at`` is written for people and for nodes of schema 4 in a rolling
 upgrade, never read here).
@@ -32,10 +33,18 @@ UNOWNED = "unowned"
 """How ListGames names, among its missing nodes, the tables a stopped node handed off that no
 node took over yet."""
 _DEAD = ("dead AS (SELECT m.node_id FROM members m JOIN unnest($3::text[], $4::bigint[]) "
-         "AS d(node_id, beat) ON m.node_id = d.node_id AND m.beat = d.beat FOR SHARE OF m)")
+         "AS d(node_id, beat) ON m.node_id = d.node_id AND m.beat = d.beat "
+         "ORDER BY m.node_id FOR NO KEY UPDATE OF m)")
 """The members judged dead whose heartbeat is still the one judged dead, their rows locked
 until the takeover commits: an owner's renewal waits for it (and one that committed first gave
-its row a new heartbeat)."""
+its row a new heartbeat). Locked for update, in node id order, not shared: the takeover's
+trigger counts it on that row (``taken``), and two takeovers that had each shared the row
+would each wait for the other to let go (a deadlock, PostgreSQL aborting one of them)."""
+_OWNER_ALIVE = ("owner_alive AS (SELECT m.beat IS DISTINCT FROM $4 AS alive FROM games g "
+                "JOIN members m ON m.node_id = g.owner WHERE g.game_id = $2 "
+                "FOR NO KEY UPDATE OF m)")
+"""Whether the table's owner renewed since it was judged dead, its row locked as ``_DEAD``
+locks it (for update: the takeover counts itself on that row)."""
 
 
 RENEW = ("INSERT INTO members (node_id, address, expires_at) "
@@ -139,9 +148,7 @@ class Directory:
             if locked != owner.epoch:
                 return None
             epoch = await connection.fetchval(
-                "WITH owner_alive AS (SELECT m.beat IS DISTINCT FROM $4 AS alive FROM games g "
-                "JOIN members m ON m.node_id = g.owner WHERE g.game_id = $2 FOR SHARE OF m) "
-                "UPDATE games SET owner = $1, epoch = epoch + 1 "
+                f"WITH {_OWNER_ALIVE} UPDATE games SET owner = $1, epoch = epoch + 1 "
                 "WHERE game_id = $2 AND epoch = $3 "
                 "AND NOT COALESCE((SELECT alive FROM owner_alive), FALSE) RETURNING epoch",
                 self.node_id, game_id, owner.epoch, owner.beat)
