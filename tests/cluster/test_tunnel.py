@@ -393,6 +393,16 @@ async def first_answer(channel: grpc.aio.Channel, method: str, request: bytes) -
         return error.code(), reason_of(error)
 
 
+async def no_stream_left(stub: pb_grpc.GameServiceStub, game_id: str) -> None:
+    """Until the table's view says no seat is connected (its streams' ends reached the owner)."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + 30
+    while any(seat.connected for seat in
+              (await stub.GetGame(pb.GetGameRequest(game_id=game_id))).game.seats):
+        assert loop.time() < give_up, "a cancelled stream still counts as connected"
+        await asyncio.sleep(0.01)  # polling the owner's view for a condition, bounded
+
+
 async def test_calls_relayed_between_nodes_are_answered_as_the_owner_answers(
         cluster_url: str, tmp_path: Path) -> None:
     owner, other = Node(cluster_url, tmp_path), Node(cluster_url, tmp_path)
@@ -424,6 +434,9 @@ async def test_calls_relayed_between_nodes_are_answered_as_the_owner_answers(
             direct = await events_until(pb_grpc.GameServiceStub(to_owner), table.game_id,
                                         table.tokens[0], answer.version)
             assert relayed == direct and len(relayed) >= 6
+            # both streams were cancelled: once the owner has seen them end (the relayed
+            # one's end crosses the tunnel), seat 0 is not connected in any view
+            await no_stream_left(pb_grpc.GameServiceStub(to_owner), table.game_id)
             # a request near the receive limit is answered as the owner answers it
             big = pb.GetGameRequest(game_id=table.game_id).SerializeToString() \
                 + b"\x7a" + varint(65_000) + b"x" * 65_000  # field 15 (unknown), 65,000 bytes
