@@ -50,6 +50,7 @@ EXTRA = (
     "tapis_service.codec.adapters.basra",
     "tapis_service.tables.session",
     "tapis_service.tables.fanout",
+    "tapis_service.tables.compaction",
     "tapis_service.ws.frames",
     "tapis_service.door.door",
     "tapis_service.door.logcontext",

@@ -119,6 +119,14 @@ def packed(key: bytes, values: Sequence[int]) -> bytes:
     return key + (_ONE_BYTE[size] if size < 0x80 else varint(size)) + body
 
 
+def pair(key: bytes, first: int, second: int) -> bytes:
+    """``packed(key, (first, second))`` for two values (a two-seat game's counts, on every War
+    event), without the tuple: one join when both are below 0x80."""
+    if 0 <= first < 0x80 and 0 <= second < 0x80:
+        return b"".join((key, _ONE_BYTE[2], _ONE_BYTE[first], _ONE_BYTE[second]))
+    return packed(key, (first, second))
+
+
 def nested(key: bytes, body: bytes) -> bytes:
     """A sub-message (or string, or bytes) field that is set, with its serialized ``body``."""
     size = len(body)
