@@ -119,20 +119,15 @@ def packed(key: bytes, values: Sequence[int]) -> bytes:
     return key + (_ONE_BYTE[size] if size < 0x80 else varint(size)) + body
 
 
-_PAIRS: Final[dict[int, bytes]] = {}
-"""``pair``'s length and two one-byte values, by ``first << 7 | second`` (at most 16,384)."""
+_TWO_THEN: Final = tuple(b"\x02" + bytes((i,)) for i in range(0x80))
+"""A packed field's length 2 and its first one-byte value, for each value (a constant table)."""
 
 
 def pair(key: bytes, first: int, second: int) -> bytes:
     """``packed(key, (first, second))`` for two values (a two-seat game's counts, on every War
-    event), without the tuple: its length and both values remembered when each is below
-    0x80, one concatenation."""
+    event), without the tuple: two concatenations when both are below 0x80."""
     if 0 <= first < 0x80 and 0 <= second < 0x80:
-        index = first << 7 | second
-        body = _PAIRS.get(index)
-        if body is None:
-            body = _PAIRS[index] = _ONE_BYTE[2] + _ONE_BYTE[first] + _ONE_BYTE[second]
-        return key + body
+        return key + _TWO_THEN[first] + _ONE_BYTE[second]
     return packed(key, (first, second))
 
 
