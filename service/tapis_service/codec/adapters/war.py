@@ -10,8 +10,7 @@ from tapis_engine import war
 from tapis_engine.cards import standard_deck
 from tapis_engine.errors import Reason, invalid
 from tapis_service.codec.adapters.cards import card_to_proto, card_wire
-from tapis_service.codec.wire import (
-    flag, nested, optional_uint, packed, pair, tag, uint, varint)
+from tapis_service.codec.wire import flag, nested, optional_uint, packed, pair, tag, uint, varint
 
 _END = {None: war_pb2.WAR_END_REASON_UNSPECIFIED, "target": war_pb2.WAR_END_REASON_TARGET,
         "all_cards": war_pb2.WAR_END_REASON_ALL_CARDS,
