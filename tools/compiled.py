@@ -50,6 +50,7 @@ EXTRA = (
     "tapis_service.codec.adapters.basra",
     "tapis_service.tables.session",
     "tapis_service.tables.fanout",
+    "tapis_service.tables.compaction",
     "tapis_service.ws.frames",
     "tapis_service.door.door",
     "tapis_service.door.logcontext",
@@ -72,7 +73,8 @@ EXTRA = (
 )
 """Single modules compiled besides: the bytes of every event (the envelope and each game's
 body) and the card converters they use; the session's log (the logged events the bytes are
-read from) and the fan-out that hands them to the streams; on the request path, the socket's
+read from), the fan-out that hands them to the streams and the compaction that keeps a
+finished game's as bytes; on the request path, the socket's
 frames, its connection (a frame to a call through the door, the answer back) and its sink onto
 picows, the door every transport passes (its bound, log context and size limits), the
 GameApi's methods (its two server streams, async generators, are ``tables/event_streams.py``,

@@ -50,6 +50,8 @@ async def test_a_long_series_keeps_the_live_log_bounded_and_replays_identically(
         task.cancel()
     # the live log holds the current game only; the seat claims and earlier games are bytes
     assert len(session.compacted) == GAMES
+    assert all(len(games.blobs) == 1 and set(games.views.values()) == {0}
+               for games in session.compacted)  # War hides nothing: one blob for all
     assert session.events[0].event.game_number == GAMES
     assert len(session.events) <= longest_live_log < last
     for i, token in enumerate(recipients):

@@ -45,6 +45,15 @@ def test_varint() -> None:
             wire.ANSWER_VERSION_TAG + wire.varint(value)).version == value
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**32 - 1) | st.integers(0, 0x90), st.integers(0, 2**32 - 1)
+       | st.integers(0, 0x90))
+def test_a_pair_is_packed_as_its_tuple(first: int, second: int) -> None:
+    key = wire.tag(pb.Event.DESCRIPTOR, "awaiting_seats")
+    assert wire.pair(key, first, second) == wire.packed(key, (first, second))
+    assert pb.Event.FromString(wire.pair(key, first, second)).awaiting_seats == [first, second]
+
+
 async def test_answers_and_stream_messages_parse_to_the_converted_events() -> None:
     session = await _table("basra", 2, 7)
     events = session.events_after(0)

@@ -119,6 +119,18 @@ def packed(key: bytes, values: Sequence[int]) -> bytes:
     return key + (_ONE_BYTE[size] if size < 0x80 else varint(size)) + body
 
 
+_TWO_THEN: Final = tuple(b"\x02" + bytes((i,)) for i in range(0x80))
+"""A packed field's length 2 and its first one-byte value, for each value (a constant table)."""
+
+
+def pair(key: bytes, first: int, second: int) -> bytes:
+    """``packed(key, (first, second))`` for two values (a two-seat game's counts, on every War
+    event), without the tuple: two concatenations when both are below 0x80."""
+    if 0 <= first < 0x80 and 0 <= second < 0x80:
+        return key + _TWO_THEN[first] + _ONE_BYTE[second]
+    return packed(key, (first, second))
+
+
 def nested(key: bytes, body: bytes) -> bytes:
     """A sub-message (or string, or bytes) field that is set, with its serialized ``body``."""
     size = len(body)

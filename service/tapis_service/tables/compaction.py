@@ -45,23 +45,34 @@ def compact_finished(session: Session) -> None:
 
 
 def _compact(session: Session, finished: list[LoggedEvent]) -> CompactedEvents:
+    if not session.rules.hides_events:  # one view: every recipient sees what all see
+        blob = _blob([wire.framed_event(session, logged, None) for logged in finished])
+        views: dict[int | None, int] = dict.fromkeys(
+            (None, *range(len(session.table.seats))), 0)
+        return CompactedEvents(finished[0].sequence, finished[-1].sequence, (blob,), views)
     blobs: list[tuple[bytes, array[int]]] = []
     index_of: dict[bytes, int] = {}
-    views: dict[int | None, int] = {}
+    views = {}
     for recipient in (None, *range(len(session.table.seats))):
-        if recipient is not None and not session.rules.hides_events:
-            views[recipient] = views[None]  # nothing hidden: every seat sees what all see
-            continue
         frames = [wire.framed_event(session, logged, recipient) for logged in finished]
         raw = b"".join(frames)
         if raw not in index_of:
-            offsets = array("I", [0])
-            for frame in frames:
-                offsets.append(offsets[-1] + len(frame))
             index_of[raw] = len(blobs)
-            blobs.append((zlib.compress(raw, LEVEL), offsets))
+            blobs.append(_blob(frames, raw))
         views[recipient] = index_of[raw]
     return CompactedEvents(finished[0].sequence, finished[-1].sequence, tuple(blobs), views)
+
+
+def _blob(frames: list[bytes], raw: bytes | None = None) -> tuple[bytes, array[int]]:
+    """The frames one after the other, compressed, and where each starts (one offset more
+    than the frames): the offsets summed as native integers into one list, then one array."""
+    ends = [0]
+    end = 0
+    for frame in frames:
+        end += len(frame)
+        ends.append(end)
+    joined = b"".join(frames) if raw is None else raw
+    return zlib.compress(joined, LEVEL), array("I", ends)
 
 
 def replay(compacted: list[CompactedEvents], seat: int | None, after: int,

@@ -10,7 +10,7 @@ from tapis_engine import war
 from tapis_engine.cards import standard_deck
 from tapis_engine.errors import Reason, invalid
 from tapis_service.codec.adapters.cards import card_to_proto, card_wire
-from tapis_service.codec.wire import flag, nested, optional_uint, packed, tag, uint, varint
+from tapis_service.codec.wire import flag, nested, optional_uint, packed, pair, tag, uint, varint
 
 _END = {None: war_pb2.WAR_END_REASON_UNSPECIFIED, "target": war_pb2.WAR_END_REASON_TARGET,
         "all_cards": war_pb2.WAR_END_REASON_ALL_CARDS,
@@ -127,21 +127,24 @@ class WarAdapter:
 
     def event_wire(self, event: Any) -> bytes:
         """``event_to_proto(event).SerializeToString()``, written by hand (every action)."""
-        kind = type(event)
-        if kind is war.CardRevealed:  # the two hot ones: uint and flag inlined
+        if type(event) is war.CardRevealed:  # the two hot ones: typed, so read as native fields
             seat = event.seat
+            first, second = event.deck_sizes
             return nested(_K_REVEALED, b"".join((
                 _K_REVEALED_SEAT + varint(seat) if seat else b"",
                 _card_field(event.card),
                 _REVEALED_FACE_DOWN if event.with_face_down else b"",
-                packed(_K_REVEALED_SIZES, event.deck_sizes))))
-        if kind is war.TrickWon:
+                pair(_K_REVEALED_SIZES, first, second))))
+        if type(event) is war.TrickWon:
             seat, cards = event.seat, event.cards
+            won, lost = event.points
+            first, second = event.deck_sizes
             return nested(_K_TRICK, b"".join((
                 _K_TRICK_SEAT + varint(seat) if seat else b"",
                 _K_TRICK_CARDS + varint(cards) if cards else b"",
-                packed(_K_TRICK_POINTS, event.points),
-                packed(_K_TRICK_SIZES, event.deck_sizes))))
+                pair(_K_TRICK_POINTS, won, lost),
+                pair(_K_TRICK_SIZES, first, second))))
+        kind = type(event)
         if kind is war.BatailleAnnounced:
             return nested(_K_BATAILLE, uint(_K_BATAILLE_COUNT, event.count))
         if kind is war.Dealt:
