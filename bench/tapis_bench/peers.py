@@ -118,14 +118,17 @@ def summary(figures: dict[str, Any]) -> dict[str, float | None]:
 def table(runs: dict[str, dict[str, Any]]) -> str:
     """The side-by-side table of the docs (Markdown), from the runs."""
     lines = ["| tables | side | µs CPU per action | actions/s | p50 ms | load generator's µs CPU "
-             "per action | load before → after |",
-             "|---|---|---|---|---|---|---|"]
+             "per action | games per 1,000 actions | server sleeps per 1,000 actions "
+             "| load before → after |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for tables, figures in runs.items():
         for side in ("colyseus_state", "colyseus_messages", "tapis_memory", "tapis_sqlite"):
             got = figures[side]
             lines.append(f"| {tables} | {side} | {got['server_cpu_us_per_action']} | "
                          f"{got['actions_per_s']} | {got['p50_ms']:.2f} | "
                          f"{got.get('client_cpu_us_per_action')} | "
+                         f"{got.get('games_per_1000_actions')} | "
+                         f"{got.get('server_sleeps_per_1000_actions')} | "
                          f"{figures['load_avg']} → {figures['load_avg_after']} |")
     return "\n".join(lines)
 
