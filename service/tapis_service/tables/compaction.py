@@ -13,6 +13,7 @@ from __future__ import annotations
 import zlib
 from array import array
 from collections.abc import Iterator
+from itertools import accumulate
 
 from tapis_service.codec import wire
 from tapis_service.tables.session import CompactedEvents, LoggedEvent, Session
@@ -55,9 +56,7 @@ def _compact(session: Session, finished: list[LoggedEvent]) -> CompactedEvents:
         frames = [wire.framed_event(session, logged, recipient) for logged in finished]
         raw = b"".join(frames)
         if raw not in index_of:
-            offsets = array("I", [0])
-            for frame in frames:
-                offsets.append(offsets[-1] + len(frame))
+            offsets = array("I", accumulate(map(len, frames), initial=0))  # in C, not per frame
             index_of[raw] = len(blobs)
             blobs.append((zlib.compress(raw, LEVEL), offsets))
         views[recipient] = index_of[raw]
