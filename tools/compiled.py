@@ -82,10 +82,11 @@ of its inputs, the host, the seat tokens and the lifecycle's map of the tables; 
 request stepped without a task; the bots and timers re-armed, the table's last use noted,
 the system clock and a person's action converted, which every action calls from compiled
 code; and a finished game's events compacted (per game, but O(events): under
-``bench-peers``'s load the Python of it was ~3.5 % of the server's samples). The rest of the request path stays Python: docs/performance.md ("The door and the
-frames", "The connection and the GameApi", "The table actor and the host") says why, module
-by module (async generators, subclasses of Cython or builtin classes, a test's subclass, what
-did not pay). A compiled class
+``bench-peers``'s load the Python of it was ~3.5 % of the server's samples). The rest of the
+request path stays Python: docs/performance.md ("The door and the frames", "The connection
+and the GameApi", "The table actor and the host") says why, module by module (async
+generators, subclasses of Cython or builtin classes, a test's subclass, what did not pay).
+A compiled class
 must not annotate again an attribute its base declares: mypyc 2.4 then shows it twice to the
 garbage collector (``tests/engine/test_compiled.py`` checks the generated C); and mypyc drops
 the cause of ``raise ... from``: set ``__cause__`` where it is read."""
