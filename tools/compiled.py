@@ -71,24 +71,24 @@ EXTRA = (
     "tapis_service.observe.system_clock",
     "tapis_service.codec.moves",
 )
-"""Single modules compiled besides: the bytes of every event (the envelope and each game's
-body) and the card converters they use; the session's log (the logged events the bytes are
-read from), the fan-out that hands them to the streams and the compaction that keeps a
-finished game's as bytes; on the request path, the socket's
-frames, its connection (a frame to a call through the door, the answer back) and its sink onto
-picows, the door every transport passes (its bound, log context and size limits), the
-GameApi's methods (its two server streams, async generators, are ``tables/event_streams.py``,
-Python) and the table's per-action work: the table actor, its journal steps and the shielding
-of its inputs, the host, the seat tokens and the lifecycle's map of the tables; the socket's
-request stepped without a task; the bots and timers re-armed, the table's last use noted,
-the system clock and a person's action converted, which every action calls from compiled
-code. The rest of the request path stays Python: docs/performance.md ("The door and the
-frames", "The connection and the GameApi", "The table actor and the host") says why, module
-by module (async generators, subclasses of Cython or builtin classes, a test's subclass, what
-did not pay). A compiled class
-must not annotate again an attribute its base declares: mypyc 2.4 then shows it twice to the
-garbage collector (``tests/engine/test_compiled.py`` checks the generated C); and mypyc drops
-the cause of ``raise ... from``: set ``__cause__`` where it is read."""
+"""Single modules compiled besides: the bytes of every event (the envelope and each game's body)
+and the card converters they use; the session's log (the logged events the bytes are read from),
+the fan-out that hands them to the streams and the compaction that keeps a finished game's as
+bytes; on the request path, the socket's frames, its connection (a frame to a call through the
+door, the answer back) and its sink onto picows, the door every transport passes (its bound, log
+context and size limits), the GameApi's methods (its two server streams, async generators, are
+``tables/event_streams.py``, Python) and the table's per-action work: the table actor, its
+journal steps and the shielding of its inputs, the host, the seat tokens and the lifecycle's map
+of the tables; the socket's request stepped without a task; the bots and timers re-armed, the
+table's last use noted, the system clock and a person's action converted, which every action
+calls from compiled code (the compaction is per game, but O(events): under ``bench-peers``'s
+load its Python was ~3.5 % of the server's samples). The rest of the request path stays Python:
+docs/performance.md ("The door and the frames", "The connection and the GameApi", "The table
+actor and the host") says why, module by module (async generators, subclasses of Cython or
+builtin classes, a test's subclass, what did not pay). A compiled class must not annotate again
+an attribute its base declares: mypyc 2.4 then shows it twice to the garbage collector
+(``tests/engine/test_compiled.py`` checks the generated C); and mypyc drops the cause of ``raise
+... from``: set ``__cause__`` where it is read."""
 
 
 def _module_path(module: str) -> Path:

@@ -21,10 +21,18 @@ interface Config {
 }
 
 interface Table {
-  act(): Promise<void>;
+  /** One action; true when its game ended and the table started the next one. */
+  act(): Promise<boolean>;
 }
 
 const TICKS = 100; // USER_HZ on Linux
+
+// The server's event loop's sleeps: its main thread's voluntary context switches (each a wait
+// in epoll with nothing to do), a diagnostic of how many actions one wake-up serves.
+function sleeps(pid: number): number {
+  const found = /voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return found ? Number(found[1]) : 0;
+}
 
 function cpuSeconds(pid: number): number {
   const text = readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -81,7 +89,9 @@ const requestId = (): string => `load-${process.pid}-${++requests}`;
 async function tapisTable(url: string, index: number): Promise<Table> {
   const sockets = [await TapisSocket.open(url), await TapisSocket.open(url)];
   const created = await sockets[0].call({ case: "createGame", value: {
-    kind: GameKind.WAR, seats: 2, requestId: `peers-${index}`, war: { targetPoints: 1000 },
+    // the oneof `options` as protobuf-es sets it (a `war` key of its own would be dropped, and
+    // the table would play War's default target, 50, against the rooms' 1000)
+    kind: GameKind.WAR, seats: 2, requestId: `peers-${index}`, options: { case: "war", value: { targetPoints: 1000 } },
     seatConfigs: [{ type: SeatType.PERSON }, { type: SeatType.PERSON }] } });
   const gameId = created.response.case === "createGame" ? created.response.value.game!.gameId : "";
   const tokens: string[] = [];
@@ -113,12 +123,14 @@ async function tapisTable(url: string, index: number): Promise<Table> {
       wanted = last.sequence;
       if (seen[0] < wanted || seen[1] < wanted) await new Promise<void>((resolve) => { arrived = resolve; });
       arrived = null;
-      if (last.awaitingSeats.length) awaited = last.awaitingSeats[0];
-      else {
-        await sockets[0].call({ case: "submitAction", value: { gameId, requestId: requestId(), action: { action: { case: "startNextGame", value: {} } } } }, tokens[0]);
-        const again = await sockets[0].call({ case: "getGame", value: { gameId } }, tokens[0]);
-        if (again.response.case === "getGame") awaited = again.response.value.game!.awaitingSeats[0];
+      if (last.awaitingSeats.length) {
+        awaited = last.awaitingSeats[0];
+        return false;
       }
+      await sockets[0].call({ case: "submitAction", value: { gameId, requestId: requestId(), action: { action: { case: "startNextGame", value: {} } } } }, tokens[0]);
+      const again = await sockets[0].call({ case: "getGame", value: { gameId } }, tokens[0]);
+      if (again.response.case === "getGame") awaited = again.response.value.game!.awaitingSeats[0];
+      return true;
     },
   };
 }
@@ -158,8 +170,12 @@ async function colyseusTable(url: string, index: number, synced: boolean): Promi
       wanted = answer.version;
       if (seen[0] < wanted || seen[1] < wanted) await new Promise<void>((resolve) => { arrived = resolve; });
       arrived = null;
-      if (answer.awaiting.length) awaited = answer.awaiting[0];
-      else awaited = (await call(0, "next")).awaiting[0];
+      if (answer.awaiting.length) {
+        awaited = answer.awaiting[0];
+        return false;
+      }
+      awaited = (await call(0, "next")).awaiting[0];
+      return true;
     },
   };
 }
@@ -172,6 +188,8 @@ interface Side {
   tables: Table[];
   open: boolean;
   actions: number;
+  games: number;
+  sleeps: number;
   cpu: number;
   clientCpu: number;
   seconds: number;
@@ -189,11 +207,12 @@ async function drive(side: Side, table: Table, stop: { done: boolean }): Promise
     }
     side.inFlight += 1;
     const started = performance.now();
-    await table.act();
+    const ended = await table.act();
     const measured = side.open;
     side.inFlight -= 1;
     if (measured) {
       side.actions += 1;
+      if (ended) side.games += 1;
       side.latencies.push(performance.now() - started);
     }
     if (!side.open && side.inFlight === 0) side.drained?.();
@@ -215,7 +234,7 @@ async function main(): Promise<void> {
       tables.push(await (where.kind === "tapis" ? tapisTable(where.url, i)
         : colyseusTable(where.url, i, where.kind === "colyseus_state")));
     }
-    sides.push({ name: where.name, pid: where.pid, tables, open: false, actions: 0, cpu: 0, clientCpu: 0, seconds: 0, latencies: [], inFlight: 0, drained: null, wake: [] });
+    sides.push({ name: where.name, pid: where.pid, tables, open: false, actions: 0, games: 0, sleeps: 0, cpu: 0, clientCpu: 0, seconds: 0, latencies: [], inFlight: 0, drained: null, wake: [] });
   }
   const stop = { done: false };
   const drivers = sides.flatMap((side) => side.tables.map((table) => drive(side, table, stop)));
@@ -223,6 +242,8 @@ async function main(): Promise<void> {
     for (const side of sides) {
       const counting = turn > 0; // the first round warms up
       const actions = side.actions;
+      const games = side.games;
+      const slept = sleeps(side.pid);
       const latencies = side.latencies.length;
       const cpu = cpuSeconds(side.pid);
       const client = process.cpuUsage(); // this load generator's own CPU, µs
@@ -235,11 +256,13 @@ async function main(): Promise<void> {
       side.drained = null;
       if (counting) {
         side.cpu += cpuSeconds(side.pid) - cpu;
+        side.sleeps += sleeps(side.pid) - slept;
         const spent = process.cpuUsage(client);
         side.clientCpu += spent.user + spent.system;
         side.seconds += (performance.now() - started) / 1000;
       } else {
         side.actions = actions;
+        side.games = games;
         side.latencies.length = latencies;
       }
     }
@@ -255,6 +278,10 @@ async function main(): Promise<void> {
       // the load generator's own CPU per action (one Node thread: near 1e6 / actions_per_s,
       // the generator is what holds the side's action rate back, not its server)
       client_cpu_us_per_action: Math.round((side.clientCpu / side.actions) * 10) / 10,
+      // diagnostics: games finished (each then a StartNextGame, and a GetGame on Tapis) and
+      // the server loop's sleeps, per 1,000 actions
+      games_per_1000_actions: Math.round((side.games / side.actions) * 1e4) / 10,
+      server_sleeps_per_1000_actions: Math.round((side.sleeps / side.actions) * 1e4) / 10,
       p50_ms: percentile(side.latencies, 50),
       p99_ms: percentile(side.latencies, 99),
     };

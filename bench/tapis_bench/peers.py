@@ -18,6 +18,11 @@ memory store ÷ each room, server CPU per action), ``sqlite_over_memory`` (Tapis
 the memory store) and ``load_avg``; every figure goes to bench/peers.json.
 
     python -m tapis_bench.peers --dir build/peers [--quick] [--tables 50,500] [--turns 5]
+                                [--compare OTHER_TREE/.venv/bin/python]
+
+``--compare`` runs another tree's memory-store server as one more side of the same turns (a
+row of the table, ``compare_1``; the ratios are this tree's): two trees timed under the very
+same load and host, turn by turn.
 """
 
 from __future__ import annotations
@@ -44,11 +49,13 @@ COLYSEUS_ROOMS = {"colyseus_state": "war_state", "colyseus_messages": "war"}
 
 
 @contextmanager
-def tapis(tables: int, store: str) -> Iterator[dict[str, Any]]:
-    """A ``tapis-server`` with its WebSocket door, on ``store``: its side of the load."""
+def tapis(tables: int, store: str, python: str = sys.executable,
+          name: str = "") -> Iterator[dict[str, Any]]:
+    """A ``tapis-server`` with its WebSocket door, on ``store``: its side of the load
+    (``python``: another tree's, for ``--compare``)."""
     port, ws_port = free_port(), free_port()
     with tempfile.TemporaryDirectory(prefix="tapis-peers-") as data_dir:
-        command = [sys.executable, "-m", "tapis_service.process.main", "--port", str(port),
+        command = [python, "-m", "tapis_service.process.main", "--port", str(port),
                    "--ws-port", str(ws_port), "--store", store, "--log-level", "warning",
                    "--max-games", str(tables + 100), "--create-burst", str(tables + 100),
                    # one load generator creates every table, without a backend key
@@ -60,7 +67,7 @@ def tapis(tables: int, store: str) -> Iterator[dict[str, Any]]:
         process = subprocess.Popen(command)
         try:
             wait_ready(port, process)
-            yield {"name": f"tapis_{store}", "kind": "tapis", "pid": process.pid,
+            yield {"name": name or f"tapis_{store}", "kind": "tapis", "pid": process.pid,
                    "url": f"ws://127.0.0.1:{ws_port}/ws"}
         finally:
             process.terminate()
@@ -83,8 +90,10 @@ def colyseus(folder: Path, name: str) -> Iterator[dict[str, Any]]:
         process.wait(30)
 
 
-def run(folder: Path, tables: int, turns: int, turn_s: float) -> dict[str, Any]:
-    """One load run, every side at ``tables`` tables, in alternating turns."""
+def run(folder: Path, tables: int, turns: int, turn_s: float,
+        compare: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One load run, every side at ``tables`` tables, in alternating turns (and, a diagnostic,
+    a memory-store server of each other tree in ``compare``: ``compare_1``, ...)."""
     load_avg = round(os.getloadavg()[0], 2)
     if load_avg >= BUSY_LOAD:
         progress(f"peers: WARNING the host is busy (load {load_avg} >= {BUSY_LOAD}): "
@@ -93,6 +102,8 @@ def run(folder: Path, tables: int, turns: int, turn_s: float) -> dict[str, Any]:
     with ExitStack() as stack:
         sides = [stack.enter_context(tapis(tables, store)) for store in TAPIS_STORES]
         sides += [stack.enter_context(colyseus(folder, name)) for name in COLYSEUS_ROOMS]
+        sides += [stack.enter_context(tapis(tables, "memory", python, f"compare_{i}"))
+                  for i, python in enumerate(compare, 1)]
         config = {"tables": tables, "turns": turns, "turn_s": turn_s, "sides": sides}
         out = subprocess.run(["node", "load.mjs", json.dumps(config)], cwd=folder,
                              check=True, capture_output=True, text=True, timeout=1800)
@@ -118,14 +129,19 @@ def summary(figures: dict[str, Any]) -> dict[str, float | None]:
 def table(runs: dict[str, dict[str, Any]]) -> str:
     """The side-by-side table of the docs (Markdown), from the runs."""
     lines = ["| tables | side | µs CPU per action | actions/s | p50 ms | load generator's µs CPU "
-             "per action | load before → after |",
-             "|---|---|---|---|---|---|---|"]
+             "per action | games per 1,000 actions | server sleeps per 1,000 actions "
+             "| load before → after |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for tables, figures in runs.items():
-        for side in ("colyseus_state", "colyseus_messages", "tapis_memory", "tapis_sqlite"):
+        compared = sorted(side for side in figures if side.startswith("compare_"))
+        for side in ("colyseus_state", "colyseus_messages", "tapis_memory", "tapis_sqlite",
+                     *compared):
             got = figures[side]
             lines.append(f"| {tables} | {side} | {got['server_cpu_us_per_action']} | "
                          f"{got['actions_per_s']} | {got['p50_ms']:.2f} | "
                          f"{got.get('client_cpu_us_per_action')} | "
+                         f"{got.get('games_per_1000_actions')} | "
+                         f"{got.get('server_sleeps_per_1000_actions')} | "
                          f"{figures['load_avg']} → {figures['load_avg_after']} |")
     return "\n".join(lines)
 
@@ -137,6 +153,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tables", default="50,500")
     parser.add_argument("--turns", type=int, default=5, help="measured turns per side")
     parser.add_argument("--turn-s", type=float, default=2.0)
+    parser.add_argument("--compare", action="append", default=[], metavar="PYTHON",
+                        help="also run another tree's memory server (its .venv/bin/python) in "
+                             "the same turns: a diagnostic row, no ratio changes")
     parser.add_argument("--quick", action="store_true",
                         help="2 measured turns of 1 s per side (a few minutes in all)")
     args = parser.parse_args(argv)
@@ -146,7 +165,7 @@ def main(argv: list[str] | None = None) -> None:
     runs: dict[str, dict[str, Any]] = {}
     for tables in (int(n) for n in args.tables.split(",")):
         progress(f"peers: {tables} tables: Tapis (memory, SQLite) and Colyseus (state, messages)")
-        runs[str(tables)] = run(args.dir, tables, args.turns, args.turn_s)
+        runs[str(tables)] = run(args.dir, tables, args.turns, args.turn_s, tuple(args.compare))
     results = {tables: summary(figures) for tables, figures in runs.items()}
     RESULTS.write_text(json.dumps({"runs": runs, "results": results}, indent=2) + "\n")
     print(table(runs))

@@ -16,7 +16,8 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_service.door.caller import Caller
 from tapis_service.observe.errors import ServiceError
-from tapis_service.ws import frames
+from tapis_service.ws import endpoint as endpoint_module
+from tapis_service.ws import frames, sink
 from tapis_service.ws.endpoint import EndpointLimits, WebClient, WebSocketEndpoint
 from tests.support.websocket import Client, reason
 
@@ -95,6 +96,35 @@ async def test_a_socket_carries_requests_with_the_frames_credentials(
     caller = served.api.callers[0]  # type: ignore[attr-defined]
     assert caller.peer.startswith("ipv4:127.0.0.1:")
     client.close()
+
+
+async def test_an_admitted_sockets_frames_go_to_the_compiled_on_frame_itself(
+        endpoint: tuple[WebSocketEndpoint, int]) -> None:
+    """picows looks ``on_ws_frame`` up on the listener for every frame: once the socket is
+    admitted it finds ``sink.on_frame`` bound to the socket's connection (the plain call's
+    function and arguments, without a Python frame), and the class's own method, which serves
+    nothing, only before (and after the socket is gone). An answer proves which one ran."""
+    served, port = endpoint
+    calls: list[object] = []
+    plain = sink.on_frame
+
+    def counted(connection: Any, transport: Any, frame: Any) -> None:
+        calls.append(connection)
+        plain(connection, transport, frame)
+
+    original = endpoint_module.on_frame
+    endpoint_module.on_frame = counted  # bound at the socket's admission
+    try:
+        client = await Client.open(f"ws://127.0.0.1:{port}/ws")
+        answer = await client.call(seat_token="good", get_game=pb.GetGameRequest(game_id="t1"))
+    finally:
+        endpoint_module.on_frame = original
+    assert answer.get_game.game.game_id == "t1"
+    (connection,) = served.connections
+    assert calls == [connection]
+    client.close()
+    while served.connections:  # the server sees the socket go
+        await asyncio.sleep(0.01)
 
 
 async def test_a_message_over_the_limit_is_refused_then_the_socket_closed(

@@ -173,10 +173,11 @@ class Connection:
             if error.reason == "VALUE_TOO_LONG":
                 self.sink.close(CLOSE_TOO_BIG, "message too big")
             return
+        frame_id = frame.id  # read once (each read of a protobuf field is a lookup by name)
         try:
-            field = frames.request_field(frame)
-            if frame.id in self.in_flight or frame.id in self.streams:
-                raise frames.invalid_request(f"id {frame.id} is in use on this socket")
+            field = frames.request_field(frame, frame_id)
+            if frame_id in self.in_flight or frame_id in self.streams:
+                raise frames.invalid_request(f"id {frame_id} is in use on this socket")
             if field == frames.STOP:
                 self._stop(frame, fmt)
                 return
@@ -184,19 +185,19 @@ class Connection:
             if call.rpc.streams:
                 if len(self.streams) >= self.limits.max_streams:
                     raise _too_many_streams(self.limits.max_streams)
-                task = self._loop().create_task(self._follow(frame, field, call, fmt))
-                self.streams[frame.id] = task
+                task = self._loop().create_task(self._follow(frame, frame_id, field, call, fmt))
+                self.streams[frame_id] = task
             else:
                 if len(self.in_flight) >= self.limits.max_in_flight:
                     raise _overloaded()
-                serving = self._serve(frame, field, call, fmt)
+                serving = self._serve(frame, frame_id, field, call, fmt)
                 if call.now and not self.plain:
-                    self._serve_now(frame.id, serving)
+                    self._serve_now(frame_id, serving)
                 else:
-                    self.in_flight[frame.id] = self._loop().create_task(serving)
+                    self.in_flight[frame_id] = self._loop().create_task(serving)
         except ServiceError as error:
             self._refused(self._caller(frame), error)
-            self._send(frames.refusal(frame.id, account(WEBSOCKET, None, error)), fmt)
+            self._send(frames.refusal(frame_id, account(WEBSOCKET, None, error)), fmt)
 
     def pause_writing(self) -> None:
         """The socket's buffer is full: streams wait (the GameApi cuts one that falls too far
@@ -278,8 +279,8 @@ class Connection:
         request = getattr(frame, field)
         return request.SerializeToString() if call.raw else request
 
-    async def _serve(self, frame: ws_pb.ClientFrame, field: str, call: SocketCall,
-                     fmt: Format) -> None:
+    async def _serve(self, frame: ws_pb.ClientFrame, frame_id: int, field: str,
+                     call: SocketCall, fmt: Format) -> None:
         """One unary request, through the door: the server's bound on calls in flight (taken
         here, in the task: a task cancelled before it runs never holds a place), its metrics
         and its log context."""
@@ -297,27 +298,27 @@ class Connection:
                     request.SerializeToString() if call.raw else request, self._caller(frame))
             finally:
                 door.in_flight -= 1  # door.leave, inlined: every request
-            self._answer(frame.id, call.answer_field, response, fmt)
+            self._answer(frame_id, call.answer_field, response, fmt)
         except (ServiceError, RuleError) as error:
             if isinstance(error, ServiceError):
                 self._refused(self._caller(frame), error)
             refusal = frames.as_refusal(error)
             code = refusal.code.name
-            self._send(frames.refusal(frame.id, refusal), fmt)
+            self._send(frames.refusal(frame_id, refusal), fmt)
         except asyncio.CancelledError:
             code = "CANCELLED"
             raise
         except Exception:
             code = "INTERNAL"
             log.exception("ws_request_failed", request=field)
-            self._send(frames.internal(frame.id), fmt)
+            self._send(frames.internal(frame_id), fmt)
         finally:
-            self.in_flight.pop(frame.id, None)
+            self.in_flight.pop(frame_id, None)
             meter.ended(code, time.perf_counter() - began)
             logcontext.reset(bound)
 
-    async def _follow(self, frame: ws_pb.ClientFrame, field: str, call: SocketCall,
-                      fmt: Format) -> None:
+    async def _follow(self, frame: ws_pb.ClientFrame, frame_id: int, field: str,
+                      call: SocketCall, fmt: Format) -> None:
         """Copy one stream's event batches to the socket until it ends or is stopped (counted
         and timed as a gRPC server stream is)."""
         meter = call.meter
@@ -326,39 +327,39 @@ class Connection:
         sent = meter.sent
         code = "OK"
         try:
-            end = functools.partial(self._end_stream, frame.id, fmt=fmt)
+            end = functools.partial(self._end_stream, frame_id, fmt=fmt)
             request, caller = self._request(frame, field, call), self._caller(frame)
             batches = call.serve(request, caller, end) if call.raw or self.plain else \
-                call.serve(request, caller, end, _StreamWriter(self, frame.id, call, fmt))
+                call.serve(request, caller, end, _StreamWriter(self, frame_id, call, fmt))
             failure: BaseException | None = None
             try:
                 async for batch in batches:
                     if not self.can_write:
                         await self.writable.wait()
-                    self._answer(frame.id, call.answer_field, batch, fmt)
+                    self._answer(frame_id, call.answer_field, batch, fmt)
                     sent[0] += 1
             except BaseException as error:  # raised again once the stream is closed
                 failure = error
             await _close(batches)
             if failure is not None:
                 raise failure
-            self._send(frames.answer(frame.id, frames.RESPONSE_FIELD[frames.STOP],
+            self._send(frames.answer(frame_id, frames.RESPONSE_FIELD[frames.STOP],
                                      ws_pb.EventsStopped()), fmt)
         except (ServiceError, RuleError) as error:
             if isinstance(error, ServiceError):
                 self._refused(self._caller(frame), error)
             refusal = frames.as_refusal(error)
             code = refusal.code.name
-            self._send(frames.refusal(frame.id, refusal), fmt)
+            self._send(frames.refusal(frame_id, refusal), fmt)
         except asyncio.CancelledError:
             code = "CANCELLED"
             raise
         except Exception:
             code = "INTERNAL"
             log.exception("ws_stream_failed")
-            self._send(frames.internal(frame.id), fmt)
+            self._send(frames.internal(frame_id), fmt)
         finally:
-            self.streams.pop(frame.id, None)
+            self.streams.pop(frame_id, None)
             meter.ended(code, time.perf_counter() - began)
 
     def _end_stream(self, stream_id: int, error: ServiceError, fmt: Format) -> None:

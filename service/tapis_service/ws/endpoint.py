@@ -14,6 +14,7 @@ event streams beyond its caps); idle sockets are pinged and dropped when the pon
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import mimetypes
@@ -205,14 +206,17 @@ class _Socket(WSListener):
                                      self.endpoint.limits.socket, self.endpoint.door,
                                      self.endpoint.calls, direct=direct)
         self.endpoint.connections.add(self.connection)
+        # from now on picows hands each frame to the compiled ``on_frame`` itself: it looks
+        # ``on_ws_frame`` up on the listener (a Python subclass) for every frame, and finds
+        # this before the method below, without a Python frame per message
+        self.__dict__["on_ws_frame"] = functools.partial(on_frame, self.connection)
 
     def on_ws_frame(self, transport: WSTransport, frame: WSFrame) -> None:
-        connection = self.connection
-        if connection is not None:
-            on_frame(connection, transport, frame)  # compiled (``sink.py``)
+        """A frame before the socket is admitted or after it is gone: nothing to serve it."""
 
     def on_ws_disconnected(self, transport: WSTransport) -> None:
         self.endpoint.transports.discard(transport)
+        self.__dict__.pop("on_ws_frame", None)
         if self.connection is not None:
             self.connection.disconnected()
             self.endpoint.connections.discard(self.connection)

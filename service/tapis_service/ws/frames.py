@@ -80,9 +80,11 @@ def decode(payload: bytes, fmt: Format) -> ws_pb.ClientFrame:
     return frame
 
 
-def request_field(frame: ws_pb.ClientFrame) -> str:
-    """The name of the request ``frame`` carries; INVALID_REQUEST if it has id 0 or none."""
-    if frame.id == 0:
+def request_field(frame: ws_pb.ClientFrame, frame_id: int) -> str:
+    """The name of the request ``frame`` (whose ``id`` is ``frame_id``, read once by the
+    caller: each read of a protobuf field is a lookup by name) carries; INVALID_REQUEST if it
+    has id 0 or none."""
+    if frame_id == 0:
         raise invalid_request("a ClientFrame needs an id other than 0")
     field = frame.WhichOneof("request")
     if field is None:

@@ -33,12 +33,18 @@ class TransportSink:
 
     def send_all(self, messages: list[bytes | str]) -> None:
         """The messages' frames in one write (one system call, not one each): each as
-        picows's ``send`` would frame it (``ws_frame``), written behind anything picows holds
+        picows's ``send`` would frame it (``ws_frame``'s bytes, its head and payload joined
+        with the others' in one copy), written behind anything picows holds
         (it writes to the same transport); nothing once the socket is closing, as picows."""
         transport = self.transport
         if transport.is_close_frame_sent or transport.is_disconnected:
             return
-        transport.underlying_transport.write(b"".join(map(ws_frame, messages)))
+        parts: list[bytes] = []  # each frame's head, then its payload: joined once, not twice
+        for message in messages:
+            payload = message.encode() if isinstance(message, str) else message
+            parts.append(_head(payload, _FINAL_TEXT if isinstance(message, str) else _FINAL_BINARY))
+            parts.append(payload)
+        transport.underlying_transport.write(b"".join(parts))
 
     def close(self, code: int, reason: str) -> None:
         self.transport.send_close(WSCloseCode(code), reason.encode())
@@ -59,15 +65,19 @@ def ws_frame(message: bytes | str) -> bytes:
     frames it (RFC 6455, 5.2) and picows's ``send`` writes it (``tests/websocket/
     test_shortcuts.py`` compares the two)."""
     if isinstance(message, str):
-        payload, first = message.encode(), _FINAL_TEXT
-    else:
-        payload, first = message, _FINAL_BINARY
+        payload = message.encode()
+        return _head(payload, _FINAL_TEXT) + payload
+    return _head(message, _FINAL_BINARY) + message
+
+
+def _head(payload: bytes, first: int) -> bytes:
+    """The bytes heading ``payload``'s frame whose first byte is ``first`` (RFC 6455, 5.2)."""
     size = len(payload)
     if size < 126:  # the head made once per size (``bytes((first, size))`` per frame before)
-        return (_TEXT_HEADS if first == _FINAL_TEXT else _BINARY_HEADS)[size] + payload
+        return (_TEXT_HEADS if first == _FINAL_TEXT else _BINARY_HEADS)[size]
     if size < 1 << 16:
-        return bytes((first, 126)) + size.to_bytes(2, "big") + payload
-    return bytes((first, 127)) + size.to_bytes(8, "big") + payload
+        return bytes((first, 126)) + size.to_bytes(2, "big")
+    return bytes((first, 127)) + size.to_bytes(8, "big")
 
 
 _BINARY: Final = WSMsgType.BINARY
