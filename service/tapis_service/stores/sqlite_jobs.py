@@ -94,8 +94,10 @@ class Handing:
         self.put(Job(writes, loop, future, forget), loop)
         return future
 
-    def append(self, game_id: str, index: int, entry: dict[str, Any]) -> asyncio.Future[None]:
-        """Queue journal input ``index`` of ``game_id`` (its entry, written as canonical JSON)."""
+    def append(self, game_id: str, index: int, entry: dict[str, Any],
+               epoch: int = 1) -> asyncio.Future[None]:
+        """Queue journal input ``index`` of ``game_id`` (its entry, written as canonical JSON):
+        the store's ``appended`` itself (``epoch``: unused, a file has one writer)."""
         if self.closed:
             raise RuntimeError("the store is closed")
         loop = self.running_loop()

@@ -160,10 +160,6 @@ class SqliteStore(GroupCommitWriter):
         return self._submit([("INSERT INTO games VALUES (?, ?, ?, 0, NULL)",
                               (game_id, self._order, canonical_json(record)), "")])
 
-    def appended(self, game_id: str, index: int, entry: JSON,
-                 epoch: int = 1) -> asyncio.Future[None]:
-        return self._append(game_id, index, entry)
-
     def snapshot(self, game_id: str, index: int, data: JSON,
                  epoch: int = 1) -> asyncio.Future[None]:
         text = canonical_json(data)

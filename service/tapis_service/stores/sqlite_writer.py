@@ -12,7 +12,7 @@ is refused. A transaction that cannot commit (disk full,
 I/O error) fails every job it carried with ``StoreUnavailable``, or with ``CommitUnknown`` when
 the COMMIT itself failed with an I/O error (it may have reached the disk).
 
-A journal input (``_append``) is inserted only after its predecessor. The writer is the file's
+A journal input (``appended``) is inserted only after its predecessor. The writer is the file's
 only writer (the data directory is locked), so it remembers the last input of each table it
 has seen committed (``_committed``: set only once a COMMIT returned, forgotten by a drop): when
 that is the predecessor, the input goes in without reading the file; otherwise the file is
@@ -59,7 +59,7 @@ _settle_all = sqlite_jobs.settle_all
 
 class GroupCommitWriter:
     """The writer half of ``SqliteStore``: ``_start_writer`` once its connection is open,
-    ``_submit`` and ``_append`` from the loop (``sqlite_jobs.Handing``, compiled),
+    ``_submit`` and ``appended`` from the loop (``sqlite_jobs.Handing``, compiled),
     ``_stop_writer`` to commit what is queued and stop."""
 
     path: Path
@@ -77,6 +77,9 @@ class GroupCommitWriter:
     """``_inbox`` at which the writer folds next."""
     folds = 0
     """Folds done (for tests and measurements)."""
+    appended: Callable[..., asyncio.Future[None]]
+    """The store's ``appended(game_id, index, entry, epoch=1)``: ``sqlite_jobs.Handing.append``
+    itself, so a journal input runs no interpreted frame on the loop."""
     committing: list[_Job] = []
     """The batch being committed (on the writer thread; for a failpoint to read)."""
 
@@ -85,9 +88,7 @@ class GroupCommitWriter:
         self._handing = sqlite_jobs.Handing(self._queue, self.handed)
         self._submit = self._handing.submit
         """Queue a job of statements (``sqlite_jobs.Handing.submit``)."""
-        self._append = self._handing.append
-        """Queue a journal input, its entry written as canonical JSON
-        (``sqlite_jobs.Handing.append``)."""
+        self.appended = self._handing.append
         self._committed: dict[str, int] = {}
         """The writer thread's own: each table's last input known committed."""
         self.commits = 0
