@@ -10,6 +10,7 @@ action", says what compiling this paid.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import sqlite3
 from collections.abc import Callable
@@ -224,7 +225,5 @@ def settle(batch: list[Job], outcomes: list[StoreError | None]) -> None:
     for job, outcome in zip(batch, outcomes, strict=True):
         by_loop.setdefault(job.loop, []).append((job.future, outcome))
     for loop, settled in by_loop.items():
-        try:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
             loop.call_soon_threadsafe(settle_all, settled)
-        except RuntimeError:  # a closed loop: nobody is waiting any more
-            pass
