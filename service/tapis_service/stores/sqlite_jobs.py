@@ -201,19 +201,43 @@ def run_batch(cursor: sqlite3.Cursor, batch: list[Job], committed: dict[str, int
     to ``outcomes``: how many inputs went in. ``appended`` gets each table's last input put
     in (committed with the transaction); a job that deletes a table's journal forgets it in
     both maps at once (a read if in doubt). A statement SQLite fails otherwise (no refusal: a
-    full disk, an I/O error) is raised: the transaction cannot commit."""
+    full disk, an I/O error) is raised: the transaction cannot commit.
+
+    The inputs the writer vouches for (``run_append``) go in by runs, one ``executemany`` per
+    run of them in a row, before the next job or input that is checked (which may read them).
+    No part of the journal can hold a vouched input, so the file never refuses one; if it did,
+    the refusal is raised as any other error: the whole batch fails uncommitted and its tables
+    are forgotten, never a wrong answer."""
     added = 0
+    run: list[tuple[str, int, str]] = []
     for job in batch:
         if type(job) is Append:
-            outcome = run_append(cursor, job, committed, appended)
+            game_id, index = job.game_id, job.index
+            known = appended.get(game_id)
+            if known is None:
+                known = committed.get(game_id)
+            if known == index - 1 and index != 1:  # vouched for: in with the run
+                run.append((game_id, index, job.text))
+                appended[game_id] = index
+                outcome: StoreError | None = None
+            else:
+                if run:
+                    cursor.executemany(sqlite_fold.INSERT_INPUT, run)
+                    run = []
+                outcome = run_append(cursor, job, committed, appended)
             if outcome is None:
                 added += 1
         else:
+            if run:
+                cursor.executemany(sqlite_fold.INSERT_INPUT, run)
+                run = []
             if job.forget is not None:
                 committed.pop(job.forget, None)
                 appended.pop(job.forget, None)
             outcome = run_job(cursor, job)
         outcomes.append(outcome)
+    if run:
+        cursor.executemany(sqlite_fold.INSERT_INPUT, run)
     return added
 
 
