@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tapis_service.stores import sqlite_store, sqlite_writer
+from tapis_service.stores import sqlite_jobs, sqlite_store
 
 ANSWER_TURNS = 50
 """Turns of the event loop given to the held batch's answers (a handful carry an answer from
@@ -73,7 +73,7 @@ class Pause:
             asyncio.run_coroutine_threadsafe(_answered(self.held), loop).result(timeout=30)
         written = self.control / "paused.tmp"
         tables = [job.game_id for job in self.store.committing
-                  if isinstance(job, sqlite_writer._Append)]
+                  if isinstance(job, sqlite_jobs.Append)]
         written.write_text("".join(f"{game_id}\n" for game_id in tables))
         written.rename(self.control / "paused")  # whole, or not there at all
         threading.Event().wait()  # never commits: the test kills the process here

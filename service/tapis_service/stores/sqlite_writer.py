@@ -43,6 +43,7 @@ import structlog
 
 from tapis_service.observe import logrepeat, metrics
 from tapis_service.stores import sqlite_fold, sqlite_jobs
+from tapis_service.stores.sqlite_jobs import Append, Job
 from tapis_service.stores.store import CommitUnknown, StoreError, StoreUnavailable
 
 log = structlog.get_logger("tapis.store")
@@ -50,12 +51,6 @@ log = structlog.get_logger("tapis.store")
 Failpoint = Callable[[str], None]
 """Called by the writer at ``"commit"`` just before each COMMIT: raising ``sqlite3.Error`` there
 acts as the COMMIT failing with it (a full disk; an I/O error, whose outcome is in doubt)."""
-
-_Job = sqlite_jobs.Job
-_Append = sqlite_jobs.Append
-_settle_all = sqlite_jobs.settle_all
-"""The names this module gave them before they were compiled (``sqlite_jobs.py``)."""
-
 
 class GroupCommitWriter:
     """The writer half of ``SqliteStore``: ``_start_writer`` once its connection is open,
@@ -80,11 +75,11 @@ class GroupCommitWriter:
     appended: Callable[..., asyncio.Future[None]]
     """The store's ``appended(game_id, index, entry, epoch=1)``: ``sqlite_jobs.Handing.append``
     itself, so a journal input runs no interpreted frame on the loop."""
-    committing: list[_Job] = []
+    committing: list[Job] = []
     """The batch being committed (on the writer thread; for a failpoint to read)."""
 
     def _start_writer(self) -> None:
-        self._queue: queue.SimpleQueue[list[_Job] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[list[Job] | None] = queue.SimpleQueue()
         self._handing = sqlite_jobs.Handing(self._queue, self.handed)
         self._submit = self._handing.submit
         """Queue a job of statements (``sqlite_jobs.Handing.submit``)."""
@@ -116,7 +111,7 @@ class GroupCommitWriter:
 
     def _run(self) -> None:
         stopping = False
-        carried: list[_Job] = []  # beyond the last batch's ``max_batch``: the next one's first
+        carried: list[Job] = []  # beyond the last batch's ``max_batch``: the next one's first
         while carried or not stopping:
             if not carried:
                 first = self._queue.get()
@@ -156,11 +151,11 @@ class GroupCommitWriter:
         self._inbox, self._fold_due = 0, self.fold_at
         self.folds += 1
 
-    def _settle(self, batch: list[_Job], outcomes: list[StoreError | None]) -> None:
+    def _settle(self, batch: list[Job], outcomes: list[StoreError | None]) -> None:
         """The batch's awaitables completed by one wake-up of each loop, not one per write."""
         sqlite_jobs.settle(batch, outcomes)
 
-    def _commit(self, batch: list[_Job]) -> list[StoreError | None]:
+    def _commit(self, batch: list[Job]) -> list[StoreError | None]:
         """One transaction for the batch: each job's outcome."""
         cursor = self._connection.cursor()
         committed = self._committed
@@ -180,10 +175,10 @@ class GroupCommitWriter:
             self._inbox += added
         except sqlite3.Error as error:
             logrepeat.limited(log.error, "store_write_failed", error=str(error), writes=len(batch))
-            self._inbox += sum(outcome is None and type(job) is _Append  # in doubt: they may
+            self._inbox += sum(outcome is None and type(job) is Append  # in doubt: they may
                                for job, outcome in zip(batch, outcomes, strict=False))  # be there
             for job in batch:  # nor vouched for: a commit in doubt may have reached the disk
-                if type(job) is _Append:
+                if type(job) is Append:
                     committed.pop(job.game_id, None)
             with contextlib.suppress(sqlite3.Error):
                 if self._connection.in_transaction:
