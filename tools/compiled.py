@@ -70,6 +70,8 @@ EXTRA = (
     "tapis_service.tables.housekeeping",
     "tapis_service.observe.system_clock",
     "tapis_service.codec.moves",
+    "tapis_service.stores.checksums",
+    "tapis_service.stores.sqlite_jobs",
 )
 """Single modules compiled besides: the bytes of every event (the envelope and each game's body)
 and the card converters they use; the session's log (the logged events the bytes are read from),

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tapis_service.stores import sqlite_writer
+from tapis_service.stores import sqlite_jobs
 from tapis_service.stores.sqlite_store import SqliteStore
 from tapis_service.stores.store import MemoryStore, Store, StoreError
 
@@ -33,11 +33,11 @@ ENTRY = {"input": {"input": "Act", "seat": 1, "action": {"kind": "reveal"}},
 class WakeupPerWrite(SqliteStore):
     """The writer before issue 35: each write's awaitable settled by a wake-up of its own."""
 
-    def _settle(self, batch: Sequence[sqlite_writer._Job],
+    def _settle(self, batch: Sequence[sqlite_jobs.Job],
                 outcomes: Sequence[StoreError | None]) -> None:
         for job, outcome in zip(batch, outcomes, strict=True):
             if job.future is not None and job.loop is not None:
-                job.loop.call_soon_threadsafe(sqlite_writer._settle_all,
+                job.loop.call_soon_threadsafe(sqlite_jobs.settle_all,
                                               [(job.future, outcome)])
 
 

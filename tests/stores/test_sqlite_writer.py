@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tapis_service.stores.sqlite_store import SqliteStore
+from tapis_service.stores.sqlite_store import FILE_NAME, SqliteStore
 from tapis_service.stores.store import CommitUnknown, JournalConflict, StoreUnavailable
 from tests.support.sqlite_writes import (
     append_a_seeded_batch,
@@ -168,3 +168,29 @@ async def test_the_writes_of_one_step_of_the_loop_are_one_batch_in_order(
     store.appended("g0", 2, {"i": 0})
     store.close()  # before the loop's next step: handed to the writer by the close
     assert rows(tmp_path, "SELECT COUNT(*) FROM journal") == [(5,)]
+
+
+async def test_a_vouched_input_the_file_refuses_fails_its_batch_and_is_checked_after(
+        tmp_path: Path) -> None:
+    """The inputs the writer vouches for go in by runs (``executemany``); no part of the file
+    can hold one, but if it did (here a row written behind the writer's back), the whole batch
+    fails uncommitted, its tables are forgotten, and the retries are checked against the file:
+    never a wrong answer."""
+    store = SqliteStore(tmp_path)
+    for game in ("g", "h"):
+        await store.created(game, {"kind": "war"})
+    await store.appended("g", 1, {"i": 1})  # committed: the writer vouches for g's input 2
+    behind = sqlite3.connect(tmp_path / FILE_NAME, isolation_level=None)
+    behind.execute("INSERT INTO journal_inbox VALUES ('g', 2, '{}')")
+    behind.close()
+    checked = store.appended("h", 1, {"i": 1})  # one step of the loop: one batch
+    vouched = store.appended("g", 2, {"i": 2})
+    outcomes = await asyncio.gather(checked, vouched, return_exceptions=True)
+    assert [type(outcome) for outcome in outcomes] == [StoreUnavailable, StoreUnavailable]
+    assert rows(tmp_path, "SELECT game_id, idx, entry FROM journal ORDER BY 1, 2") == [
+        ("g", 1, '{"i":1}'), ("g", 2, "{}")]
+    with pytest.raises(JournalConflict):  # checked now: the file holds it
+        await store.appended("g", 2, {"i": 2})
+    await store.appended("h", 1, {"i": 1})
+    assert rows(tmp_path, "SELECT game_id, idx FROM journal WHERE game_id = 'h'") == [("h", 1)]
+    store.close()

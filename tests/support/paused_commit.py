@@ -3,7 +3,9 @@
 
 The failpoint is the store's own (``SqliteStore(failpoint=...)``, called by the writer thread
 once every write of a batch has run in the open transaction, just before the COMMIT and its
-fsync). It does nothing until the test writes ``CONTROL_DIR/arm`` (a number N). Then:
+fsync; the batch is then ``store.committing``), and so is the count of the journal inputs
+handed to the writer (``SqliteStore(handed=...)``). It does nothing until the test writes
+``CONTROL_DIR/arm`` (a number N). Then:
 
 1. the first batch to reach its COMMIT writes ``CONTROL_DIR/holding`` and waits there until N
    more journal inputs are handed to the writer behind it (the test sends them once it sees
@@ -31,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tapis_service.stores import sqlite_store, sqlite_writer
+from tapis_service.stores import sqlite_jobs, sqlite_store
 
 ANSWER_TURNS = 50
 """Turns of the event loop given to the held batch's answers (a handful carry an answer from
@@ -45,11 +47,13 @@ class Pause:
         self.store = store
         self.control = control
         self.held_first = False
-        self.batch: list[Any] = []
-        """The jobs of the batch being committed."""
         self.held: list[asyncio.Future[None]] = []
         self.handed = 0
-        """Journal inputs handed to the writer so far (counted on the loop, after each put)."""
+        """Journal inputs handed to the writer so far (counted on the loop, after each put:
+        the store's ``handed`` seam)."""
+
+    def count(self, inputs: int) -> None:
+        self.handed += inputs
 
     def __call__(self, stage: str) -> None:
         arm = self.control / "arm"
@@ -57,7 +61,7 @@ class Pause:
             return
         if not self.held_first:
             self.held_first = True
-            self.held = [job.future for job in self.batch]
+            self.held = [job.future for job in self.store.committing]
             wanted = int(arm.read_text())
             (self.control / "holding").touch()
             handed = self.handed
@@ -68,7 +72,8 @@ class Pause:
         if loop is not None:  # the held batch's answers go out first
             asyncio.run_coroutine_threadsafe(_answered(self.held), loop).result(timeout=30)
         written = self.control / "paused.tmp"
-        tables = [job.game_id for job in self.batch if isinstance(job, sqlite_writer._Append)]
+        tables = [job.game_id for job in self.store.committing
+                  if isinstance(job, sqlite_jobs.Append)]
         written.write_text("".join(f"{game_id}\n" for game_id in tables))
         written.rename(self.control / "paused")  # whole, or not there at all
         threading.Event().wait()  # never commits: the test kills the process here
@@ -85,27 +90,14 @@ async def _answered(settled: list[asyncio.Future[None]]) -> None:
 def main() -> None:
     control = Path(sys.argv[1])
     plain_init = sqlite_store.SqliteStore.__init__
-    plain_commit = sqlite_store.SqliteStore._commit
-    plain_hand_off = sqlite_store.SqliteStore._hand_off
 
     def init(self: sqlite_store.SqliteStore, *args: Any, **kwargs: Any) -> None:
-        self._pause = Pause(self, control)  # type: ignore[attr-defined]
+        pause = Pause(self, control)
         if (control / "fold_at").exists():  # the journal's inbox folded that often
             kwargs["fold_at"] = int((control / "fold_at").read_text())
-        plain_init(self, *args, **{**kwargs, "failpoint": self._pause})  # type: ignore[attr-defined]
-
-    def commit(self: sqlite_store.SqliteStore, batch: list[Any]) -> Any:
-        self._pause.batch = batch  # type: ignore[attr-defined]
-        return plain_commit(self, batch)
-
-    def hand_off(self: sqlite_store.SqliteStore) -> None:
-        inputs = sum(isinstance(job, sqlite_writer._Append) for job in self._handing)
-        plain_hand_off(self)
-        self._pause.handed += inputs  # type: ignore[attr-defined]
+        plain_init(self, *args, **{**kwargs, "failpoint": pause, "handed": pause.count})
 
     sqlite_store.SqliteStore.__init__ = init  # type: ignore[method-assign]
-    sqlite_store.SqliteStore._commit = commit  # type: ignore[method-assign]
-    sqlite_store.SqliteStore._hand_off = hand_off  # type: ignore[method-assign]
     sys.argv = ["tapis-server", *sys.argv[2:]]
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     runpy.run_module("tapis_service.process.main", run_name="__main__")

@@ -31,6 +31,7 @@ import structlog
 
 from tapis_service.stores import sqlite_fold
 from tapis_service.stores.checksums import canonical_json, checksum
+from tapis_service.stores.sqlite_jobs import Handed
 from tapis_service.stores.sqlite_writer import Failpoint, GroupCommitWriter
 from tapis_service.stores.store import (
     SchemaTooNew,
@@ -101,7 +102,7 @@ class SqliteStore(GroupCommitWriter):
 
     def __init__(self, data_dir: Path | str, synchronous: str = SYNCHRONOUS,
                  max_batch: int = 0, failpoint: Failpoint | None = None,
-                 fold_at: int = sqlite_fold.FOLD_AT) -> None:
+                 fold_at: int = sqlite_fold.FOLD_AT, handed: Handed | None = None) -> None:
         self.path = Path(data_dir) / FILE_NAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _lock_directory(self.path.parent)
@@ -111,6 +112,7 @@ class SqliteStore(GroupCommitWriter):
         self.failpoint = failpoint
         self.fold_at = fold_at
         """Inputs in the journal's inbox at which the writer folds it into the tree."""
+        self.handed = handed
         try:
             self._refuse_lost_file()
             self._connection = self._connect()
@@ -157,10 +159,6 @@ class SqliteStore(GroupCommitWriter):
         self._order += 1
         return self._submit([("INSERT INTO games VALUES (?, ?, ?, 0, NULL)",
                               (game_id, self._order, canonical_json(record)), "")])
-
-    def appended(self, game_id: str, index: int, entry: JSON,
-                 epoch: int = 1) -> asyncio.Future[None]:
-        return self._append(game_id, index, canonical_json(entry))
 
     def snapshot(self, game_id: str, index: int, data: JSON,
                  epoch: int = 1) -> asyncio.Future[None]:

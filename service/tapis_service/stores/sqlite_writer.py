@@ -12,7 +12,7 @@ is refused. A transaction that cannot commit (disk full,
 I/O error) fails every job it carried with ``StoreUnavailable``, or with ``CommitUnknown`` when
 the COMMIT itself failed with an I/O error (it may have reached the disk).
 
-A journal input (``_append``) is inserted only after its predecessor. The writer is the file's
+A journal input (``appended``) is inserted only after its predecessor. The writer is the file's
 only writer (the data directory is locked), so it remembers the last input of each table it
 has seen committed (``_committed``: set only once a COMMIT returned, forgotten by a drop): when
 that is the predecessor, the input goes in without reading the file; otherwise the file is
@@ -36,82 +36,33 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import structlog
 
 from tapis_service.observe import logrepeat, metrics
-from tapis_service.stores import sqlite_fold
-from tapis_service.stores.store import CommitUnknown, JournalConflict, StoreError, StoreUnavailable
+from tapis_service.stores import sqlite_fold, sqlite_jobs
+from tapis_service.stores.sqlite_jobs import Append, Job
+from tapis_service.stores.store import CommitUnknown, StoreError, StoreUnavailable
 
 log = structlog.get_logger("tapis.store")
-
-Write = tuple[str, tuple[Any, ...], str]
-"""(SQL, parameters, what it means if it changes no row, or, for a ``SELECT``, finds none:
-"" when that is fine)."""
 
 Failpoint = Callable[[str], None]
 """Called by the writer at ``"commit"`` just before each COMMIT: raising ``sqlite3.Error`` there
 acts as the COMMIT failing with it (a full disk; an I/O error, whose outcome is in doubt)."""
 
-GAME_STORED = "SELECT 1 FROM games WHERE game_id = ?"
-INPUT_STORED = "SELECT 1 FROM journal WHERE game_id = ? AND idx = ?"
-"""The checks before an input the writer cannot vouch for: input N only after input N-1
-(input 1 only after the creation record), so no holes. (One ``INSERT ... SELECT ... WHERE
-EXISTS`` reading the journal costs twice as much: SQLite copies what an INSERT reads from its
-own table before inserting.)"""
-
-
-def _is_check(sql: str) -> bool:
-    return sql.startswith("SELECT")
-
-
-def _needs_savepoint(writes: list[Write]) -> bool:
-    """A statement that changes rows is followed by others: a savepoint, to undo it if one of
-    them is refused. (Checks, then one change: SQLite undoes that change itself.)"""
-    return any(not _is_check(sql) for sql, _, _ in writes[:-1])
-
-
-class _Job:
-    """Statements to run in order, and who to tell once they are committed. ``forget``: a
-    table whose journal the job deletes (the writer forgets what it knew of it)."""
-
-    __slots__ = ("forget", "future", "loop", "writes")
-
-    def __init__(self, writes: list[Write], loop: asyncio.AbstractEventLoop,
-                 future: asyncio.Future[None], forget: str | None = None) -> None:
-        self.writes = writes
-        self.loop = loop
-        self.future = future
-        self.forget = forget
-
-
-class _Append(_Job):
-    """A journal input, ``index`` of table ``game_id``, as its row's text."""
-
-    __slots__ = ("game_id", "index", "text")
-
-    def __init__(self, game_id: str, index: int, text: str, loop: asyncio.AbstractEventLoop,
-                 future: asyncio.Future[None]) -> None:
-        self.game_id = game_id
-        self.index = index
-        self.text = text
-        self.loop = loop
-        self.future = future
-        self.forget = None
-
-
 class GroupCommitWriter:
     """The writer half of ``SqliteStore``: ``_start_writer`` once its connection is open,
-    ``_submit`` and ``_append`` from the loop, ``_stop_writer`` to commit what is queued and
-    stop."""
+    ``_submit`` and ``appended`` from the loop (``sqlite_jobs.Handing``, compiled),
+    ``_stop_writer`` to commit what is queued and stop."""
 
     path: Path
     max_batch: int
     """Writes per transaction at most (0: everything queued; 1: no group commit)."""
     failpoint: Failpoint | None
+    handed: sqlite_jobs.Handed | None = None
+    """Told how many journal inputs each hand-off to the writer carried (a test's seam)."""
     fold_at: int
     """Inputs in the journal's inbox at which the writer folds it (0: at open and close only)."""
     _connection: sqlite3.Connection
@@ -121,14 +72,18 @@ class GroupCommitWriter:
     """``_inbox`` at which the writer folds next."""
     folds = 0
     """Folds done (for tests and measurements)."""
+    appended: Callable[..., asyncio.Future[None]]
+    """The store's ``appended(game_id, index, entry, epoch=1)``: ``sqlite_jobs.Handing.append``
+    itself, so a journal input runs no interpreted frame on the loop."""
+    committing: list[Job] = []
+    """The batch being committed (on the writer thread; for a failpoint to read)."""
 
     def _start_writer(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._queue: queue.SimpleQueue[list[_Job] | None] = queue.SimpleQueue()
-        self._handing: list[_Job] = []
-        """The jobs queued on the loop during its current step, handed to the writer together
-        after it (``_hand_off``)."""
-        self._closed = False
+        self._queue: queue.SimpleQueue[list[Job] | None] = queue.SimpleQueue()
+        self._handing = sqlite_jobs.Handing(self._queue, self.handed)
+        self._submit = self._handing.submit
+        """Queue a job of statements (``sqlite_jobs.Handing.submit``)."""
+        self.appended = self._handing.append
         self._committed: dict[str, int] = {}
         """The writer thread's own: each table's last input known committed."""
         self.commits = 0
@@ -136,55 +91,27 @@ class GroupCommitWriter:
         self._writer = threading.Thread(target=self._run, name="tapis-store-writer", daemon=True)
         self._writer.start()
 
+    @property
+    def _loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop the writes come from (None before the first)."""
+        return self._handing.loop
+
+    @property
+    def _closed(self) -> bool:
+        return self._handing.closed
+
+    @_closed.setter
+    def _closed(self, closed: bool) -> None:
+        self._handing.closed = closed
+
     def _stop_writer(self) -> None:
-        self._hand_off()
+        self._handing.hand_off()
         self._queue.put(None)
         self._writer.join()
 
-    def _running_loop(self) -> asyncio.AbstractEventLoop:
-        loop = self._loop
-        if loop is None or not loop.is_running():  # looked up once per loop: on Python 3.11
-            loop = self._loop = asyncio.get_running_loop()  # each lookup is a getpid call
-        return loop
-
-    def _submit(self, writes: list[Write], forget: str | None = None) -> asyncio.Future[None]:
-        if self._closed:
-            raise RuntimeError("the store is closed")
-        loop = self._running_loop()
-        future = loop.create_future()
-        self._put(_Job(writes, loop, future, forget), loop)
-        return future
-
-    def _append(self, game_id: str, index: int, text: str) -> asyncio.Future[None]:
-        """Queue journal input ``index`` of ``game_id`` (its row's text)."""
-        if self._closed:
-            raise RuntimeError("the store is closed")
-        loop = self._running_loop()
-        future = loop.create_future()
-        self._put(_Append(game_id, index, text, loop, future), loop)
-        return future
-
-    def _put(self, job: _Job, loop: asyncio.AbstractEventLoop) -> None:
-        """Queue ``job`` behind the others of this step of the loop: the first of a step has
-        them handed to the writer once the step's callbacks ran (``_hand_off``)."""
-        handing = self._handing
-        handing.append(job)
-        if len(handing) == 1:
-            loop.call_soon(self._hand_off)
-
-    def _hand_off(self) -> None:
-        """The jobs queued during a step of the loop, to the writer in one put, in order: one
-        wake-up of its thread for them all, and one batch (the inputs one step of the loop
-        applied, committed together), not a batch cut short by a writer that woke for the
-        first of them. (Before a stop: whatever is queued.)"""
-        handing = self._handing
-        if handing:
-            self._handing = []
-            self._queue.put(handing)
-
     def _run(self) -> None:
         stopping = False
-        carried: list[_Job] = []  # beyond the last batch's ``max_batch``: the next one's first
+        carried: list[Job] = []  # beyond the last batch's ``max_batch``: the next one's first
         while carried or not stopping:
             if not carried:
                 first = self._queue.get()
@@ -224,36 +151,23 @@ class GroupCommitWriter:
         self._inbox, self._fold_due = 0, self.fold_at
         self.folds += 1
 
-    def _settle(self, batch: Sequence[_Job], outcomes: Sequence[StoreError | None]) -> None:
+    def _settle(self, batch: list[Job], outcomes: list[StoreError | None]) -> None:
         """The batch's awaitables completed by one wake-up of each loop, not one per write."""
-        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, StoreError | None]]] = {}
-        for job, outcome in zip(batch, outcomes, strict=True):
-            by_loop.setdefault(job.loop, []).append((job.future, outcome))
-        for loop, settled in by_loop.items():
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-                loop.call_soon_threadsafe(_settle_all, settled)
+        sqlite_jobs.settle(batch, outcomes)
 
-    def _commit(self, batch: list[_Job]) -> list[StoreError | None]:
+    def _commit(self, batch: list[Job]) -> list[StoreError | None]:
         """One transaction for the batch: each job's outcome."""
-        outcomes: list[StoreError | None] = [None] * len(batch)
         cursor = self._connection.cursor()
         committed = self._committed
         appended: dict[str, int] = {}  # this transaction's inputs: committed with it
-        added = 0  # inputs put in the inbox
+        outcomes: list[StoreError | None] = []
         committing = False
         try:
             cursor.execute("BEGIN")
-            for position, job in enumerate(batch):
-                if type(job) is _Append:
-                    outcome = outcomes[position] = _run_append(cursor, job, committed, appended)
-                    added += outcome is None
-                else:
-                    if job.forget is not None:  # forgotten at once: a read if in doubt
-                        committed.pop(job.forget, None)
-                        appended.pop(job.forget, None)
-                    outcomes[position] = _run_job(cursor, job)
+            added = sqlite_jobs.run_batch(cursor, batch, committed, appended, outcomes)
             committing = True
             if self.failpoint is not None:
+                self.committing = batch
                 self.failpoint("commit")
             cursor.execute("COMMIT")
             committed.update(appended)
@@ -261,9 +175,10 @@ class GroupCommitWriter:
             self._inbox += added
         except sqlite3.Error as error:
             logrepeat.limited(log.error, "store_write_failed", error=str(error), writes=len(batch))
-            self._inbox += added  # in doubt: they may be there
+            self._inbox += sum(outcome is None and type(job) is Append  # in doubt: they may
+                               for job, outcome in zip(batch, outcomes, strict=False))  # be there
             for job in batch:  # nor vouched for: a commit in doubt may have reached the disk
-                if type(job) is _Append:
+                if type(job) is Append:
                     committed.pop(job.game_id, None)
             with contextlib.suppress(sqlite3.Error):
                 if self._connection.in_transaction:
@@ -278,66 +193,9 @@ class GroupCommitWriter:
         return outcomes
 
 
-def _run_append(cursor: sqlite3.Cursor, job: _Append, committed: dict[str, int],
-                appended: dict[str, int]) -> StoreError | None:
-    """One journal input in the open transaction: None, or why it changed nothing."""
-    game_id, index = job.game_id, job.index
-    known = appended.get(game_id)
-    if known is None:
-        known = committed.get(game_id)
-    try:
-        if known == index - 1 and index != 1:  # the writer vouches: no part holds it
-            cursor.execute(sqlite_fold.INSERT_INPUT, (game_id, index, job.text))
-        else:  # the predecessor (or, for the first, the creation record) from the file
-            if index == 1:
-                cursor.execute(GAME_STORED, (game_id,))
-            else:
-                cursor.execute(INPUT_STORED, (game_id, index - 1))
-            if cursor.fetchone() is None:
-                return StoreUnavailable(f"game {game_id}: input {index - 1} is not committed")
-            cursor.execute(sqlite_fold.INSERT_UNLESS_FOLDED, (game_id, index, job.text))
-            if not cursor.rowcount:
-                return JournalConflict(f"game {game_id}: input {index} is already in the "
-                                       "journal")
-    except sqlite3.IntegrityError as error:  # the inbox holds it; undone by SQLite itself
-        return JournalConflict(str(error))
-    appended[game_id] = index
-    return None
-
-
-def _run_job(cursor: sqlite3.Cursor, job: _Job) -> StoreError | None:
-    """One job's statements in the open transaction: None, or why it changed nothing."""
-    savepoint = _needs_savepoint(job.writes)
-    if savepoint:
-        cursor.execute("SAVEPOINT job")
-    outcome: StoreError | None = None
-    try:
-        for sql, params, unless_changed in job.writes:
-            cursor.execute(sql, params)
-            done = cursor.fetchone() is not None if _is_check(sql) else cursor.rowcount
-            if unless_changed and not done:
-                raise StoreUnavailable(unless_changed)
-    except sqlite3.IntegrityError as error:
-        outcome = JournalConflict(str(error))
-    except StoreUnavailable as refused:
-        outcome = refused
-    if savepoint:
-        if outcome is not None:
-            cursor.execute("ROLLBACK TO job")
-        cursor.execute("RELEASE job")
-    return outcome
-
-
 def _in_doubt(failure: sqlite3.Error) -> bool:
     """A COMMIT that failed with an I/O error (a failed fsync, a short write): its frames may
     be in the WAL, and a later recovery may find it committed. A full disk is not in doubt:
     SQLite could not write the transaction at all."""
     code = getattr(failure, "sqlite_errorcode", None)
     return code is not None and code & 0xFF == sqlite3.SQLITE_IOERR
-
-
-def _settle_all(settled: list[tuple[asyncio.Future[None], StoreError | None]]) -> None:
-    """On the loop: each write's outcome into its awaitable (unless it was cancelled)."""
-    for future, error in settled:
-        if not future.done():
-            future.set_result(None) if error is None else future.set_exception(error)

@@ -1,0 +1,253 @@
+"""The SQLite writer's per-write work, compiled (``tools/compiled.py``): a write queued on the
+event loop and handed to the writer thread (``Handing``), a journal input run in the writer's
+open transaction (``run_append``), a job's statements (``run_job``) and the batch's outcomes
+settled back on the loop (``settle_all``). The writer thread's own loop, its commit and its
+fold stay in ``sqlite_writer.py`` (``GroupCommitWriter``, which ``SqliteStore`` extends:
+a compiled class cannot have an interpreted subclass). docs/performance.md, "SQLite's cost per
+action", says what compiling this paid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from tapis_service.stores import sqlite_fold
+from tapis_service.stores.checksums import canonical_json
+from tapis_service.stores.store import JournalConflict, StoreError, StoreUnavailable
+
+Write = tuple[str, tuple[Any, ...], str]
+"""(SQL, parameters, what it means if it changes no row, or, for a ``SELECT``, finds none:
+"" when that is fine)."""
+
+GAME_STORED = "SELECT 1 FROM games WHERE game_id = ?"
+INPUT_STORED = "SELECT 1 FROM journal WHERE game_id = ? AND idx = ?"
+"""The checks before an input the writer cannot vouch for: input N only after input N-1
+(input 1 only after the creation record), so no holes. (One ``INSERT ... SELECT ... WHERE
+EXISTS`` reading the journal costs twice as much: SQLite copies what an INSERT reads from its
+own table before inserting.)"""
+
+
+class Job:
+    """Statements to run in order, and who to tell once they are committed. ``forget``: a
+    table whose journal the job deletes (the writer forgets what it knew of it)."""
+
+    def __init__(self, writes: list[Write], loop: asyncio.AbstractEventLoop,
+                 future: asyncio.Future[None], forget: str | None = None) -> None:
+        self.writes = writes
+        self.loop = loop
+        self.future = future
+        self.forget = forget
+
+
+class Append(Job):
+    """A journal input, ``index`` of table ``game_id``, as its row's text."""
+
+    def __init__(self, game_id: str, index: int, text: str, loop: asyncio.AbstractEventLoop,
+                 future: asyncio.Future[None]) -> None:
+        self.writes = []
+        self.loop = loop
+        self.future = future
+        self.forget = None
+        self.game_id = game_id
+        self.index = index
+        self.text = text
+
+
+Handed = Callable[[int], None]
+"""Told on the loop, after each hand-off to the writer, how many journal inputs it carried (a
+test's seam: ``SqliteStore(handed=...)``)."""
+
+
+class Handing:
+    """The loop's side of the writer: each write queued behind the others of the loop's current
+    step, the step's writes handed to the writer thread in one put after it (``hand_off``): one
+    wake-up of the writer for them all, and one batch (the inputs one step of the loop applied,
+    committed together), not a batch cut short by a writer that woke for the first of them."""
+
+    def __init__(self, to_writer: queue.SimpleQueue[list[Job] | None],
+                 handed: Handed | None = None) -> None:
+        self.to_writer = to_writer
+        self.handed = handed
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The loop the writes come from, looked up once per loop: on Python 3.11 each lookup
+        is a ``getpid`` call."""
+        self.jobs: list[Job] = []
+        """The jobs queued during the loop's current step."""
+        self.closed = False
+
+    def running_loop(self) -> asyncio.AbstractEventLoop:
+        loop = self.loop
+        if loop is None or not loop.is_running():
+            loop = self.loop = asyncio.get_running_loop()
+        return loop
+
+    def submit(self, writes: list[Write], forget: str | None = None) -> asyncio.Future[None]:
+        """Queue a job of ``writes``: its awaitable completes once they are committed."""
+        if self.closed:
+            raise RuntimeError("the store is closed")
+        loop = self.running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        self.put(Job(writes, loop, future, forget), loop)
+        return future
+
+    def append(self, game_id: str, index: int, entry: dict[str, Any],
+               epoch: int = 1) -> asyncio.Future[None]:
+        """Queue journal input ``index`` of ``game_id`` (its entry, written as canonical JSON):
+        the store's ``appended`` itself (``epoch``: unused, a file has one writer)."""
+        if self.closed:
+            raise RuntimeError("the store is closed")
+        loop = self.running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        self.put(Append(game_id, index, canonical_json(entry), loop, future), loop)
+        return future
+
+    def put(self, job: Job, loop: asyncio.AbstractEventLoop) -> None:
+        """Queue ``job`` behind the others of this step: the first of a step has them handed
+        to the writer once the step's callbacks ran."""
+        jobs = self.jobs
+        jobs.append(job)
+        if len(jobs) == 1:
+            loop.call_soon(self.hand_off)
+
+    def hand_off(self) -> None:
+        """The jobs queued during a step of the loop, to the writer in one put, in order.
+        (Before a stop: whatever is queued.)"""
+        jobs = self.jobs
+        if jobs:
+            self.jobs = []
+            self.to_writer.put(jobs)
+            if self.handed is not None:
+                self.handed(sum(1 for job in jobs if type(job) is Append))
+
+
+def run_append(cursor: sqlite3.Cursor, job: Append, committed: dict[str, int],
+               appended: dict[str, int]) -> StoreError | None:
+    """One journal input in the open transaction: None, or why it changed nothing."""
+    game_id, index = job.game_id, job.index
+    known = appended.get(game_id)
+    if known is None:
+        known = committed.get(game_id)
+    try:
+        if known == index - 1 and index != 1:  # the writer vouches: no part holds it
+            cursor.execute(sqlite_fold.INSERT_INPUT, (game_id, index, job.text))
+        else:  # the predecessor (or, for the first, the creation record) from the file
+            if index == 1:
+                cursor.execute(GAME_STORED, (game_id,))
+            else:
+                cursor.execute(INPUT_STORED, (game_id, index - 1))
+            if cursor.fetchone() is None:
+                return StoreUnavailable(f"game {game_id}: input {index - 1} is not committed")
+            cursor.execute(sqlite_fold.INSERT_UNLESS_FOLDED, (game_id, index, job.text))
+            if not cursor.rowcount:
+                return JournalConflict(f"game {game_id}: input {index} is already in the "
+                                       "journal")
+    except sqlite3.IntegrityError as error:  # the inbox holds it; undone by SQLite itself
+        return JournalConflict(str(error))
+    appended[game_id] = index
+    return None
+
+
+def is_check(sql: str) -> bool:
+    return sql.startswith("SELECT")
+
+
+def needs_savepoint(writes: list[Write]) -> bool:
+    """A statement that changes rows is followed by others: a savepoint, to undo it if one of
+    them is refused. (Checks, then one change: SQLite undoes that change itself.)"""
+    return any(not is_check(sql) for sql, _, _ in writes[:-1])
+
+
+def run_job(cursor: sqlite3.Cursor, job: Job) -> StoreError | None:
+    """One job's statements in the open transaction: None, or why it changed nothing."""
+    savepoint = needs_savepoint(job.writes)
+    if savepoint:
+        cursor.execute("SAVEPOINT job")
+    outcome: StoreError | None = None
+    try:
+        for sql, params, unless_changed in job.writes:
+            cursor.execute(sql, params)
+            done = cursor.fetchone() is not None if is_check(sql) else cursor.rowcount != 0
+            if unless_changed and not done:
+                raise StoreUnavailable(unless_changed)
+    except sqlite3.IntegrityError as error:
+        outcome = JournalConflict(str(error))
+    except StoreUnavailable as refused:
+        outcome = refused
+    if savepoint:
+        if outcome is not None:
+            cursor.execute("ROLLBACK TO job")
+        cursor.execute("RELEASE job")
+    return outcome
+
+
+def settle_all(settled: list[tuple[asyncio.Future[None], StoreError | None]]) -> None:
+    """On the loop: each write's outcome into its awaitable (unless it was cancelled)."""
+    for future, error in settled:
+        if not future.done():
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
+
+
+def run_batch(cursor: sqlite3.Cursor, batch: list[Job], committed: dict[str, int],
+              appended: dict[str, int], outcomes: list[StoreError | None]) -> int:
+    """Every job of ``batch`` in the open transaction, in order, each one's outcome appended
+    to ``outcomes``: how many inputs went in. ``appended`` gets each table's last input put
+    in (committed with the transaction); a job that deletes a table's journal forgets it in
+    both maps at once (a read if in doubt). A statement SQLite fails otherwise (no refusal: a
+    full disk, an I/O error) is raised: the transaction cannot commit.
+
+    The inputs the writer vouches for (``run_append``) go in by runs, one ``executemany`` per
+    run of them in a row, before the next job or input that is checked (which may read them).
+    No part of the journal can hold a vouched input, so the file never refuses one; if it did,
+    the refusal is raised as any other error: the whole batch fails uncommitted and its tables
+    are forgotten, never a wrong answer."""
+    added = 0
+    run: list[tuple[str, int, str]] = []
+    for job in batch:
+        if type(job) is Append:
+            game_id, index = job.game_id, job.index
+            known = appended.get(game_id)
+            if known is None:
+                known = committed.get(game_id)
+            if known == index - 1 and index != 1:  # vouched for: in with the run
+                run.append((game_id, index, job.text))
+                appended[game_id] = index
+                outcome: StoreError | None = None
+            else:
+                if run:
+                    cursor.executemany(sqlite_fold.INSERT_INPUT, run)
+                    run = []
+                outcome = run_append(cursor, job, committed, appended)
+            if outcome is None:
+                added += 1
+        else:
+            if run:
+                cursor.executemany(sqlite_fold.INSERT_INPUT, run)
+                run = []
+            if job.forget is not None:
+                committed.pop(job.forget, None)
+                appended.pop(job.forget, None)
+            outcome = run_job(cursor, job)
+        outcomes.append(outcome)
+    if run:
+        cursor.executemany(sqlite_fold.INSERT_INPUT, run)
+    return added
+
+
+def settle(batch: list[Job], outcomes: list[StoreError | None]) -> None:
+    """On the writer thread: the batch's awaitables completed by one wake-up of each loop,
+    not one per write."""
+    by_loop: dict[asyncio.AbstractEventLoop,
+                  list[tuple[asyncio.Future[None], StoreError | None]]] = {}
+    for job, outcome in zip(batch, outcomes, strict=True):
+        by_loop.setdefault(job.loop, []).append((job.future, outcome))
+    for loop, settled in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            loop.call_soon_threadsafe(settle_all, settled)
