@@ -64,7 +64,7 @@ class War {
           this.toMove = this.first;
         }
       } else {
-        const winner = mine.rank > theirs.rank ? this.first : other;
+        const winner = mine.rank > theirs.rank ? this.first : seat;  // the leader, or who answered it
         for (const laid of this.trick) this.decks[winner].push(laid.card);
         this.points[winner] += 1;
         events.push({ trickWon: { seat: winner, cards: this.trick.length, points: this.points } });
