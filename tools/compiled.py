@@ -84,7 +84,10 @@ journal steps and the shielding of its inputs, the host, the seat tokens and the
 of the tables; the socket's request stepped without a task; the bots and timers re-armed, the
 table's last use noted, the system clock and a person's action converted, which every action
 calls from compiled code (the compaction is per game, but O(events): under ``bench-peers``'s
-load its Python was ~3.5 % of the server's samples). The rest of the request path stays Python:
+load its Python was ~3.5 % of the server's samples); and the SQLite store's per-write work
+(``stores/sqlite_jobs.py``: a write handed from the loop, the batch's statements on the writer
+thread, the outcomes settled back) with each journal entry's canonical JSON
+(``stores/checksums.py``). The rest of the request path stays Python:
 docs/performance.md ("The door and the frames", "The connection and the GameApi", "The table
 actor and the host") says why, module by module (async generators, subclasses of Cython or
 builtin classes, a test's subclass, what did not pay). A compiled class must not annotate again
