@@ -49,10 +49,7 @@ class Append(Job):
 
     def __init__(self, game_id: str, index: int, text: str, loop: asyncio.AbstractEventLoop,
                  future: asyncio.Future[None]) -> None:
-        self.writes = []
-        self.loop = loop
-        self.future = future
-        self.forget = None
+        super().__init__([], loop, future)
         self.game_id = game_id
         self.index = index
         self.text = text
@@ -125,27 +122,31 @@ class Handing:
                 self.handed(sum(1 for job in jobs if type(job) is Append))
 
 
-def run_append(cursor: sqlite3.Cursor, job: Append, committed: dict[str, int],
-               appended: dict[str, int]) -> StoreError | None:
-    """One journal input in the open transaction: None, or why it changed nothing."""
-    game_id, index = job.game_id, job.index
-    known = appended.get(game_id)
+def vouched(job: Append, committed: dict[str, int], appended: dict[str, int]) -> bool:
+    """Whether the writer knows the input before ``job``'s is in (committed, or put in by this
+    batch): then no part of the journal can hold it, and it goes in unchecked."""
+    known = appended.get(job.game_id)
     if known is None:
-        known = committed.get(game_id)
+        known = committed.get(job.game_id)
+    return known == job.index - 1 and job.index != 1
+
+
+def run_append(cursor: sqlite3.Cursor, job: Append, appended: dict[str, int]
+               ) -> StoreError | None:
+    """One journal input the writer cannot vouch for, in the open transaction, after its
+    predecessor (for the first, the creation record) is found in the file: None, or why it
+    changed nothing."""
+    game_id, index = job.game_id, job.index
     try:
-        if known == index - 1 and index != 1:  # the writer vouches: no part holds it
-            cursor.execute(sqlite_fold.INSERT_INPUT, (game_id, index, job.text))
-        else:  # the predecessor (or, for the first, the creation record) from the file
-            if index == 1:
-                cursor.execute(GAME_STORED, (game_id,))
-            else:
-                cursor.execute(INPUT_STORED, (game_id, index - 1))
-            if cursor.fetchone() is None:
-                return StoreUnavailable(f"game {game_id}: input {index - 1} is not committed")
-            cursor.execute(sqlite_fold.INSERT_UNLESS_FOLDED, (game_id, index, job.text))
-            if not cursor.rowcount:
-                return JournalConflict(f"game {game_id}: input {index} is already in the "
-                                       "journal")
+        if index == 1:
+            cursor.execute(GAME_STORED, (game_id,))
+        else:
+            cursor.execute(INPUT_STORED, (game_id, index - 1))
+        if cursor.fetchone() is None:
+            return StoreUnavailable(f"game {game_id}: input {index - 1} is not committed")
+        cursor.execute(sqlite_fold.INSERT_UNLESS_FOLDED, (game_id, index, job.text))
+        if not cursor.rowcount:
+            return JournalConflict(f"game {game_id}: input {index} is already in the journal")
     except sqlite3.IntegrityError as error:  # the inbox holds it; undone by SQLite itself
         return JournalConflict(str(error))
     appended[game_id] = index
@@ -203,7 +204,7 @@ def run_batch(cursor: sqlite3.Cursor, batch: list[Job], committed: dict[str, int
     both maps at once (a read if in doubt). A statement SQLite fails otherwise (no refusal: a
     full disk, an I/O error) is raised: the transaction cannot commit.
 
-    The inputs the writer vouches for (``run_append``) go in by runs, one ``executemany`` per
+    The inputs the writer vouches for (``vouched``) go in by runs, one ``executemany`` per
     run of them in a row, before the next job or input that is checked (which may read them).
     No part of the journal can hold a vouched input, so the file never refuses one; if it did,
     the refusal is raised as any other error: the whole batch fails uncommitted and its tables
@@ -211,30 +212,23 @@ def run_batch(cursor: sqlite3.Cursor, batch: list[Job], committed: dict[str, int
     added = 0
     run: list[tuple[str, int, str]] = []
     for job in batch:
-        if type(job) is Append:
-            game_id, index = job.game_id, job.index
-            known = appended.get(game_id)
-            if known is None:
-                known = committed.get(game_id)
-            if known == index - 1 and index != 1:  # vouched for: in with the run
-                run.append((game_id, index, job.text))
-                appended[game_id] = index
-                outcome: StoreError | None = None
-            else:
-                if run:
-                    cursor.executemany(sqlite_fold.INSERT_INPUT, run)
-                    run = []
-                outcome = run_append(cursor, job, committed, appended)
-            if outcome is None:
-                added += 1
+        if type(job) is Append and vouched(job, committed, appended):
+            run.append((job.game_id, job.index, job.text))  # in with the run
+            appended[job.game_id] = job.index
+            outcome: StoreError | None = None
         else:
-            if run:
+            if run:  # before a check, which may read them
                 cursor.executemany(sqlite_fold.INSERT_INPUT, run)
                 run = []
-            if job.forget is not None:
-                committed.pop(job.forget, None)
-                appended.pop(job.forget, None)
-            outcome = run_job(cursor, job)
+            if type(job) is Append:
+                outcome = run_append(cursor, job, appended)
+            else:
+                if job.forget is not None:
+                    committed.pop(job.forget, None)
+                    appended.pop(job.forget, None)
+                outcome = run_job(cursor, job)
+        if outcome is None and type(job) is Append:
+            added += 1
         outcomes.append(outcome)
     if run:
         cursor.executemany(sqlite_fold.INSERT_INPUT, run)
