@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import random
+import types
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from tapis_service.observe import metrics
 from tapis_service.observe.clock import ManualClock
 from tapis_service.stores.sqlite_store import SqliteStore
 from tapis_service.tables import shielding
-from tapis_service.ws import frames
+from tapis_service.ws import frames, stepping
 from tapis_service.ws.connection import Connection, _Resumed, socket_calls
 from tapis_service.ws.frames import Format
 from tapis_service.ws.sink import TransportSink, ws_frame
@@ -520,3 +521,53 @@ async def test_a_stop_waits_for_a_request_resumed_without_a_task() -> None:
     await asyncio.wait(running, timeout=5)
     assert running[0].done() and not connection.in_flight
     assert sink.writes  # answered
+
+
+def _steps(body: Any, by: Any) -> list[Any]:
+    """Every step of ``body`` taken by ``by`` until it ends (``stepping.ENDED``)."""
+    taken = []
+    while True:
+        waiting = by(body)
+        taken.append(waiting)
+        if waiting is stepping.ENDED:
+            return taken
+
+
+def _sent(body: Any) -> Any:
+    """The plain step: ``send``, its end a ``StopIteration``."""
+    try:
+        return body.send(None)
+    except StopIteration:
+        return stepping.ENDED
+
+
+def test_a_step_is_a_send_for_a_compiled_coroutine_and_a_python_one() -> None:
+    """``stepping.step`` takes an iterator (what mypyc's coroutines are) by ``next`` and a
+    Python coroutine by ``send``: the same steps as ``send`` either way, and a failure
+    raised as ``send`` raises it."""
+    def iterated(fail: bool) -> Any:  # an iterator with send, as a compiled coroutine is
+        yield "first"
+        yield None
+        if fail:
+            raise ValueError("refused")
+        return "dropped"
+
+    @types.coroutine
+    def waits(value: Any) -> Any:
+        yield value
+
+    async def python(fail: bool) -> str:
+        await waits("first")
+        await waits(None)
+        if fail:
+            raise ValueError("refused")
+        return "dropped"
+
+    for make in (iterated, python):
+        assert _steps(make(False), stepping.step) == _steps(make(False), _sent) == [
+            "first", None, stepping.ENDED]
+        for by in (stepping.step, _sent):
+            failing = make(True)
+            assert by(failing) == "first" and by(failing) is None
+            with pytest.raises(ValueError, match="refused"):
+                by(failing)

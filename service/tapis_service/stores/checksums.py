@@ -25,7 +25,9 @@ def canonical_json(data: dict[str, Any]) -> str:
         text = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # orjson.JSONEncodeError: what orjson refuses
         text = b"\xff"  # not ASCII: written by the standard library
-    if text.isascii() and b"\x7f" not in text:  # below 0x20 orjson escapes as json does
+    # DEL looked for as an integer: a bytes operand is first tried as one (a TypeError made
+    # and dropped, a few thousand instructions a call)
+    if text.isascii() and 0x7F not in text:  # below 0x20 orjson escapes as json does
         return text.decode("ascii")
     return json.dumps(data, separators=(",", ":"), sort_keys=True)
 

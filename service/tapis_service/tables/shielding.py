@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Awaitable, Coroutine, Generator
-from typing import Any, Generic, Protocol, TypeVar
+from types import CoroutineType, FunctionType
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 import structlog
 
@@ -105,6 +106,16 @@ def current_input() -> Input[Any]:
     return _running
 
 
+def _compiled() -> bool:
+    """Whether this module runs compiled by mypyc (its functions are then not Python's)."""
+    return type(_compiled) is not FunctionType
+
+
+COMPILED: Final = _compiled()
+"""This module's coroutines are then mypyc's: iterators too, which ``next`` steps."""
+_ENDED: Final = object()
+
+
 class Input(Generic[R]):
     """One shielded input's coroutine, run as a task runs it but without one: stepped at once
     (in a copy of the caller's context), then each time the future it waits on is done (a bare
@@ -114,12 +125,19 @@ class Input(Generic[R]):
     cancellation ends that wait only. Awaiting it (a retry of the same request) waits for its
     outcome through a waiter of its own."""
 
-    __slots__ = ("context", "coroutine", "follower", "loop", "outcome", "thrown", "waiters")
+    __slots__ = ("by_next", "context", "coroutine", "follower", "loop", "outcome", "thrown",
+                 "value", "waiters")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, R],
                  waiter: asyncio.Future[R]) -> None:
         self.loop = loop
-        self.coroutine = coroutine
+        self.by_next = COMPILED and type(coroutine) is not CoroutineType
+        """A compiled coroutine, run inside ``_kept`` and stepped by ``next``: its end is no
+        exception raised into compiled code (a traceback entry, the exception state saved and
+        restored: a few thousand instructions an input), its value kept by ``_kept``."""
+        self.coroutine: Coroutine[Any, Any, Any] = (self._kept(coroutine) if self.by_next
+                                                    else coroutine)
+        self.value: Any = None
         self.context = contextvars.copy_context()
         self.waiters = [waiter]
         self.thrown: BaseException | None = None
@@ -131,6 +149,10 @@ class Input(Generic[R]):
 
     def __await__(self) -> Generator[Any, None, R]:
         return self.joined().__await__()
+
+    async def _kept(self, coroutine: Coroutine[Any, Any, R]) -> None:
+        """``coroutine``, its value kept in ``value``."""
+        self.value = await coroutine
 
     def joined(self) -> asyncio.Future[R]:
         """A waiter of the outcome (cancelling it cancels nothing else)."""
@@ -151,13 +173,18 @@ class Input(Generic[R]):
             follower.begin()
         try:
             thrown = self.thrown
-            if thrown is None:
-                waiting = self.coroutine.send(None)
-            else:
+            if thrown is not None:
                 self.thrown = None
                 waiting = self.coroutine.throw(thrown)
+            elif self.by_next:
+                waiting = next(self.coroutine, _ENDED)  # type: ignore[call-overload]
+                if waiting is _ENDED:
+                    self._end(self.value, None)
+                    return
+            else:
+                waiting = self.coroutine.send(None)
         except StopIteration as stop:
-            self._end(stop.value, None)
+            self._end(self.value if self.by_next else stop.value, None)
             return
         except asyncio.CancelledError as cancelled:
             self._end(None, cancelled)

@@ -48,7 +48,7 @@ from tapis_service.observe.errors import ServiceError
 from tapis_service.ws import frames
 from tapis_service.ws.frames import Format
 from tapis_service.ws.resuming import Resumed as _Resumed
-from tapis_service.ws.stepping import ENDED, first_step
+from tapis_service.ws.stepping import ENDED, step
 
 log = structlog.get_logger("tapis.ws")
 
@@ -242,7 +242,7 @@ class Connection:
         corked: list[bytes | str] = []
         self._corked = corked
         try:
-            waiting = context.run(first_step, serving)
+            waiting = context.run(step, serving)
         finally:
             self._uncork(corked)
         if waiting is ENDED:

@@ -13,6 +13,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from tapis_service.tables import shielding
+from tapis_service.ws import stepping
 
 
 class Resumed:
@@ -75,9 +76,11 @@ class Resumed:
             elif self.cancelling:
                 self.cancelling = False
                 waiting = self.serving.throw(asyncio.CancelledError())
-            else:
-                waiting = self.serving.send(None)
+            else:  # the usual step: its end is no exception (``stepping.step``)
+                waiting = stepping.step(self.serving)
         except (StopIteration, asyncio.CancelledError):
+            waiting = stepping.ENDED
+        if waiting is stepping.ENDED:
             self.serving = None  # type: ignore[assignment]
             if self.ended is not None and not self.ended.done():
                 self.ended.set_result(None)
