@@ -46,7 +46,8 @@ async def test_appends_across_folds_end_as_the_plain_way_ends_them(tmp_path: Pat
     games = ["g0", "g1", "g2"]
     plain = plain_journal()
     held = threading.Event()
-    store = SqliteStore(tmp_path, failpoint=holding(held), fold_at=draw.randint(2, 4))
+    store = SqliteStore(tmp_path, failpoint=holding(held), fold_at=draw.randint(2, 4),
+                        fold_per_table=0)
     held.set()
     opened = store.folds  # the fold at open
     for game in games[:2]:  # g2 is never created
@@ -72,7 +73,7 @@ async def test_appends_across_folds_end_as_the_plain_way_ends_them(tmp_path: Pat
 async def test_a_table_split_across_both_parts_is_read_whole(tmp_path: Path) -> None:
     """``load_game`` (a rested table woken) and ``load`` (recovery) read the tree and the
     inbox as one journal, in order."""
-    store = SqliteStore(tmp_path, fold_at=3)
+    store = SqliteStore(tmp_path, fold_at=3, fold_per_table=0)
     await store.created("g", {"kind": "war"})
     for index in range(1, 6):  # 1-3 folded once the inbox holds 3; 4 and 5 in the inbox
         await store.appended("g", index, {"i": index})
@@ -127,7 +128,7 @@ async def test_a_retry_after_a_commit_in_doubt_is_applied_once(
     commit_anyway = (lambda: box[0]._connection.execute("COMMIT")) if reached else None
     store = SqliteStore(tmp_path, failpoint=failing_commit(sqlite3.SQLITE_IOERR_FSYNC, armed,
                                                            commit_anyway),
-                        fold_at=2 if folded else 0)
+                        fold_at=2 if folded else 0, fold_per_table=0)
     box.append(store)
     await store.created("g", {"kind": "war"})
     await store.appended("g", 1, {"i": 1})  # the writer saw 1 committed: it vouches for 2
@@ -157,7 +158,7 @@ async def test_admin_reads_both_parts_and_folds_nothing(tmp_path: Path) -> None:
     inputs: counted with the tree's, copied with them (the restored copy loads them), and the
     inbox left as it is; an input in both parts is a problem."""
     data = tmp_path / "data"
-    store = SqliteStore(data, fold_at=4)
+    store = SqliteStore(data, fold_at=4, fold_per_table=0)
     (data / KEY_NAME).write_bytes(os.urandom(KEY_BYTES))
     await store.created("g", {"kind": "war"})
     for index in range(1, 7):  # 1-4 folded, 5 and 6 in the inbox
@@ -187,7 +188,7 @@ async def test_a_fold_that_fails_moves_nothing_and_the_writer_goes_on(tmp_path: 
     """A fold refused (here by an input in both parts, which only damage makes) is rolled
     back whole: every input stays where it was, the writes go on, and the fold is tried again
     ``fold_at`` inputs later (not at each batch), when it moves everything."""
-    store = SqliteStore(tmp_path, fold_at=2)
+    store = SqliteStore(tmp_path, fold_at=2, fold_per_table=0)
     await store.created("g", {"kind": "war"})
     await store.appended("g", 1, {"i": 1})
     await store.appended("g", 2, {"i": 2})
@@ -236,3 +237,33 @@ def test_hand_written_sql_on_the_view_acts_on_the_part_holding_the_row(tmp_path:
                                         "journal_inbox": [("g", 4)]}
     assert rows(tmp_path / "data", "SELECT idx, entry FROM journal ORDER BY idx") == [
         (1, '{"i":1}'), (2, '{"i":"two"}'), (4, '{"i":"four"}')]
+
+
+async def test_with_many_tables_in_play_the_fold_waits_for_a_few_inputs_of_each(
+        tmp_path: Path) -> None:
+    """The inbox is folded at ``fold_at`` inputs, or at ``fold_per_table`` per table it holds
+    inputs of when that is more: one table's inputs fold at ``fold_at`` (4); five tables', at
+    3 each (15)."""
+    store = SqliteStore(tmp_path, fold_at=4, fold_per_table=3)
+    games = [f"g{number}" for number in range(5)]
+    for game in games:
+        await store.created(game, {"kind": "war"})
+    opened, sent = store.folds, dict.fromkeys(games, 0)
+    inbox: list[int] = []  # the inputs in the inbox after each one, while it is not folded
+
+    async def one_more(game: str) -> None:
+        sent[game] += 1
+        await store.appended(game, sent[game], {"i": sent[game]})
+        await store.probe()  # behind the fold it may have started
+        inbox.append(len(parts(tmp_path)["journal_inbox"]))
+
+    for _ in range(4):
+        await one_more("g0")
+    assert inbox == [1, 2, 3, 0] and store.folds - opened == 1
+    inbox.clear()
+    for game in games[1:] + games + games:  # 14 inputs of five tables: none folded
+        await one_more(game)
+    assert inbox == list(range(1, 15)) and store.folds - opened == 1
+    await one_more("g4")  # the 15th: folded
+    assert inbox[-1] == 0 and store.folds - opened == 2
+    store.close()

@@ -18,8 +18,9 @@ handed to the writer (``SqliteStore(handed=...)``). It does nothing until the te
    ``CONTROL_DIR/paused`` and blocks the writer for good, so the test can SIGKILL the process
    with the batch written to SQLite but never committed.
 
-``CONTROL_DIR/fold_at`` (a number), when there at start, is the store's ``fold_at``: how many
-inputs its journal's inbox takes before the writer folds it into the by-table tree.
+``CONTROL_DIR/fold_at`` (a number), when there at start, is the store's ``fold_at`` (and its
+``fold_per_table`` 0): how many inputs its journal's inbox takes before the writer folds it
+into the by-table tree.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def main() -> None:
         pause = Pause(self, control)
         if (control / "fold_at").exists():  # the journal's inbox folded that often
             kwargs["fold_at"] = int((control / "fold_at").read_text())
+            kwargs["fold_per_table"] = 0
         plain_init(self, *args, **{**kwargs, "failpoint": pause, "handed": pause.count})
 
     sqlite_store.SqliteStore.__init__ = init  # type: ignore[method-assign]

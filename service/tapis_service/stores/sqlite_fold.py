@@ -4,7 +4,8 @@ New inputs go into ``journal_inbox``, a table in arrival order (its rowid): a co
 input for each of 50 tables writes the inbox's last pages and a few leaves of its small unique
 index, not a leaf of the by-table tree per table (docs/performance.md, "The journal by
 arrival"). The writer moves the inbox into ``journal_folded``, the by-table tree, in bulk
-(``fold``): once it holds ``FOLD_AT`` rows, when the store opens and when it closes. Every
+(``fold``): once it holds ``FOLD_AT`` rows, or ``FOLD_PER_TABLE`` rows per table it holds rows
+of if that is more, when the store opens and when it closes. Every
 reader reads the view ``journal``, both parts as one: an input is in exactly one of them (the
 writer never puts one in the inbox that the tree holds, and a fold moves the inbox whole, in
 one transaction), so the view has the rows and the unique key the table ``journal`` had.
@@ -18,6 +19,12 @@ import sqlite3
 FOLD_AT = 512
 """Rows in the inbox at which the writer folds it into the tree (measured: docs/performance.md,
 "The journal by arrival")."""
+FOLD_PER_TABLE = 8
+"""With many tables in play, the writer waits for this many rows per table in the inbox
+(when that is more than ``FOLD_AT``): a fold writes a leaf of the tree for each table it
+moves rows of, so it then writes each leaf once for several inputs, not once for each (at
+500 tables: 1.05 pages per input written at ``FOLD_AT`` alone, 0.39 with this; docs/
+performance.md, "The fold's size by tables in play")."""
 
 SCHEMA = """
     ALTER TABLE journal RENAME TO journal_folded;

@@ -102,7 +102,8 @@ class SqliteStore(GroupCommitWriter):
 
     def __init__(self, data_dir: Path | str, synchronous: str = SYNCHRONOUS,
                  max_batch: int = 0, failpoint: Failpoint | None = None,
-                 fold_at: int = sqlite_fold.FOLD_AT, handed: Handed | None = None) -> None:
+                 fold_at: int = sqlite_fold.FOLD_AT, handed: Handed | None = None,
+                 fold_per_table: int = sqlite_fold.FOLD_PER_TABLE) -> None:
         self.path = Path(data_dir) / FILE_NAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _lock_directory(self.path.parent)
@@ -112,6 +113,8 @@ class SqliteStore(GroupCommitWriter):
         self.failpoint = failpoint
         self.fold_at = fold_at
         """Inputs in the journal's inbox at which the writer folds it into the tree."""
+        self.fold_per_table = fold_per_table
+        """...or inputs per table it holds inputs of, when that is more."""
         self.handed = handed
         try:
             self._refuse_lost_file()

@@ -21,7 +21,8 @@ disk, a table not touched since the start) costs a read, never a wrong answer. T
 batch whose COMMIT failed are forgotten (it may have reached the disk).
 
 Inputs go into the journal's inbox (``sqlite_fold``), which the writer folds into the by-table
-tree once it holds ``fold_at`` inputs, after settling a batch, in a transaction of its own. An
+tree once it holds ``fold_at`` inputs (or ``fold_per_table`` per table it holds inputs of, if
+that is more), after settling a batch, in a transaction of its own. An
 input the writer vouches for is in neither part; any other goes into the inbox only if the
 tree does not hold it, and the inbox's own key refuses one it holds (``JournalConflict``, as
 the journal's key did before it had two parts), so no input is ever in both and a fold never
@@ -65,11 +66,13 @@ class GroupCommitWriter:
     """Told how many journal inputs each hand-off to the writer carried (a test's seam)."""
     fold_at: int
     """Inputs in the journal's inbox at which the writer folds it (0: at open and close only)."""
+    fold_per_table: int
+    """...or this many per table it holds inputs of, when that is more (0: ``fold_at`` only)."""
     _connection: sqlite3.Connection
     _inbox = 0
     """Inputs put in the inbox since its last fold (at most: those of a commit in doubt too)."""
     _fold_due = 0
-    """``_inbox`` at which the writer folds next."""
+    """``_inbox`` at which the writer folds next (at the least)."""
     folds = 0
     """Folds done (for tests and measurements)."""
     appended: Callable[..., asyncio.Future[None]]
@@ -86,6 +89,8 @@ class GroupCommitWriter:
         self.appended = self._handing.append
         self._committed: dict[str, int] = {}
         """The writer thread's own: each table's last input known committed."""
+        self._inbox_tables: set[str] = set()
+        """The writer thread's own: the tables whose inputs it committed since the last fold."""
         self.commits = 0
         """Transactions committed (each may carry many writes): for measurements."""
         self._writer = threading.Thread(target=self._run, name="tapis-store-writer", daemon=True)
@@ -135,7 +140,8 @@ class GroupCommitWriter:
             metrics.observe_commit("sqlite", time.perf_counter() - started,
                                    self.commits > commits)
             self._settle(batch, outcomes)
-            if self.fold_at and self._inbox >= self._fold_due:  # the answers are out first
+            if self.fold_at and self._inbox >= max(  # the answers are out first
+                    self._fold_due, self.fold_per_table * len(self._inbox_tables)):
                 self._fold("full")
 
     def _fold(self, when: str) -> None:
@@ -149,6 +155,7 @@ class GroupCommitWriter:
             self._fold_due = self._inbox + self.fold_at
             return
         self._inbox, self._fold_due = 0, self.fold_at
+        self._inbox_tables = set()
         self.folds += 1
 
     def _settle(self, batch: list[Job], outcomes: list[StoreError | None]) -> None:
@@ -171,6 +178,7 @@ class GroupCommitWriter:
                 self.failpoint("commit")
             cursor.execute("COMMIT")
             committed.update(appended)
+            self._inbox_tables.update(appended)
             self.commits += 1
             self._inbox += added
         except sqlite3.Error as error:
