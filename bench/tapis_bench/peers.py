@@ -19,10 +19,11 @@ the memory store) and ``load_avg``; every figure goes to bench/peers.json.
 
     python -m tapis_bench.peers --dir build/peers [--quick] [--tables 50,500] [--turns 5]
                                 [--compare OTHER_TREE/.venv/bin/python]
+                                [--compare-store memory|sqlite]
 
-``--compare`` runs another tree's memory-store server as one more side of the same turns (a
-row of the table, ``compare_1``; the ratios are this tree's): two trees timed under the very
-same load and host, turn by turn.
+``--compare`` runs another tree's server (on the memory store, or ``--compare-store``'s) as one
+more side of the same turns (a row of the table, ``compare_1``; the ratios are this tree's):
+two trees timed under the very same load and host, turn by turn.
 """
 
 from __future__ import annotations
@@ -91,9 +92,9 @@ def colyseus(folder: Path, name: str) -> Iterator[dict[str, Any]]:
 
 
 def run(folder: Path, tables: int, turns: int, turn_s: float,
-        compare: tuple[str, ...] = ()) -> dict[str, Any]:
+        compare: tuple[str, ...] = (), compare_store: str = "memory") -> dict[str, Any]:
     """One load run, every side at ``tables`` tables, in alternating turns (and, a diagnostic,
-    a memory-store server of each other tree in ``compare``: ``compare_1``, ...)."""
+    a server of each other tree in ``compare``, on ``compare_store``: ``compare_1``, ...)."""
     load_avg = round(os.getloadavg()[0], 2)
     if load_avg >= BUSY_LOAD:
         progress(f"peers: WARNING the host is busy (load {load_avg} >= {BUSY_LOAD}): "
@@ -102,7 +103,7 @@ def run(folder: Path, tables: int, turns: int, turn_s: float,
     with ExitStack() as stack:
         sides = [stack.enter_context(tapis(tables, store)) for store in TAPIS_STORES]
         sides += [stack.enter_context(colyseus(folder, name)) for name in COLYSEUS_ROOMS]
-        sides += [stack.enter_context(tapis(tables, "memory", python, f"compare_{i}"))
+        sides += [stack.enter_context(tapis(tables, compare_store, python, f"compare_{i}"))
                   for i, python in enumerate(compare, 1)]
         config = {"tables": tables, "turns": turns, "turn_s": turn_s, "sides": sides}
         out = subprocess.run(["node", "load.mjs", json.dumps(config)], cwd=folder,
@@ -154,8 +155,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--turns", type=int, default=5, help="measured turns per side")
     parser.add_argument("--turn-s", type=float, default=2.0)
     parser.add_argument("--compare", action="append", default=[], metavar="PYTHON",
-                        help="also run another tree's memory server (its .venv/bin/python) in "
-                             "the same turns: a diagnostic row, no ratio changes")
+                        help="also run another tree's server (its .venv/bin/python) in the "
+                             "same turns: a diagnostic row, no ratio changes")
+    parser.add_argument("--compare-store", choices=TAPIS_STORES, default="memory",
+                        help="the store of the --compare servers (default: memory)")
     parser.add_argument("--quick", action="store_true",
                         help="2 measured turns of 1 s per side (a few minutes in all)")
     args = parser.parse_args(argv)
@@ -165,7 +168,8 @@ def main(argv: list[str] | None = None) -> None:
     runs: dict[str, dict[str, Any]] = {}
     for tables in (int(n) for n in args.tables.split(",")):
         progress(f"peers: {tables} tables: Tapis (memory, SQLite) and Colyseus (state, messages)")
-        runs[str(tables)] = run(args.dir, tables, args.turns, args.turn_s, tuple(args.compare))
+        runs[str(tables)] = run(args.dir, tables, args.turns, args.turn_s, tuple(args.compare),
+                                 args.compare_store)
     results = {tables: summary(figures) for tables, figures in runs.items()}
     RESULTS.write_text(json.dumps({"runs": runs, "results": results}, indent=2) + "\n")
     print(table(runs))
