@@ -22,6 +22,14 @@ LEVEL = 1
 at the default (6), for a blob 8% larger (3.1 KB against 2.9 KB). Compaction runs on the
 event loop, in the commit of the input that starts the next game (docs/performance.md, "The
 gRPC gap at the C level")."""
+WINDOW_BITS = 13
+MEMORY_LEVEL = 5
+"""An 8 KB window and a 4,096-entry hash table, not zlib's 32 KB and 32,768 (``wbits`` 15,
+``memLevel`` 8): a game's frames are a few KB, so the blob is as small (544 bytes either way
+for 60 War events, 2,370 against 2,399 for 300), while the compressor's state is ~40 KB
+instead of ~256 KB to allocate and clear at each call: 20 % fewer instructions for a short
+game, 5 % for a long one (docs/performance.md, "A compaction's zlib state"). ``zlib.decompress``
+reads any window up to 32 KB."""
 
 
 def compact_finished(session: Session) -> None:
@@ -72,7 +80,8 @@ def _blob(frames: list[bytes], raw: bytes | None = None) -> tuple[bytes, array[i
         end += len(frame)
         ends.append(end)
     joined = b"".join(frames) if raw is None else raw
-    return zlib.compress(joined, LEVEL), array("I", ends)
+    compressor = zlib.compressobj(LEVEL, zlib.DEFLATED, WINDOW_BITS, MEMORY_LEVEL)
+    return compressor.compress(joined) + compressor.flush(), array("I", ends)
 
 
 def replay(compacted: list[CompactedEvents], seat: int | None, after: int,
