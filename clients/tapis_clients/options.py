@@ -23,7 +23,7 @@ UINT32_MAX = 2**32 - 1
 UINT64_MAX = 2**64 - 1
 """The largest value of a ``uint64`` field (a seed)."""
 MAX_PLAYERS = 6
-"""The most players a table of any game seats (Bataille Corse, docs/rules.md)."""
+"""The most players a table of any game seats (docs/rules.md)."""
 
 OUT_OF_RANGE = N_("{value} is out of range (from {low} to {high})")
 AT_LEAST = N_("{value} is out of range (at least {low})")
