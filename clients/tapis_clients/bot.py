@@ -38,7 +38,15 @@ from tapis_clients.connection import (
     retry_delay_s,
 )
 from tapis_clients.game import Follower
-from tapis_clients.options import add_target, global_parent
+from tapis_clients.options import (
+    MAX_PLAYERS,
+    UINT32_MAX,
+    UINT64_MAX,
+    add_target,
+    bounded,
+    bounded_float,
+    global_parent,
+)
 
 NORMAL_REFUSALS = {"STALE_VERSION", "SLAP_TOO_LATE", "NOT_YOUR_TURN", "RATE_LIMITED",
                    "GAME_OVER", "NOT_ALLOWED_NOW"}
@@ -287,6 +295,16 @@ async def selfplay_one(conn: Connection, kind: pb.GameKind.ValueType, players: i
     return all(results)
 
 
+MAX_SELFPLAY_GAMES = 1_000_000
+"""The most games one selfplay run plays (each is a task held until the run ends)."""
+SEED_STEP = 1_000_003
+
+
+def game_seed(seed: int, index: int) -> int:
+    """The seed of game ``index`` of a selfplay run with ``--seed seed``: apart for each game,
+    and a ``uint64`` as the contract's seed is (sent with --choose-deal)."""
+    return (seed * SEED_STEP + index) % 2**64
+
 PROGRESS_EVERY_S = 5.0
 """Seconds between two progress lines on stderr while no game finishes."""
 
@@ -329,21 +347,19 @@ async def selfplay(args: argparse.Namespace) -> dict[str, object]:
     style = BotStyle(args.reaction_ms, args.mistake_rate)
     strategy = strategies.load(args.strategy) if args.strategy else None
     finished = 0
-    failed = 0
     started = time.perf_counter()
     limit = asyncio.Semaphore(args.concurrency)
     progress = Progress(args.games, args.progress_every or max(1, args.games // 10), stats)
 
     async def one(index: int) -> None:
-        nonlocal finished, failed
+        nonlocal finished
         async with limit:
             try:
                 done = await selfplay_one(conn, kind, args.players,
-                                          args.seed * 1_000_003 + index, style, stats,
+                                          game_seed(args.seed, index), style, stats,
                                           strategy, choose_deal=args.choose_deal)
                 finished += int(done)
             except grpc.aio.AioRpcError as error:
-                failed += 1
                 stats.errors.append(f"{error.code().name} {error_reason(error)}: "
                                     f"{error.details()}")
             progress.game_done()
@@ -375,7 +391,7 @@ async def selfplay(args: argparse.Namespace) -> dict[str, object]:
         print(f"error: {line}", file=sys.stderr)
     summary: dict[str, object] = {
         "kind": args.kind, "players": args.players, "games": args.games,
-        "finished": finished, "errors": len(stats.errors) + failed,
+        "finished": finished, "errors": len(stats.errors),
         "actions": stats.actions, "refused": stats.refused,
         "rate_limited": stats.rate_limited, "idle_checks": stats.idle_checks,
         "seconds": round(seconds, 3),
@@ -407,10 +423,10 @@ async def play(args: argparse.Namespace) -> dict[str, object]:
 
 def _add_globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
     add_target(parser, suppress)
-    parser.add_argument("--reaction-ms", type=int,
+    parser.add_argument("--reaction-ms", type=bounded(0, UINT32_MAX),
                         default=argparse.SUPPRESS if suppress else 0,
                         help="wait this many ms (±30%%) before each move sent (human-like, slow)")
-    parser.add_argument("--mistake-rate", type=float,
+    parser.add_argument("--mistake-rate", type=bounded_float(0, 1),
                         default=argparse.SUPPRESS if suppress else 0.0,
                         help="chance of a random legal move instead of the policy's")
     parser.add_argument("--strategy", default=argparse.SUPPRESS if suppress else "",
@@ -419,6 +435,12 @@ def _add_globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """`tapis-bot`'s parser: every number is checked against its range up front (the contract's
+    field, else the bound its help gives)."""
     parser = argparse.ArgumentParser(prog="tapis-bot", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_globals(parser, False)
@@ -426,23 +448,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     sub = parser.add_subparsers(dest="command", required=True)
     p_play = sub.add_parser("play", help="take a seat in a game and play it", parents=[common])
     p_play.add_argument("--game", required=True)
-    p_play.add_argument("--seat", type=int)
+    p_play.add_argument("--seat", type=bounded(0, UINT32_MAX))
     p_play.add_argument("--name", default="tapis-bot")
-    p_play.add_argument("--seed", type=int, default=0)
+    p_play.add_argument("--seed", type=bounded(0, UINT64_MAX), default=0)
     p_self = sub.add_parser("selfplay", help="create games and fill every seat with bots",
                             parents=[common])
     p_self.add_argument("--kind", choices=sorted(games.KINDS), default="war")
-    p_self.add_argument("--games", type=int, default=10)
-    p_self.add_argument("--players", type=int, default=2)
-    p_self.add_argument("--concurrency", type=int, default=16)
-    p_self.add_argument("--seed", type=int, default=1)
-    p_self.add_argument("--progress-every", type=int, default=0,
+    p_self.add_argument("--games", type=bounded(1, MAX_SELFPLAY_GAMES), default=10,
+                        help=f"games to play (at most {MAX_SELFPLAY_GAMES:,})")
+    p_self.add_argument("--players", type=bounded(2, MAX_PLAYERS), default=2)
+    p_self.add_argument("--concurrency", type=bounded(1, MAX_SELFPLAY_GAMES), default=16,
+                        help="games played at once")
+    p_self.add_argument("--seed", type=bounded(0, UINT64_MAX), default=1)
+    p_self.add_argument("--progress-every", type=bounded(0, MAX_SELFPLAY_GAMES), default=0,
                         help="a progress line on stderr every N games done (default: a tenth "
                              "of --games), and every 5 s")
     p_self.add_argument("--choose-deal", action="store_true",
                         help="send --seed as the games' seeds (the server must run with "
                              "--allow-stacked-decks)")
-    return parser.parse_args(argv)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,24 +7,30 @@ import argparse
 import asyncio
 import contextlib
 import getpass
-import json
 import os
 import sys
 import uuid
 from collections.abc import Callable, Mapping
 
 import grpc
-from google.protobuf import json_format
 from rich.console import Console
-from rich.table import Table
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import app, games, i18n, refusals, seats_file
 from tapis_clients.connection import Connection, Credentials, Unreachable
 from tapis_clients.i18n import N_, _
 from tapis_clients.keys import KeyReader
+from tapis_clients.listing import list_games
 from tapis_clients.local_bots import LocalBots
-from tapis_clients.options import add_cli_globals, global_parent
+from tapis_clients.options import (
+    MAX_PLAYERS,
+    UINT32_MAX,
+    UINT64_MAX,
+    add_cli_globals,
+    bounded,
+    bounded_float,
+    global_parent,
+)
 
 console = Console()
 ENTER = ("\r", "\n")
@@ -46,13 +52,6 @@ numbers of the menu act at once (Enter = the first move); q or Ctrl-C leave at a
 `tapis join GAME_ID` takes your seat back later.""")
 """What `tapis --help` says first (the module's docstring, in the reader's language)."""
 
-STATUS_WORDS = {pb.GAME_STATUS_WAITING_FOR_PLAYERS: N_("waiting for players"),
-                pb.GAME_STATUS_IN_PROGRESS: N_("playing"),
-                pb.GAME_STATUS_GAME_OVER: N_("between games"),
-                pb.GAME_STATUS_QUARANTINED: N_("closed (damaged)"),
-                pb.GAME_STATUS_ABANDONED: N_("abandoned")}
-"""A table's status as people say it (a finished game is a series waiting for its next)."""
-UNKNOWN_STATUS = N_("unknown")
 
 
 async def ask_yes(question: str) -> bool:
@@ -101,19 +100,35 @@ async def _still_mine(conn: Connection, held: seats_file.HeldSeat) -> bool:
     return view.HasField("your_seat")
 
 
+async def _has_free_seat(conn: Connection, game_id: str, token: str) -> bool:
+    """Whether the table has a seat for a person that nobody took (nor a backend kept), as
+    GetGame shows it with the token of a seat held there (else as a spectator sees it)."""
+    try:
+        view = (await conn.call(conn.stub.GetGame, pb.GetGameRequest(game_id=game_id),
+                                token)).game
+    except grpc.aio.AioRpcError as error:
+        if error.code() not in (grpc.StatusCode.UNAUTHENTICATED,
+                                grpc.StatusCode.PERMISSION_DENIED):
+            raise
+        view = (await conn.call(conn.stub.GetGame, pb.GetGameRequest(game_id=game_id))).game
+    return any(s.type == pb.SEAT_TYPE_PERSON and not s.taken and not s.reserved
+               for s in view.seats)
+
+
 async def join(conn: Connection, game_id: str, name: str | Callable[[], str],
                seat: int | None = None, fresh: bool = False
                ) -> tuple[seats_file.HeldSeat, seats_file.SeatLock]:
     """The seat to play at ``game_id`` and its lock: one this person left there (offered back),
     else a free one (``name``, asked for only then), remembered for next time. A seat another
-    terminal plays is never taken over: the person is told and offered a free seat."""
-    in_use: list[int] = []
+    terminal plays is never taken over: the person is told, and offered a free seat when the
+    table has one."""
+    in_use: list[seats_file.HeldSeat] = []
     for held in ([] if fresh else seats_file.find_all(game_id)):
         if seat is not None and seat != held.seat:
             continue
         lock = seats_file.SeatLock(game_id, held.seat)
         if not lock.acquire():
-            in_use.append(held.seat)
+            in_use.append(held)
             continue
         if await _still_mine(conn, held) and await ask_yes(
                 _("You left seat {seat} ({name}) of this table: take it back?").format(
@@ -122,8 +137,13 @@ async def join(conn: Connection, game_id: str, name: str | Callable[[], str],
         lock.release()
     if in_use:
         console.print(_("Seat {seats} of this table is in use in another terminal of "
-                        "yours.").format(seats=", ".join(map(str, in_use))))
-        if seat is not None or not await ask_yes(_("Take a free seat instead?")):
+                        "yours.").format(seats=", ".join(str(held.seat) for held in in_use)))
+        if seat is not None:
+            raise SeatInUse
+        if not await _has_free_seat(conn, game_id, in_use[0].token):
+            console.print(_("No other seat of this table is free."))
+            raise SeatInUse
+        if not await ask_yes(_("Take a free seat instead?")):
             raise SeatInUse
     request = pb.JoinGameRequest(game_id=game_id, display_name=name if isinstance(name, str)
                                  else name(), request_id=uuid.uuid4().hex)
@@ -194,66 +214,6 @@ async def play(conn: Connection, args: argparse.Namespace) -> int:
     return await sit(conn, held, lock)
 
 
-def _sitter(listing: pb.GameListing, seat: int, name: str) -> str:
-    """Who sits at ``seat`` in ``tapis list``: a name, "-" for an open seat, "bot" for a
-    taken seat without a name (the server's bots have none)."""
-    if name:
-        return name
-    return "-" if seat in listing.open_seats else _("bot")
-
-
-async def list_games(conn: Connection, args: argparse.Namespace) -> None:
-    """Every table (page after page), as JSON, plain tab-separated lines when piped, or a
-    table on a terminal; ids are never cut. Tables between two games of a series are listed
-    too (a finished game is a series waiting for its next)."""
-    listings: list[pb.GameListing] = []
-    token = ""
-    while True:
-        page = await conn.call(conn.stub.ListGames, pb.ListGamesRequest(
-            include_finished=True, page_size=args.page_size, page_token=token))
-        listings.extend(page.games)
-        token = page.next_page_token
-        if not token or (args.limit and len(listings) >= args.limit):
-            break
-    if not args.all:
-        listings = [g for g in listings
-                    if g.status in (pb.GAME_STATUS_WAITING_FOR_PLAYERS,
-                                    pb.GAME_STATUS_IN_PROGRESS)
-                    or (g.status == pb.GAME_STATUS_GAME_OVER and not g.open_seats)]
-    if args.limit:
-        listings = listings[:args.limit]
-    if args.json:
-        print(json.dumps([json_format.MessageToDict(g, preserving_proto_field_name=True,
-                                                    always_print_fields_with_no_presence=True)
-                          for g in listings], indent=1))
-        return
-    rows = [(g.game_id, games.command_name(g.kind),
-             _(STATUS_WORDS.get(g.status, UNKNOWN_STATUS)), str(g.seats),
-             ", ".join(map(str, g.open_seats)) or "-", str(g.game_number),
-             ", ".join(_sitter(g, seat, name) for seat, name in enumerate(g.display_names)))
-            for g in listings]
-    header = (_("table"), _("game"), _("status"), _("seats"), _("open seats"), _("game #"),
-              _("players"))
-    if not console.is_terminal:
-        for row in (header, *rows):
-            print("\t".join(row))
-        return
-    grid = Table()
-    grid.add_column(header[0], no_wrap=True,
-                    min_width=max((len(r[0]) for r in rows), default=4))
-    for column in header[1:]:
-        grid.add_column(column)
-    for row in rows:
-        grid.add_row(*row)
-    if len(rows) + 4 > console.height:  # longer than the screen: page it (less, $PAGER)
-        with console.pager(styles=True):
-            console.print(grid)
-    else:
-        console.print(grid)
-    if not rows:
-        console.print(_("no tables yet: `tapis create` or `tapis play` makes one"), markup=False)
-
-
 async def replace_seat(conn: Connection, args: argparse.Namespace) -> int:
     """A backend's ReplaceSeat: print the new holder's token (the ticket to hand over), or
     nothing when a bot keeps the seat."""
@@ -309,9 +269,11 @@ async def run(args: argparse.Namespace) -> int:
 
 
 NAME_FILE = "name"
+"""The display name asked once, kept beside the seats file."""
 MAX_BOT_SPEED_S = 60
 """The slowest reaction a table may ask of its bots (the server's limit, 60 s)."""
-"""The display name asked once, kept beside the seats file."""
+MAX_PAGE_SIZE = 1000
+"""The most tables ListGames answers at once (ListGamesRequest.page_size)."""
 
 
 def display_name(given: str | None, environ: Mapping[str, str] | None = None,
@@ -340,15 +302,6 @@ def display_name(given: str | None, environ: Mapping[str, str] | None = None,
         return getpass.getuser()
     except (KeyError, OSError):
         return _("player")
-
-
-def _seconds(text: str) -> float:
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("a reaction time is 0 or more seconds")
-    if value > MAX_BOT_SPEED_S:
-        raise argparse.ArgumentTypeError(f"a reaction time is at most {MAX_BOT_SPEED_S} seconds")
-    return value
 
 
 def _language_asked(argv: list[str]) -> str | None:
@@ -389,6 +342,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     argv = sys.argv[1:] if argv is None else argv
     i18n.use(i18n.language_from(_language_asked(argv)))
     _argparse_speaks()
+    return build_parser().parse_args(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """`tapis`'s parser, in the language in use. Every number is checked against its field's
+    range in the contract (and any bound the docs give) before a call is made."""
     parser = argparse.ArgumentParser(prog="tapis", description=_(USAGE),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_cli_globals(parser, False)
@@ -398,33 +357,36 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                        ("create", _("create a table for people"))):
         p = sub.add_parser(name, help=text, description=text, parents=[common])
         p.add_argument("kind", choices=sorted(games.KINDS), nargs="?", default="war")
-        p.add_argument("--players", type=int, default=0, metavar="N",
+        p.add_argument("--players", type=bounded(0, MAX_PLAYERS), default=0, metavar="N",
                        help=_("seats at the table"))
         p.add_argument("--bot", default="", metavar=_("STRATEGY"),
                        help=_("the server's computer players' strategy"))
-        p.add_argument("--seed", type=int, metavar="N", help=_(
+        p.add_argument("--seed", type=bounded(0, UINT64_MAX), metavar="N", help=_(
             "a chosen deal (only a server started with --allow-stacked-decks accepts one)"))
         turn_defaults = ", ".join(f"{game.commands[0]} {game.default_turn_ms // 1000} s"
                                   for game in games.GAMES if game.default_turn_ms)
-        p.add_argument("--turn-time-ms", type=int, default=None, metavar="MS", help=_(
+        p.add_argument("--turn-time-ms", type=bounded(0, UINT32_MAX), default=None,
+                       metavar="MS", help=_(
             "time each player has to move, in ms, after which a bot moves for them (0: no "
             "timer; `tapis play` default: {defaults}, else none)").format(
             defaults=turn_defaults))
         with_points = ", ".join(g.title for g in games.GAMES if g.set_points is not None)
-        p.add_argument("--points", type=int, default=0, metavar="N", help=_(
+        p.add_argument("--points", type=bounded(0, UINT32_MAX), default=0, metavar="N", help=_(
             "points to win ({games}; default: the game's)").format(games=with_points))
         p.add_argument("--name", metavar=_("NAME"), help=NAME_HELP())
-        p.add_argument("--bot-speed", type=_seconds, default=None, metavar=_("SECONDS"),
+        p.add_argument("--bot-speed", type=bounded_float(0, MAX_BOT_SPEED_S), default=None,
+                       metavar=_("SECONDS"),
                        help=_("how fast the server's computer players react, in seconds (a "
                               "person's reaction time around it; at most 60); default: the "
                               "server's, 1 s unless it says otherwise"))
         if name == "create":
-            p.add_argument("--people", type=int, default=2, metavar="N",
+            p.add_argument("--people", type=bounded(0, MAX_PLAYERS), default=2, metavar="N",
                            help=_("seats for people"))
     p_join = sub.add_parser("join", help=_("take a seat in a game (or the one you left)"),
                             parents=[common])
     p_join.add_argument("game_id", metavar="GAME_ID")
-    p_join.add_argument("--seat", type=int, metavar="N", help=_("this seat (a number from 0)"))
+    p_join.add_argument("--seat", type=bounded(0, UINT32_MAX), metavar="N",
+                        help=_("this seat (a number from 0)"))
     p_join.add_argument("--name", metavar=_("NAME"), help=NAME_HELP())
     p_join.add_argument("--new-seat", action="store_true",
                         help=_("do not offer back a seat you left there"))
@@ -435,7 +397,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "replace-seat", parents=[common],
         help=_("a backend gives a seat of its table to a player (needs --api-key)"))
     p_replace.add_argument("game_id", metavar="GAME_ID")
-    p_replace.add_argument("seat", type=int, metavar="SEAT", help=_("the seat (a number from 0)"))
+    p_replace.add_argument("seat", type=bounded(0, UINT32_MAX), metavar="SEAT",
+                           help=_("the seat (a number from 0)"))
     p_replace.add_argument("--player-id", default="", metavar="ID", help=_(
         "the backend's player who holds the seat from now on (none: a bot keeps it)"))
     p_replace.add_argument("--name", default="", metavar=_("NAME"), help=_(
@@ -444,9 +407,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p_list.add_argument("--all", action="store_true",
                         help=_("include finished tables nobody plays on"))
     p_list.add_argument("--json", action="store_true", help=_("JSON, one object per table"))
-    p_list.add_argument("--page-size", type=int, default=0, metavar="N", help=_("tables per call"))
-    p_list.add_argument("--limit", type=int, default=0, metavar="N", help=_("at most this many"))
-    return parser.parse_args(argv)
+    p_list.add_argument("--page-size", type=bounded(0, MAX_PAGE_SIZE), default=0, metavar="N",
+                        help=_("tables per call"))
+    p_list.add_argument("--limit", type=bounded(0), default=0, metavar="N",
+                        help=_("at most this many"))
+    return parser
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,6 +4,7 @@ restarts, overload and dead cluster nodes, resumable event streams."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -26,6 +27,9 @@ DEFAULT_PORT = 50051
 DEFAULT_TARGET = f"127.0.0.1:{DEFAULT_PORT}"
 REACH_TIMEOUT_S = 3.0
 """How long a client waits for a server it never reached before saying so."""
+PROBE_TIMEOUT_S = 1.0
+"""How long a client that reached no server waits for a bare TCP connection to the target,
+to tell a closed port from one that answers in another way (TLS)."""
 
 RETRIED_EXHAUSTION = frozenset({"RATE_LIMITED", "OVERLOADED", "TOO_MANY_STREAMS", ""})
 """RESOURCE_EXHAUSTED reasons worth the same request again after a pause (no reason: a
@@ -54,14 +58,55 @@ RECONNECT_OPTIONS = CHANNEL_OPTIONS
 
 
 class Unreachable(Exception):
-    """No server answered at the target within the start-up wait."""
+    """No server answered at the target within the start-up wait. ``accepts``: the target's
+    port took a TCP connection all the same, while the client spoke plaintext gRPC (the
+    server may want TLS)."""
 
-    def __init__(self, target: str, seconds: float) -> None:
-        super().__init__(_(
-            "no Tapis server answers at {target} (waited {seconds} s); start one with "
-            "`make serve`, or point the client elsewhere with --target HOST:PORT or "
-            "TAPIS_TARGET=HOST:PORT").format(target=target, seconds=f"{seconds:g}"))
+    def __init__(self, target: str, seconds: float, accepts: bool = False) -> None:
+        if accepts:
+            text = _("no Tapis server answers in plaintext at {target} (waited {seconds} s), "
+                     "though its port accepts connections: if the server uses TLS, add "
+                     "--tls-ca FILE (its CA certificate) or --tls (the system's roots)")
+        else:
+            text = _("no Tapis server answers at {target} (waited {seconds} s); start one "
+                     "with `make serve`, or point the client elsewhere with --target "
+                     "HOST:PORT or TAPIS_TARGET=HOST:PORT")
+        super().__init__(text.format(target=target, seconds=f"{seconds:g}"))
         self.target = target
+        self.accepts = accepts
+
+
+def first_address(target: str) -> tuple[str, int] | None:
+    """The host and port of a target's first address (``ipv4:``/``ipv6:`` lists, ``dns:``,
+    ``[::1]:50051``, ``host:port``); None for what names no TCP port (``unix:``)."""
+    scheme, colon, rest = target.partition(":")
+    if colon and scheme in ("ipv4", "ipv6"):
+        target = rest.split(",")[0]
+    elif colon and scheme == "dns":
+        target = rest.removeprefix("//").partition("/")[2] if rest.startswith("//") else rest
+    elif colon and scheme == "unix":
+        return None
+    if target.startswith("["):
+        host, _bracket, port = target[1:].partition("]")
+        port = port.removeprefix(":")
+    else:
+        host, _colon, port = target.rpartition(":")
+    return (host, int(port)) if host and port.isdigit() else None
+
+
+async def accepts_tcp(target: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
+    """Whether the target's first address takes a TCP connection within ``timeout_s``."""
+    address = first_address(target)
+    if address is None:
+        return False
+    try:
+        _reader, writer = await asyncio.wait_for(asyncio.open_connection(*address), timeout_s)
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True
 
 
 def resolve_target(target: str | None, environ: Mapping[str, str] | None = None) -> str:
@@ -227,7 +272,8 @@ class Connection:
         ``credentials``: TLS and an API key (default: from the environment)."""
         self.target = resolve_target(target)
         self.retry_for_s = retry_for_s
-        self.channel = (credentials or Credentials.from_options(None)).channel(self.target)
+        self.credentials = credentials or Credentials.from_options(None)
+        self.channel = self.credentials.channel(self.target)
         self.stub = pb_grpc.GameServiceStub(self.channel)
         self.on_retry: Callable[[grpc.RpcError], None] | None = None
         """Called before each retry (a client may say "reconnecting…")."""
@@ -237,12 +283,14 @@ class Connection:
 
     async def reach(self, timeout_s: float | None = None) -> None:
         """Wait until the channel is connected; raise Unreachable after ``timeout_s``
-        (default REACH_TIMEOUT_S)."""
+        (default REACH_TIMEOUT_S), saying whether the port took a plaintext client's TCP
+        connection all the same (it may serve TLS)."""
         timeout_s = REACH_TIMEOUT_S if timeout_s is None else timeout_s
         try:
             await asyncio.wait_for(self.channel.channel_ready(), timeout_s)
         except TimeoutError:
-            raise Unreachable(self.target, timeout_s) from None
+            accepts = not self.credentials.tls and await accepts_tcp(self.target)
+            raise Unreachable(self.target, timeout_s, accepts) from None
 
     def _give_up_at(self) -> float:
         loop = asyncio.get_running_loop()

@@ -18,6 +18,58 @@ API_KEY_HELP = N_("a backend's API key (x-api-key), for a server with --api-keys
 
 AddOptions = Callable[[argparse.ArgumentParser, bool], None]
 
+UINT32_MAX = 2**32 - 1
+"""The largest value of a ``uint32`` field of the contract (a seat, a time in ms, points)."""
+UINT64_MAX = 2**64 - 1
+"""The largest value of a ``uint64`` field (a seed)."""
+MAX_PLAYERS = 6
+"""The most players a table of any game seats (docs/rules.md)."""
+
+OUT_OF_RANGE = N_("{value} is out of range (from {low} to {high})")
+AT_LEAST = N_("{value} is out of range (at least {low})")
+
+
+def bounded(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number from ``low`` to ``high`` (None: no upper bound),
+    else argparse's one-line error naming the option and the range (exit status 2), before
+    any call is made. Text that is no number reads "invalid int value", as with ``type=int``."""
+
+    def whole(text: str) -> int:
+        value = int(text)
+        _check(value, value, low, high)
+        return value
+
+    whole.__name__ = "int"
+    whole.bounds = (low, high)  # type: ignore[attr-defined]
+    return whole
+
+
+def bounded_float(low: float, high: float) -> Callable[[str], float]:
+    """As ``bounded``, for a number with decimals (a finite one: never nan nor inf)."""
+
+    def number(text: str) -> float:
+        value = float(text)
+        _check(text.strip(), value, low, high)
+        return value
+
+    number.__name__ = "float"
+    number.bounds = (low, high)  # type: ignore[attr-defined]
+    return number
+
+
+def _said(number: float) -> str:
+    """A bound as typed: ``60``, not ``60.0``; every digit of a large whole number."""
+    return str(number) if isinstance(number, int) else f"{number:g}"
+
+
+def _check(shown: object, value: float, low: float, high: float | None) -> None:
+    if high is None:
+        if not value >= low:
+            raise argparse.ArgumentTypeError(_(AT_LEAST).format(value=shown, low=_said(low)))
+    elif not low <= value <= high:  # nan is in no range
+        raise argparse.ArgumentTypeError(_(OUT_OF_RANGE).format(
+            value=shown, low=_said(low), high=_said(high)))
+
 
 def add_target(parser: argparse.ArgumentParser, suppress: bool) -> None:
     """Where the server is, and how to reach it (TLS, a backend's key)."""

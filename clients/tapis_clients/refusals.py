@@ -6,7 +6,7 @@ from __future__ import annotations
 import grpc
 
 from tapis_clients.connection import error_reason
-from tapis_clients.i18n import N_, _
+from tapis_clients.i18n import N_, _, labelled
 
 SENTENCES: dict[str, str] = {
     "NOT_YOUR_TURN": N_("not your turn"),
@@ -60,6 +60,11 @@ this client (malformed requests, cluster internals); they get the generic senten
 REFUSED = N_("the server refused that")
 """For a reason a player should not meet."""
 
+PRECISE: frozenset[str] = frozenset({"INVALID_OPTIONS", "INVALID_SEAT_COUNT"})
+"""Refusals of a new table's settings, whose server message is said after the sentence: it
+names what does not fit ("unknown bot 'bogus'; this game has basic"), and a table not yet
+created has no hidden card to leak."""
+
 
 def sentence(reason: str) -> str:
     """What a refusal with ``reason`` means for the player."""
@@ -67,8 +72,11 @@ def sentence(reason: str) -> str:
 
 
 def explain(error: grpc.RpcError) -> str:
-    """The sentence for a refused call (no code, no server wording)."""
+    """The sentence for a refused call (no code; no server wording but for the settings of a
+    new table, ``PRECISE``)."""
     reason = error_reason(error)
+    if reason in PRECISE and error.details():
+        return labelled(sentence(reason), error.details())
     if reason:
         return sentence(reason)
     if error.code() == grpc.StatusCode.UNAVAILABLE:

@@ -251,3 +251,17 @@ async def test_a_game_whose_stream_ends_with_it_is_counted_finished(final: int,
                        random.Random(1), bot.BotStyle(), bot.Stats())
     assert await seat.play() is counted
     assert conn.views == 2  # it looked at the table once more before saying
+
+
+async def test_selfplay_counts_each_refused_game_once(make_server: ServerFactory,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """--choose-deal at a server that takes no chosen seed: every game is refused at its
+    creation, one error each, the same count in the progress line and in the summary."""
+    h = await make_server(allow_stacked_decks=False)
+    args = bot.parse_args(["selfplay", "--target", f"127.0.0.1:{h.running.port}", "--kind",
+                           "war", "--games", "3", "--choose-deal", "--seed", "5"])
+    summary = await bot.selfplay(args)
+    assert (summary["finished"], summary["errors"]) == (0, 3)
+    err = capsys.readouterr().err
+    assert "selfplay: 3/3 games done, 0 actions, 3 errors" in err, err
+    assert err.count("SEED_CHOICE_DISABLED") == 3

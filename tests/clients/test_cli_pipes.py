@@ -1,5 +1,6 @@
-"""`tapis list` piped into another program: plain lines, and a reader that leaves early;
-`tapis replace-seat` piped: the new holder's token alone."""
+"""`tapis list` piped into another program: plain lines (bots and nameless people told apart),
+and a reader that leaves early; `tapis replace-seat` piped: the new holder's token alone; a
+refused table's settings said precisely."""
 
 from __future__ import annotations
 
@@ -31,11 +32,11 @@ async def test_list_names_bot_seats_and_leaves_a_closed_pipe_quietly(
         make_server: ServerFactory) -> None:
     h = await make_server()
     seats = [*person_seats(1), pb.SeatConfig(type=pb.SEAT_TYPE_BOT)]  # a person, a bot
-    for _ in range(3):
-        created = await h.stub.CreateGame(pb.CreateGameRequest(
-            kind=pb.GAME_KIND_WAR, seats=2, seat_configs=seats, request_id=uuid.uuid4().hex))
-    await h.stub.JoinGame(pb.JoinGameRequest(game_id=created.game.game_id,
-                                             display_name="ana"))
+    tables = [(await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, seat_configs=seats, request_id=uuid.uuid4().hex)))
+        .game.game_id for _ in range(3)]
+    await h.stub.JoinGame(pb.JoinGameRequest(game_id=tables[0], display_name="ana"))
+    await h.stub.JoinGame(pb.JoinGameRequest(game_id=tables[1], display_name=""))
     target = f"127.0.0.1:{h.running.port}"
 
     read_end, write_end = os.pipe()
@@ -46,7 +47,7 @@ async def test_list_names_bot_seats_and_leaves_a_closed_pipe_quietly(
     assert code == 0, err
     rows = [line.split("\t") for line in lines[1:]]
     assert len(rows) == 3
-    assert sorted(row[-1] for row in rows) == ["-, bot", "-, bot", "ana, bot"]
+    assert sorted(row[-1] for row in rows) == ["(no name), bot", "-, bot", "ana, bot"]
 
     # `tapis list | head -0`: the reader is gone before the first line is written.
     read_end, write_end = os.pipe()
@@ -84,3 +85,15 @@ async def test_replace_seat_prints_the_new_holder_s_token(make_server: ServerFac
     code, err = await tapis("replace-seat", game_id, "1", "--target", target,
                             stdout=asyncio.subprocess.DEVNULL)
     assert code == 1 and b"API key" in err
+
+
+async def test_a_refused_bot_strategy_is_named(make_server: ServerFactory) -> None:
+    """The server's precise words for a table's settings it refuses (they name no card)."""
+    h = await make_server()
+    code, err = await tapis("play", "war", "--bot", "bogus", "--target",
+                            f"127.0.0.1:{h.running.port}", stdout=asyncio.subprocess.DEVNULL)
+    assert code == 1
+    (line,) = err.decode().splitlines()
+    assert line.startswith("tapis: these options do not fit the game: unknown bot 'bogus'"), line
+    listed = await h.stub.ListGames(pb.ListGamesRequest(include_finished=True))
+    assert not listed.games

@@ -21,7 +21,14 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis_clients import bot, cli, connection, seats_file
-from tapis_clients.connection import Connection, resolve_target
+from tapis_clients.connection import (
+    Connection,
+    Credentials,
+    Unreachable,
+    first_address,
+    resolve_target,
+)
+from tests.support.certificates import issue
 from tests.support.server import ServerFactory
 
 
@@ -78,6 +85,40 @@ async def test_an_unreachable_server_is_one_line_and_a_failure(argv: tuple[str, 
     err = raw.decode().strip().splitlines()
     assert len(err) == 1, err
     assert address in err[0] and "--target" in err[0] and "TAPIS_TARGET" in err[0]
+
+
+def test_the_first_address_of_a_target() -> None:
+    assert first_address("localhost:50051") == ("localhost", 50051)
+    assert first_address("ipv4:127.0.0.1:1,127.0.0.1:2") == ("127.0.0.1", 1)
+    assert first_address("dns:///tapis:50051") == ("tapis", 50051)
+    assert first_address("dns://8.8.8.8/tapis:7") == ("tapis", 7)
+    assert first_address("ipv6:[::1]:7") == ("::1", 7)
+    assert first_address("[::1]:8") == ("::1", 8)
+    assert first_address("unix:/tmp/tapis.sock") is None
+    assert first_address("tapis") is None
+
+
+async def test_a_plaintext_client_at_a_tls_port_is_told_of_the_tls_options(
+        make_server: ServerFactory, tmp_path: Path) -> None:
+    issued = issue(tmp_path, "server")
+    h = await make_server(tls_cert=issued.cert, tls_key=issued.key)
+    target = f"localhost:{h.running.port}"
+    plain = Connection(target, credentials=Credentials())
+    with pytest.raises(Unreachable) as refused:
+        await plain.reach(0.3)  # a plaintext channel is never ready there, however long
+    await plain.close()
+    said = str(refused.value)
+    assert refused.value.accepts and target in said, said
+    assert "--tls-ca FILE" in said and "--tls (" in said and "make serve" not in said, said
+    secure = Connection(target, credentials=Credentials(tls=True, ca=issued.ca_bytes()))
+    await secure.reach()  # the options named do reach it
+    await secure.close()
+    closed = Connection(f"127.0.0.1:{closed_port()}", credentials=Credentials())
+    with pytest.raises(Unreachable) as nobody:
+        await closed.reach(0.3)
+    await closed.close()
+    assert not nobody.value.accepts and "--tls" not in str(nobody.value)
+    assert "make serve" in str(nobody.value)
 
 
 def refusal(code: grpc.StatusCode, reason: str, **metadata: str) -> grpc.aio.AioRpcError:

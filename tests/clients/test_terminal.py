@@ -361,15 +361,34 @@ async def test_two_terminals_never_share_a_seat(make_server: ServerFactory,
     game_id, token = await war_for_two(h)
     first = await terminal("join", game_id, "--target", target(h), "--name", "bo")
     await cli_to_move(h, game_id, token, first)
-    second = await terminal("join", game_id, "--target", target(h))
+    # No seat is free: said at once, without a question nor a name asked for.
+    second = await terminal("join", game_id, "--target", target(h), environ={"TAPIS_NAME": ""})
     await second.wait_for("Seat 1 of this table is in use in another terminal of yours.")
-    await second.wait_for("Take a free seat instead? [Y/n]")
-    second.type("\r")
-    await second.wait_for("every seat at this table is taken")
+    text = await second.wait_for("No other seat of this table is free.")
     assert await second.exit_status() == 1
+    assert "Take a free seat" not in text and "Your name" not in text, text
     first.type("r")  # the first terminal still plays its seat
     await first.wait_for(lambda text: "waiting for tester" in text, "its move taken")
     assert (await view(h, game_id)).awaiting_seats[0] == 0
+
+
+async def test_a_seat_in_use_offers_a_free_one_when_the_table_has_one(
+        make_server: ServerFactory, terminal: StartTerminal) -> None:
+    h = await make_server()
+    created = await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, seat_configs=person_seats(2), seed=4,
+        request_id=uuid.uuid4().hex))
+    game_id = created.game.game_id
+    first = await terminal("join", game_id, "--target", target(h), "--name", "bo")
+    await first.wait_for("waiting for players: 1 of 2 seats taken")
+    second = await terminal("join", game_id, "--target", target(h), "--name", "al")
+    await second.wait_for("Seat 0 of this table is in use in another terminal of yours.")
+    await second.wait_for("Take a free seat instead? [Y/n]")
+    second.type("\r")
+    await second.wait_for("al (you)")
+    assert [seat.display_name for seat in (await view(h, game_id)).seats] == ["bo", "al"]
+    assert await second.quit() == 0
+    assert await first.quit() == 0
 
 
 async def test_quit_mid_game_then_take_the_seat_back(
