@@ -158,5 +158,39 @@ def test_check_reports_counts_and_damage(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "tapis_service.process.admin", "check",
                              str(tmp_path / "data")], capture_output=True, timeout=60,
                             check=False)
-    assert result.returncode in (1, 2), result.stdout.decode()
-    assert b"join.key" in result.stdout or b"cannot be read" in result.stderr
+    assert result.returncode == 1, result.stderr.decode()  # checked, and found wrong
+    assert b"join.key" in result.stdout
+
+
+def exit_code(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as ended:
+        admin.main(argv)
+    return int(ended.value.code or 0)
+
+
+def test_check_exits_0_when_sound_1_on_a_problem_2_with_nothing_to_check(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    asyncio.run(_two_tables(tmp_path / "data"))
+    assert exit_code(["check", str(tmp_path / "data")]) == 0
+    admin.main(["backup", "--data-dir", str(tmp_path / "data"), str(tmp_path / "backup")])
+    assert exit_code(["check", str(tmp_path / "backup")]) == 0
+    capsys.readouterr()
+    # nothing to check: a missing directory, an empty one, neither argument or both (2)
+    (tmp_path / "empty").mkdir()
+    for argv, said in (
+            (["check", str(tmp_path / "missing")], "nothing to check"),
+            (["check", str(tmp_path / "empty")], "nothing to check"),
+            (["check"], "a directory or --database-url"),
+            (["check", str(tmp_path / "data"), "--database-url", "postgresql:x"],
+             "a directory or --database-url")):
+        assert exit_code(argv) == 2, argv
+        printed = capsys.readouterr()
+        assert printed.out == "" and len(printed.err.splitlines()) == 1, argv
+        assert said in printed.err, argv
+    # a problem (1): a backup that lost its database, a file SQLite cannot read
+    (tmp_path / "backup" / DATABASE_NAME).unlink()
+    assert exit_code(["check", str(tmp_path / "backup")]) == 1
+    assert "lost its tables' database" in capsys.readouterr().out
+    (tmp_path / "empty" / DATABASE_NAME).write_bytes(b"not a database, " * 512)
+    assert exit_code(["check", str(tmp_path / "empty")]) == 1
+    assert "cannot be read as a database" in capsys.readouterr().out

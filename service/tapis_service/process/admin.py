@@ -9,10 +9,11 @@
                                           or a backup)
     tapis-admin check --database-url URL  the same of a PostgreSQL database (after pg_restore)
     tapis-admin health [--service NAME]   the health of the tapis-server running as PID 1 (or
-                                          --target), on its own port: the image's HEALTHCHECK
+                                          --pid, or --target), on its own port and over TLS
+                                          as it serves it (--tls-ca): the image's HEALTHCHECK
 
-Exit status: 0 done / healthy, 1 a check or a probe failed, 2 refused (bad arguments, a
-directory in the way).
+Exit status: 0 done / sound / SERVING, 1 a check found a problem or the probe did not answer
+SERVING, 2 refused (bad arguments, a directory in the way, nothing to check, no way to dial).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import shutil
 import sqlite3
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -225,26 +227,21 @@ def restore(backup_dir: Path, data_dir: Path) -> dict[str, Any]:
 
 def check(directory: Path) -> dict[str, Any]:
     """What ``directory`` (a data directory or a backup) holds, and whether it is sound:
-    ``problems`` is empty when it is."""
+    ``problems`` is empty when it is. A directory with neither a database nor a backup's
+    manifest (missing, empty, the wrong path) is refused: nothing to check (exit 2); a database
+    SQLite cannot read, or a backup that lost its database, is a problem (exit 1)."""
     problems: list[str] = []
-    connection = _read_only(directory / DATABASE_NAME)
-    try:
-        integrity = [row[0] for row in connection.execute("PRAGMA integrity_check")]
-        version = schema_version(connection)
-        try:
-            found = counts(connection)
-            twice = twice_journaled(connection)
-            if twice:
-                problems.append(f"{twice} journal inputs are both in the inbox and in the tree")
-        except sqlite3.Error as error:
-            found = {}
-            problems.append(f"not a Tapis store: {error}")
-    except sqlite3.Error as error:
-        raise Refused(f"{directory / DATABASE_NAME}: cannot be read: {error}") from None
-    finally:
-        connection.close()
-    if integrity != ["ok"]:
-        problems.append(f"integrity check: {'; '.join(integrity[:5])}")
+    database = directory / DATABASE_NAME
+    if not database.is_file() and not (directory / MANIFEST_NAME).is_file():
+        raise Refused(f"{directory}: no {DATABASE_NAME} there (nor a backup's {MANIFEST_NAME}):"
+                      " nothing to check")
+    version: int | None = None
+    found: dict[str, int] = {}
+    integrity = ["no database"]
+    if database.is_file():
+        version, found, integrity = _check_tables(database, problems)
+    else:
+        problems.append(f"no {DATABASE_NAME}: the backup lost its tables' database")
     key = directory / KEY_NAME
     if not key.is_file():
         problems.append(f"no {KEY_NAME}: retried joins would get tokens that do not work")
@@ -260,6 +257,34 @@ def check(directory: Path) -> dict[str, Any]:
             problems.append(str(error))
     return {"directory": str(directory), "schema_version": version, "counts": found,
             "integrity": "ok" if integrity == ["ok"] else "failed", "problems": problems}
+
+
+def _check_tables(database: Path, problems: list[str]
+                  ) -> tuple[int | None, dict[str, int], list[str]]:
+    """The tables' database: its schema version, counts and integrity check (a problem each
+    for what is wrong, one for a file SQLite cannot read)."""
+    try:
+        connection = _read_only(database)
+        try:
+            integrity = [row[0] for row in connection.execute("PRAGMA integrity_check")]
+            version = schema_version(connection)
+            try:
+                found = counts(connection)
+                twice = twice_journaled(connection)
+                if twice:
+                    problems.append(f"{twice} journal inputs are both in the inbox and in the "
+                                    "tree")
+            except sqlite3.Error as error:
+                found = {}
+                problems.append(f"not a Tapis store: {error}")
+        finally:
+            connection.close()
+    except sqlite3.Error as error:
+        problems.append(f"{DATABASE_NAME}: cannot be read as a database: {error}")
+        return None, {}, [str(error)]
+    if integrity != ["ok"]:
+        problems.append(f"integrity check: {'; '.join(integrity[:5])}")
+    return version, found, integrity
 
 
 def check_database(url: str) -> dict[str, Any]:
@@ -332,51 +357,22 @@ def _check_ledger(ledger: Path, problems: list[str]) -> dict[str, int]:
         return {}
 
 
-def health(target: str | None, service: str, timeout_s: float, pid: int | None = None) -> str:
-    """The health status a running server reports for ``service``: at ``target``, else at the
-    port of the tapis-server process ``pid`` (default: PID 1, the container's), read from its
-    own flags and TAPIS_* variables as it parsed them: the check follows ``--port 6000`` as
-    well as ``TAPIS_PORT``."""
-    import grpc
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
+def health(target: str | None, service: str, timeout_s: float, pid: int | None = None, *,
+           tls_ca: Path | None = None, tls: bool = False, tls_name: str | None = None,
+           environ: Mapping[str, str] | None = None, proc: Path = Path("/proc")) -> str:
+    """The health status a running server reports for ``service``: at ``target``, else on the
+    port of the tapis-server process ``pid`` (default: PID 1, the container's), over TLS as that
+    server serves it (``tapis_service.process.healthcheck`` says how it is dialled)."""
+    from tapis_service.process import healthcheck
 
-    from tapis_service.process.healthcheck import channel_to
-
-    tls = bool(os.environ.get("TAPIS_TLS_CERT"))
-    if target is None:
-        target, tls = _server_target(Path(f"/proc/{pid or 1}"))
-    with channel_to(target, tls, os.environ) as channel:
-        try:
-            answer = health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=service), timeout=timeout_s)
-        except grpc.RpcError as error:
-            return f"UNREACHABLE ({error.code().name})"
-    return str(health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status))
-
-
-def _server_target(process: Path) -> tuple[str, bool]:
-    """host:port that the server process ``process`` (a /proc entry) listens on, and whether
-    it serves TLS there."""
-    from tapis_service.process import configuration
-
+    trust = healthcheck.Trust.given(tls_ca, tls, tls_name,
+                                    os.environ if environ is None else environ)
     try:
-        argv = (process / "cmdline").read_bytes().split(b"\0")[:-1]
-        environ = dict(item.split(b"=", 1) for item in
-                       (process / "environ").read_bytes().split(b"\0") if b"=" in item)
-    except OSError as error:
-        raise Refused(f"cannot read the server's command line ({error}): give --target") \
-            from None
-    words = [word.decode() for word in argv]
-    flags = next((words[i + 1:] for i, word in enumerate(words)
-                  if word.endswith("tapis-server") or word == "tapis_service.process.main"), None)
-    if flags is None:
-        raise Refused(f"{process} is not a tapis-server ({' '.join(words)[:80]}): give "
-                      "--target")
-    settings = configuration.parse(flags, {k.decode(): v.decode() for k, v in environ.items()})
-    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(settings.host,
-                                                                        settings.host)
-    target = f"[{host}]:{settings.port}" if ":" in host else f"{host}:{settings.port}"
-    return target, settings.tls_cert is not None
+        probe = (healthcheck.to_target(target, trust) if target is not None
+                 else healthcheck.to_process(proc / str(pid or 1), trust))
+    except healthcheck.Unprobed as error:
+        raise Refused(str(error)) from None
+    return healthcheck.check(probe, service, timeout_s)
 
 
 def _version() -> str:
@@ -388,6 +384,30 @@ def _version() -> str:
 # --- the command line --------------------------------------------------------------------------
 
 
+CHECK_EPILOG = """\
+exit status:
+  0  sound: no problems
+  1  a problem (printed in "problems"): a failed integrity check, a database SQLite cannot
+     read, a backup that lost a file or whose checksums differ, no or a bad join.key, an
+     input in both parts of the journal
+  2  nothing checked: no tapis.sqlite3 in the directory and not a backup (a missing or empty
+     directory, the wrong path), a PostgreSQL database that cannot be reached, or bad
+     arguments"""
+
+HEALTH_EPILOG = """\
+With --pid (or PID 1), the probe dials the port that server listens on, over TLS when it
+serves TLS (--tls-cert), trusting --tls-ca, else the system's roots with --tls, else the
+server's own certificate file if it holds a self-signed certificate (its root); otherwise it
+refuses, asking for --tls-ca: the certificate is always checked. A server that asks client
+certificates (--tls-client-ca) is probed on its plaintext --health-port. With --target, TLS
+is on when --tls-ca or --tls (or their variables) is given.
+
+variables: TAPIS_TLS_CA (--tls-ca), TAPIS_TLS=1 (--tls), TAPIS_HEALTH_NAME (--tls-name)
+
+exit status: 0 SERVING, 1 anything else (NOT_SERVING, SERVICE_UNKNOWN, UNREACHABLE (CODE)),
+2 refused: no way to tell where or how to dial (not a tapis-server, a TLS server and no CA)"""
+
+
 def parser() -> argparse.ArgumentParser:
     result = argparse.ArgumentParser(prog="tapis-admin", description=__doc__.split("\n")[0])
     commands = result.add_subparsers(dest="command", required=True)
@@ -397,18 +417,33 @@ def parser() -> argparse.ArgumentParser:
     restored = commands.add_parser("restore", help="a backup into an empty data directory")
     restored.add_argument("backup", type=Path)
     restored.add_argument("data_dir", type=Path)
-    checked = commands.add_parser("check", help="integrity, schema version, counts")
+    checked = commands.add_parser(
+        "check", help="integrity, schema version, counts",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=CHECK_EPILOG)
     checked.add_argument("directory", type=Path, nargs="?",
                          help="a data directory or a backup")
     checked.add_argument("--database-url", default=None,
                          help="a PostgreSQL database instead (after pg_restore)")
-    probed = commands.add_parser("health", help="a running server's health (HEALTHCHECK)")
+    probed = commands.add_parser(
+        "health", help="a running server's health (HEALTHCHECK)",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=HEALTH_EPILOG)
     probed.add_argument("--service", default="",
                         help='"" (readiness, the default) or liveness')
-    probed.add_argument("--target", default=None, help="HOST:PORT (default: PID 1's port)")
+    probed.add_argument("--target", default=None, metavar="HOST:PORT",
+                        help="the server's address (default: the port of the server --pid, "
+                             "read from its own flags and TAPIS_* variables)")
     probed.add_argument("--pid", type=int, default=None,
                         help="the server's process id (default: 1, a container's server)")
-    probed.add_argument("--timeout", type=float, default=3.0)
+    probed.add_argument("--tls-ca", type=Path, default=None, metavar="FILE",
+                        help="over TLS, trust this CA (PEM): the one that signed the server's "
+                             "certificate (default: $TAPIS_TLS_CA)")
+    probed.add_argument("--tls", action="store_true",
+                        help="over TLS, trust the system's roots (default: $TAPIS_TLS)")
+    probed.add_argument("--tls-name", default=None, metavar="NAME",
+                        help="the name to check in the server's certificate (default: "
+                             "$TAPIS_HEALTH_NAME, else localhost with --pid, the target's host "
+                             "with --target)")
+    probed.add_argument("--timeout", type=float, default=3.0, metavar="SECONDS")
     return result
 
 
@@ -430,7 +465,8 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(report, indent=2))
             raise SystemExit(1 if report["problems"] else 0)
         else:
-            status = health(args.target, args.service, args.timeout, args.pid)
+            status = health(args.target, args.service, args.timeout, args.pid,
+                            tls_ca=args.tls_ca, tls=args.tls, tls_name=args.tls_name)
             print(status)
             raise SystemExit(0 if status == "SERVING" else 1)
     except Refused as error:
