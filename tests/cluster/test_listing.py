@@ -2,8 +2,8 @@
 one order (creation time, then id; the quarantined tables after the others, by id), a page
 asks each node for one page from the client's position and merges the answers (counted, not
 timed). The walk of all pages lists every table exactly once, in that order; a token of the
-old offset kind is refused, and so is an unknown game kind; a backend's private tables are listed to it alone, through any node.
-Nodes run in this process (``create_server``)."""
+old offset kind is refused, and so is an unknown game kind; a backend's private tables are
+listed to it alone, through any node. Nodes run in this process (``create_server``)."""
 
 from __future__ import annotations
 
