@@ -427,6 +427,7 @@ class GameApi:
         """A page of the tables the caller may see, oldest first, then the quarantined ones:
         the work of a page is the page (lobby.py), whatever the tables held."""
         size, cursor = page_size(request), page_cursor(request)
+        kind = convert.listed_kind(request.kind)  # unknown: refused, never "every kind"
         backend = self.backend_of(caller)
         name = None if backend is None else backend.name
         now_ms = self.host.clock.now_ms()
@@ -436,7 +437,6 @@ class GameApi:
                                 "later")
         if not self.quotas.allow_list(name, now_ms):
             raise _rate_limited("too many listings right now; try again later")
-        kind = convert.kind_of(request.kind) if request.kind else None
         host, finished_too = self.host, request.include_finished
         found: list[tuple[str, pb.GameListing]] = []
         more = False  # a line beyond the page: there is a next one

@@ -2,8 +2,8 @@
 one order (creation time, then id; the quarantined tables after the others, by id), a page
 asks each node for one page from the client's position and merges the answers (counted, not
 timed). The walk of all pages lists every table exactly once, in that order; a token of the
-old offset kind is refused; a backend's private tables are listed to it alone, through any node.
-Nodes run in this process (``create_server``)."""
+old offset kind is refused, and so is an unknown game kind; a backend's private tables are
+listed to it alone, through any node. Nodes run in this process (``create_server``)."""
 
 from __future__ import annotations
 
@@ -104,6 +104,10 @@ async def test_a_cluster_page_asks_each_node_for_a_page(
         code, reason, _ = await refusal(stubs[1].ListGames(pb.ListGamesRequest(
             page_size=PAGE, page_token=offset)))
         assert (code, reason) == ("INVALID_ARGUMENT", "INVALID_PAGE_TOKEN")
+        for kind in (99, -1):  # never "every kind": refused before any node is asked
+            code, reason, _ = await refusal(stubs[2].ListGames(pb.ListGamesRequest(
+                kind=kind)))  # type: ignore[arg-type]
+            assert (code, reason) == ("INVALID_ARGUMENT", "INVALID_GAME_KIND"), kind
     finally:
         for channel in channels:
             await channel.close()

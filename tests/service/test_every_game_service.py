@@ -199,3 +199,36 @@ async def test_slap_to_pile_won_latency_is_measured_when_the_event_is_sent(
     events = await asyncio.wait_for(reader, 10)
     assert events[0].bataille_corse.WhichOneof("event") == "pile_won"
     assert observed() == before + 1
+
+
+NO_CARD = "not a card: give a rank and a suit"
+NOT_CARDS = [
+    (cards_pb2.Card(rank=cards_pb2.Rank.ValueType(0), suit=cards_pb2.SUIT_SPADES), NO_CARD),
+    (cards_pb2.Card(rank=cards_pb2.Rank.ValueType(99), suit=cards_pb2.SUIT_HEARTS), NO_CARD),
+    (cards_pb2.Card(rank=cards_pb2.RANK_ACE), NO_CARD),
+    (cards_pb2.Card(rank=cards_pb2.RANK_JOKER, suit=cards_pb2.SUIT_CLUBS),
+     "a joker has no suit"),
+]
+"""Cards that do not exist: rank 0, rank 99, an ace without a suit, a joker with one."""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_stacked_deck_with_a_card_that_does_not_exist_is_not_the_games_deck(
+        server: Harness, kind: str) -> None:
+    """Refused INVALID_STACKED_DECK (not INVALID_ACTION: nobody acted), saying where the
+    creator's own deck went wrong and showing none of its cards."""
+    ace = cards_pb2.Card(rank=cards_pb2.RANK_ACE, suit=cards_pb2.SUIT_SPADES)
+    for card, why in NOT_CARDS:
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await server.stub.CreateGame(pb.CreateGameRequest(
+                kind=proto_kind(kind), stacked_deck=[ace, ace, ace, card, ace]))
+        assert (refused.value.code(), reason_of(refused.value)) == (
+            grpc.StatusCode.INVALID_ARGUMENT, "INVALID_STACKED_DECK"), (kind, card)
+        assert refused.value.details() == f"stacked_deck[3]: {why}"
+    # a joker is a card, and in no game's deck but Bataille Corse's twice: the game refuses it
+    joker = cards_pb2.Card(rank=cards_pb2.RANK_JOKER)
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await server.stub.CreateGame(pb.CreateGameRequest(
+            kind=proto_kind(kind), stacked_deck=[joker] * 3))
+    assert reason_of(refused.value) == "INVALID_STACKED_DECK"
+    assert not live_of(server.host)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import random
 
+import grpc
 import pytest
 
 from tapis_engine import table as tbl
@@ -67,6 +68,23 @@ def test_forgetting_a_table_forgets_its_tokens_revoked_ones_too_and_no_other() -
     assert tokens.seat_of(at("b"), "b0") == 0
     tokens.forget("a")  # forgetting twice is harmless
     assert tokens.seat_of(at("b"), "b0") == 0
+
+
+def test_a_revoked_tokens_refusal_says_which_token_it_was() -> None:
+    """A seat's token (ReplaceSeat) and the table's former spectator token
+    (RotateSpectatorToken) are both TOKEN_REVOKED, each named for what it was."""
+    tokens = SeatTokens(b"k" * 32)
+    tokens.add(token_hash("a0"), "a", 0)
+    tokens.revoke("a", 0)
+    tokens.add_revoked(token_hash("watch-a"), "a", spectator=True)
+    unauthenticated = grpc.StatusCode.UNAUTHENTICATED
+    assert answer(tokens, "a", "a0") == (unauthenticated, "TOKEN_REVOKED",
+                                         "this seat token was revoked by the table's backend")
+    assert answer(tokens, "a", "watch-a") == (
+        unauthenticated, "TOKEN_REVOKED", "this spectator token was revoked by the table's "
+        "backend")
+    tokens.forget("a")
+    assert reason(tokens, "a", "watch-a") == "INVALID_TOKEN"
 
 
 def answer(tokens: SeatTokens, game_id: str, token: str,

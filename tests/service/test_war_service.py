@@ -164,9 +164,11 @@ async def test_every_error_path_has_its_code_and_reason_and_changes_nothing(
         (stub.CreateGame(pb.CreateGameRequest(
             kind=pb.GAME_KIND_WAR, stacked_deck=[cards_pb2.Card(rank=cards_pb2.RANK_JOKER,
                                                                 suit=cards_pb2.SUIT_SPADES)])),
-         "INVALID_ARGUMENT", "INVALID_ACTION"),
+         "INVALID_ARGUMENT", "INVALID_STACKED_DECK"),  # a card that does not exist
         (stub.ListGames(pb.ListGamesRequest(page_token="%%%")), "INVALID_ARGUMENT",
          "INVALID_PAGE_TOKEN"),
+        *((stub.ListGames(pb.ListGamesRequest(kind=kind)),  # type: ignore[arg-type]
+           "INVALID_ARGUMENT", "INVALID_GAME_KIND") for kind in (99, 5, -1)),
         (stub.ListGames(pb.ListGamesRequest(page_size=5000)), "INVALID_ARGUMENT",
          "INVALID_PAGE_SIZE"),
     ]
@@ -315,6 +317,8 @@ async def test_list_games_pages_and_filters(server: Harness) -> None:
     assert all(g.open_seats == [0, 1] for g in page.games)
     other = await server.stub.ListGames(pb.ListGamesRequest(kind=pb.GAME_KIND_BOUTONS))
     assert not other.games
+    wars = await server.stub.ListGames(pb.ListGamesRequest(kind=pb.GAME_KIND_WAR))
+    assert [g.game_id for g in wars.games] == ids  # a kind named: its tables; none: all
 
 
 async def test_a_game_against_the_computer_plays_itself_on_the_bot_side(

@@ -44,6 +44,13 @@ async def refused(call: object) -> tuple[grpc.StatusCode, str]:
     return refusal(raised.value)
 
 
+async def refused_saying(call: object) -> tuple[grpc.StatusCode, str, str]:
+    """The code, reason and message ``call`` (an awaitable RPC) is refused with."""
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await call  # type: ignore[misc]
+    return (*refusal(raised.value), str(raised.value.details()))
+
+
 @dataclass
 class Door:
     """Files for a server's door under one directory."""

@@ -31,12 +31,14 @@ from tests.trust.door import (
     door,
     refusal,
     refused,
+    refused_saying,
     reserved_request,
     war_request,
 )
 
 PERSON = pb.SEAT_TYPE_PERSON
 REVOKED = (grpc.StatusCode.UNAUTHENTICATED, "TOKEN_REVOKED")
+SAYS_SEAT = "this seat token was revoked by the table's backend"
 RECLAIM = pb.Action(reclaim_seat=pb.ReclaimSeat())
 
 
@@ -102,15 +104,15 @@ async def test_a_replaced_seat_s_token_is_revoked_at_once_and_the_new_one_plays(
     with pytest.raises(grpc.aio.AioRpcError) as ended:
         while True:
             await old_stream.read()
-    assert refusal(ended.value) == REVOKED
-    assert await refused(stub.GetGame(pb.GetGameRequest(game_id=game_id),
-                                      metadata=auth(old))) == REVOKED
+    assert (*refusal(ended.value), ended.value.details()) == (*REVOKED, SAYS_SEAT)
+    assert await refused_saying(stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                                             metadata=auth(old))) == (*REVOKED, SAYS_SEAT)
     assert await refused(stub.SubmitAction(pb.SubmitActionRequest(
         game_id=game_id, action=RECLAIM), metadata=auth(old))) == REVOKED
     with pytest.raises(grpc.aio.AioRpcError) as reopened:
         await stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id),
                                 metadata=auth(old), timeout=STREAM_DEADLINE_S).read()
-    assert refusal(reopened.value) == REVOKED
+    assert (*refusal(reopened.value), reopened.value.details()) == (*REVOKED, SAYS_SEAT)
     # the other player is told, with the new name
     told = (await other_stream.read()).events[0]
     assert told.WhichOneof("body") == "seat_replaced"

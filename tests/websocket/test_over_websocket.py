@@ -105,6 +105,30 @@ async def test_refusals_are_the_same_as_over_grpc(served: Harness) -> None:
     assert await client.closed() == 1009
 
 
+async def test_an_unknown_game_kind_is_refused_on_both_doors_and_none_lists_all(
+        served: Harness) -> None:
+    """ListGames reads ``kind`` once for both transports: a number the contract does not
+    define is INVALID_GAME_KIND (never "every kind"); unspecified lists every table."""
+    client = await socket_to(served)
+    game_id, _ = await war_table(client)
+    for kind in (99, 5, -1):
+        request = pb.ListGamesRequest(kind=kind)  # type: ignore[arg-type]
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await served.stub.ListGames(request)
+        assert (refused.value.code(), reason_of(refused.value)) == (
+            grpc.StatusCode.INVALID_ARGUMENT, "INVALID_GAME_KIND"), kind
+        answer = await client.call(list_games=request)
+        assert (answer.refusal.code, reason(answer)) == (
+            grpc.StatusCode.INVALID_ARGUMENT.value[0], "INVALID_GAME_KIND"), kind
+        assert answer.refusal.message == refused.value.details() == f"unknown game kind {kind}"
+    for kind in (pb.GAME_KIND_UNSPECIFIED, pb.GAME_KIND_WAR):
+        request = pb.ListGamesRequest(kind=kind)
+        listed = (await client.call(list_games=request)).list_games
+        assert [g.game_id for g in listed.games] == [game_id]
+        assert await served.stub.ListGames(request) == listed
+    client.close()
+
+
 async def test_several_tables_on_one_socket_and_a_stream_resumed(served: Harness) -> None:
     client = await socket_to(served)
     first, first_tokens = await war_table(client)

@@ -63,8 +63,7 @@ class Listing:
                          caller: Caller) -> pb.ListGamesResponse:
         size = page_size(request)
         page_cursor(request)  # checked here: a node refusing it would pass for a missing one
-        if request.kind:
-            convert.kind_of(request.kind)
+        convert.listed_kind(request.kind)  # likewise: an unknown kind is refused, not relayed
         try:
             if not self.locator.leaving:
                 await self._adopt_orphans(request.include_finished)

@@ -9,10 +9,11 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
-from tapis_engine.errors import Reason, invalid
+from tapis_engine.cards import Card
+from tapis_engine.errors import Reason, RuleError, invalid
 from tapis_engine.protocol import Rules
 from tapis_engine.registry import rules_for
-from tapis_service.codec.adapters import ADAPTERS, BY_PROTO_KIND
+from tapis_service.codec.adapters import ADAPTERS, BY_PROTO_KIND, GameAdapter
 from tapis_service.codec.adapters.cards import card_from_proto
 from tapis_service.codec.moves import move_from_proto as move_from_proto  # compiled (mypyc)
 from tapis_service.codec.table_messages import scoreboard, summaries, table_body
@@ -41,6 +42,39 @@ def _timestamp(ms: int) -> Timestamp:
     return stamp
 
 
+def _adapter_of(proto_kind: pb.GameKind.ValueType) -> GameAdapter:
+    """The adapter of a named game kind: INVALID_GAME_KIND for a number the contract does not
+    define, GAME_KIND_NOT_AVAILABLE for a defined kind this server does not host."""
+    adapter = BY_PROTO_KIND.get(proto_kind)
+    if adapter is None:
+        if proto_kind in pb.GameKind.values():
+            raise ServiceError(grpc.StatusCode.UNIMPLEMENTED, "GAME_KIND_NOT_AVAILABLE",
+                               f"{pb.GameKind.Name(proto_kind)} is not available yet")
+        raise invalid_argument("INVALID_GAME_KIND", f"unknown game kind {proto_kind}")
+    return adapter
+
+
+def listed_kind(proto_kind: pb.GameKind.ValueType) -> str | None:
+    """The engine kind a ListGames request filters on: None (every kind) when unspecified,
+    refused as CreateGame refuses it when unknown (``_adapter_of``)."""
+    if proto_kind == pb.GAME_KIND_UNSPECIFIED:
+        return None
+    return _adapter_of(proto_kind).kind
+
+
+def _stacked_cards(request: pb.CreateGameRequest) -> tuple[Card, ...]:
+    """The stacked deck's cards; a card that does not exist (rank 0, a joker with a suit...)
+    is INVALID_STACKED_DECK, naming its position in the caller's own deck and nothing else."""
+    cards = []
+    for position, message in enumerate(request.stacked_deck):
+        try:
+            cards.append(card_from_proto(message))
+        except RuleError as error:
+            raise invalid(Reason.INVALID_STACKED_DECK,
+                          f"stacked_deck[{position}]: {error.message}") from None
+    return tuple(cards)
+
+
 def create_arguments(request: pb.CreateGameRequest,
                      allow_chosen_deals: bool = True) -> dict[str, Any]:
     """The host's ``create`` arguments from a CreateGameRequest (refusals raise).
@@ -50,12 +84,7 @@ def create_arguments(request: pb.CreateGameRequest,
     """
     if request.kind == pb.GAME_KIND_UNSPECIFIED:
         raise invalid_argument("INVALID_GAME_KIND", "name the game kind")
-    adapter = BY_PROTO_KIND.get(request.kind)
-    if adapter is None:
-        if request.kind in pb.GameKind.values():
-            raise ServiceError(grpc.StatusCode.UNIMPLEMENTED, "GAME_KIND_NOT_AVAILABLE",
-                               f"{pb.GameKind.Name(request.kind)} is not available yet")
-        raise invalid_argument("INVALID_GAME_KIND", f"unknown game kind {request.kind}")
+    adapter = _adapter_of(request.kind)
     deck_length = len(request.stacked_deck)
     if not allow_chosen_deals:
         if deck_length:
@@ -95,7 +124,7 @@ def create_arguments(request: pb.CreateGameRequest,
     if chosen is not None and chosen != adapter.field:
         raise invalid(Reason.WRONG_GAME_KIND, f"{chosen} options given for a {adapter.field} game")
     options = adapter.options_from_proto(getattr(request, chosen) if chosen else None)
-    stacked = tuple(card_from_proto(c) for c in request.stacked_deck) or None
+    stacked = _stacked_cards(request) or None
     first = request.stacked_first_seat if request.HasField("stacked_first_seat") else None
     if first is not None and stacked is None:
         raise invalid(Reason.INVALID_STACKED_DECK, "stacked_first_seat needs a stacked deck")
@@ -249,9 +278,3 @@ def quarantined_listing(game_id: str, kind: str) -> pb.GameListing:
     return pb.GameListing(game_id=game_id, status=pb.GAME_STATUS_QUARANTINED,
                           kind=adapter.proto_kind if adapter  # type: ignore[arg-type]
                           else pb.GAME_KIND_UNSPECIFIED)
-
-
-def kind_of(proto_kind: int) -> str | None:
-    adapter = BY_PROTO_KIND.get(proto_kind)
-    return adapter.kind if adapter else None
-

@@ -67,7 +67,7 @@ async def events(api: GameApi, request: pb.StreamEventsRequest, caller: Caller,
                 yield to_send
                 stream.writing_since = None
         if subscriber.revoked:
-            raise revoked()
+            raise revoked(subscriber.spectator_token)
         if subscriber.overflowed:
             raise too_slow(feed.last)
         if host.stopping:

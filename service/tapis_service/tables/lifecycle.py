@@ -309,8 +309,8 @@ class Tables:
             assert restored is not None and session is not None
             for digest, seat in restored.tokens.items():
                 self.tokens.add(digest, game_id, seat)
-            for digest in restored.revoked:
-                self.tokens.add_revoked(digest, game_id)
+            for digest, spectator in restored.revoked.items():
+                self.tokens.add_revoked(digest, game_id, spectator)
             self.restored(session)
         if effects.timers == "arm":
             assert session is not None

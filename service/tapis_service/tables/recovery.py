@@ -70,8 +70,9 @@ class Restored:
     tokens: dict[str, int] = field(default_factory=dict)
     """Seat-token hash -> seat, for every seat claimed (or given by ReplaceSeat) in the
     journal and not revoked since."""
-    revoked: list[str] = field(default_factory=list)
-    """The hashes of the seat tokens ReplaceSeat revoked."""
+    revoked: dict[str, bool] = field(default_factory=dict)
+    """The hashes of the tokens revoked -> whether it was a spectator token
+    (RotateSpectatorToken) rather than a seat's (ReplaceSeat)."""
     create_request_id: str = ""
 
 
@@ -144,7 +145,7 @@ def _rotated(restored: Restored, entry: JSON) -> None:
     session = restored.session
     session.spectator_generation = int(entry["spectator_generation"])
     session.journal_length += 1
-    restored.revoked.append(str(entry["revoked"]))
+    restored.revoked[str(entry["revoked"])] = True
     if entry.get("rotate_request_id"):
         session.rotate_requests[str(entry["rotate_request_id"])] = session.spectator_generation
 
@@ -156,7 +157,7 @@ def _replaced(restored: Restored, seat: int, entry: JSON) -> None:
     for digest, holder in list(restored.tokens.items()):
         if holder == seat:
             del restored.tokens[digest]
-            restored.revoked.append(digest)
+            restored.revoked[digest] = False
     if entry.get("token_hash"):
         restored.tokens[entry["token_hash"]] = seat
 

@@ -41,10 +41,13 @@ def too_slow(last: int) -> ServiceError:
                         resume_at(last))
 
 
-def revoked() -> ServiceError:
-    """The end of a stream whose seat token its backend revoked (ReplaceSeat)."""
+def revoked(spectator: bool = False) -> ServiceError:
+    """The refusal of a token its backend revoked, and the end of its streams: a seat token
+    (ReplaceSeat) or, with ``spectator``, the table's former spectator token
+    (RotateSpectatorToken)."""
     return ServiceError(grpc.StatusCode.UNAUTHENTICATED, "TOKEN_REVOKED",
-                        "this seat token was revoked by the table's backend")
+                        f"this {'spectator' if spectator else 'seat'} token was revoked by the "
+                        "table's backend")
 
 
 def stopping(last: int) -> ServiceError:

@@ -289,7 +289,7 @@ class TableActor(TableWrites):
         former = token_hash(spectator_token(tokens.key, session.game_id, generation - 1))
         session.spectator_generation = generation
         session.journal_length += 1
-        tokens.add_revoked(former, session.game_id)
+        tokens.add_revoked(former, session.game_id, spectator=True)
         for subscriber in list(session.subscribers):
             if subscriber.spectator_token:
                 subscriber.revoke()

@@ -4,8 +4,9 @@ A join with a ``request_id`` gets a token derived from the game, the seat and th
 server's join key (an HMAC, never stored), so a retried join is answered with the same token,
 after a restart too. The key lives in the data directory (``join.key``), or in the shared
 database of a cluster (every node derives the same tokens), or per process without either. A
-token its backend revoked (``ReplaceSeat``) is known as revoked, and refused as such
-(TOKEN_REVOKED), for as long as its table is served here.
+token its backend revoked (a seat's by ``ReplaceSeat``, the table's former spectator token by
+``RotateSpectatorToken``) is known as revoked, and refused as such (TOKEN_REVOKED, saying which
+token it was), for as long as its table is served here.
 
 A connection that sends the same token again and again (a player's WebSocket, a gRPC channel)
 remembers its verification (``caller.Remembered``), valid while the registry's ``generation``
@@ -51,8 +52,9 @@ class SeatTokens:
         """Moved on by every revocation: a ``Remembered`` verification of an earlier one is
         void (numbers never repeat in a process, so one registry's never matches another's)."""
         self._seats: dict[str, tuple[str, int]] = {}
-        self._revoked: dict[str, str] = {}
-        """Hashes of revoked tokens -> their table."""
+        self._revoked: dict[str, tuple[str, bool]] = {}
+        """Hashes of revoked tokens -> their table, and whether it was the table's spectator
+        token (its refusal says which token it was)."""
         self._by_table: dict[str, set[str]] = {}
         """Table -> the hashes of its tokens, live and revoked: revoking a seat or forgetting a
         table looks at that table's tokens only, not at every token of the server."""
@@ -91,11 +93,12 @@ class SeatTokens:
             self.add_revoked(digest, game_id)
         return revoked
 
-    def add_revoked(self, digest: str, game_id: str) -> None:
-        """Know the token whose hash is ``digest`` as revoked at ``game_id``."""
+    def add_revoked(self, digest: str, game_id: str, spectator: bool = False) -> None:
+        """Know the token whose hash is ``digest`` as revoked at ``game_id`` (a seat's, or
+        with ``spectator`` the table's former spectator token)."""
         self.generation = next(_GENERATIONS)
         self._seats.pop(digest, None)
-        self._revoked[digest] = game_id
+        self._revoked[digest] = (game_id, spectator)
         self._by_table.setdefault(game_id, set()).add(digest)
 
     def forget(self, game_id: str) -> None:
@@ -104,7 +107,7 @@ class SeatTokens:
         for digest in self._by_table.pop(game_id, ()):
             if self._seats.get(digest, ("",))[0] == game_id:
                 del self._seats[digest]
-            if self._revoked.get(digest) == game_id:
+            if self._revoked.get(digest, ("",))[0] == game_id:
                 del self._revoked[digest]
 
     def seat_of(self, session: Session, token: str | None,
@@ -130,9 +133,10 @@ class SeatTokens:
             return None
         digest = token_hash(token)
         owner = self._seats.get(digest)
-        if owner is None and self._revoked.get(digest) == session.game_id:
-            raise revoked()
         if owner is None:
+            revoked_at = self._revoked.get(digest)
+            if revoked_at is not None and revoked_at[0] == session.game_id:
+                raise revoked(revoked_at[1])
             raise ServiceError(grpc.StatusCode.UNAUTHENTICATED, "INVALID_TOKEN",
                                "this seat token is not valid on this server")
         if owner[0] != session.game_id:
