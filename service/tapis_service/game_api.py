@@ -413,6 +413,7 @@ class GameApi:
             check_game_id(request.game_id)
             session = await self.host.find(request.game_id)
             seat = self.viewer(session, caller)
+            beyond_the_log(request.after_sequence, session.last_sequence)
             seated = self.seated(session, seat, caller)
             spectators = 0 if seated else sum(1 for subscriber in session.subscribers
                                               if subscriber.seat is None)
@@ -465,3 +466,15 @@ class GameApi:
                               convert.quarantined_listing(game_id, damaged.kind)))
         return pb.ListGamesResponse(games=[line for _, line in found],
                                     next_page_token=found[-1][0] if more else "")
+
+
+def beyond_the_log(after: int, last: int) -> None:
+    """A stream asked for events after a sequence its table never reached: refused, never
+    a silent wait (a client that read a log this table does not have: the table restored
+    from an older backup). docs/api.md, StreamEvents."""
+    if after > last:
+        raise invalid_argument(
+            "INVALID_CURSOR",
+            f"after_sequence {after} is beyond this table's last event ({last}): its log is "
+            "not the one you read (restored from an older copy?); read the table again "
+            "(GetGame) and stream from its last_sequence")

@@ -448,3 +448,24 @@ async def test_no_stream_sees_an_event_before_its_action_is_committed(
     assert message.events[0].sequence == 2
     assert message.events[-1].sequence == session.last_sequence
     stream.cancel()
+
+
+async def test_a_stream_after_a_sequence_its_table_never_reached_is_refused(
+        server: Harness) -> None:
+    """StreamEvents after a sequence beyond the table's last event (a client that read a log
+    this table does not have: the table restored from an older copy) is refused
+    INVALID_ARGUMENT / INVALID_CURSOR, for a seat and a spectator alike, saying where the
+    table is, never left waiting in silence; after its last event exactly, it waits for the
+    next (``test_live_stream_receives_events_as_they_happen``)."""
+    game_id, tokens = await new_war(server)
+    last = (await view_of(server, game_id)).last_sequence
+    for token in (tokens[0], None):
+        stream = server.stub.StreamEvents(
+            pb.StreamEventsRequest(game_id=game_id, after_sequence=last + 1),
+            metadata=auth(token) if token else None, timeout=STREAM_DEADLINE_S)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            async for _ in stream:
+                pass
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert reason_of(refused.value) == "INVALID_CURSOR"
+        assert f"beyond this table's last event ({last})" in (refused.value.details() or "")
