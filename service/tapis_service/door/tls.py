@@ -47,7 +47,8 @@ class Pem:
     client_ca: bytes | None
 
 
-def _read(path: Path, what: str) -> bytes:
+def read_pem(path: Path, what: str) -> bytes:
+    """The bytes of the PEM file ``path`` (``what`` it is, for the refusal)."""
     try:
         data = path.read_bytes()
     except OSError as error:
@@ -59,9 +60,9 @@ def _read(path: Path, what: str) -> bytes:
 
 def load(files: TlsFiles) -> Pem:
     """Read and check the files: the key must match the certificate, the CA must parse."""
-    cert = _read(files.cert, "TLS certificate")
-    key = _read(files.key, "TLS key")
-    client_ca = None if files.client_ca is None else _read(files.client_ca, "client CA")
+    cert = read_pem(files.cert, "TLS certificate")
+    key = read_pem(files.key, "TLS key")
+    client_ca = None if files.client_ca is None else read_pem(files.client_ca, "client CA")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         context.load_cert_chain(files.cert, files.key)
@@ -189,7 +190,7 @@ def cluster_tls(server: Pem, *, cert: Path | None = None, key: Path | None = Non
         raise TlsFilesError("--cluster-tls-cert and --cluster-tls-key go together")
     own = server if cert is None or key is None \
         else load(TlsFiles(cert, key))
-    trusted = _read(ca, "cluster CA") if ca is not None else server.client_ca
+    trusted = read_pem(ca, "cluster CA") if ca is not None else server.client_ca
     if trusted is None:
         raise TlsFilesError("a cluster over TLS needs --cluster-tls-ca (the CA that signed "
                             "the nodes' certificates) or --tls-client-ca")

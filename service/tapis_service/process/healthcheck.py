@@ -28,10 +28,9 @@ from pathlib import Path
 
 import grpc
 
+from tapis_service.door.tls import TlsFilesError, channel_credentials, read_pem
+from tapis_service.process.configuration import TRUE, BadSetting, parse
 from tapis_service.settings import Settings
-
-TRUE = ("1", "true", "yes", "on")
-"""``TAPIS_TLS``'s values that mean yes (as the clients read it)."""
 
 
 class Unprobed(Exception):
@@ -51,8 +50,6 @@ class Probe:
     def channel(self) -> grpc.Channel:
         if not self.tls:
             return grpc.insecure_channel(self.target)
-        from tapis_service.door.tls import channel_credentials
-
         options = [] if self.name is None else [("grpc.ssl_target_name_override", self.name)]
         return grpc.secure_channel(self.target, channel_credentials(self.roots), options=options)
 
@@ -128,8 +125,6 @@ def server_settings(process: Path) -> Settings:
     """The settings of the tapis-server process ``process`` (a /proc entry), read from its own
     command line and environment as it parsed them: ``--port 6000`` is followed as well as
     ``TAPIS_PORT``."""
-    from tapis_service.process import configuration
-
     try:
         argv = (process / "cmdline").read_bytes().split(b"\0")[:-1]
         environ = dict(item.split(b"=", 1) for item in
@@ -144,8 +139,8 @@ def server_settings(process: Path) -> Settings:
         raise Unprobed(f"{process} is not a tapis-server ({' '.join(words)[:80]}): give "
                        "--target")
     try:
-        return configuration.parse(flags, {k.decode(): v.decode() for k, v in environ.items()})
-    except (configuration.BadSetting, SystemExit) as error:
+        return parse(flags, {k.decode(): v.decode() for k, v in environ.items()})
+    except (BadSetting, SystemExit) as error:
         raise Unprobed(f"cannot read the server's settings ({error}): give --target") from None
 
 
@@ -154,10 +149,11 @@ def _address(host: str, port: int) -> str:
 
 
 def _pem(path: Path, what: str) -> bytes:
+    """The certificates of the PEM file ``path`` (read as the server reads its TLS files)."""
     try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise Unprobed(f"cannot read the {what} {path}: {error.strerror}") from None
+        data = read_pem(path, what)
+    except TlsFilesError as error:
+        raise Unprobed(str(error)) from None
     if b"-----BEGIN CERTIFICATE-----" not in data:
         raise Unprobed(f"the {what} {path} is not a PEM certificate")
     return data

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Awaitable, Coroutine, Generator
-from types import CoroutineType, FunctionType
+from types import CoroutineType
 from typing import Any, Final, Generic, Protocol, TypeVar
 
 import structlog
@@ -106,13 +106,6 @@ def current_input() -> Input[Any]:
     return _running
 
 
-def _compiled() -> bool:
-    """Whether this module runs compiled by mypyc (its functions are then not Python's)."""
-    return type(_compiled) is not FunctionType
-
-
-COMPILED: Final = _compiled()
-"""This module's coroutines are then mypyc's: iterators too, which ``next`` steps."""
 _ENDED: Final = object()
 
 
@@ -131,13 +124,13 @@ class Input(Generic[R]):
     def __init__(self, loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, R],
                  waiter: asyncio.Future[R]) -> None:
         self.loop = loop
-        self.by_next = COMPILED and type(coroutine) is not CoroutineType
-        """A compiled coroutine, run inside ``_kept`` and stepped by ``next``: its end is no
-        exception raised into compiled code (a traceback entry, the exception state saved and
-        restored: a few thousand instructions an input), its value kept by ``_kept``."""
-        self.coroutine: Coroutine[Any, Any, Any] = (self._kept(coroutine) if self.by_next
-                                                    else coroutine)
+        self.coroutine: Coroutine[Any, Any, None] = self._kept(coroutine)
+        self.by_next = type(self.coroutine) is not CoroutineType
+        """``_kept`` compiled (mypyc's coroutines are iterators too): stepped by ``next``, its
+        end no exception raised into compiled code (a traceback entry, the exception state
+        saved and restored: a few thousand instructions an input)."""
         self.value: Any = None
+        """The coroutine's value, once it returned (kept by ``_kept``)."""
         self.context = contextvars.copy_context()
         self.waiters = [waiter]
         self.thrown: BaseException | None = None
@@ -183,8 +176,8 @@ class Input(Generic[R]):
                     return
             else:
                 waiting = self.coroutine.send(None)
-        except StopIteration as stop:
-            self._end(self.value if self.by_next else stop.value, None)
+        except StopIteration:
+            self._end(self.value, None)
             return
         except asyncio.CancelledError as cancelled:
             self._end(None, cancelled)
