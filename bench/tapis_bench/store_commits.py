@@ -7,7 +7,7 @@ in turn, as the host does before answering. Compared: the memory store, and SQLi
 with synchronous FULL or NORMAL, with group commit or one transaction per write, and the group
 commit as it was before issue 35 (one wake-up of the loop per write, not per batch). The
 configurations take turns, ``rounds`` times; each line gives the medians over the rounds, with
-the process's CPU per append (the loop's and the writer thread's).
+the process's CPU per append (since the commit moved onto the loop, all of it the loop's).
 """
 
 from __future__ import annotations

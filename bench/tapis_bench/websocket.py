@@ -9,8 +9,8 @@ events reached both sockets. Figures over the measured window: the server's CPU 
 
 ``"threads"``: the server's busiest threads over the window (``/proc/PID/task/TID/stat`` and
 ``status``), each one's user and system CPU and its voluntary and involuntary context
-switches per action; ``"main"`` marks the event loop's (on SQLite the next is the writer's:
-its voluntary switches are how often it blocks).
+switches per action; ``"main"`` marks the event loop's (on SQLite, which commits on the loop,
+its voluntary switches include each commit's fsync).
 """
 
 from __future__ import annotations

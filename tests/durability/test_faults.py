@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -38,25 +37,25 @@ WAIT_S = 20.0
 
 
 class Failpoint:
-    """Held by the SqliteStore writer at each commit: a gate the test opens, and a switch that
+    """Awaited by the SqliteStore writer at each commit: a gate the test opens, and a switch that
     makes commits fail with SQLite's own full-disk error."""
 
     def __init__(self) -> None:
-        self.gate = threading.Event()
+        self.gate = asyncio.Event()
         self.gate.set()
-        self.entered = threading.Event()
+        self.entered = asyncio.Event()
         self.failing = False
         self.failed = 0
 
-    def __call__(self, where: str) -> None:
+    async def __call__(self, where: str) -> None:
         self.entered.set()
-        assert self.gate.wait(WAIT_S), "the test never opened the gate"
+        await asyncio.wait_for(self.gate.wait(), WAIT_S)  # the test opens the gate
         if self.failing:
             self.failed += 1
             raise sqlite3.OperationalError("database or disk is full")
 
     async def wait_entered(self) -> None:
-        assert await asyncio.to_thread(self.entered.wait, WAIT_S)
+        await asyncio.wait_for(self.entered.wait(), WAIT_S)
 
 
 @pytest.fixture

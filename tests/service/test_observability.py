@@ -218,7 +218,7 @@ async def test_a_store_outage_logs_one_line_per_kind_per_period(
     monkeypatch.setattr(logrepeat, "WARNINGS", RepeatLimiter(10.0, lambda: now[0]))
     failing = threading.Event()
 
-    def failpoint(where: str) -> None:
+    async def failpoint(where: str) -> None:
         if failing.is_set():
             raise sqlite3.OperationalError("database or disk is full")
 

@@ -20,7 +20,7 @@ from tests.support.server import TEST_SETTINGS
 async def test_an_idle_server_follows_its_store(tmp_path: Path) -> None:
     broken = asyncio.Event()
 
-    def failpoint(where: str) -> None:
+    async def failpoint(where: str) -> None:
         if where == "commit" and broken.is_set():
             raise sqlite3.OperationalError("database or disk is full")
 

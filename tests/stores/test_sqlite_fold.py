@@ -6,10 +6,10 @@ is refused wherever the first copy went, every reader (``load_game``, ``load``,
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import sqlite3
-import threading
 from pathlib import Path
 
 import pytest
@@ -45,7 +45,7 @@ async def test_appends_across_folds_end_as_the_plain_way_ends_them(tmp_path: Pat
     draw = random.Random(seed)
     games = ["g0", "g1", "g2"]
     plain = plain_journal()
-    held = threading.Event()
+    held = asyncio.Event()
     store = SqliteStore(tmp_path, failpoint=holding(held), fold_at=draw.randint(2, 4),
                         fold_per_table=0)
     held.set()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import random
 import sqlite3
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ async def test_appends_in_batches_end_as_the_plain_way_ends_them(tmp_path: Path,
     draw = random.Random(seed)
     games = ["g0", "g1", "g2"]
     plain = plain_journal()
-    held = threading.Event()
+    held = asyncio.Event()
     store = SqliteStore(tmp_path / "store", failpoint=holding(held))
     held.set()
     for game in games[:2]:  # g2 is never created
@@ -50,7 +49,7 @@ async def test_appends_in_batches_end_as_the_plain_way_ends_them(tmp_path: Path,
 
 async def test_a_refused_job_changes_nothing_and_takes_no_neighbour_with_it(
         tmp_path: Path) -> None:
-    held = threading.Event()
+    held = asyncio.Event()
     store = SqliteStore(tmp_path, failpoint=holding(held))
     held.set()
     await store.created("g", {"kind": "war"})

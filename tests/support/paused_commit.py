@@ -1,9 +1,9 @@
 """`tapis-server` whose SQLite writer can be stopped between a batch's writes and its COMMIT
 (run as a script: ``python paused_commit.py CONTROL_DIR SERVER_ARGS...``).
 
-The failpoint is the store's own (``SqliteStore(failpoint=...)``, called by the writer thread
-once every write of a batch has run in the open transaction, just before the COMMIT and its
-fsync; the batch is then ``store.committing``), and so is the count of the journal inputs
+The failpoint is the store's own (``SqliteStore(failpoint=...)``, awaited by the writer once
+every write of a batch has run in the open transaction, just before the COMMIT and its fsync;
+the batch is then ``store.committing``), and so is the count of the journal inputs
 handed to the writer (``SqliteStore(handed=...)``). It does nothing until the test writes
 ``CONTROL_DIR/arm`` (a number N). Then:
 
@@ -15,7 +15,7 @@ handed to the writer (``SqliteStore(handed=...)``). It does nothing until the te
    the event loop has settled the first batch's writes and turned ``ANSWER_TURNS`` more times
    (so that their answers are out before the kill, however fast the writer got there), the
    failpoint writes the table of each journal input in it, one per line, to
-   ``CONTROL_DIR/paused`` and blocks the writer for good, so the test can SIGKILL the process
+   ``CONTROL_DIR/paused`` and blocks the event loop for good, so the test can SIGKILL the process
    with the batch written to SQLite but never committed.
 
 ``CONTROL_DIR/fold_at`` (a number), when there at start, is the store's ``fold_at`` (and its
@@ -30,7 +30,6 @@ import os
 import runpy
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -50,34 +49,36 @@ class Pause:
         self.held_first = False
         self.held: list[asyncio.Future[None]] = []
         self.handed = 0
-        """Journal inputs handed to the writer so far (counted on the loop, after each put:
+        """Journal inputs handed to the writer so far (counted on the loop, at each hand-off:
         the store's ``handed`` seam)."""
+        self.wanted = 0
+        """``handed`` at which the first held batch may commit."""
+        self.arrived = asyncio.Event()
 
     def count(self, inputs: int) -> None:
         self.handed += inputs
+        if self.held_first and self.handed >= self.wanted:
+            self.arrived.set()
 
-    def __call__(self, stage: str) -> None:
+    async def __call__(self, stage: str) -> None:
         arm = self.control / "arm"
         if stage != "commit" or not arm.exists():
             return
         if not self.held_first:
             self.held_first = True
             self.held = [job.future for job in self.store.committing]
-            wanted = int(arm.read_text())
+            self.wanted = self.handed + int(arm.read_text())
             (self.control / "holding").touch()
-            handed = self.handed
-            while self.handed < handed + wanted:  # the inputs the test sent, queued
-                time.sleep(0.001)
+            if self.handed < self.wanted:  # the inputs the test sent, queued behind this batch
+                await self.arrived.wait()
             return
-        loop = self.store._loop
-        if loop is not None:  # the held batch's answers go out first
-            asyncio.run_coroutine_threadsafe(_answered(self.held), loop).result(timeout=30)
+        await _answered(self.held)  # the held batch's answers go out first
         written = self.control / "paused.tmp"
         tables = [job.game_id for job in self.store.committing
                   if isinstance(job, sqlite_jobs.Append)]
         written.write_text("".join(f"{game_id}\n" for game_id in tables))
         written.rename(self.control / "paused")  # whole, or not there at all
-        threading.Event().wait()  # never commits: the test kills the process here
+        threading.Event().wait()  # never commits: the loop stops here, the test kills it
 
 
 async def _answered(settled: list[asyncio.Future[None]]) -> None:

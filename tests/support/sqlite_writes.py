@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import random
 import sqlite3
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -57,7 +56,7 @@ def plain_journal() -> sqlite3.Connection:
 
 
 async def append_a_seeded_batch(store: SqliteStore, plain: sqlite3.Connection,
-                                held: threading.Event, draw: random.Random,
+                                held: asyncio.Event, draw: random.Random,
                                 sent: dict[str, int], steps: dict[int, int]) -> None:
     """2-12 appends to the tables of ``sent`` (each one's highest index sent so far), each the
     table's last index plus a step drawn from ``steps`` (step: weight; 1 is the next input, 2 a
@@ -76,10 +75,10 @@ async def append_a_seeded_batch(store: SqliteStore, plain: sqlite3.Connection,
     assert [name(outcome) for outcome in outcomes] == plain_outcomes(plain, appends)
 
 
-def holding(gate: threading.Event) -> Failpoint:
+def holding(gate: asyncio.Event) -> Failpoint:
     """A failpoint that holds each COMMIT until ``gate`` is set (bounded)."""
-    def hold(stage: str) -> None:
-        gate.wait(10)
+    async def hold(stage: str) -> None:
+        await asyncio.wait_for(gate.wait(), 10)
     return hold
 
 
@@ -91,7 +90,7 @@ def failing_commit(code: int, armed: list[bool],
                    before: Callable[[], object] | None = None) -> Failpoint:
     """A failpoint that fails each COMMIT while ``armed[0]`` with SQLite's error ``code``;
     ``before`` runs first (the COMMIT itself: an fsync that failed after the data got there)."""
-    def failpoint(stage: str) -> None:
+    async def failpoint(stage: str) -> None:
         if stage == "commit" and armed[0]:
             armed[0] = False
             if before is not None:

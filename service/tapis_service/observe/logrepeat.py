@@ -15,7 +15,7 @@ EVERY_S = 10.0
 class RepeatLimiter:
     """``log(key, logger_method, event, **fields)`` writes at most one line per key per
     ``every_s`` (monotonic time), with ``repeated`` = the lines left out since the last. Safe
-    from any thread (a store's writer thread logs through it too)."""
+    from any thread (the results store's writer thread logs through it too)."""
 
     def __init__(self, every_s: float = EVERY_S,
                  now: Callable[[], float] = time.monotonic) -> None:

@@ -1,8 +1,9 @@
-"""The SQLite writer's per-write work, compiled (``tools/compiled.py``): a write queued on the
-event loop and handed to the writer thread (``Handing``), a journal input run in the writer's
-open transaction (``run_append``), a job's statements (``run_job``) and the batch's outcomes
-settled back on the loop (``settle_all``). The writer thread's own loop, its commit and its
-fold stay in ``sqlite_writer.py`` (``GroupCommitWriter``, which ``SqliteStore`` extends:
+"""The SQLite writer's per-write work, compiled (``tools/compiled.py``): a write queued during a
+step of the event loop and the step's writes handed to the writer after it (``Handing``), a
+journal input run in the writer's open transaction (``run_append``), a job's statements
+(``run_job``) and the batch's outcomes settled (``settle``). The writer's transaction, its
+failure paths and its fold stay in ``sqlite_writer.py`` (``GroupCommitWriter``, which
+``SqliteStore`` extends:
 a compiled class cannot have an interpreted subclass). docs/performance.md, "SQLite's cost per
 action", says what compiling this paid.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import queue
 import sqlite3
 from collections.abc import Callable
 from typing import Any
@@ -56,19 +56,20 @@ class Append(Job):
 
 
 Handed = Callable[[int], None]
-"""Told on the loop, after each hand-off to the writer, how many journal inputs it carried (a
+"""Told on the loop, before each hand-off to the writer, how many journal inputs it carries (a
 test's seam: ``SqliteStore(handed=...)``)."""
 
 
 class Handing:
     """The loop's side of the writer: each write queued behind the others of the loop's current
-    step, the step's writes handed to the writer thread in one put after it (``hand_off``): one
-    wake-up of the writer for them all, and one batch (the inputs one step of the loop applied,
-    committed together), not a batch cut short by a writer that woke for the first of them."""
+    step, the step's writes handed to the writer in one call after it (``hand_off``, a callback
+    the step's first write schedules): one batch, the inputs one step of the loop applied,
+    committed together."""
 
-    def __init__(self, to_writer: queue.SimpleQueue[list[Job] | None],
+    def __init__(self, write: Callable[[list[Job]], None],
                  handed: Handed | None = None) -> None:
-        self.to_writer = to_writer
+        self.write = write
+        """The writer's: commits a step's jobs, in order, and settles them."""
         self.handed = handed
         self.loop: asyncio.AbstractEventLoop | None = None
         """The loop the writes come from, looked up once per loop: on Python 3.11 each lookup
@@ -112,14 +113,14 @@ class Handing:
             loop.call_soon(self.hand_off)
 
     def hand_off(self) -> None:
-        """The jobs queued during a step of the loop, to the writer in one put, in order.
+        """The jobs queued during a step of the loop, to the writer in one call, in order.
         (Before a stop: whatever is queued.)"""
         jobs = self.jobs
         if jobs:
             self.jobs = []
-            self.to_writer.put(jobs)
             if self.handed is not None:
                 self.handed(sum(1 for job in jobs if type(job) is Append))
+            self.write(jobs)
 
 
 def vouched(job: Append, committed: dict[str, int], appended: dict[str, int]) -> bool:
@@ -236,12 +237,16 @@ def run_batch(cursor: sqlite3.Cursor, batch: list[Job], committed: dict[str, int
 
 
 def settle(batch: list[Job], outcomes: list[StoreError | None]) -> None:
-    """On the writer thread: the batch's awaitables completed by one wake-up of each loop,
-    not one per write."""
+    """The batch's awaitables completed: at once on the loop that runs the writer (the loop
+    the jobs came from), by one wake-up of any other (a store closed from another thread)."""
+    running = asyncio._get_running_loop()
     by_loop: dict[asyncio.AbstractEventLoop,
                   list[tuple[asyncio.Future[None], StoreError | None]]] = {}
     for job, outcome in zip(batch, outcomes, strict=True):
         by_loop.setdefault(job.loop, []).append((job.future, outcome))
     for loop, settled in by_loop.items():
+        if loop is running:
+            settle_all(settled)
+            continue
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
             loop.call_soon_threadsafe(settle_all, settled)

@@ -1,7 +1,7 @@
 """The durable store: one SQLite file under the data directory (``--store sqlite``).
 
-Every write goes through one writer thread that group-commits whatever is queued
-(``sqlite_writer.py``): the awaitable returned to the host completes once the write's
+Every write goes through one writer that group-commits each step of the event loop's writes at
+its end (``sqlite_writer.py``): the awaitable returned to the host completes once the write's
 transaction is committed (WAL, ``synchronous=FULL``: fsynced), so an answer is never sent before
 its input is on disk. See docs/durability.md for the choice and its measured cost.
 
@@ -267,8 +267,8 @@ class SqliteStore(GroupCommitWriter):
         return _decoded(game_id, row[0], snap_row, journal)
 
     def close(self) -> None:
-        """Commit what is queued, then stop the writer, fold the journal's inbox (a file closed
-        cleanly has every input in the tree) and close the file."""
+        """Commit what is queued, fold the journal's inbox (a file closed cleanly has every
+        input in the tree) and close the file."""
         if self._closed:
             return
         self._closed = True
