@@ -86,6 +86,40 @@ async def test_a_steps_writes_are_one_commit_on_the_loop_and_each_gets_its_own_o
     store.close()
 
 
+async def test_a_step_of_few_writes_goes_to_the_writer_thread_and_none_overtakes_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step of fewer than ``inline_at`` writes is committed by the writer thread (which
+    wakes the loop for its answers); a step of many queued while the thread still holds a
+    batch goes to the thread too, behind it: input 2 onwards would be refused (no
+    predecessor) had the loop committed them first."""
+    loop = asyncio.get_running_loop()
+    wakeups: list[object] = []
+    plain = loop.call_soon_threadsafe
+    monkeypatch.setattr(loop, "call_soon_threadsafe",
+                        lambda *args, **kw: (wakeups.append(args[0]), plain(*args, **kw))[1])
+    gate, entered = asyncio.Event(), asyncio.Event()
+
+    async def hold(stage: str) -> None:
+        entered.set()
+        await gate.wait()
+
+    store = SqliteStore(tmp_path, inline_at=4)
+    await must(store.created("g", {"kind": "war"}))  # one write: the thread's
+    assert wakeups and store.commits == 1
+    store.failpoint = hold
+    first = must(store.appended("g", 1, {"i": 1}))  # one write: the thread's, held there
+    await asyncio.wait_for(entered.wait(), 10)
+    store.failpoint = None
+    many = [must(store.appended("g", index, {"i": index})) for index in range(2, 12)]
+    await asyncio.sleep(0)  # the step of ten is handed over: to the thread, behind input 1
+    assert not any(write.done() for write in many)
+    gate.set()
+    await asyncio.gather(first, *many)
+    assert committed(tmp_path, "SELECT idx FROM journal ORDER BY idx") \
+        == [(index,) for index in range(1, 12)]
+    store.close()
+
+
 async def test_close_commits_what_is_queued_and_dropped_games_are_gone(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path)
     for n in range(3):

@@ -237,8 +237,8 @@ def run_batch(cursor: sqlite3.Cursor, batch: list[Job], committed: dict[str, int
 
 
 def settle(batch: list[Job], outcomes: list[StoreError | None]) -> None:
-    """The batch's awaitables completed: at once on the loop that runs the writer (the loop
-    the jobs came from), by one wake-up of any other (a store closed from another thread)."""
+    """The batch's awaitables completed: at once when the loop they wait on commits them
+    itself; by one wake-up of that loop, not one per write, from the writer thread."""
     running = asyncio._get_running_loop()
     by_loop: dict[asyncio.AbstractEventLoop,
                   list[tuple[asyncio.Future[None], StoreError | None]]] = {}

@@ -1,9 +1,10 @@
 """The durable store: one SQLite file under the data directory (``--store sqlite``).
 
-Every write goes through one writer that group-commits each step of the event loop's writes at
-its end (``sqlite_writer.py``): the awaitable returned to the host completes once the write's
-transaction is committed (WAL, ``synchronous=FULL``: fsynced), so an answer is never sent before
-its input is on disk. See docs/durability.md for the choice and its measured cost.
+Every write goes through one writer that group-commits the writes of each step of the event
+loop, on the loop or on its thread (``sqlite_writer.py``): the awaitable returned to the host
+completes once the write's transaction is committed (WAL, ``synchronous=FULL``: fsynced), so an
+answer is never sent before its input is on disk. See docs/durability.md for the choice and its
+measured cost.
 
 The journal has no holes by construction: input N of a game is inserted only if input N-1 (or,
 for the first, the game's creation record) is already there (a check in the same transaction),
@@ -32,7 +33,7 @@ import structlog
 from tapis_service.stores import sqlite_fold
 from tapis_service.stores.checksums import canonical_json, checksum
 from tapis_service.stores.sqlite_jobs import Handed
-from tapis_service.stores.sqlite_writer import Failpoint, GroupCommitWriter
+from tapis_service.stores.sqlite_writer import INLINE_AT, Failpoint, GroupCommitWriter
 from tapis_service.stores.store import (
     SchemaTooNew,
     StoreCorrupt,
@@ -103,7 +104,8 @@ class SqliteStore(GroupCommitWriter):
     def __init__(self, data_dir: Path | str, synchronous: str = SYNCHRONOUS,
                  max_batch: int = 0, failpoint: Failpoint | None = None,
                  fold_at: int = sqlite_fold.FOLD_AT, handed: Handed | None = None,
-                 fold_per_table: int = sqlite_fold.FOLD_PER_TABLE) -> None:
+                 fold_per_table: int = sqlite_fold.FOLD_PER_TABLE,
+                 inline_at: int = INLINE_AT) -> None:
         self.path = Path(data_dir) / FILE_NAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _lock_directory(self.path.parent)
@@ -116,6 +118,8 @@ class SqliteStore(GroupCommitWriter):
         self.fold_per_table = fold_per_table
         """...or inputs per table it holds inputs of, when that is more."""
         self.handed = handed
+        self.inline_at = inline_at
+        """A step's writes from which the loop commits them itself (0: never)."""
         try:
             self._refuse_lost_file()
             self._connection = self._connect()

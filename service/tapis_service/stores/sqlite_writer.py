@@ -1,19 +1,30 @@
-"""The SQLite store's writer: each step of the event loop's writes, committed together at its end.
+"""The SQLite store's writer: group commit, by the event loop itself or by a writer thread.
 
-The writes queued during one step of the loop (``sqlite_jobs.Handing``) go into one transaction
-(order preserved), committed once (WAL, ``synchronous=FULL``: one fsync for the batch) by the
-loop itself, in a callback after the step's; only then are the batch's awaitables completed.
-No thread is handed anything: the loop owns the file's connection, and while SQLite writes and
-fsyncs, the loop waits (the interpreter's lock released), so a commit costs no wake-up of
-another thread and no lock handed back and forth per statement (docs/performance.md, "The
-commit on the loop"). A write is a job of statements: each job gets its own outcome, and a
-refused job never takes the others of its transaction with it. A ``SELECT`` in a job is a
-check: it must find a row, or the job is refused (``StoreUnavailable`` with the job's reason).
-A statement refused by SQLite (a constraint) is undone by SQLite itself, so a job of checks and
-one last change needs nothing more; any other job runs in a savepoint of its own, rolled back
-whole if one of its statements is refused. A transaction that cannot commit (disk full, I/O
-error) fails every job it carried with ``StoreUnavailable``, or with ``CommitUnknown`` when the
-COMMIT itself failed with an I/O error (it may have reached the disk).
+The writes queued during one step of the loop (``sqlite_jobs.Handing``) are handed over together
+after it and committed in one transaction (order preserved; WAL, ``synchronous=FULL``: one
+fsync for the batch); only then are their awaitables completed. Who commits depends on the
+step (docs/performance.md, "The commit on the loop, for a step of many writes"):
+
+- **a step of many writes** (``inline_at`` or more) while the writer thread holds none: the
+  loop commits it itself, at once. While SQLite writes and fsyncs, the loop waits (the
+  interpreter's lock released), but that one fsync carries many inputs, and the commit costs
+  no thread woken and no lock handed back and forth: a WebSocket server under load, its
+  frames read together in one step.
+- **a step of a few**, or any step while the thread holds writes: the writer thread, which
+  group-commits everything queued while its last transaction ran, the loop going on
+  meanwhile: a gRPC server, its calls arriving about one per step, whose fsyncs the loop
+  would otherwise wait for one action at a time.
+
+So the file has one writer at a time: the loop commits only when every hand-off to the thread
+is settled (``_in_thread``, counted on the loop). A write is a
+job of statements: each job gets its own outcome, and a refused job never takes the others of
+its transaction with it. A ``SELECT`` in a job is a check: it must find a row, or the job is
+refused (``StoreUnavailable`` with the job's reason). A statement refused by SQLite (a
+constraint) is undone by SQLite itself, so a job of checks and one last change needs nothing
+more; any other job runs in a savepoint of its own, rolled back whole if one of its statements
+is refused. A transaction that cannot commit (disk full,
+I/O error) fails every job it carried with ``StoreUnavailable``, or with ``CommitUnknown`` when
+the COMMIT itself failed with an I/O error (it may have reached the disk).
 
 A journal input (``appended``) is inserted only after its predecessor. The writer is the file's
 only writer (the data directory is locked), so it remembers the last input of each table it
@@ -31,16 +42,18 @@ tree does not hold it, and the inbox's own key refuses one it holds (``JournalCo
 the journal's key did before it had two parts), so no input is ever in both and a fold never
 meets a duplicate.
 
-A failpoint (tests) is awaited between a batch's statements and its COMMIT, as PostgreSQL's
-writer awaits its own: the loop goes on meanwhile, and the writes queued behind a batch so
-held wait for it, then go in the next transaction.
+A failpoint (tests) is awaited on the loop between a batch's statements and its COMMIT, as
+PostgreSQL's writer awaits its own: the writer thread waits for it; a batch the loop holds so
+has the writes queued meanwhile wait behind it, then go in the next transaction.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import queue
 import sqlite3
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -55,22 +68,28 @@ from tapis_service.stores.store import CommitUnknown, StoreError, StoreUnavailab
 log = structlog.get_logger("tapis.store")
 
 Failpoint = Callable[[str], Awaitable[None]]
-"""Awaited by the writer at ``"commit"``, once a batch's statements ran, just before its COMMIT
+"""Awaited on the loop at ``"commit"``, once a batch's statements ran, just before its COMMIT
 (the batch is then ``committing``): raising ``sqlite3.Error`` there acts as the COMMIT failing
 with it (a full disk; an I/O error, whose outcome is in doubt)."""
+INLINE_AT = 8
+"""The writes of one step of the loop from which the loop commits them itself (when the writer
+thread holds none)."""
 
 
 class GroupCommitWriter:
     """The writer half of ``SqliteStore``: ``_start_writer`` once its connection is open,
     ``_submit`` and ``appended`` from the loop (``sqlite_jobs.Handing``, compiled),
-    ``_stop_writer`` to commit what is queued."""
+    ``_stop_writer`` to commit what is queued and stop."""
 
     path: Path
     max_batch: int
-    """Writes per transaction at most (0: a step's writes; 1: no group commit)."""
+    """Writes per transaction at most (0: everything queued; 1: no group commit)."""
+    inline_at: int = INLINE_AT
+    """A step's writes from which the loop commits them itself (0: never; 1: always, when the
+    thread holds none)."""
     failpoint: Failpoint | None
     handed: sqlite_jobs.Handed | None = None
-    """Told how many journal inputs each step's batch carried (a test's seam)."""
+    """Told how many journal inputs each hand-off to the writer carried (a test's seam)."""
     fold_at: int
     """Inputs in the journal's inbox at which the writer folds it (0: at open and close only)."""
     fold_per_table: int
@@ -89,24 +108,29 @@ class GroupCommitWriter:
     """The batch a failpoint holds (for it to read)."""
 
     def _start_writer(self) -> None:
+        self._queue: queue.SimpleQueue[list[Job] | None] = queue.SimpleQueue()
         self._handing = sqlite_jobs.Handing(self._write, self.handed)
         self._submit = self._handing.submit
         """Queue a job of statements (``sqlite_jobs.Handing.submit``)."""
         self.appended = self._handing.append
         self._committed: dict[str, int] = {}
-        """Each table's last input known committed."""
+        """Each table's last input known committed (whoever commits: one at a time)."""
         self._inbox_tables: set[str] = set()
-        """The tables whose inputs the writer committed since the last fold."""
+        """The tables whose inputs were committed since the last fold."""
         self.commits = 0
         """Transactions committed (each may carry many writes): for measurements."""
+        self._in_thread = 0
+        """The hand-offs to the writer thread not yet settled (counted on the loop)."""
         self._held: asyncio.Task[None] | None = None
-        """The failpoint holding a batch before its COMMIT (None: none is held)."""
+        """The failpoint holding a batch the loop commits (None: none is held)."""
         self._behind: list[Job] = []
-        """The jobs queued while a batch is held: the next transaction's."""
+        """The jobs queued while the loop holds a batch: the next transaction's."""
         self._holding: tuple[list[Job], list[StoreError | None], int] = ([], [], 0)
         """The held batch, its outcomes so far and its inputs put in."""
         self._appended: dict[str, int] = {}
         """The open transaction's inputs: each table's last (committed with it)."""
+        self._writer = threading.Thread(target=self._run, name="tapis-store-writer", daemon=True)
+        self._writer.start()
 
     @property
     def _loop(self) -> asyncio.AbstractEventLoop | None:
@@ -122,8 +146,8 @@ class GroupCommitWriter:
         self._handing.closed = closed
 
     def _stop_writer(self) -> None:
-        """Commit what is queued, in order: a held batch too (a store that stops holds
-        nothing more), the writes behind it, then those of the loop's current step."""
+        """Commit what is queued, in order (a held batch too: a store that stops holds
+        nothing more), and stop the writer thread."""
         self.failpoint = None
         held, self._held = self._held, None
         if held is not None:
@@ -133,12 +157,22 @@ class GroupCommitWriter:
         behind, self._behind = self._behind, []
         self._write(behind)
         self._handing.hand_off()
+        self._queue.put(None)
+        self._writer.join()
+
+    # --- on the loop ----------------------------------------------------------------------
 
     def _write(self, jobs: list[Job]) -> None:
-        """Commit ``jobs`` (a step's writes, in order): in transactions of ``max_batch`` at
-        most, each settled before the next; behind a held batch, once it is committed."""
+        """A step's jobs, in order: to the writer thread, or committed by the loop at once (in
+        transactions of ``max_batch`` at most; behind a held batch, once it is committed)."""
         if self._held is not None:
             self._behind.extend(jobs)
+            return
+        if not jobs:
+            return
+        if self._in_thread or not self.inline_at or len(jobs) < self.inline_at:
+            self._in_thread += 1
+            self._queue.put(jobs)
             return
         while jobs:
             if self.max_batch and len(jobs) > self.max_batch:
@@ -147,7 +181,7 @@ class GroupCommitWriter:
                 batch, jobs = jobs, []
             started = time.perf_counter()
             outcomes: list[StoreError | None] = []
-            added = self._run(batch, outcomes)
+            added = self._run_batch(batch, outcomes)
             if added is None:  # the transaction failed before its COMMIT
                 metrics.observe_commit("sqlite", time.perf_counter() - started, False)
                 self._settle(batch, outcomes)
@@ -159,6 +193,7 @@ class GroupCommitWriter:
                 self._held = asyncio.ensure_future(self._hold(self.failpoint))
                 return
             self._seal(batch, outcomes, added, started)
+            self._fold_if_due()
 
     async def _hold(self, failpoint: Failpoint) -> None:
         """The held batch's COMMIT once its failpoint returns (or its failure, if it raised),
@@ -167,18 +202,76 @@ class GroupCommitWriter:
         try:
             await failpoint("commit")
         except Exception as error:  # a failpoint that raises fails the COMMIT
-            failure = error if isinstance(error, sqlite3.Error) else sqlite3.OperationalError(
-                f"the failpoint raised {error!r}")
             self._held = None
-            self._settle(batch, self._failed(batch, outcomes, failure, committing=True))
+            self._settle(batch, self._failed(batch, outcomes, _as_sqlite(error),
+                                             committing=True))
         else:
             self._held = None
             self._seal(batch, outcomes, added)
+            self._fold_if_due()
         self.committing = []
         behind, self._behind = self._behind, []
         self._write(behind)
 
-    def _run(self, batch: list[Job], outcomes: list[StoreError | None]) -> int | None:
+    def _thread_done(self, handed: int) -> None:
+        """The writer thread settled ``handed`` hand-offs (and folded, if one was due)."""
+        self._in_thread -= handed
+
+    # --- on the writer thread -------------------------------------------------------------
+
+    def _run(self) -> None:
+        stopping = False
+        carried: list[Job] = []  # beyond the last batch's ``max_batch``: the next one's first
+        while carried or not stopping:
+            handed = 0
+            if not carried:
+                first = self._queue.get()
+                if first is None:
+                    break
+                carried, handed = first, 1
+            batch, carried = carried, []
+            while not stopping:  # group commit: every job queued meanwhile
+                try:
+                    jobs = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if jobs is None:
+                    stopping = True
+                    break
+                batch.extend(jobs)
+                handed += 1
+            if self.max_batch and len(batch) > self.max_batch:
+                batch, carried = batch[:self.max_batch], batch[self.max_batch:]
+            self._commit(batch)
+            self._fold_if_due()  # the answers are out first
+            if handed:
+                with contextlib.suppress(RuntimeError):  # a closed loop: nobody counts
+                    batch[0].loop.call_soon_threadsafe(self._thread_done, handed)
+
+    def _commit(self, batch: list[Job]) -> None:
+        """One transaction for the batch, on the writer thread, then its outcomes settled."""
+        started = time.perf_counter()
+        outcomes: list[StoreError | None] = []
+        added = self._run_batch(batch, outcomes)
+        if added is None:
+            metrics.observe_commit("sqlite", time.perf_counter() - started, False)
+            self._settle(batch, outcomes)
+            return
+        failpoint = self.failpoint
+        if failpoint is not None:
+            self.committing = batch
+            try:
+                asyncio.run_coroutine_threadsafe(_awaited(failpoint),
+                                                 batch[0].loop).result()
+            except Exception as error:  # a failpoint that raises fails the COMMIT
+                self._settle(batch, self._failed(batch, outcomes, _as_sqlite(error),
+                                                 committing=True))
+                return
+        self._seal(batch, outcomes, added, started)
+
+    # --- by whichever commits (one at a time) ---------------------------------------------
+
+    def _run_batch(self, batch: list[Job], outcomes: list[StoreError | None]) -> int | None:
         """BEGIN and the batch's statements, each job's outcome into ``outcomes``: how many
         inputs went in (None: the transaction failed, each job's failure in ``outcomes``)."""
         cursor = self._connection.cursor()
@@ -193,7 +286,7 @@ class GroupCommitWriter:
 
     def _seal(self, batch: list[Job], outcomes: list[StoreError | None], added: int,
               started: float | None = None) -> None:
-        """The open transaction's COMMIT, the batch settled, and a fold if one is due."""
+        """The open transaction's COMMIT, then the batch settled."""
         started = time.perf_counter() if started is None else started
         try:
             self._connection.execute("COMMIT")
@@ -208,6 +301,8 @@ class GroupCommitWriter:
             committed = True
         metrics.observe_commit("sqlite", time.perf_counter() - started, committed)
         self._settle(batch, outcomes)
+
+    def _fold_if_due(self) -> None:
         if self.fold_at and self._inbox >= max(
                 self._fold_due, self.fold_per_table * len(self._inbox_tables)):
             self._fold("full")
@@ -227,7 +322,7 @@ class GroupCommitWriter:
         self.folds += 1
 
     def _settle(self, batch: list[Job], outcomes: list[StoreError | None]) -> None:
-        """Each job's outcome into its awaitable."""
+        """Each job's outcome into its awaitable (``sqlite_jobs.settle``)."""
         sqlite_jobs.settle(batch, outcomes)
 
     def _failed(self, batch: list[Job], outcomes: list[StoreError | None],
@@ -250,6 +345,17 @@ class GroupCommitWriter:
         else:
             failed = StoreUnavailable(f"{self.path}: {error}")
         return [failed for _ in batch]
+
+
+async def _awaited(failpoint: Failpoint) -> None:
+    await failpoint("commit")
+
+
+def _as_sqlite(error: Exception) -> sqlite3.Error:
+    """What a failpoint raised, as the COMMIT's failure."""
+    if isinstance(error, sqlite3.Error):
+        return error
+    return sqlite3.OperationalError(f"the failpoint raised {error!r}")
 
 
 def _in_doubt(failure: sqlite3.Error) -> bool:
