@@ -1,11 +1,11 @@
 """The SQLite writer's per-write work, compiled (``tools/compiled.py``): a write queued during a
 step of the event loop and the step's writes handed to the writer after it (``Handing``), a
 journal input run in the writer's open transaction (``run_append``), a job's statements
-(``run_job``) and the batch's outcomes settled (``settle``). The writer's transaction, its
-failure paths and its fold stay in ``sqlite_writer.py`` (``GroupCommitWriter``, which
-``SqliteStore`` extends:
-a compiled class cannot have an interpreted subclass). docs/performance.md, "SQLite's cost per
-action", says what compiling this paid.
+(``run_job``) and the batch's outcomes settled (``settle``). Who commits (the loop or the
+writer thread), the transaction, its failure paths and the fold stay in ``sqlite_writer.py``
+(``GroupCommitWriter``, which ``SqliteStore`` extends: a compiled class cannot have an
+interpreted subclass). docs/performance.md, "SQLite's cost per action", says what compiling
+this paid.
 """
 
 from __future__ import annotations
