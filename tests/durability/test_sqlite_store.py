@@ -120,6 +120,38 @@ async def test_a_step_of_few_writes_goes_to_the_writer_thread_and_none_overtakes
     store.close()
 
 
+async def test_the_thread_counts_a_hand_off_settled_only_once_its_last_batch_is(
+        tmp_path: Path) -> None:
+    """With ``max_batch``, one hand-off can take the writer thread two transactions: a step of
+    many writes queued while the second is held still goes to the thread, behind it."""
+    gate, second = asyncio.Event(), asyncio.Event()
+    calls = [0]
+
+    async def hold_the_second(stage: str) -> None:
+        calls[0] += 1
+        if calls[0] == 2:
+            second.set()
+            await gate.wait()
+
+    store = SqliteStore(tmp_path, max_batch=2, inline_at=4)
+    await must(store.created("g", {"kind": "war"}))
+    store.failpoint = hold_the_second
+    first = [must(store.appended("g", index, {"i": index})) for index in (1, 2, 3)]
+    await asyncio.wait_for(second.wait(), 10)  # inputs 1 and 2 committed; 3 held
+    await asyncio.gather(*first[:2])
+    for _ in range(5):  # any word from the thread has reached the loop
+        await asyncio.sleep(0)
+    many = [must(store.appended("g", index, {"i": index})) for index in range(4, 14)]
+    await asyncio.sleep(0)
+    assert not any(write.done() for write in many)  # behind input 3, in the thread
+    store.failpoint = None
+    gate.set()
+    await asyncio.gather(*first, *many)
+    assert committed(tmp_path, "SELECT idx FROM journal ORDER BY idx") \
+        == [(index,) for index in range(1, 14)]
+    store.close()
+
+
 async def test_close_commits_what_is_queued_and_dropped_games_are_gone(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path)
     for n in range(3):

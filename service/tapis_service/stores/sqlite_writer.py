@@ -222,13 +222,13 @@ class GroupCommitWriter:
     def _run(self) -> None:
         stopping = False
         carried: list[Job] = []  # beyond the last batch's ``max_batch``: the next one's first
+        handed = 0  # hand-offs taken, told to the loop once none of their jobs is carried
         while carried or not stopping:
-            handed = 0
             if not carried:
                 first = self._queue.get()
                 if first is None:
                     break
-                carried, handed = first, 1
+                carried, handed = first, handed + 1
             batch, carried = carried, []
             while not stopping:  # group commit: every job queued meanwhile
                 try:
@@ -244,9 +244,10 @@ class GroupCommitWriter:
                 batch, carried = batch[:self.max_batch], batch[self.max_batch:]
             self._commit(batch)
             self._fold_if_due()  # the answers are out first
-            if handed:
+            if handed and not carried:
                 with contextlib.suppress(RuntimeError):  # a closed loop: nobody counts
                     batch[0].loop.call_soon_threadsafe(self._thread_done, handed)
+                handed = 0
 
     def _commit(self, batch: list[Job]) -> None:
         """One transaction for the batch, on the writer thread, then its outcomes settled."""
