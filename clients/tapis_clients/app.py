@@ -331,8 +331,7 @@ class TableApp(App[int]):
                     on_presence=lambda change: self._presence(change, log)):
                 self._note(event, log)
         except grpc.aio.AioRpcError as error:
-            if not self._given_away(error):
-                raise
+            self._leave(error)
             return
         self.exit(return_code=0)
 
@@ -363,13 +362,12 @@ class TableApp(App[int]):
         log.write(Text(line, style="dim"))
         self.changed.set()
 
-    def _given_away(self, error: grpc.aio.AioRpcError) -> bool:
-        """The table's backend gave the seat to someone else (its token is revoked): leave
-        (status 1), saying so."""
-        if error_reason(error) != "TOKEN_REVOKED":
-            return False
+    def _leave(self, error: grpc.aio.AioRpcError) -> None:
+        """The table's stream or view refused for good (the connection retried what it may):
+        the seat given to someone else, the table gone, or gone back to an earlier copy of
+        itself (a restore). Said in a sentence, and the screen ends with status 1, not a
+        traceback."""
         self.exit(return_code=1, message=refusals.explain(error))
-        return True
 
     async def _refresh_loop(self) -> None:
         while True:
@@ -378,9 +376,8 @@ class TableApp(App[int]):
             try:
                 view = await self._fetch()
             except grpc.aio.AioRpcError as error:
-                if self._given_away(error):
-                    return
-                raise
+                self._leave(error)
+                return
             if self.status.startswith("[yellow]"):
                 self.status = ""
             self.view = view

@@ -209,7 +209,18 @@ class SeatBot:
         return view.status == pb.GAME_STATUS_GAME_OVER
 
     async def play(self) -> bool:
-        """Play until the game in play ends; True when it ended."""
+        """Play until the game in play ends; True when it ended. A table found behind what
+        the bot saw (restored from an earlier copy: its stream refuses the bot's cursor,
+        INVALID_CURSOR) is read again and played on from where it now is."""
+        while True:
+            try:
+                return await self._play()
+            except grpc.aio.AioRpcError as error:
+                if error_reason(error) != "INVALID_CURSOR":
+                    raise
+            self.version, self.acted_version, self.tried = 0, -1, None
+
+    async def _play(self) -> bool:
         view = await self.resync()
         if view.status == pb.GAME_STATUS_GAME_OVER:
             return True

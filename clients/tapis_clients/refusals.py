@@ -52,6 +52,7 @@ SENTENCES: dict[str, str] = {
     "SERIES_OVER": N_("every game of this series is played"),
     "TOKEN_REVOKED": N_("this seat was given to someone else"),
     "COMMIT_UNKNOWN": N_("the server lost track of that move: look again before playing"),
+    "INVALID_CURSOR": N_("this table went back to an earlier copy of itself: open it again"),
 }
 """Reason -> what the player reads. Reasons missing here are not ones a player meets through
 this client (malformed requests, cluster internals); they get the generic sentence."""

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
@@ -22,6 +23,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import bot, strategies
 from tapis_clients.connection import Connection
 from tapis_service.observe.clock import ManualClock
+from tests.clients.test_options_and_connection import refusal
 from tests.support.calls import auth, person_seats
 from tests.support.server import ServerFactory
 
@@ -251,6 +253,38 @@ async def test_a_game_whose_stream_ends_with_it_is_counted_finished(final: int,
                        random.Random(1), bot.BotStyle(), bot.Stats())
     assert await seat.play() is counted
     assert conn.views == 2  # it looked at the table once more before saying
+
+
+class RewoundTable:
+    """A table restored from an earlier copy while the bot follows it: its stream refuses the
+    bot's cursor once (INVALID_CURSOR); read again, it is at version 3, and its game ends."""
+
+    def __init__(self) -> None:
+        self.afters: list[int] = []
+        self.stub = type("Stub", (), {"GetGame": "GetGame", "SubmitAction": "SubmitAction"})()
+
+    async def call(self, method: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        restored = len(self.afters) > 0
+        return pb.GetGameResponse(game=pb.GameView(
+            kind=pb.GAME_KIND_WAR, status=pb.GAME_STATUS_IN_PROGRESS, your_seat=0,
+            version=3 if restored else 9, last_sequence=5 if restored else 12,
+            awaiting_seats=[1]))
+
+    async def events(self, game_id: str, after: int = 0, token: str | None = None
+                     ) -> Any:
+        self.afters.append(after)
+        if len(self.afters) == 1:
+            raise refusal(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_CURSOR")
+        yield pb.Event(sequence=after + 1, version=4, game_ended=pb.GameEnded())
+
+
+async def test_a_table_restored_behind_the_bot_is_read_again_and_played_on() -> None:
+    conn = RewoundTable()
+    seat = bot.SeatBot(conn, "g", 0, "t", strategies.random_legal(random.Random(1)),  # type: ignore[arg-type]
+                       random.Random(1), bot.BotStyle(), bot.Stats())
+    assert await seat.play() is True
+    assert conn.afters == [12, 5]  # streamed again from the table as it now is
+    assert seat.version == 4  # the table's, not the higher one seen before the restore
 
 
 async def test_selfplay_counts_each_refused_game_once(make_server: ServerFactory,

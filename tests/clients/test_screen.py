@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 import io
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import grpc
 import pytest
 from rich.console import Console
 
@@ -16,9 +18,10 @@ from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1.cards_pb2 import Card
 from tapis_clients import games, i18n, lines, refusals
-from tapis_clients.app import countdown, resolve_keys
+from tapis_clients.app import TableApp, countdown, resolve_keys
 from tapis_clients.games import basra, boutons, corse, war
 from tapis_clients.people import Table
+from tests.clients.test_options_and_connection import refusal
 from tools import messages
 
 CLIENTS = Path(__file__).resolve().parents[2] / "clients" / "tapis_clients"
@@ -207,3 +210,39 @@ def test_the_series_line_of_four_long_names_fits_one_line(lang: str) -> None:
         assert lines.fitted(sides[:2], 0) == sides[:2]  # what fits is left alone
     finally:
         i18n.use("en")
+
+
+class RestoredTable:
+    """A table whose stream refuses the screen's cursor for good: it went back to an earlier
+    copy of itself (a restore) while the screen followed it."""
+
+    def __init__(self, view: pb.GameView) -> None:
+        self.view = view
+        self.on_retry: object = None
+        self.stub = type("Stub", (), {"GetGame": "GetGame"})()
+
+    async def events(self, game_id: str, after: int = 0, token: str | None = None,
+                     on_presence: object = None) -> AsyncIterator[pb.Event]:
+        raise refusal(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_CURSOR")
+        yield pb.Event()  # an async generator, as the connection's
+
+    async def call(self, method: object, request: object, *args: object,
+                   **kwargs: object) -> pb.GetGameResponse:
+        return pb.GetGameResponse(game=self.view)
+
+
+async def test_a_stream_refused_for_good_ends_the_screen_in_a_sentence(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Not a traceback: status 1 and the refusal's sentence (here a table restored behind
+    the screen's cursor)."""
+    view = pb.GameView(game_id="g", kind=pb.GAME_KIND_WAR, status=pb.GAME_STATUS_IN_PROGRESS,
+                       your_seat=0, version=3, seats=[
+                           pb.Seat(seat=seat, type=pb.SEAT_TYPE_PERSON, taken=True)
+                           for seat in (0, 1)],
+                       war=war_pb2.WarView(deck_sizes=[26, 26], points=[0, 0], target_points=50))
+    screen = TableApp(RestoredTable(view), view, 0, "t")  # type: ignore[arg-type]
+    async with screen.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+    assert screen.return_code == 1
+    said = capsys.readouterr().err
+    assert "went back to an earlier copy of itself" in said and "Traceback" not in said
