@@ -1,12 +1,14 @@
 """The web client in headless Chromium against a real server: a whole War game against the
-computer, a Basra capture chosen, a Corse slap, a reconnect after a restart, the French texts,
-on a server with API keys a seat taken from a backend's ticket, then given away; the four games
-to their end in French; another seat's person going away and coming back.
+computer, a Basra capture chosen, a Corse slap, a reconnect after a restart, a table restored
+behind the page, the French texts, on a server with API keys a seat taken from a backend's
+ticket, then given away; the four games to their end in French; another seat's person going
+away and coming back.
 Every wait is on a DOM condition, never a fixed time."""
 
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -199,6 +201,47 @@ async def test_the_page_reconnects_after_the_server_restarts(
         version = await page.locator("body").get_attribute("data-version")
         await page.locator("#reveal").click()  # the seat's token still holds after it
         await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
+        assert page.errors == []
+    finally:
+        await durable.stop()
+
+
+async def test_a_table_restored_behind_the_page_is_shown_as_it_now_is(
+        browser: Any, tmp_path: Path) -> None:
+    """The operator restores a copy taken before the page's last moves: the page's stream is
+    refused (INVALID_CURSOR), it says so, reads the table again, and plays on from there."""
+    data, copy = tmp_path / "data", tmp_path / "copy"
+    durable = Restartable(data)
+    await durable.start(SystemClock(), ws_port=0)  # type: ignore[arg-type]
+    assert durable.running is not None
+    port = durable.running.ws_port
+    client = await Client.open(f"ws://127.0.0.1:{port}/ws")
+    game_id = await war_against_the_computer(client)
+    client.close()
+    page = await open_page(browser, port, f"#/join/{game_id}")
+    try:
+        await page.locator("#reveal").click()
+        await expect(page.locator("body")).not_to_have_attribute("data-version", "1")
+        await durable.stop()
+        shutil.copytree(data, copy)  # the backup: the table as it is now
+        await durable.start(SystemClock(), ws_port=port)  # type: ignore[arg-type]
+        await expect(page.locator("body")).to_have_attribute("data-socket", "open",
+                                                             timeout=15_000)
+        restored = await page.locator("body").get_attribute("data-version")
+        for _ in range(2):  # moves the backup does not hold
+            before = await page.locator("body").get_attribute("data-version")
+            await page.locator("#reveal").click()
+            await expect(page.locator("body")).not_to_have_attribute("data-version",
+                                                                     before or "")
+        await durable.stop()
+        shutil.rmtree(data)
+        shutil.copytree(copy, data)  # the restore
+        await durable.start(SystemClock(), ws_port=port)  # type: ignore[arg-type]
+        await expect(page.locator("#banner")).to_contain_text("earlier copy", timeout=15_000)
+        await expect(page.locator("body")).to_have_attribute("data-version", restored or "")
+        await page.locator("#reveal").click()  # and the game goes on from there
+        await expect(page.locator("body")).not_to_have_attribute("data-version",
+                                                                 restored or "")
         assert page.errors == []
     finally:
         await durable.stop()

@@ -36,8 +36,21 @@ export class Table {
           if (batch.presence.length) this.presence(batch.presence);
           if (batch.events.length) this.received(batch.events);
         },
-        (refusal) => say(message(refusal), "error"), { withPresence: true });
+        (refusal) => {
+          if (refusal.reasonName === "INVALID_CURSOR") void this.rewound();
+          else say(message(refusal), "error");
+        }, { withPresence: true });
     }
+  }
+
+  /** The table went back to an earlier copy of itself (a restore) behind what this page saw:
+   * its stream refused the page's cursor. Read again and followed from where it now is. */
+  async rewound(): Promise<void> {
+    this.view = undefined;
+    this.lastSequence = 0n;
+    this.log = [];
+    say(ui.t.rewound, "warning");
+    await this.start();
   }
 
   stop(): void {
