@@ -72,6 +72,8 @@ class BotStyle:
     mistake_rate: float = 0.0
 
 
+REWOUND_TRIES = 3
+"""How many times a bot follows a table again after its stream refused the bot's cursor."""
 IDLE_CHECK_S = 3.0
 """With no event for this long, the bot looks at the table itself (an event or an answer may
 have been lost with a server that crashed). Counted in ``idle_checks``: 0 in a healthy run."""
@@ -211,13 +213,16 @@ class SeatBot:
     async def play(self) -> bool:
         """Play until the game in play ends; True when it ended. A table found behind what
         the bot saw (restored from an earlier copy: its stream refuses the bot's cursor,
-        INVALID_CURSOR) is read again and played on from where it now is."""
+        INVALID_CURSOR) is read again and played on from where it now is, a few times at most
+        (a table read again is never behind itself: one refused again is a fault to raise)."""
+        tries = 1
         while True:
             try:
                 return await self._play()
             except grpc.aio.AioRpcError as error:
-                if error_reason(error) != "INVALID_CURSOR":
+                if error_reason(error) != "INVALID_CURSOR" or tries == REWOUND_TRIES:
                     raise
+            tries += 1
             self.version, self.acted_version, self.tried = 0, -1, None
 
     async def _play(self) -> bool:

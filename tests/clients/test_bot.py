@@ -259,7 +259,8 @@ class RewoundTable:
     """A table restored from an earlier copy while the bot follows it: its stream refuses the
     bot's cursor once (INVALID_CURSOR); read again, it is at version 3, and its game ends."""
 
-    def __init__(self) -> None:
+    def __init__(self, refusals: int = 1) -> None:
+        self.refusals = refusals
         self.afters: list[int] = []
         self.stub = type("Stub", (), {"GetGame": "GetGame", "SubmitAction": "SubmitAction"})()
 
@@ -273,7 +274,7 @@ class RewoundTable:
     async def events(self, game_id: str, after: int = 0, token: str | None = None
                      ) -> Any:
         self.afters.append(after)
-        if len(self.afters) == 1:
+        if len(self.afters) <= self.refusals:
             raise refusal(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_CURSOR")
         yield pb.Event(sequence=after + 1, version=4, game_ended=pb.GameEnded())
 
@@ -285,6 +286,15 @@ async def test_a_table_restored_behind_the_bot_is_read_again_and_played_on() -> 
     assert await seat.play() is True
     assert conn.afters == [12, 5]  # streamed again from the table as it now is
     assert seat.version == 4  # the table's, not the higher one seen before the restore
+
+
+async def test_a_table_that_refuses_every_cursor_is_a_fault_after_a_few_tries() -> None:
+    conn = RewoundTable(refusals=10)
+    seat = bot.SeatBot(conn, "g", 0, "t", strategies.random_legal(random.Random(1)),  # type: ignore[arg-type]
+                       random.Random(1), bot.BotStyle(), bot.Stats())
+    with pytest.raises(grpc.aio.AioRpcError):
+        await seat.play()
+    assert len(conn.afters) == bot.REWOUND_TRIES
 
 
 async def test_selfplay_counts_each_refused_game_once(make_server: ServerFactory,
