@@ -23,8 +23,8 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import bot, strategies
 from tapis_clients.connection import Connection
 from tapis_service.observe.clock import ManualClock
-from tests.clients.test_options_and_connection import refusal
 from tests.support.calls import auth, person_seats
+from tests.support.calls import refusal_error as refusal
 from tests.support.server import ServerFactory
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "clients" / "examples"

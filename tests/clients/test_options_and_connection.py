@@ -15,8 +15,6 @@ from typing import Any
 
 import grpc
 import pytest
-from google.protobuf import any_pb2
-from google.rpc import code_pb2, error_details_pb2, status_pb2
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
@@ -28,6 +26,7 @@ from tapis_clients.connection import (
     first_address,
     resolve_target,
 )
+from tests.support.calls import refusal_error as refusal
 from tests.support.certificates import issue
 from tests.support.server import ServerFactory
 
@@ -119,16 +118,6 @@ async def test_a_plaintext_client_at_a_tls_port_is_told_of_the_tls_options(
     await closed.close()
     assert not nobody.value.accepts and "--tls" not in str(nobody.value)
     assert "make serve" in str(nobody.value)
-
-
-def refusal(code: grpc.StatusCode, reason: str, **metadata: str) -> grpc.aio.AioRpcError:
-    info = error_details_pb2.ErrorInfo(reason=reason, domain="tapis.v1", metadata=metadata)
-    detail = any_pb2.Any()
-    detail.Pack(info)
-    status = status_pb2.Status(code=getattr(code_pb2, code.name), message="no",
-                               details=[detail])
-    trailing = grpc.aio.Metadata(("grpc-status-details-bin", status.SerializeToString()))
-    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), trailing, "no")
 
 
 @pytest.mark.parametrize(("code", "reason"), [

@@ -21,7 +21,7 @@ from tapis_clients import games, i18n, lines, refusals
 from tapis_clients.app import TableApp, countdown, resolve_keys
 from tapis_clients.games import basra, boutons, corse, war
 from tapis_clients.people import Table
-from tests.clients.test_options_and_connection import refusal
+from tests.support.calls import refusal_error as refusal
 from tools import messages
 
 CLIENTS = Path(__file__).resolve().parents[2] / "clients" / "tapis_clients"

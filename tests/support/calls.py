@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import grpc
-from google.rpc import error_details_pb2
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from tapis.v1 import game_service_pb2 as pb
@@ -94,3 +95,15 @@ async def new_war(h: Harness, target: int = 3, seed: int = 5, turn_ms: int = 0,
         assert joined.seat == seat
         tokens.append(joined.seat_token)
     return game_id, tokens
+
+
+def refusal_error(code: grpc.StatusCode, reason: str, **metadata: str) -> grpc.aio.AioRpcError:
+    """A refusal as the server sends it (its ErrorInfo in the rich status), for a client's test
+    without a server."""
+    info = error_details_pb2.ErrorInfo(reason=reason, domain="tapis.v1", metadata=metadata)
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    status = status_pb2.Status(code=getattr(code_pb2, code.name), message="no",
+                               details=[detail])
+    trailing = grpc.aio.Metadata(("grpc-status-details-bin", status.SerializeToString()))
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), trailing, "no")
