@@ -60,10 +60,17 @@ RECONNECT_OPTIONS = CHANNEL_OPTIONS
 class Unreachable(Exception):
     """No server answered at the target within the start-up wait. ``accepts``: the target's
     port took a TCP connection all the same, while the client spoke plaintext gRPC (the
-    server may want TLS)."""
+    server may want TLS) or, with ``tls``, TLS (the server may run without it, or with a
+    certificate the client does not trust)."""
 
-    def __init__(self, target: str, seconds: float, accepts: bool = False) -> None:
-        if accepts:
+    def __init__(self, target: str, seconds: float, accepts: bool = False,
+                 tls: bool = False) -> None:
+        if accepts and tls:
+            text = _("no Tapis server answers over TLS at {target} (waited {seconds} s), "
+                     "though its port accepts connections: if the server runs without TLS "
+                     "(as `make serve` does), leave out --tls and --tls-ca; otherwise give "
+                     "--tls-ca FILE, the CA that signed its certificate")
+        elif accepts:
             text = _("no Tapis server answers in plaintext at {target} (waited {seconds} s), "
                      "though its port accepts connections: if the server uses TLS, add "
                      "--tls-ca FILE (its CA certificate) or --tls (the system's roots)")
@@ -289,8 +296,8 @@ class Connection:
         try:
             await asyncio.wait_for(self.channel.channel_ready(), timeout_s)
         except TimeoutError:
-            accepts = not self.credentials.tls and await accepts_tcp(self.target)
-            raise Unreachable(self.target, timeout_s, accepts) from None
+            accepts = await accepts_tcp(self.target)
+            raise Unreachable(self.target, timeout_s, accepts, self.credentials.tls) from None
 
     def _give_up_at(self) -> float:
         loop = asyncio.get_running_loop()

@@ -120,6 +120,19 @@ async def test_a_plaintext_client_at_a_tls_port_is_told_of_the_tls_options(
     assert "make serve" in str(nobody.value)
 
 
+async def test_a_tls_client_at_a_plaintext_port_is_told_to_leave_tls_out(
+        make_server: ServerFactory) -> None:
+    h = await make_server()  # as `make serve` runs: no TLS
+    target = f"127.0.0.1:{h.running.port}"
+    secure = Connection(target, credentials=Credentials(tls=True))
+    with pytest.raises(Unreachable) as refused:
+        await secure.reach(0.3)  # a TLS channel is never ready there, however long
+    await secure.close()
+    said = str(refused.value)
+    assert refused.value.accepts and target in said, said
+    assert "over TLS" in said and "leave out --tls and --tls-ca" in said, said
+
+
 @pytest.mark.parametrize(("code", "reason"), [
     (grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED"),
     (grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED"),
