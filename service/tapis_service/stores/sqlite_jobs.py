@@ -239,7 +239,10 @@ def run_batch(cursor: sqlite3.Cursor, batch: list[Job], committed: dict[str, int
 def settle(batch: list[Job], outcomes: list[StoreError | None]) -> None:
     """The batch's awaitables completed: at once when the loop they wait on commits them
     itself; by one wake-up of that loop, not one per write, from the writer thread."""
-    running = asyncio._get_running_loop()
+    try:
+        running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:  # the writer thread, or a store closed after its loop
+        running = None
     by_loop: dict[asyncio.AbstractEventLoop,
                   list[tuple[asyncio.Future[None], StoreError | None]]] = {}
     for job, outcome in zip(batch, outcomes, strict=True):
