@@ -57,6 +57,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import structlog
 
@@ -74,6 +75,18 @@ with it (a full disk; an I/O error, whose outcome is in doubt)."""
 INLINE_AT = 8
 """The writes of one step of the loop from which the loop commits them itself (when the writer
 thread holds none)."""
+
+
+class Opened(NamedTuple):
+    """A batch whose statements ran in the open transaction, not yet committed."""
+
+    batch: list[Job]
+    outcomes: list[StoreError | None]
+    """Each job's outcome so far (None: its statements went in)."""
+    added: int
+    """The journal inputs it put in."""
+    started: float
+    """``time.perf_counter()`` at its BEGIN (the commit's duration, for the metrics)."""
 
 
 class GroupCommitWriter:
@@ -104,8 +117,8 @@ class GroupCommitWriter:
     appended: Callable[..., asyncio.Future[None]]
     """The store's ``appended(game_id, index, entry, epoch=1)``: ``sqlite_jobs.Handing.append``
     itself, so a journal input runs no interpreted frame on the loop."""
-    committing: list[Job] = []
-    """The batch a failpoint holds (for it to read)."""
+    _holding: Opened | None = None
+    """The batch a failpoint holds before its COMMIT (None: none is held)."""
 
     def _start_writer(self) -> None:
         self._queue: queue.SimpleQueue[list[Job] | None] = queue.SimpleQueue()
@@ -125,12 +138,15 @@ class GroupCommitWriter:
         """The failpoint holding a batch the loop commits (None: none is held)."""
         self._behind: list[Job] = []
         """The jobs queued while the loop holds a batch: the next transaction's."""
-        self._holding: tuple[list[Job], list[StoreError | None], int] = ([], [], 0)
-        """The held batch, its outcomes so far and its inputs put in."""
         self._appended: dict[str, int] = {}
         """The open transaction's inputs: each table's last (committed with it)."""
         self._writer = threading.Thread(target=self._run, name="tapis-store-writer", daemon=True)
         self._writer.start()
+
+    @property
+    def committing(self) -> list[Job]:
+        """The batch a failpoint holds (for it to read; empty when none is held)."""
+        return [] if self._holding is None else self._holding.batch
 
     @property
     def _loop(self) -> asyncio.AbstractEventLoop | None:
@@ -150,10 +166,10 @@ class GroupCommitWriter:
         nothing more), and stop the writer thread."""
         self.failpoint = None
         held, self._held = self._held, None
-        if held is not None:
+        if held is not None and self._holding is not None:
             held.cancel()
-            self._seal(*self._holding)
-            self.committing = []
+            opened, self._holding = self._holding, None
+            self._seal(opened)
         behind, self._behind = self._behind, []
         self._write(behind)
         self._handing.hand_off()
@@ -179,37 +195,24 @@ class GroupCommitWriter:
                 batch, jobs = jobs[:self.max_batch], jobs[self.max_batch:]
             else:
                 batch, jobs = jobs, []
-            started = time.perf_counter()
-            outcomes: list[StoreError | None] = []
-            added = self._run_batch(batch, outcomes)
-            if added is None:  # the transaction failed before its COMMIT
-                metrics.observe_commit("sqlite", time.perf_counter() - started, False)
-                self._settle(batch, outcomes)
+            opened = self._open(batch)
+            if opened is None:
                 continue
             if self.failpoint is not None:
-                self._behind = jobs
-                self._holding = batch, outcomes, added
-                self.committing = batch
+                self._behind, self._holding = jobs, opened
                 self._held = asyncio.ensure_future(self._hold(self.failpoint))
                 return
-            self._seal(batch, outcomes, added, started)
+            self._seal(opened)
             self._fold_if_due()
 
     async def _hold(self, failpoint: Failpoint) -> None:
         """The held batch's COMMIT once its failpoint returns (or its failure, if it raised),
         then the jobs queued behind it."""
-        batch, outcomes, added = self._holding
-        try:
-            await failpoint("commit")
-        except Exception as error:  # a failpoint that raises fails the COMMIT
-            self._held = None
-            self._settle(batch, self._failed(batch, outcomes, _as_sqlite(error),
-                                             committing=True))
-        else:
-            self._held = None
-            self._seal(batch, outcomes, added)
-            self._fold_if_due()
-        self.committing = []
+        failure = await _failure_of(failpoint)
+        opened, self._holding, self._held = self._holding, None, None
+        assert opened is not None
+        self._seal(opened, failure)
+        self._fold_if_due()
         behind, self._behind = self._behind, []
         self._write(behind)
 
@@ -251,45 +254,43 @@ class GroupCommitWriter:
 
     def _commit(self, batch: list[Job]) -> None:
         """One transaction for the batch, on the writer thread, then its outcomes settled."""
-        started = time.perf_counter()
-        outcomes: list[StoreError | None] = []
-        added = self._run_batch(batch, outcomes)
-        if added is None:
-            metrics.observe_commit("sqlite", time.perf_counter() - started, False)
-            self._settle(batch, outcomes)
+        opened = self._open(batch)
+        if opened is None:
             return
-        failpoint = self.failpoint
-        if failpoint is not None:
-            self.committing = batch
-            try:
-                asyncio.run_coroutine_threadsafe(_awaited(failpoint),
-                                                 batch[0].loop).result()
-            except Exception as error:  # a failpoint that raises fails the COMMIT
-                self._settle(batch, self._failed(batch, outcomes, _as_sqlite(error),
-                                                 committing=True))
-                return
-        self._seal(batch, outcomes, added, started)
+        failure, failpoint = None, self.failpoint
+        if failpoint is not None:  # awaited on the loop, this thread waiting
+            self._holding = opened
+            failure = asyncio.run_coroutine_threadsafe(_failure_of(failpoint),
+                                                       batch[0].loop).result()
+            self._holding = None
+        self._seal(opened, failure)
 
     # --- by whichever commits (one at a time) ---------------------------------------------
 
-    def _run_batch(self, batch: list[Job], outcomes: list[StoreError | None]) -> int | None:
-        """BEGIN and the batch's statements, each job's outcome into ``outcomes``: how many
-        inputs went in (None: the transaction failed, each job's failure in ``outcomes``)."""
+    def _open(self, batch: list[Job]) -> Opened | None:
+        """BEGIN and the batch's statements, each job's outcome kept (None: the transaction
+        failed, and the batch is settled with each job's failure)."""
+        started = time.perf_counter()
+        outcomes: list[StoreError | None] = []
         cursor = self._connection.cursor()
         self._appended = {}
         try:
             cursor.execute("BEGIN")
-            return sqlite_jobs.run_batch(cursor, batch, self._committed, self._appended,
-                                         outcomes)
+            added = sqlite_jobs.run_batch(cursor, batch, self._committed, self._appended,
+                                          outcomes)
         except sqlite3.Error as error:
-            outcomes[:] = self._failed(batch, outcomes, error, committing=False)
+            metrics.observe_commit("sqlite", time.perf_counter() - started, False)
+            self._settle(batch, self._failed(batch, outcomes, error, committing=False))
             return None
+        return Opened(batch, outcomes, added, started)
 
-    def _seal(self, batch: list[Job], outcomes: list[StoreError | None], added: int,
-              started: float | None = None) -> None:
-        """The open transaction's COMMIT, then the batch settled."""
-        started = time.perf_counter() if started is None else started
+    def _seal(self, opened: Opened, failure: sqlite3.Error | None = None) -> None:
+        """The open transaction's COMMIT (or, with ``failure``, the COMMIT failing with it),
+        then the batch settled."""
+        batch, outcomes = opened.batch, opened.outcomes
         try:
+            if failure is not None:
+                raise failure
             self._connection.execute("COMMIT")
         except sqlite3.Error as error:
             outcomes = self._failed(batch, outcomes, error, committing=True)
@@ -298,9 +299,9 @@ class GroupCommitWriter:
             self._committed.update(self._appended)
             self._inbox_tables.update(self._appended)
             self.commits += 1
-            self._inbox += added
+            self._inbox += opened.added
             committed = True
-        metrics.observe_commit("sqlite", time.perf_counter() - started, committed)
+        metrics.observe_commit("sqlite", time.perf_counter() - opened.started, committed)
         self._settle(batch, outcomes)
 
     def _fold_if_due(self) -> None:
@@ -348,15 +349,16 @@ class GroupCommitWriter:
         return [failed for _ in batch]
 
 
-async def _awaited(failpoint: Failpoint) -> None:
-    await failpoint("commit")
-
-
-def _as_sqlite(error: Exception) -> sqlite3.Error:
-    """What a failpoint raised, as the COMMIT's failure."""
-    if isinstance(error, sqlite3.Error):
+async def _failure_of(failpoint: Failpoint) -> sqlite3.Error | None:
+    """What a failpoint makes of the COMMIT it stands before: None (go on), or the failure it
+    raised (as SQLite's, if it was not one)."""
+    try:
+        await failpoint("commit")
+    except sqlite3.Error as error:
         return error
-    return sqlite3.OperationalError(f"the failpoint raised {error!r}")
+    except Exception as error:  # a failpoint that raises anything fails the COMMIT
+        return sqlite3.OperationalError(f"the failpoint raised {error!r}")
+    return None
 
 
 def _in_doubt(failure: sqlite3.Error) -> bool:
