@@ -70,6 +70,7 @@ EXTRA = (
     "tapis_service.tables.housekeeping",
     "tapis_service.observe.system_clock",
     "tapis_service.codec.moves",
+    "tapis_service.codec.requests",
     "tapis_service.stores.checksums",
     "tapis_service.stores.sqlite_jobs",
 )

@@ -27,6 +27,7 @@ from typing import Any
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
+from tapis_service.codec.requests import read_submit_action
 from tapis_service.door.caller import Caller
 from tapis_service.game_api import GameApi
 from tapis_service.observe.clock import SystemClock
@@ -95,9 +96,9 @@ class Tables:
             if not awaited:
                 continue
             self.request_id += 1
-            request = pb.SubmitActionRequest(game_id=game_id, action=REVEAL,
-                                             request_id=f"r{self.request_id}",
-                                             expected_version=session.table.version)
+            request = read_submit_action(pb.SubmitActionRequest(
+                game_id=game_id, action=REVEAL, request_id=f"r{self.request_id}",
+                expected_version=session.table.version).SerializeToString())
             want = self.received + 2
             if self._cold:
                 self._cold[::64] = self._cold_line  # one byte per cache line

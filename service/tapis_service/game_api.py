@@ -26,6 +26,8 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.errors import RuleError
 from tapis_service.codec import convert, wire
+from tapis_service.codec.moves import move_from_read
+from tapis_service.codec.requests import ActionRequest
 from tapis_service.door import logcontext
 from tapis_service.door.api_keys import Backend, require
 from tapis_service.door.caller import Caller
@@ -104,7 +106,10 @@ def rpc(method: Callable[[GameApi, Any, Caller], Awaitable[R]]
         bound = logcontext.enter(rpc=name, game=game_id if game_id is None or len(
             game_id) <= QUOTE_CHARS else clip(game_id))  # clip, inlined: every call
         try:
-            check_sizes(request)
+            if isinstance(request, ActionRequest):
+                request.check_sizes()
+            else:
+                check_sizes(request)
             if not game_id and game_id is not None:
                 check_game_id(game_id)
             return await method(self, request, caller)
@@ -360,8 +365,9 @@ class GameApi:
                                   else self.backend_view(session, caller))
 
     @rpc
-    async def submit_action(self, request: pb.SubmitActionRequest, caller: Caller) -> bytes:
-        """The serialized ``SubmitActionResponse``, once the action is committed."""
+    async def submit_action(self, request: ActionRequest, caller: Caller) -> bytes:
+        """The serialized ``SubmitActionResponse``, once the action is committed (the request
+        read by ``codec.requests``, on every transport)."""
         received = time.perf_counter()
         session = self.host.in_memory(request.game_id) or await self.host.find(request.game_id)
         if caller.seat_token is None and not caller.bad_authorization:
@@ -377,16 +383,18 @@ class GameApi:
                     "a spectator token watches; acting needs a seat token"), None)
             raise
         assert seat is not None
-        if request.HasField("seat") and request.seat != seat:
+        meant = request.seat
+        if meant is not None and meant != seat:
             raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, "NOT_YOUR_SEAT",
-                               f"your token is for seat {seat}, not seat {request.seat}")
-        if not request.HasField("action"):
+                               f"your token is for seat {seat}, not seat {meant}")
+        action = request.action
+        if action is None:
             raise invalid_argument("INVALID_ACTION", "the request has no action")
         request_id = convert.check_id(request.request_id, "request_id")
-        move = convert.move_from_proto(session, seat, request.action)
+        move = move_from_read(session, seat, action)
         if isinstance(move, tbl.NextGame):
             session.ownership.check_next_game(session.table.game_number)
-        expected = request.expected_version if request.HasField("expected_version") else None
+        expected = request.expected_version
         logcontext.add(seat=seat)  # until the wrapper's leave (or the call's end)
         applied = await self.host.actor.submit(session, seat, move, request_id, expected,
                                                received)

@@ -14,6 +14,7 @@ from google.rpc import error_details_pb2
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import websocket_pb2 as ws_pb
+from tapis_service.codec.requests import ActionRequest
 from tapis_service.door.caller import Caller
 from tapis_service.door.door import Door
 from tapis_service.observe import metrics
@@ -51,8 +52,8 @@ class FakeApi:
             raise ServiceError(grpc.StatusCode.NOT_FOUND, "GAME_NOT_FOUND", "no such table")
         return pb.GetGameResponse(game=pb.GameView(game_id="t1", version=7))
 
-    async def submit_action(self, request: pb.SubmitActionRequest, caller: Any) -> bytes:
-        if request.HasField("seat") and request.seat != 0:
+    async def submit_action(self, request: ActionRequest, caller: Any) -> bytes:
+        if request.seat is not None and request.seat != 0:
             raise ServiceError(grpc.StatusCode.PERMISSION_DENIED, "NOT_YOUR_SEAT", "not yours")
         return pb.SubmitActionResponse(version=8).SerializeToString()  # pre-serialized answer
 

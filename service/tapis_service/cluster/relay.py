@@ -28,6 +28,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis_service.cluster import frames, metrics, tunnel
 from tapis_service.cluster.locator import DATABASE_ERRORS, Locator, table_moved
 from tapis_service.cluster.wire import game_id_of
+from tapis_service.codec import requests
 from tapis_service.door.caller import Caller, deadline_in
 from tapis_service.door.limits import check_sizes
 from tapis_service.door.rpcs import BY_NAME, RPCS, Rpc
@@ -75,10 +76,12 @@ CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
 
 
 
-def parsed(message: type[Message], raw: bytes) -> Any:
-    """``raw`` decoded as ``message``; bytes that are not one are INVALID_REQUEST."""
+def parsed(message: type[Message], raw: bytes,
+           read: Callable[[bytes], Any] | None = None) -> Any:
+    """``raw`` decoded as ``message`` (by ``read``, the RPC's reader, if given); bytes that are
+    not one are INVALID_REQUEST."""
     try:
-        return message.FromString(raw)
+        return message.FromString(raw) if read is None else read(raw)
     except DecodeError as error:
         raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST",
                            f"the request is not a valid "
@@ -163,7 +166,8 @@ class Relay:
         the client retries where it went, never NOT_FOUND."""
         rpc, serve = self.served[method]
         try:
-            return _serialized(await serve(parsed(rpc.request, raw), caller))
+            return _serialized(await serve(parsed(rpc.request, raw, requests.reader(rpc)),
+                                           caller))
         except ServiceError as refused:
             if refused.code == grpc.StatusCode.NOT_FOUND and self.locator.leaving:
                 raise table_moved(game_id_of(raw)) from refused

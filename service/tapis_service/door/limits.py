@@ -47,7 +47,7 @@ MAX_LABEL_VALUE_BYTES = 256
 QUOTE_CHARS = 40
 """Errors and logs quote at most this many characters of a client value."""
 
-_SURELY_SHORT = min(MAX_TEXT_BYTES, MAX_REPEATED)
+SURELY_SHORT = min(MAX_TEXT_BYTES, MAX_REPEATED)
 """A message of at most this many bytes holds no string longer than ``MAX_TEXT_BYTES`` and no
 repeated field of more than ``MAX_REPEATED`` items (each item takes a byte at least)."""
 
@@ -147,7 +147,7 @@ def check_sizes(message: Message, path: str = "") -> None:
         maps = _map_fields(descriptor)  # type: ignore[arg-type]
     for name in maps:
         check_labels(getattr(message, name), f"{path}{name}")
-    if message.ByteSize() <= _SURELY_SHORT:
+    if message.ByteSize() <= SURELY_SHORT:
         return  # no string nor repeated field can be over its limit in so few bytes
     for field, value in message.ListFields():
         name = f"{path}{field.name}"

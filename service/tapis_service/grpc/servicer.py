@@ -12,6 +12,7 @@ from typing import Any
 import grpc
 import structlog
 
+from tapis_service.codec import requests
 from tapis_service.door.caller import Caller
 from tapis_service.door.door import caller_of
 from tapis_service.door.limits import clip
@@ -84,7 +85,7 @@ def behavior(rpc: Rpc, serve: Callable[..., Any],
 def handler(rpc: Rpc, behavior: Behavior, *, raw: bool = False) -> grpc.RpcMethodHandler:
     """The gRPC method handler of ``rpc`` (``raw``: its request and answer stay bytes, as a
     cluster node routes them; an answer the API serialized already is sent as it is)."""
-    parse = None if raw else rpc.request.FromString
+    parse = None if raw else requests.reader(rpc)
     write = None if raw or rpc.serialized else rpc.response.SerializeToString
     if rpc.streams:
         return grpc.unary_stream_rpc_method_handler(

@@ -173,9 +173,9 @@ class Connection:
             if error.reason == "VALUE_TOO_LONG":
                 self.sink.close(CLOSE_TOO_BIG, "message too big")
             return
-        frame_id = frame.id  # read once (each read of a protobuf field is a lookup by name)
+        frame_id = frame.id
         try:
-            field = frames.request_field(frame, frame_id)
+            field = frames.request_field(frame)
             if frame_id in self.in_flight or frame_id in self.streams:
                 raise frames.invalid_request(f"id {frame_id} is in use on this socket")
             if field == frames.STOP:
@@ -261,7 +261,7 @@ class Connection:
         """Tell the door of a refusal (counted against the socket's own address)."""
         self.door.refused(caller, error, Transport.WEBSOCKET, self.direct)
 
-    def _caller(self, frame: ws_pb.ClientFrame) -> Caller:
+    def _caller(self, frame: frames.Frame) -> Caller:
         """The frame's caller, as the gRPC adapter builds one from a call's headers: one per
         socket and credentials, whose seat token's verification is remembered
         (``caller.Remembered``) until the server revokes any token."""
@@ -275,11 +275,10 @@ class Connection:
             caller = self._callers[credentials] = socket_caller(*credentials, self.peer)
         return caller
 
-    def _request(self, frame: ws_pb.ClientFrame, field: str, call: SocketCall) -> Any:
-        request = getattr(frame, field)
-        return request.SerializeToString() if call.raw else request
+    def _request(self, frame: frames.Frame, call: SocketCall) -> Any:
+        return frame.wire if call.raw else frame.request
 
-    async def _serve(self, frame: ws_pb.ClientFrame, frame_id: int, field: str,
+    async def _serve(self, frame: frames.Frame, frame_id: int, field: str,
                      call: SocketCall, fmt: Format) -> None:
         """One unary request, through the door: the server's bound on calls in flight (taken
         here, in the task: a task cancelled before it runs never holds a place), its metrics
@@ -287,7 +286,7 @@ class Connection:
         meter = call.meter
         began = time.perf_counter()
         meter.started[0] += 1
-        request = getattr(frame, field)
+        request = frame.request
         door = self.door
         bound = door.bind(Transport.WEBSOCKET, self.peer, request)
         code = "OK"
@@ -295,7 +294,7 @@ class Connection:
             door.enter()
             try:
                 response: Message | bytes = await call.serve(
-                    request.SerializeToString() if call.raw else request, self._caller(frame))
+                    frame.wire if call.raw else request, self._caller(frame))
             finally:
                 door.in_flight -= 1  # door.leave, inlined: every request
             self._answer(frame_id, call.answer_field, response, fmt)
@@ -317,7 +316,7 @@ class Connection:
             meter.ended(code, time.perf_counter() - began)
             logcontext.reset(bound)
 
-    async def _follow(self, frame: ws_pb.ClientFrame, frame_id: int, field: str,
+    async def _follow(self, frame: frames.Frame, frame_id: int, field: str,
                       call: SocketCall, fmt: Format) -> None:
         """Copy one stream's event batches to the socket until it ends or is stopped (counted
         and timed as a gRPC server stream is)."""
@@ -328,7 +327,7 @@ class Connection:
         code = "OK"
         try:
             end = functools.partial(self._end_stream, frame_id, fmt=fmt)
-            request, caller = self._request(frame, field, call), self._caller(frame)
+            request, caller = self._request(frame, call), self._caller(frame)
             batches = call.serve(request, caller, end) if call.raw or self.plain else \
                 call.serve(request, caller, end, _StreamWriter(self, frame_id, call, fmt))
             failure: BaseException | None = None
@@ -369,8 +368,8 @@ class Connection:
             task.cancel()
             self._send(frames.refusal(stream_id, error), fmt)
 
-    def _stop(self, frame: ws_pb.ClientFrame, fmt: Format) -> None:
-        stream_id = frame.stop_events.stream_id
+    def _stop(self, frame: frames.Frame, fmt: Format) -> None:
+        stream_id = frame.request.stream_id
         task = self.streams.pop(stream_id, None)
         if task is None:
             raise frames.invalid_request(f"no event stream of id {stream_id} on this socket")

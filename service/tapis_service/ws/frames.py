@@ -10,6 +10,8 @@ the one of the table of RPCs (``rpcs``) whose request message it holds (``RPC_OF
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
+from typing import Any
 
 import grpc
 from google.protobuf import json_format
@@ -17,7 +19,7 @@ from google.protobuf.message import DecodeError, Message
 
 from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_engine.errors import RuleError
-from tapis_service.codec import wire
+from tapis_service.codec import requests, wire
 from tapis_service.door.limits import MAX_RECEIVE_MESSAGE_BYTES
 from tapis_service.door.rpcs import BY_REQUEST, Rpc
 from tapis_service.observe.errors import (
@@ -64,29 +66,99 @@ def too_long(size: int) -> ServiceError:
         "VALUE_TOO_LONG", f"a message is at most {MAX_FRAME_BYTES} bytes, not {size}")
 
 
-def decode(payload: bytes, fmt: Format) -> ws_pb.ClientFrame:
+class Frame:
+    """A ClientFrame, read: its id and credentials, the name of its request's field (None:
+    none), the request as its RPC's method takes it (``requests.reader``: SubmitAction's read by
+    hand) and the request's bytes (a cluster node relays them as they are)."""
+
+    __slots__ = ("api_key", "field", "id", "request", "seat_token", "wire")
+
+    def __init__(self, frame_id: int, seat_token: str, api_key: str, field: str | None,
+                 request: Any, wire: bytes) -> None:
+        self.id = frame_id
+        self.seat_token = seat_token
+        self.api_key = api_key
+        self.field = field
+        self.request = request
+        self.wire = wire
+
+    @staticmethod
+    def of(frame: ws_pb.ClientFrame) -> Frame:
+        """The plain way: a parsed frame's fields read, its request's bytes read again as its
+        RPC's method takes it."""
+        field = frame.WhichOneof("request")
+        if field is None:
+            return Frame(frame.id, frame.seat_token, frame.api_key, None, None, b"")
+        wire = getattr(frame, field).SerializeToString()
+        return Frame(frame.id, frame.seat_token, frame.api_key, field, _READERS[field](wire),
+                     wire)
+
+
+_READERS: dict[str, Callable[[bytes], Any]] = {
+    **{field: requests.reader(rpc) for field, rpc in RPC_OF_FIELD.items()},
+    STOP: ws_pb.StopEvents.FromString}
+"""How each request field's bytes are read."""
+_FIELDS: dict[int, str] = {field.number: field.name
+                           for field in _CLIENT.oneofs_by_name["request"].fields}
+_FRAME_KINDS = bytes(
+    requests.VARINT if number == 1 else
+    requests.LENGTH_DELIMITED if number in (2, 3) or number in _FIELDS else requests.NONE
+    for number in range(max(_FIELDS) + 1))
+"""ClientFrame: id 1, seat_token 2, api_key 3, one request of fields 10 to 16."""
+
+
+def _by_hand(payload: bytes) -> Frame | None:
+    """The frame read by hand (``codec.requests``' rule), or None: the plain way."""
+    found = requests.scan(payload, _FRAME_KINDS)
+    if found is None:
+        return None
+    field: str | None = None
+    wire = b""
+    for number, name in _FIELDS.items():
+        if found[number] is not None:
+            if field is not None:  # two of the oneof's fields: protobuf keeps the last
+                return None
+            field, wire = name, found[number]
+    seat_token = requests.text(found[2])
+    api_key = requests.text(found[3])
+    if seat_token is None or api_key is None:
+        return None
+    request: Any = None
+    if field is not None:
+        try:
+            request = _READERS[field](wire)
+        except Exception:  # not its message: protobuf refuses the whole frame (the plain way)
+            return None
+    frame_id = found[1]
+    return Frame(0 if frame_id is None else frame_id, seat_token, api_key, field, request,
+                 wire)
+
+
+def decode(payload: bytes, fmt: Format) -> Frame:
     """The ClientFrame in ``payload``, its size checked first (VALUE_TOO_LONG); INVALID_REQUEST
     if it is none."""
     if len(payload) > MAX_FRAME_BYTES:
         raise too_long(len(payload))
+    if fmt is Format.BINARY:
+        read = _by_hand(payload)
+        if read is not None:
+            return read
     frame = ws_pb.ClientFrame()
     try:
         if fmt is Format.BINARY:
             frame.ParseFromString(payload)
         else:
             json_format.Parse(payload.decode("utf-8"), frame)
+        return Frame.of(frame)
     except (DecodeError, json_format.ParseError, UnicodeDecodeError, RecursionError) as error:
         raise invalid_request(f"the message is not a {fmt.value} ClientFrame") from error
-    return frame
 
 
-def request_field(frame: ws_pb.ClientFrame, frame_id: int) -> str:
-    """The name of the request ``frame`` (whose ``id`` is ``frame_id``, read once by the
-    caller: each read of a protobuf field is a lookup by name) carries; INVALID_REQUEST if it
-    has id 0 or none."""
-    if frame_id == 0:
+def request_field(frame: Frame) -> str:
+    """The name of the request ``frame`` carries; INVALID_REQUEST if it has id 0 or none."""
+    if frame.id == 0:
         raise invalid_request("a ClientFrame needs an id other than 0")
-    field = frame.WhichOneof("request")
+    field = frame.field
     if field is None:
         raise invalid_request("the ClientFrame holds no request")
     return field
