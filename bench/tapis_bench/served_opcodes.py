@@ -20,6 +20,7 @@ and the bare server's own ``asyncio.Queue``.
 
     python -m tapis_bench.served_opcodes [--games 64] [--seconds 10] [--top 40]
                                          [--compare PYTHON] [--bare | --websocket]
+                                         [--store memory|sqlite]
 
 ``--websocket`` counts the same load over the player WebSocket (``tapis_bench.load``'s
 WebSocket driver) instead of gRPC.
@@ -40,7 +41,7 @@ from collections import Counter
 from types import FrameType
 from typing import Any
 
-FLAGS = ["--store", "memory", "--log-level", "warning", "--allow-stacked-decks",
+FLAGS = ["--log-level", "warning", "--allow-stacked-decks",
          "--create-rate", "0", "--keyless-create-rate", "0", "--join-rate", "0",
          "--list-rate", "0", "--keyless-max-tables", "0"]
 
@@ -124,17 +125,20 @@ async def _drive(server: str, target: str, games: int, warmup_s: float, seconds:
 
 
 def measure(python: str, games: int, warmup_s: float, seconds: float,
-            bare: bool = False, websocket: bool = False) -> dict[str, Any]:
+            bare: bool = False, websocket: bool = False, store: str = "memory"
+            ) -> dict[str, Any]:
     """Opcodes per served action by function, for the server run by ``python`` (``bare``:
     the bare grpc.aio server, ``tapis_bench.bare``; ``websocket``: Tapis's actions over its
-    player WebSocket)."""
+    player WebSocket; ``store``: the server's, sqlite in a data directory of the run's own)."""
     from tapis_bench.procs import free_port, wait_ready
 
     port, ws_port = free_port(), free_port()
-    arguments = ["--bare", str(port)] if bare else ["--port", str(port), *FLAGS]
-    if websocket:
-        arguments += ["--ws-port", str(ws_port)]
     with tempfile.TemporaryDirectory() as folder:
+        arguments = ["--bare", str(port)] if bare else [
+            "--port", str(port), *FLAGS, "--store", store,
+            *(["--data-dir", os.path.join(folder, "data")] if store == "sqlite" else [])]
+        if websocket:
+            arguments += ["--ws-port", str(ws_port)]
         out = os.path.join(folder, "opcodes.json")
         server = subprocess.Popen(
             [python, __file__, "--serve", out, *arguments],
@@ -196,13 +200,16 @@ def main(argv: list[str] | None = None) -> None:
                         help="count the bare grpc.aio server (tapis_bench.bare) instead")
     parser.add_argument("--websocket", action="store_true",
                         help="count Tapis's actions over its player WebSocket instead of gRPC")
+    parser.add_argument("--store", choices=("memory", "sqlite"), default="memory",
+                        help="the server's store (sqlite: a data directory of the run's own)")
     parser.add_argument("--games", type=int, default=64)
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    results = [measure(python, args.games, args.warmup, args.seconds, args.bare, args.websocket)
+    results = [measure(python, args.games, args.warmup, args.seconds, args.bare, args.websocket,
+                       args.store)
                for python in (args.python, *([args.compare] if args.compare else []))]
     if args.json:
         print(json.dumps(results))

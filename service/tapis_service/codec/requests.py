@@ -62,15 +62,23 @@ def scan(data: bytes, kinds: bytes) -> list[Any] | None:
     end = len(data)
     at = 0
     while at < end:
-        key, at = varint(data, at)
-        if key < 0:
-            return None
+        key = data[at]
+        if key < 0x80:  # a one-byte varint (most keys and lengths), read here
+            at += 1
+        else:
+            key, at = varint(data, at)
+            if key < 0:
+                return None
         number = key >> 3
         if number >= len(kinds) or kinds[number] != key & 7 or found[number] is not None:
             return None
-        value, at = varint(data, at)
-        if value < 0:
-            return None
+        if at < end and data[at] < 0x80:
+            value = data[at]
+            at += 1
+        else:
+            value, at = varint(data, at)
+            if value < 0:
+                return None
         if key & 7 == LENGTH_DELIMITED:
             if at + value > end:
                 return None
@@ -81,12 +89,12 @@ def scan(data: bytes, kinds: bytes) -> list[Any] | None:
     return found
 
 
-def text(value: Any) -> str | None:
+def text(value: bytes | None) -> str | None:
     """A scanned string field's text ("" when absent); None if it is not valid UTF-8."""
     if value is None:
         return ""
     try:
-        return str(value.decode("utf-8"))
+        return value.decode("utf-8")
     except UnicodeDecodeError:
         return None
 
@@ -142,9 +150,10 @@ def _by_hand(data: bytes) -> ActionRequest | None:
     if game_id is None or request_id is None or (seat is not None and seat > _UINT32):
         return None
     action: ReadAction | None = None
-    if found[2] is not None:
+    wire: bytes | None = found[2]
+    if wire is not None:
         try:
-            action = read_action(found[2])
+            action = read_action(wire)
         except Exception:  # not an Action: protobuf refuses the whole request (the plain way)
             return None
     return ActionRequest(game_id, action, request_id, found[4], seat, data)

@@ -100,6 +100,8 @@ _READERS: dict[str, Callable[[bytes], Any]] = {
 """How each request field's bytes are read."""
 _FIELDS: dict[int, str] = {field.number: field.name
                            for field in _CLIENT.oneofs_by_name["request"].fields}
+_REQUEST_FIELDS: tuple[tuple[int, str], ...] = tuple(sorted(_FIELDS.items()))
+_SUBMIT = "submit_action"
 _FRAME_KINDS = bytes(
     requests.VARINT if number == 1 else
     requests.LENGTH_DELIMITED if number in (2, 3) or number in _FIELDS else requests.NONE
@@ -114,19 +116,21 @@ def _by_hand(payload: bytes) -> Frame | None:
         return None
     field: str | None = None
     wire = b""
-    for number, name in _FIELDS.items():
-        if found[number] is not None:
+    for number, name in _REQUEST_FIELDS:
+        held: bytes | None = found[number]
+        if held is not None:
             if field is not None:  # two of the oneof's fields: protobuf keeps the last
                 return None
-            field, wire = name, found[number]
+            field, wire = name, held
     seat_token = requests.text(found[2])
     api_key = requests.text(found[3])
     if seat_token is None or api_key is None:
         return None
     request: Any = None
     if field is not None:
-        try:
-            request = _READERS[field](wire)
+        try:  # SubmitAction's reader called as a native function (every action)
+            request = requests.read_submit_action(wire) if field == _SUBMIT \
+                else _READERS[field](wire)
         except Exception:  # not its message: protobuf refuses the whole frame (the plain way)
             return None
     frame_id = found[1]
