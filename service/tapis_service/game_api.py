@@ -32,7 +32,14 @@ from tapis_service.door import logcontext
 from tapis_service.door.api_keys import Backend, require
 from tapis_service.door.caller import Caller
 from tapis_service.door.capacity import Capacity
-from tapis_service.door.limits import QUOTE_CHARS, check_game_id, check_sizes, clip, peer_host
+from tapis_service.door.limits import (
+    QUOTE_CHARS,
+    check_game_id,
+    check_sizes,
+    check_text,
+    clip,
+    peer_host,
+)
 from tapis_service.door.proxies import TrustedProxies
 from tapis_service.door.quotas import CREATES, JOINS, LISTS, QuotaLimits, Quotas
 from tapis_service.door.ratelimit import PeerLimits
@@ -390,7 +397,7 @@ class GameApi:
         action = request.action
         if action is None:
             raise invalid_argument("INVALID_ACTION", "the request has no action")
-        request_id = convert.check_id(request.request_id, "request_id")
+        request_id = check_text(request.request_id, "request_id")  # compiled: every action
         move = move_from_read(session, seat, action)
         if isinstance(move, tbl.NextGame):
             session.ownership.check_next_game(session.table.game_number)

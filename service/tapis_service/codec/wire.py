@@ -212,7 +212,7 @@ def event_wire(session: Session, logged: LoggedEvent, seat: int | None) -> bytes
         adapter = session.adapter
         rules = session.rules
         framed = nested(_K_BODY[adapter.field], adapter.event_wire(
-            rules.redact(body, seat) if rules.hides_events else body))
+            rules.redact(body, seat) if session.hides_events else body))
     else:
         name, message = table_level
         framed = nested(_K_BODY[name], message.SerializeToString())
@@ -237,9 +237,9 @@ ANSWER_EVENTS_TAG: Final = tag(pb.SubmitActionResponse.DESCRIPTOR, "events")
 def view_key(session: Session, logged: LoggedEvent, seat: int | None) -> int | None:
     """Whose view of the event ``seat`` gets: ``PUBLIC`` when everyone sees it alike (nothing
     of it is hidden from anyone)."""
-    rules = session.rules
-    if not rules.hides_events:
+    if not session.hides_events:
         return PUBLIC
+    rules = session.rules
     body = logged.event.body
     return PUBLIC if type(body) in TABLE_EVENT_TYPES or rules.redact(body, seat) is body \
         else seat
@@ -260,9 +260,9 @@ def frame_key(session: Session, logged: LoggedEvent, seat: int | None) -> int:
     looked up by it, and a public event's key is simply its sequence's (a test checks it is
     the same for every event of every game)."""
     sequence = logged.event.sequence
-    rules = session.rules
-    if not rules.hides_events:
+    if not session.hides_events:
         return sequence << _VIEW_BITS
+    rules = session.rules
     body = logged.event.body
     if type(body) in TABLE_EVENT_TYPES or rules.redact(body, seat) is body:
         return sequence << _VIEW_BITS

@@ -48,7 +48,7 @@ def fan_out(session: Session, batch: tuple[LoggedEvent, ...]) -> None:
     subscribers = session.subscribers
     if not subscribers:
         return
-    if not session.rules.hides_events:
+    if not session.hides_events:
         message = wire.events_wire(session, batch, None)
         for subscriber in tuple(subscribers):  # a copy: a failed write ends its stream
             subscriber.offer(batch, message)

@@ -298,6 +298,12 @@ class Session:
     rebuild, a retried write of any request id may have been applied."""
     create_request_id: str = ""
     """The CreateGame request id that created the table ("" for none)."""
+    hides_events: bool = field(init=False)
+    """``rules.hides_events``, read once: every event's bytes ask it (a native field, where
+    the rules' protocol is a lookup by name)."""
+
+    def __post_init__(self) -> None:
+        self.hides_events = self.rules.hides_events
     at_rest: bool = False
     """Loaded back from rest (resting.py): its next input first clears its stored listing."""
     seats_without_bots: tuple[tbl.SeatSlot, ...] | None = None
