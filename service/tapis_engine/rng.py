@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Final, TypeVar
 
 T = TypeVar("T")
 
-MASK64 = (1 << 64) - 1
-_GAMMA = 0x9E3779B97F4A7C15
+MASK64: Final = (1 << 64) - 1
+_GAMMA: Final = 0x9E3779B97F4A7C15
 
 
 def mix64(value: int) -> int:

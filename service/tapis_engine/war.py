@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from tapis_engine import rng
 from tapis_engine.cards import Card, cards_from_text, cards_to_text, same_cards, standard_deck
@@ -190,8 +190,8 @@ def _sizes(decks: tuple[tuple[Card, ...], tuple[Card, ...]]) -> tuple[int, int]:
     return (len(decks[0]), len(decks[1]))
 
 
-_NOBODY: frozenset[int] = frozenset()
-_ONE_SEAT = (frozenset((0,)), frozenset((1,)))
+_NOBODY: Final[frozenset[int]] = frozenset()
+_ONE_SEAT: Final = (frozenset((0,)), frozenset((1,)))
 """``to_act``'s answers, built once (asked several times per action)."""
 
 

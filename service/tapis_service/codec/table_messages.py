@@ -3,7 +3,7 @@ hidden from anyone), shared by the converters (``convert``) and the hand encoder
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from google.protobuf.message import Message
 
@@ -31,7 +31,7 @@ def scoreboard(seats: int, records: tuple[tbl.GameRecord, ...]) -> pb.Scoreboard
 TABLE_EVENTS = (tbl.SeatClaimed, tbl.GameStarted, tbl.GameAbandoned, tbl.SeatTakenOver,
                 tbl.SeatReclaimed, tbl.SeatReplaced, tbl.GameEnded)
 """The table's own events (not a game's): nothing of them is hidden from anyone."""
-TABLE_EVENT_TYPES = frozenset(TABLE_EVENTS)
+TABLE_EVENT_TYPES: Final = frozenset(TABLE_EVENTS)
 """The same classes, for ``type(body) in``: ``isinstance(body, TABLE_EVENTS)`` at a set
 lookup's cost (isinstance tries the seven in turn, on every event encoded), equal as none of
 them has a subclass (``tests/service/test_wire.py`` checks)."""

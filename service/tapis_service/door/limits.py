@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Final
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
@@ -20,9 +21,9 @@ from google.protobuf.message import Message
 from tapis_engine.registry import descriptor_for
 from tapis_service.observe.errors import ServiceError, invalid_argument
 
-MAX_TEXT_BYTES = 128
+MAX_TEXT_BYTES: Final = 128
 """Ids, names, tokens, strategies: at most this many bytes (UTF-8)."""
-MAX_REPEATED = 64
+MAX_REPEATED: Final = 64
 """Any repeated field of a request other than a stacked deck (seats are at most 6)."""
 CARD_WIRE_BYTES = 6
 """A ``Card`` inside a repeated field: 1 tag + 1 length + 2 × (tag + one-byte enum)."""
@@ -44,10 +45,10 @@ LABEL_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,63}")
 starting with a letter or digit (INVALID_LABEL otherwise)."""
 MAX_LABEL_VALUE_BYTES = 256
 """A label value: at most this many bytes of UTF-8."""
-QUOTE_CHARS = 40
+QUOTE_CHARS: Final = 40
 """Errors and logs quote at most this many characters of a client value."""
 
-SURELY_SHORT = min(MAX_TEXT_BYTES, MAX_REPEATED)
+SURELY_SHORT: Final = min(MAX_TEXT_BYTES, MAX_REPEATED)
 """A message of at most this many bytes holds no string longer than ``MAX_TEXT_BYTES`` and no
 repeated field of more than ``MAX_REPEATED`` items (each item takes a byte at least)."""
 

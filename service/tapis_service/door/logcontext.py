@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 from collections.abc import MutableMapping
 from contextvars import ContextVar, Token
-from typing import Any
+from typing import Any, Final
 
 from tapis_service.door.proxies import FORWARDED_FOR, TrustedProxies
 
-_CONTEXT: ContextVar[dict[str, Any] | None] = ContextVar("tapis_log_context", default=None)
+_CONTEXT: Final[ContextVar[dict[str, Any] | None]] = ContextVar("tapis_log_context", default=None)
 _PROCESS: dict[str, Any] = {}
 """Bound for the whole process (a cluster node's id): on every line."""
 per_action_lines = True

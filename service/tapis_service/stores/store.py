@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Generator, Iterable
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Final, Protocol, TypeVar, runtime_checkable
 
 JSON = dict[str, Any]
 StoredGame = tuple[JSON, JSON | None, list[JSON]]
@@ -141,7 +141,7 @@ class _Committed:
         yield  # a generator that ends at once
 
 
-COMMITTED: Awaitable[None] = _Committed()
+COMMITTED: Final[Awaitable[None]] = _Committed()
 
 
 class MemoryStore:

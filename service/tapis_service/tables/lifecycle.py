@@ -36,7 +36,7 @@ import asyncio
 import enum
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from tapis_service.observe import metrics
 from tapis_service.observe.errors import handled_elsewhere
@@ -114,7 +114,7 @@ TRANSITIONS: dict[tuple[TableState, TableState], Effects] = {
 
 HELD = tuple(state for state in TableState if state is not S.GONE)
 """The states of a table held here (an entry of the map)."""
-_LIVE = S.LIVE
+_LIVE: Final = S.LIVE
 
 
 class Entry:
@@ -135,7 +135,7 @@ class Entry:
         """QUARANTINED: what is known of it."""
 
 
-_GONE = Entry(S.GONE)
+_GONE: Final = Entry(S.GONE)
 """What a table not held here is (no entry)."""
 
 

@@ -11,7 +11,7 @@ import enum
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from tapis_engine import table as tbl
 from tapis_engine.frozen import fast_init
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from tapis_service.door.api_keys import Backend
     from tapis_service.tables.replacing import Replacement
 
-_AWAITED: dict[frozenset[int], tuple[int, ...]] = {}
+_AWAITED: Final[dict[frozenset[int], tuple[int, ...]]] = {}
 """``to_act`` sets -> the awaited seats in order (shared tuples: few distinct sets)."""
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from tapis_engine import table as tbl
 from tapis_engine import table_codec
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from tapis_service.settings import Settings
     from tapis_service.tables.lifecycle import Tables
 
-NO_ENTRY: dict[str, Any] = {}
+NO_ENTRY: Final[dict[str, Any]] = {}
 """The journal entry handed to a store that keeps nothing (``MemoryStore``): never filled."""
 
 

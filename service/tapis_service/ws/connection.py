@@ -31,7 +31,7 @@ import functools
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 import grpc
 import structlog
@@ -52,12 +52,12 @@ from tapis_service.ws.stepping import ENDED, step
 
 log = structlog.get_logger("tapis.ws")
 
-WEBSOCKET = "WebSocket"
+WEBSOCKET: Final = "WebSocket"
 """The ``rpc`` of the logs and metrics for a refusal the socket decides (a frame it cannot
 read, a limit of the socket); the GameApi names the RPC of the others."""
-CLOSE_TOO_BIG = 1009
+CLOSE_TOO_BIG: Final = 1009
 """The WebSocket close code for a message over the size limit (RFC 6455)."""
-MAX_CALLERS = 16
+MAX_CALLERS: Final = 16
 """The callers a socket keeps (one per seat token and API key it sends); beyond, it forgets
 them all and starts again (a socket trying token after token gains nothing from them)."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import grpc
 from google.protobuf import json_format
@@ -29,23 +29,23 @@ from tapis_service.observe.errors import (
     status_message,
 )
 
-MAX_FRAME_BYTES = MAX_RECEIVE_MESSAGE_BYTES
+MAX_FRAME_BYTES: Final = MAX_RECEIVE_MESSAGE_BYTES
 """The largest message a client may send: the largest request gRPC accepts."""
 
 _CLIENT = ws_pb.ClientFrame.DESCRIPTOR
 _SERVER = ws_pb.ServerFrame.DESCRIPTOR
-RESPONSE_FIELD: dict[str, str] = {
+RESPONSE_FIELD: Final[dict[str, str]] = {
     field.name: _SERVER.fields_by_number[field.number].name
     for field in _CLIENT.oneofs_by_name["request"].fields}
 """The ServerFrame field answering each ClientFrame request field."""
-RPC_OF_FIELD: dict[str, Rpc] = {
+RPC_OF_FIELD: Final[dict[str, Rpc]] = {
     field.name: BY_REQUEST[field.message_type.full_name]
     for field in _CLIENT.oneofs_by_name["request"].fields
     if field.message_type is not None and field.message_type.full_name in BY_REQUEST}
 """The RPC each ClientFrame request field carries (every one but ``stop_events``)."""
 CARRIED = tuple(RPC_OF_FIELD.values())
 """The RPCs a socket carries."""
-STOP = "stop_events"
+STOP: Final = "stop_events"
 
 
 class Format(enum.Enum):
@@ -94,15 +94,15 @@ class Frame:
                      wire)
 
 
-_READERS: dict[str, Callable[[bytes], Any]] = {
+_READERS: Final[dict[str, Callable[[bytes], Any]]] = {
     **{field: requests.reader(rpc) for field, rpc in RPC_OF_FIELD.items()},
     STOP: ws_pb.StopEvents.FromString}
 """How each request field's bytes are read."""
-_FIELDS: dict[int, str] = {field.number: field.name
+_FIELDS: Final[dict[int, str]] = {field.number: field.name
                            for field in _CLIENT.oneofs_by_name["request"].fields}
-_REQUEST_FIELDS: tuple[tuple[int, str], ...] = tuple(sorted(_FIELDS.items()))
-_SUBMIT = "submit_action"
-_FRAME_KINDS = bytes(
+_REQUEST_FIELDS: Final[tuple[tuple[int, str], ...]] = tuple(sorted(_FIELDS.items()))
+_SUBMIT: Final = "submit_action"
+_FRAME_KINDS: Final = bytes(
     requests.VARINT if number == 1 else
     requests.LENGTH_DELIMITED if number in (2, 3) or number in _FIELDS else requests.NONE
     for number in range(max(_FIELDS) + 1))
@@ -187,9 +187,9 @@ def answer(frame_id: int, field: str, response: Message | bytes) -> ws_pb.Server
     return frame
 
 
-_ID_TAG = wire.tag(_SERVER, "id")
-_ONE_BYTE = [bytes((size,)) for size in range(0x80)]
-_RESPONSE_TAGS = {field.name: wire.tag(_SERVER, field.name)
+_ID_TAG: Final = wire.tag(_SERVER, "id")
+_ONE_BYTE: Final = [bytes((size,)) for size in range(0x80)]
+_RESPONSE_TAGS: Final = {field.name: wire.tag(_SERVER, field.name)
                   for field in _SERVER.oneofs_by_name["response"].fields}
 
 

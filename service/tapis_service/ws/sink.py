@@ -51,8 +51,8 @@ class TransportSink:
         self.transport.disconnect()
 
 
-_FINAL_TEXT = 0x80 | WSMsgType.TEXT.value
-_FINAL_BINARY = 0x80 | WSMsgType.BINARY.value
+_FINAL_TEXT: Final = 0x80 | WSMsgType.TEXT.value
+_FINAL_BINARY: Final = 0x80 | WSMsgType.BINARY.value
 """A frame's first byte: final (FIN), then its opcode (an enum's ``value`` is a Python
 property: read once)."""
 _TEXT_HEADS: Final = tuple(bytes((_FINAL_TEXT, size)) for size in range(126))

@@ -12,6 +12,8 @@ from typing import Any, Final
 
 ENDED: Final = object()
 """What ``step`` gives for a request that ended in that step."""
+_PYTHON_COROUTINE: Final = CoroutineType
+"""Read as a C static, where the imported name is a lookup in the module's dictionary."""
 
 
 def step(serving: Coroutine[Any, Any, None]) -> Any:
@@ -22,7 +24,7 @@ def step(serving: Coroutine[Any, Any, None]) -> Any:
     exception state saved and restored (a few thousand instructions a step); a Python
     coroutine, which is no iterator, by ``send`` (``tests/websocket/test_shortcuts.py``
     checks both against ``send``, and the frames against the plain path's)."""
-    if type(serving) is not CoroutineType:
+    if type(serving) is not _PYTHON_COROUTINE:
         return next(serving, ENDED)  # type: ignore[call-overload]
     try:
         return serving.send(None)
