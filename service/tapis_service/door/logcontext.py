@@ -11,6 +11,10 @@ from typing import Any, Final
 from tapis_service.door.proxies import FORWARDED_FOR, TrustedProxies
 
 _CONTEXT: Final[ContextVar[dict[str, Any] | None]] = ContextVar("tapis_log_context", default=None)
+_GET: Final = _CONTEXT.get
+_SET: Final = _CONTEXT.set
+_RESET: Final = _CONTEXT.reset
+"""``_CONTEXT``'s methods, bound once: a call on the hot path without a lookup by name."""
 _PROCESS: dict[str, Any] = {}
 """Bound for the whole process (a cluster node's id): on every line."""
 per_action_lines = True
@@ -31,8 +35,8 @@ def bind_process(**values: Any) -> None:
 
 def bind(**values: Any) -> Token[dict[str, Any] | None]:
     """Add ``values`` to the current context (the call's task); ``reset`` undoes it."""
-    current = _CONTEXT.get()
-    return _CONTEXT.set({**current, **values} if current else values)
+    current = _GET()
+    return _SET({**current, **values} if current else values)
 
 
 def enter(**values: Any) -> Token[dict[str, Any] | None] | None:
@@ -42,31 +46,31 @@ def enter(**values: Any) -> Token[dict[str, Any] | None] | None:
     has a context made for it alone, so they go into it, without a second context and token
     (a slow call's line then names them too); otherwise (a method called directly) they are
     bound as ``bind`` does, and ``leave`` undoes that."""
-    current = _CONTEXT.get()
+    current = _GET()
     if current is not None and "call" in current:
         current.update(values)
         return None
-    return _CONTEXT.set({**current, **values} if current else values)
+    return _SET({**current, **values} if current else values)
 
 
 def leave(token: Token[dict[str, Any] | None] | None) -> None:
     """Undo an ``enter`` (nothing when it added to the call's own context)."""
     if token is not None:
-        _CONTEXT.reset(token)
+        _RESET(token)
 
 
 def add(**values: Any) -> None:
     """Add ``values`` to the context the current call bound (``bind`` made it for this call
     alone), until that call's ``reset``: no second token to keep."""
-    current = _CONTEXT.get()
+    current = _GET()
     if current is None:
-        _CONTEXT.set(values)
+        _SET(values)
     else:
         current.update(values)
 
 
 def reset(token: Token[dict[str, Any] | None]) -> None:
-    _CONTEXT.reset(token)
+    _RESET(token)
 
 
 class CallInfo:
@@ -123,7 +127,7 @@ def merge(logger: Any, method_name: str,
           event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """A structlog processor: the bound context under the line's own keys (a call's
     ``CallInfo`` becomes its fields)."""
-    context = _CONTEXT.get()
+    context = _GET()
     if context:
         event_dict = {**context, **event_dict}
         call = event_dict.pop("call", None)

@@ -24,12 +24,14 @@ class TransportSink:
 
     def __init__(self, transport: WSTransport) -> None:
         self.transport = transport
+        self._write = transport.underlying_transport.write
+        """The socket's own ``write``, looked up once (``send_all``'s every call)."""
 
     def send(self, message: bytes | str) -> None:
         if isinstance(message, bytes):
-            self.transport.send(WSMsgType.BINARY, message)
+            self.transport.send(_BINARY, message)
         else:
-            self.transport.send(WSMsgType.TEXT, message.encode())
+            self.transport.send(_TEXT, message.encode())
 
     def send_all(self, messages: list[bytes | str]) -> None:
         """The messages' frames in one write (one system call, not one each): each as
@@ -44,7 +46,7 @@ class TransportSink:
             payload = message.encode() if isinstance(message, str) else message
             parts.append(_head(payload, _FINAL_TEXT if isinstance(message, str) else _FINAL_BINARY))
             parts.append(payload)
-        transport.underlying_transport.write(b"".join(parts))
+        self._write(b"".join(parts))
 
     def close(self, code: int, reason: str) -> None:
         self.transport.send_close(WSCloseCode(code), reason.encode())
