@@ -14,6 +14,7 @@ commit, here, without the queue or a step of the stream's task.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from tapis_service.codec import wire
@@ -79,7 +80,7 @@ class LiveFeed:
     calls ``outgoing``) and the transport's at commit (``at_commit``, its subscriber's
     ``direct``)."""
 
-    __slots__ = ("last", "seat", "session", "stream", "writer")
+    __slots__ = ("_ready", "_write", "last", "seat", "session", "stream", "writer")
 
     def __init__(self, session: Session, seat: int | None, stream: OpenStream, last: int,
                  subscriber: Subscriber, writer: StreamWriter | None = None) -> None:
@@ -89,7 +90,12 @@ class LiveFeed:
         self.last = last
         """The sequence of the last event sent (where a cut stream resumes)."""
         self.writer = writer
+        self._ready: Callable[[], bool] | None = None
+        self._write: Callable[[bytes], None] | None = None
+        """The writer's two methods, bound once (every change: a protocol's methods are
+        looked up by name on each call)."""
         if writer is not None:
+            self._ready, self._write = writer.ready, writer.write
             subscriber.direct = self.at_commit
 
     def outgoing(self, batch: tuple[LoggedEvent, ...], message: bytes) -> bytes | None:
@@ -113,11 +119,11 @@ class LiveFeed:
     def at_commit(self, batch: tuple[LoggedEvent, ...], message: bytes) -> bool:
         """Write one change at once if the transport can take it (True: done), else leave it
         to the queue (False: nothing done)."""
-        writer = self.writer
-        assert writer is not None
-        if not writer.ready():
+        ready, write = self._ready, self._write
+        assert ready is not None and write is not None
+        if not ready():
             return False
         sent = self.outgoing(batch, message)
         if sent is not None:
-            writer.write(sent)
+            write(sent)
         return True

@@ -56,6 +56,8 @@ class Housekeeping:
         self.results_max_age_ms = int(settings.results_max_age_s * 1000)
         self.started_ms = host.clock.now_ms()
         self.last_person_ms: dict[str, int] = {}
+        self._now_ms = host.clock.now_ms
+        """The clock's reading, bound once (``touched``: every action)."""
         self._timer: TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._abandoning: set[str] = set()
@@ -82,7 +84,7 @@ class Housekeeping:
 
     def touched(self, session: Session) -> None:
         """A person acted at this table (a join or an accepted action)."""
-        self.last_person_ms[session.game_id] = self.host.clock.now_ms()
+        self.last_person_ms[session.game_id] = self._now_ms()
 
     def _arm(self) -> None:
         self._timer = self.host.clock.call_at(self.host.clock.now_ms() + self.period_ms,

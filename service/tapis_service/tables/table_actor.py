@@ -67,6 +67,8 @@ class TableActor(TableWrites):
         self.tables = host.tables
         self.store = host.store
         self.clock = host.clock
+        self._now_ms = host.clock.now_ms
+        """The clock's reading, bound once (every action reads it)."""
         self.settings = host.settings
         self.keeps_journal = host.keeps_journal
         self.slaps = TokenBuckets(host.settings.slap_rate_per_s, host.settings.slap_burst)
@@ -134,7 +136,7 @@ class TableActor(TableWrites):
             raise ServiceError(
                 grpc.StatusCode.ABORTED, "STALE_VERSION",
                 f"the game is at version {session.table.version}, not {expected_version}")
-        now = self.clock.now_ms()
+        now = self._now_ms()
         limited = realtime.LIMITED[session.rules.kind]  # is_rate_limited, inlined
         real_time = bool(limited) and isinstance(move, tbl.Act) and type(move.action) in limited
         if real_time and not self.slaps.allow((session.game_id, seat), now):
