@@ -15,7 +15,9 @@ from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.codec import moves, requests
 from tapis_service.codec.requests import ActionRequest, read_submit_action
+from tapis_service.door.limits import MAX_TEXT_BYTES, check_sizes
 from tapis_service.door.rpcs import BY_NAME
+from tapis_service.observe.errors import ServiceError
 from tests.support.reading import REQUESTS, request_values
 
 
@@ -154,11 +156,35 @@ def test_the_actions_remembered_are_bounded() -> None:
     assert len(moves._REMEMBERED) <= moves.MAX_REMEMBERED
 
 
+def _refusal(check: Any) -> tuple[str, str] | None:
+    try:
+        check()
+    except ServiceError as refused:
+        return refused.reason, str(refused)
+    return None
+
+
+LONG_CAPTURES = st.builds(
+    lambda game_id, request_id, cards: pb.SubmitActionRequest(
+        game_id=game_id, request_id=request_id, action=pb.Action(basra=basra_pb2.BasraAction(
+            play_card=basra_pb2.BasraPlayCard(capture=basra_pb2.BasraCapture(cards=cards))))),
+    st.text(max_size=60), st.text(max_size=60),
+    st.lists(st.just(cards_pb2.Card.FromString(b"\x08\x05\x10\x01")), max_size=80))
+
+
+@settings(max_examples=400)
+@given(request=st.one_of(REQUESTS, LONG_CAPTURES))
+def test_a_requests_sizes_are_refused_as_the_plain_check_refuses_them(
+        request: pb.SubmitActionRequest) -> None:
+    """``ActionRequest.check_sizes`` refuses what ``limits.check_sizes`` refuses of the
+    message, with the same reason and message (the same field first), and passes the rest."""
+    data = request.SerializeToString()
+    assert _refusal(read_submit_action(data).check_sizes) == _refusal(
+        lambda: check_sizes(pb.SubmitActionRequest.FromString(data)))
+
+
 def test_a_long_requests_sizes_are_checked_as_the_plain_way_checks_them() -> None:
     """Over ``SURELY_SHORT`` bytes, the message's own check runs (VALUE_TOO_LONG)."""
-    from tapis_service.door.limits import MAX_TEXT_BYTES
-    from tapis_service.observe.errors import ServiceError
-
     long = read_submit_action(pb.SubmitActionRequest(
         game_id="g", request_id="r" * (MAX_TEXT_BYTES + 1)).SerializeToString())
     with pytest.raises(ServiceError) as refused:

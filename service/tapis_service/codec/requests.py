@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.codec.moves import ReadAction, read_action
-from tapis_service.door.limits import SURELY_SHORT, check_sizes
+from tapis_service.door.limits import SURELY_SHORT, check_sizes, check_text
 from tapis_service.door.rpcs import Rpc
 
 VARINT: Final = 0
@@ -101,36 +101,48 @@ def text(value: bytes | None) -> str | None:
 
 class ActionRequest:
     """A ``SubmitActionRequest``, read: ``None`` where an ``optional`` field or the action is
-    not set; ``wire``, its bytes (a relayed call sends them on, and a long one's sizes are
-    checked on them)."""
+    not set; ``action_size``, the action's bytes (0: none); ``wire``, the request's bytes (a
+    relayed call sends them on, and a long action's sizes are checked on them)."""
 
-    __slots__ = ("action", "expected_version", "game_id", "request_id", "seat", "wire")
+    __slots__ = ("action", "action_size", "expected_version", "game_id", "request_id", "seat",
+                 "wire")
 
     def __init__(self, game_id: str, action: ReadAction | None, request_id: str,
-                 expected_version: int | None, seat: int | None, wire: bytes) -> None:
+                 expected_version: int | None, seat: int | None, wire: bytes,
+                 action_size: int = 0) -> None:
         self.game_id = game_id
         self.action = action
         self.request_id = request_id
         self.expected_version = expected_version
         self.seat = seat
         self.wire = wire
+        self.action_size = action_size
 
     @staticmethod
     def of(message: pb.SubmitActionRequest, wire: bytes | None = None) -> ActionRequest:
         """The plain way: ``message``'s fields read (``wire``: the bytes it was parsed from)."""
+        acts = message.HasField("action")
         return ActionRequest(
             message.game_id,
-            ReadAction.of(message.action) if message.HasField("action") else None,
+            ReadAction.of(message.action) if acts else None,
             message.request_id,
             message.expected_version if message.HasField("expected_version") else None,
             message.seat if message.HasField("seat") else None,
-            message.SerializeToString() if wire is None else wire)
+            message.SerializeToString() if wire is None else wire,
+            message.action.ByteSize() if acts else 0)
 
     def check_sizes(self) -> None:
-        """``limits.check_sizes`` of the request (VALUE_TOO_LONG), run on its message only when
-        its bytes are too many to be surely within every limit."""
-        if len(self.wire) > SURELY_SHORT:
+        """``limits.check_sizes`` of the request's message (VALUE_TOO_LONG, the same refusal
+        for the same field first): nothing in a request of ``SURELY_SHORT`` bytes or fewer;
+        its two strings, in field order, when its action is that short too (nothing in such
+        an action can be over a limit); else the message's own check."""
+        if len(self.wire) <= SURELY_SHORT:
+            return
+        if self.action_size > SURELY_SHORT:
             check_sizes(pb.SubmitActionRequest.FromString(self.wire))
+            return
+        check_text(self.game_id, "game_id")
+        check_text(self.request_id, "request_id")
 
 
 _ACTION_KINDS: Final = bytes((NONE, LENGTH_DELIMITED, LENGTH_DELIMITED, LENGTH_DELIMITED,
@@ -156,7 +168,8 @@ def _by_hand(data: bytes) -> ActionRequest | None:
             action = read_action(wire)
         except Exception:  # not an Action: protobuf refuses the whole request (the plain way)
             return None
-    return ActionRequest(game_id, action, request_id, found[4], seat, data)
+    return ActionRequest(game_id, action, request_id, found[4], seat, data,
+                         0 if wire is None else len(wire))
 
 
 def read_submit_action(data: bytes) -> ActionRequest:
