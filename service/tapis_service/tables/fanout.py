@@ -80,7 +80,7 @@ class LiveFeed:
     calls ``outgoing``) and the transport's at commit (``at_commit``, its subscriber's
     ``direct``)."""
 
-    __slots__ = ("_ready", "_write", "last", "seat", "session", "stream", "writer")
+    __slots__ = ("_ready", "_write", "last", "seat", "session", "stream")
 
     def __init__(self, session: Session, seat: int | None, stream: OpenStream, last: int,
                  subscriber: Subscriber, writer: StreamWriter | None = None) -> None:
@@ -89,7 +89,6 @@ class LiveFeed:
         self.stream = stream
         self.last = last
         """The sequence of the last event sent (where a cut stream resumes)."""
-        self.writer = writer
         self._ready: Callable[[], bool] | None = None
         self._write: Callable[[bytes], None] | None = None
         """The writer's two methods, bound once (every change: a protocol's methods are

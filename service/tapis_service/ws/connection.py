@@ -160,9 +160,9 @@ class Connection:
         self._callers: dict[tuple[str, str], Caller] = {}
         """By (seat token, API key): the socket's callers, each with its token's remembered
         verification (``_caller``)."""
-        self._last_credentials: tuple[str, str] = ("", "")
-        self._last_caller: Caller | None = None
-        """The caller of the socket's last frame (found without a tuple and its hash)."""
+        self._last: tuple[str, str, Caller] | None = None
+        """The seat token, API key and caller of the socket's last frame (found by comparing
+        the two, without a tuple and its hash)."""
 
     # --- what the endpoint calls ------------------------------------------------------------
 
@@ -270,17 +270,16 @@ class Connection:
         (``caller.Remembered``) until the server revokes any token."""
         if self.plain:
             return socket_caller(frame.seat_token, frame.api_key, self.peer, remember=False)
-        last = self._last_caller
-        if last is not None and frame.seat_token == self._last_credentials[0] \
-                and frame.api_key == self._last_credentials[1]:
-            return last  # the socket's credentials of its previous frame (nearly every frame)
+        last = self._last
+        if last is not None and frame.seat_token == last[0] and frame.api_key == last[1]:
+            return last[2]  # the socket's credentials of its previous frame (nearly every one)
         credentials = (frame.seat_token, frame.api_key)
         caller = self._callers.get(credentials)
         if caller is None:
             if len(self._callers) >= MAX_CALLERS:
                 self._callers.clear()
             caller = self._callers[credentials] = socket_caller(*credentials, self.peer)
-        self._last_credentials, self._last_caller = credentials, caller
+        self._last = (*credentials, caller)
         return caller
 
     def _request(self, frame: frames.Frame, call: SocketCall) -> Any:
