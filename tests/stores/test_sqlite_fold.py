@@ -267,3 +267,22 @@ async def test_with_many_tables_in_play_the_fold_waits_for_a_few_inputs_of_each(
     await one_more("g4")  # the 15th: folded
     assert inbox[-1] == 0 and store.folds - opened == 2
     store.close()
+
+
+async def test_a_folds_statement_journal_stays_in_memory(tmp_path: Path) -> None:
+    """A fold moves the whole inbox in one statement, whose statement journal SQLite spilled
+    into a file of its temporary directory past 64 KiB: every connection of the store keeps
+    SQLite's temporary data in memory (``temp_store`` 2), and a fold of more than that goes
+    through."""
+    store = SqliteStore(tmp_path, fold_at=400, fold_per_table=0)
+    reader = store._reader()
+    assert [connection.execute("PRAGMA temp_store").fetchone()[0]
+            for connection in (store._connection, reader)] == [2, 2]
+    reader.close()
+    await store.created("g", {"kind": "war"})
+    for index in range(1, 401):  # ~80 KiB of entries, folded at the 400th
+        await store.appended("g", index, {"pad": "x" * 200, "i": index})
+    await store.probe()
+    assert store.folds == 2 and parts(tmp_path)["journal_inbox"] == []  # at open, and this one
+    assert len(parts(tmp_path)["journal_folded"]) == 400
+    store.close()

@@ -19,12 +19,13 @@ import sqlite3
 FOLD_AT = 512
 """Rows in the inbox at which the writer folds it into the tree (measured: docs/performance.md,
 "The journal by arrival")."""
-FOLD_PER_TABLE = 8
+FOLD_PER_TABLE = 16
 """With many tables in play, the writer waits for this many rows per table in the inbox
 (when that is more than ``FOLD_AT``): a fold writes a leaf of the tree for each table it
 moves rows of, so it then writes each leaf once for several inputs, not once for each (at
-500 tables: 1.05 pages per input written at ``FOLD_AT`` alone, 0.39 with this; docs/
-performance.md, "The fold's size by tables in play")."""
+500 tables: 1.05 pages per input written at ``FOLD_AT`` alone, 0.39 at 8 per table, 0.32 at
+16; docs/performance.md, "Where a durable action's CPU goes, and the fold by tables in play"
+and "The fold's statement journal, and its size by tables in play")."""
 
 SCHEMA = """
     ALTER TABLE journal RENAME TO journal_folded;

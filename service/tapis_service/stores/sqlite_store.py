@@ -50,6 +50,11 @@ USED_MARKER = "join.key"
 """A file every data directory that has served holds: with it, a missing or empty database is
 damage, not a fresh install."""
 SYNCHRONOUS = "FULL"
+TEMP_STORE = "MEMORY"
+"""Where SQLite keeps its temporary data: the statement journal of a fold (which moves hundreds
+of rows in one statement) spilled past 64 KiB into a file of ``/var/tmp`` (or ``/tmp`` in the
+read-only container), about 270 writes a fold; in memory it writes nothing (docs/
+performance.md, "The fold's statement journal, and its size by tables in play")."""
 
 log = structlog.get_logger("tapis.store")
 
@@ -155,9 +160,12 @@ class SqliteStore(GroupCommitWriter):
         return reader
 
     def _connect(self) -> sqlite3.Connection:
+        """A connection to the file: WAL, ``synchronous`` as set, and SQLite's temporary data
+        in memory (``TEMP_STORE``)."""
         connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute(f"PRAGMA synchronous={self.synchronous}")
+        connection.execute(f"PRAGMA temp_store={TEMP_STORE}")
         return connection
 
     # --- the Store hooks (called on the event loop, in order) ----------------------------
