@@ -1,0 +1,102 @@
+"""The SQLite store's CPU per journal input when each step of the loop brings a batch of them.
+
+    .venv/bin/python -m tapis_bench.store_steps [--tables 50] [--per-step 19] [--steps 4000]
+                                                [--warm 200] [--fold-at 512]
+                                                [--fold-per-table 16]
+
+What the WebSocket server's store does under `make bench-peers`: each step of the loop queues
+one input for each of ``--per-step`` tables drawn (seeded) from ``--tables``, and awaits them
+all; a step of ``INLINE_AT`` writes or more is committed by the loop itself, one fsync for the
+batch (19 a step at 50 tables, about 60 at 500, counted from that bench's receives and
+fsyncs). After ``--warm`` steps, ``--steps`` more are timed: the process's CPU (user and
+system, ``getrusage``) per input, and the wall time per step. The fold is counted in: its
+settings are ``--fold-at`` and ``--fold-per-table`` (``sqlite_fold``). The file is on the
+temporary directory's disk, as the bench's servers' data directories are.
+
+Counted in the figure beyond the store: an entry dict per input and one ``asyncio.gather`` a
+step (about 2 µs an input), the same in every configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import resource
+import tempfile
+import time
+import uuid
+from typing import Any
+
+from tapis_service.stores.sqlite_fold import FOLD_AT, FOLD_PER_TABLE
+from tapis_service.stores.sqlite_store import SqliteStore
+
+
+def cpu_s() -> tuple[float, float]:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime, usage.ru_stime
+
+
+async def measure(tables: int, per_step: int, steps: int, warm: int, fold_at: int,
+                  fold_per_table: int) -> dict[str, Any]:
+    draw = random.Random(1)
+    games = [str(uuid.UUID(int=draw.getrandbits(128), version=4)) for _ in range(tables)]
+    sent = dict.fromkeys(games, 0)
+    requests = 0
+    with tempfile.TemporaryDirectory(prefix="tapis-store-steps-") as folder:
+        store = SqliteStore(folder, fold_at=fold_at, fold_per_table=fold_per_table)
+        await asyncio.gather(*(store.created(game, {"kind": "war", "seats": 2})
+                               for game in games))
+
+        async def step() -> None:
+            nonlocal requests
+            writes = []
+            for game in draw.sample(games, per_step):
+                sent[game] += 1
+                requests += 1
+                entry = {"input": {"input": "Act", "seat": sent[game] % 2,
+                                   "action": {"kind": "reveal"}},
+                         "now_ms": 1_765_000_000_000 + requests,
+                         "request_id": f"load-4242-{requests}"}
+                writes.append(store.appended(game, sent[game], entry, 1))
+            await asyncio.gather(*writes)
+
+        for _ in range(warm):
+            await step()
+        folds, commits = store.folds, store.commits
+        user, system = cpu_s()
+        started = time.perf_counter()
+        for _ in range(steps):
+            await step()
+        wall = time.perf_counter() - started
+        user_after, system_after = cpu_s()
+        figures = {"folds": store.folds - folds, "commits": store.commits - commits}
+        store.close()
+    inputs = steps * per_step
+    return {"tables": tables, "per_step": per_step, "steps": steps, "fold_at": fold_at,
+            "fold_per_table": fold_per_table,
+            "cpu_us_per_input": round((user_after - user + system_after - system)
+                                      / inputs * 1e6, 1),
+            "user_us_per_input": round((user_after - user) / inputs * 1e6, 1),
+            "system_us_per_input": round((system_after - system) / inputs * 1e6, 1),
+            "wall_ms_per_step": round(wall / steps * 1e3, 3), **figures}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tables", type=int, default=50)
+    parser.add_argument("--per-step", type=int, default=19)
+    parser.add_argument("--steps", type=int, default=4000)
+    parser.add_argument("--warm", type=int, default=200)
+    parser.add_argument("--fold-at", type=int, default=FOLD_AT)
+    parser.add_argument("--fold-per-table", type=int, default=FOLD_PER_TABLE)
+    args = parser.parse_args()
+    if not 0 < args.per_step <= args.tables:
+        parser.error("--per-step must be between 1 and --tables")
+    print(json.dumps(asyncio.run(measure(args.tables, args.per_step, args.steps, args.warm,
+                                         args.fold_at, args.fold_per_table))))
+
+
+if __name__ == "__main__":
+    main()
