@@ -8,14 +8,16 @@ given back as it was on any exit (Textual's alternate screen).
 Keys are read only while a move can apply, and keys typed before the menu on screen was drawn
 are thrown away; a move is sent with the table version it was chosen on (slaps excepted), so a
 table that moved meanwhile refuses it instead of taking it blindly. The event stream resumes by
-sequence after a server restart. q leaves (status 0), Ctrl-C too (status 130); a seat its
-backend gives to someone else (ReplaceSeat) ends the screen, saying so (status 1)."""
+sequence after a server restart. q leaves (status 0), Ctrl-C too (status 130), and so does a
+SIGTERM (status 143: a ``kill``, the terminal given back all the same); a seat its backend gives
+to someone else (ReplaceSeat) ends the screen, saying so (status 1)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 import time
 import uuid
@@ -502,13 +504,26 @@ class TableApp(App[int]):
         self.changed.set()
 
 
+LEAVING_SIGNALS = (signal.SIGTERM,)
+"""Signals that leave the table screen as Ctrl-C does (its terminal given back as it was), with
+the shell's status for each (128 + its number): a ``kill``."""
+
+
 async def show(conn: Connection, game_id: str, seat: int | None, token: str | None,
                **options: Any) -> int:
     """Open the table full screen until the person leaves; the exit status."""
     view = (await conn.call(conn.stub.GetGame, pb.GetGameRequest(game_id=game_id), token)).game
     app = TableApp(conn, view, seat, token)
+    loop = asyncio.get_running_loop()
+    handled = []
+    for signum in LEAVING_SIGNALS:  # the terminal given back, as q and Ctrl-C give it
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, app.action_leave, 128 + signum)
+            handled.append(signum)
     try:
         await app.run_async(**options)
     finally:
         conn.on_retry = None
+        for signum in handled:
+            loop.remove_signal_handler(signum)
     return app.return_code or 0

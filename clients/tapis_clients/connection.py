@@ -83,9 +83,14 @@ class Unreachable(Exception):
         self.accepts = accepts
 
 
+MAX_PORT = 65535
+"""The largest TCP port: a target naming a larger one has no TCP address."""
+
+
 def first_address(target: str) -> tuple[str, int] | None:
     """The host and port of a target's first address (``ipv4:``/``ipv6:`` lists, ``dns:``,
-    ``[::1]:50051``, ``host:port``); None for what names no TCP port (``unix:``)."""
+    ``[::1]:50051``, ``host:port``); None for what names no TCP port (``unix:``, a port
+    beyond 65535)."""
     scheme, colon, rest = target.partition(":")
     if colon and scheme in ("ipv4", "ipv6"):
         target = rest.split(",")[0]
@@ -98,7 +103,7 @@ def first_address(target: str) -> tuple[str, int] | None:
         port = port.removeprefix(":")
     else:
         host, _colon, port = target.rpartition(":")
-    return (host, int(port)) if host and port.isdigit() else None
+    return (host, int(port)) if host and port.isdigit() and int(port) <= MAX_PORT else None
 
 
 async def accepts_tcp(target: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:

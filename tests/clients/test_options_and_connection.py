@@ -69,11 +69,14 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.parametrize("port", ["closed", "70000"])
 @pytest.mark.parametrize("argv", [("tapis_clients.cli", "list"),
                                   ("tapis_clients.bot", "selfplay")])
-async def test_an_unreachable_server_is_one_line_and_a_failure(argv: tuple[str, str]) -> None:
-    """Each client in a process of its own (as people run them): one line, exit status 2."""
-    address = f"127.0.0.1:{closed_port()}"
+async def test_an_unreachable_server_is_one_line_and_a_failure(argv: tuple[str, str],
+                                                                port: str) -> None:
+    """Each client in a process of its own (as people run them): one line, exit status 2; a
+    port no TCP address can have (beyond 65535) too."""
+    address = f"127.0.0.1:{closed_port() if port == 'closed' else port}"
     env = {k: v for k, v in os.environ.items() if k != "TAPIS_TARGET"}
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", argv[0], argv[1], "--target", address,
@@ -95,6 +98,8 @@ def test_the_first_address_of_a_target() -> None:
     assert first_address("[::1]:8") == ("::1", 8)
     assert first_address("unix:/tmp/tapis.sock") is None
     assert first_address("tapis") is None
+    assert first_address("127.0.0.1:65535") == ("127.0.0.1", 65535)
+    assert first_address("127.0.0.1:70000") is None  # no TCP port
 
 
 async def test_a_plaintext_client_at_a_tls_port_is_told_of_the_tls_options(

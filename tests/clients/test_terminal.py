@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import signal
 import termios
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -414,6 +415,21 @@ async def test_quit_mid_game_then_take_the_seat_back(
     assert await again.exit_status() == 130
     assert again.slave_modes()[3] == modes_before[3]
     assert (await view(h, game_id)).seats[1].display_name == "bo"
+
+
+async def test_a_sigterm_leaves_as_ctrl_c_does_and_gives_the_terminal_back(
+        make_server: ServerFactory, terminal: StartTerminal) -> None:
+    """A ``kill`` (SIGTERM) of the client mid-game leaves the table as q and Ctrl-C do: the
+    terminal's line modes back, the seat kept for ``tapis join``, the shell's status for it."""
+    h = await make_server()
+    game_id, token = await war_for_two(h)
+    term = await terminal("join", game_id, "--target", target(h), "--name", "bo")
+    modes_before = termios.tcgetattr(term.slave)
+    await cli_to_move(h, game_id, token, term)
+    term.process.send_signal(signal.SIGTERM)
+    assert await term.exit_status() == 128 + signal.SIGTERM
+    await term.wait_for(f"`tapis join {game_id}` takes it back")
+    assert term.slave_modes()[3] == modes_before[3]
 
 
 async def test_a_key_typed_while_waiting_is_thrown_away(
