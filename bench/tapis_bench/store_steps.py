@@ -9,9 +9,9 @@ one input for each of ``--per-step`` tables drawn (seeded) from ``--tables``, an
 all; a step of ``INLINE_AT`` writes or more is committed by the loop itself, one fsync for the
 batch (19 a step at 50 tables, about 60 at 500, counted from that bench's receives and
 fsyncs). After ``--warm`` steps, ``--steps`` more are timed: the process's CPU (user and
-system, ``getrusage``) per input, and the wall time per step. The fold is counted in: its
-settings are ``--fold-at`` and ``--fold-per-table`` (``sqlite_fold``). The file is on the
-temporary directory's disk, as the bench's servers' data directories are.
+system, every thread: ``stats.cpu_split``) per input, and the wall time per step. The fold is
+counted in: its settings are ``--fold-at`` and ``--fold-per-table`` (``sqlite_fold``). The
+file is on the temporary directory's disk, as the bench's servers' data directories are.
 
 Counted in the figure beyond the store: an entry dict per input and one ``asyncio.gather`` a
 step (about 2 µs an input), the same in every configuration.
@@ -22,20 +22,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
-import resource
 import tempfile
 import time
 import uuid
 from typing import Any
 
+from tapis_bench.stats import cpu_split
 from tapis_service.stores.sqlite_fold import FOLD_AT, FOLD_PER_TABLE
 from tapis_service.stores.sqlite_store import SqliteStore
-
-
-def cpu_s() -> tuple[float, float]:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime, usage.ru_stime
 
 
 async def measure(tables: int, per_step: int, steps: int, warm: int, fold_at: int,
@@ -65,12 +61,12 @@ async def measure(tables: int, per_step: int, steps: int, warm: int, fold_at: in
         for _ in range(warm):
             await step()
         folds, commits = store.folds, store.commits
-        user, system = cpu_s()
+        user, system = cpu_split(os.getpid())
         started = time.perf_counter()
         for _ in range(steps):
             await step()
         wall = time.perf_counter() - started
-        user_after, system_after = cpu_s()
+        user_after, system_after = cpu_split(os.getpid())
         figures = {"folds": store.folds - folds, "commits": store.commits - commits}
         store.close()
     inputs = steps * per_step

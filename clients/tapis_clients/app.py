@@ -504,9 +504,9 @@ class TableApp(App[int]):
         self.changed.set()
 
 
-LEAVING_SIGNALS = (signal.SIGTERM,)
-"""Signals that leave the table screen as Ctrl-C does (its terminal given back as it was), with
-the shell's status for each (128 + its number): a ``kill``."""
+LEAVING_SIGNAL = signal.SIGTERM
+"""A ``kill``: it leaves the table screen as Ctrl-C does (the terminal given back as it was),
+with the shell's status for it (128 + its number)."""
 
 
 async def show(conn: Connection, game_id: str, seat: int | None, token: str | None,
@@ -515,15 +515,14 @@ async def show(conn: Connection, game_id: str, seat: int | None, token: str | No
     view = (await conn.call(conn.stub.GetGame, pb.GetGameRequest(game_id=game_id), token)).game
     app = TableApp(conn, view, seat, token)
     loop = asyncio.get_running_loop()
-    handled = []
-    for signum in LEAVING_SIGNALS:  # the terminal given back, as q and Ctrl-C give it
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signum, app.action_leave, 128 + signum)
-            handled.append(signum)
+    handled = False
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not main thread
+        loop.add_signal_handler(LEAVING_SIGNAL, app.action_leave, 128 + LEAVING_SIGNAL)
+        handled = True
     try:
         await app.run_async(**options)
     finally:
         conn.on_retry = None
-        for signum in handled:
-            loop.remove_signal_handler(signum)
+        if handled:
+            loop.remove_signal_handler(LEAVING_SIGNAL)
     return app.return_code or 0

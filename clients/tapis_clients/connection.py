@@ -103,7 +103,9 @@ def first_address(target: str) -> tuple[str, int] | None:
         port = port.removeprefix(":")
     else:
         host, _colon, port = target.rpartition(":")
-    return (host, int(port)) if host and port.isdigit() and int(port) <= MAX_PORT else None
+    if not host or not port.isdigit() or int(port) > MAX_PORT:
+        return None
+    return host, int(port)
 
 
 async def accepts_tcp(target: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
