@@ -114,6 +114,9 @@ class TunnelClient:
             metadata=((RELAY_KEY, relay_key), (VERSION_HEADER, str(version))))
         self._reader = asyncio.ensure_future(self._read())
         self.broken = False
+        self.refusal: Exception | None = None
+        """Once broken: the owner's refusal of the tunnel itself when it said why (nothing of it
+        was served: an unknown version, a stopping node), which later calls get too."""
 
     async def _read(self) -> None:
         why = "the tunnel to the table's owner closed"
@@ -148,7 +151,7 @@ class TunnelClient:
         except asyncio.CancelledError:
             pass
         finally:
-            self.broken = True
+            self.broken, self.refusal = True, failure
             self._outbox.close()  # grpc's task that sends our messages ends with them
             pending, self._pending = self._pending, {}
             for waiting in pending.values():
@@ -162,7 +165,8 @@ class TunnelClient:
         """The owner's answer to one call of ``method`` (its RPC's code); its refusal is
         raised (``OwnerUnreachable`` when the tunnel closed first)."""
         if self.broken:
-            raise OwnerUnreachable("the tunnel to the table's owner is closed", sent=False)
+            raise self.refusal or OwnerUnreachable("the tunnel to the table's owner is closed",
+                                                   sent=False)
         call_id = next(self._ids) & 0xFFFFFFFF
         waiting: asyncio.Future[bytes | ServiceError] = self._loop.create_future()
         self._pending[call_id] = waiting
@@ -182,7 +186,8 @@ class TunnelClient:
         call_id = next(self._ids) & 0xFFFFFFFF
         stream = RelayedStream(self, call_id, limit, on_overflow)
         if self.broken:
-            stream.end(OwnerUnreachable("the tunnel to the table's owner is closed"))
+            stream.end(self.refusal
+                       or OwnerUnreachable("the tunnel to the table's owner is closed"))
             return stream
         self._streams[call_id] = stream
         self._outbox.put(encode_request(call_id, STREAM_EVENTS, caller, request))
