@@ -2,7 +2,7 @@
 
     .venv/bin/python -m tapis_bench.store_steps [--tables 50] [--per-step 19] [--steps 4000]
                                                 [--warm 200] [--fold-at 512]
-                                                [--fold-per-table 16]
+                                                [--fold-per-table 16] [--bare]
 
 What the WebSocket server's store does under `make bench-peers`: each step of the loop queues
 one input for each of ``--per-step`` tables drawn (seeded) from ``--tables``, and awaits them
@@ -15,6 +15,13 @@ file is on the temporary directory's disk, as the bench's servers' data director
 
 Counted in the figure beyond the store: an entry dict per input and one ``asyncio.gather`` a
 step (about 2 µs an input), the same in every configuration.
+
+``--bare`` runs the same steps on SQLite alone, without the store: the file's schema
+(``sqlite_store.MIGRATIONS``) and pragmas, each step's rows (the entry's text as the store
+writes it) inserted into the inbox by one ``executemany`` in a transaction of its own, the
+inbox folded by ``sqlite_fold.fold`` as often as the store folds it; no event loop, no
+futures, no checks. What SQLite and the disk cost on this host at this batch size: the floor
+under any durable action (docs/performance.md, "Group commit across the loop's steps").
 """
 
 from __future__ import annotations
@@ -24,12 +31,15 @@ import asyncio
 import json
 import os
 import random
+import sqlite3
 import tempfile
 import time
 import uuid
 from typing import Any
 
 from tapis_bench.stats import cpu_split
+from tapis_service.stores import sqlite_fold, sqlite_store
+from tapis_service.stores.checksums import canonical_json
 from tapis_service.stores.sqlite_fold import FOLD_AT, FOLD_PER_TABLE
 from tapis_service.stores.sqlite_store import SqliteStore
 
@@ -51,11 +61,8 @@ async def measure(tables: int, per_step: int, steps: int, warm: int, fold_at: in
             for game in draw.sample(games, per_step):
                 sent[game] += 1
                 requests += 1
-                entry = {"input": {"input": "Act", "seat": sent[game] % 2,
-                                   "action": {"kind": "reveal"}},
-                         "now_ms": 1_765_000_000_000 + requests,
-                         "request_id": f"load-4242-{requests}"}
-                writes.append(store.appended(game, sent[game], entry, 1))
+                writes.append(store.appended(game, sent[game],
+                                             entry(sent[game], requests), 1))
             await asyncio.gather(*writes)
 
         for _ in range(warm):
@@ -79,6 +86,68 @@ async def measure(tables: int, per_step: int, steps: int, warm: int, fold_at: in
             "wall_ms_per_step": round(wall / steps * 1e3, 3), **figures}
 
 
+def entry(index: int, request: int) -> dict[str, Any]:
+    """The journal entry of a War reveal, as the server writes one."""
+    return {"input": {"input": "Act", "seat": index % 2, "action": {"kind": "reveal"}},
+            "now_ms": 1_765_000_000_000 + request, "request_id": f"load-4242-{request}"}
+
+
+def measure_bare(tables: int, per_step: int, steps: int, warm: int, fold_at: int,
+                 fold_per_table: int) -> dict[str, Any]:
+    """``measure``'s steps on SQLite alone (``--bare``)."""
+    draw = random.Random(1)
+    games = [str(uuid.UUID(int=draw.getrandbits(128), version=4)) for _ in range(tables)]
+    sent = dict.fromkeys(games, 0)
+    requests = inbox = folds = 0
+    with tempfile.TemporaryDirectory(prefix="tapis-store-steps-") as folder:
+        connection = sqlite3.connect(os.path.join(folder, sqlite_store.FILE_NAME),
+                                     isolation_level=None)
+        for pragma in ("journal_mode=WAL", f"synchronous={sqlite_store.SYNCHRONOUS}",
+                       f"temp_store={sqlite_store.TEMP_STORE}"):
+            connection.execute(f"PRAGMA {pragma}")
+        for migration in sqlite_store.MIGRATIONS:
+            connection.executescript(migration)
+        connection.executemany("INSERT INTO games VALUES (?, ?, ?, 0, NULL)",
+                               [(game, order, '{"kind":"war"}')
+                                for order, game in enumerate(games, 1)])
+
+        def step() -> None:
+            nonlocal requests, inbox, folds
+            rows = []
+            for game in draw.sample(games, per_step):
+                sent[game] += 1
+                requests += 1
+                rows.append((game, sent[game],
+                             canonical_json(entry(sent[game], requests))))
+            connection.execute("BEGIN")
+            connection.executemany(sqlite_fold.INSERT_INPUT, rows)
+            connection.execute("COMMIT")
+            inbox += per_step
+            if fold_at and inbox >= max(fold_at, fold_per_table * tables):
+                sqlite_fold.fold(connection)
+                inbox, folds = 0, folds + 1
+
+        for _ in range(warm):
+            step()
+        folds = 0
+        user, system = cpu_split(os.getpid())
+        started = time.perf_counter()
+        for _ in range(steps):
+            step()
+        wall = time.perf_counter() - started
+        user_after, system_after = cpu_split(os.getpid())
+        connection.close()
+    inputs = steps * per_step
+    return {"bare": True, "tables": tables, "per_step": per_step, "steps": steps,
+            "fold_at": fold_at, "fold_per_table": fold_per_table,
+            "cpu_us_per_input": round((user_after - user + system_after - system)
+                                      / inputs * 1e6, 1),
+            "user_us_per_input": round((user_after - user) / inputs * 1e6, 1),
+            "system_us_per_input": round((system_after - system) / inputs * 1e6, 1),
+            "wall_ms_per_step": round(wall / steps * 1e3, 3), "folds": folds,
+            "commits": steps}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tables", type=int, default=50)
@@ -87,11 +156,15 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=200)
     parser.add_argument("--fold-at", type=int, default=FOLD_AT)
     parser.add_argument("--fold-per-table", type=int, default=FOLD_PER_TABLE)
+    parser.add_argument("--bare", action="store_true",
+                        help="SQLite alone, without the store: the floor at this batch size")
     args = parser.parse_args()
     if not 0 < args.per_step <= args.tables:
         parser.error("--per-step must be between 1 and --tables")
-    print(json.dumps(asyncio.run(measure(args.tables, args.per_step, args.steps, args.warm,
-                                         args.fold_at, args.fold_per_table))))
+    settings = (args.tables, args.per_step, args.steps, args.warm, args.fold_at,
+                args.fold_per_table)
+    figures = measure_bare(*settings) if args.bare else asyncio.run(measure(*settings))
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -86,6 +86,51 @@ async def test_a_steps_writes_are_one_commit_on_the_loop_and_each_gets_its_own_o
     store.close()
 
 
+@pytest.mark.parametrize(("settings", "steps", "batches"), [
+    ({}, [8, 8, 8], [24]),  # each step behind adds writes: one batch; then a step adds none
+    ({}, [8], [8]),  # nothing behind: handed over after one step more
+    ({"gather_max": 12}, [8, 8, 8], [16, 8]),  # 16 writes: no more gathering
+    ({"gather_s": 0}, [8, 8, 8], [16, 8]),  # its time is up after one step
+    ({}, [3, 8, 8], [3, 16]),  # a step of few writes: handed over at once (the thread's)
+])
+async def test_a_batch_of_many_writes_gathers_the_writes_of_the_next_steps(
+        tmp_path: Path, settings: dict[str, float], steps: list[int], batches: list[int]
+        ) -> None:
+    """A step of ``inline_at`` writes or more is handed over once the steps right behind it
+    added theirs, while each adds some, up to ``gather_max`` writes and ``gather_s`` seconds
+    (here an hour unless set, so that no test rests on how fast the loop turns): one
+    transaction, one fsync, for the requests a busy loop read meanwhile. A step of fewer
+    writes is handed over at once. Every write is committed in order either way."""
+    handed: list[int] = []
+    store = SqliteStore(tmp_path, handed=handed.append,
+                        **{"gather_s": 3600.0, **settings})  # type: ignore[arg-type]
+    await asyncio.gather(*(must(store.created(f"g{n}", {"kind": "war"})) for n in range(8)))
+    handed.clear()
+    commits = store.commits
+    writes: list[asyncio.Future[None]] = []
+    sent = [0] * 8
+
+    def queue(count: int) -> None:  # the next input of each of ``count`` tables
+        for n in range(count):
+            sent[n] += 1
+            writes.append(must(store.appended(f"g{n}", sent[n], {"i": sent[n]})))
+
+    first = steps[0]
+    queue(first)
+    await asyncio.sleep(0)  # the step's callbacks, the hand-off's first
+    assert handed == ([first] if first < store.inline_at else [])
+    if first < store.inline_at:  # the thread's: committed before the next steps are queued
+        await asyncio.gather(*writes)
+    for count in steps[1:]:
+        queue(count)
+        await asyncio.sleep(0)
+    await asyncio.gather(*writes)
+    assert handed == batches
+    assert store.commits - commits == len(batches)
+    assert committed(tmp_path, "SELECT COUNT(*) FROM journal") == [(sum(steps),)]
+    store.close()
+
+
 async def test_a_step_of_few_writes_goes_to_the_writer_thread_and_none_overtakes_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A step of fewer than ``inline_at`` writes is committed by the writer thread (which

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -64,18 +65,39 @@ class Handing:
     """The loop's side of the writer: each write queued behind the others of the loop's current
     step, the step's writes handed to the writer in one call after it (``hand_off``, a callback
     the step's first write schedules): one batch, the inputs one step of the loop applied,
-    committed together."""
+    committed together.
+
+    A batch of ``gather_at`` writes or more (a loop reading many requests at once: the writes
+    the loop commits itself) first gathers (``gathering``): its hand-off waits one step of the
+    loop, then one more for each step that added writes to it, until a step adds none, it holds
+    ``gather_max`` writes, or ``gather_s`` passed since it began. The steps behind a busy one
+    bring the inputs of the requests read meanwhile: their writes go in the same transaction,
+    one fsync for all (docs/performance.md, "Group commit across the loop's steps"). A batch
+    of fewer writes (a request or two a step: gRPC, a quiet socket) is handed over at once."""
 
     def __init__(self, write: Callable[[list[Job]], None],
-                 handed: Handed | None = None) -> None:
+                 handed: Handed | None = None, gather_at: int = 0, gather_max: int = 0,
+                 gather_s: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.write = write
         """The writer's: commits a step's jobs, in order, and settles them."""
         self.handed = handed
+        self.gather_at = gather_at
+        """A batch of this many writes or more gathers before its hand-off (0: none does)."""
+        self.gather_max = gather_max
+        """...as long as it holds fewer than this many."""
+        self.gather_s = gather_s
+        """...and for this long at most (seconds since its first step of gathering)."""
+        self.clock = clock
+        """Monotonic seconds (a test's seam)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         """The loop the writes come from, looked up once per loop: on Python 3.11 each lookup
         is a ``getpid`` call."""
         self.jobs: list[Job] = []
-        """The jobs queued during the loop's current step."""
+        """The jobs queued since the last hand-off (during the loop's current step, or the
+        steps a gathering batch waited)."""
+        self.gathered = 0
+        """The batch's writes at its last step of gathering (0: it has not gathered)."""
+        self.gathering_since = 0.0
         self.closed = False
 
     def running_loop(self) -> asyncio.AbstractEventLoop:
@@ -113,9 +135,34 @@ class Handing:
             loop.call_soon(self.hand_off)
 
     def hand_off(self) -> None:
-        """The jobs queued during a step of the loop, to the writer in one call, in order.
-        (Before a stop: whatever is queued.)"""
+        """The loop's callback after a step that queued writes: the batch to the writer, in
+        order, unless it is gathering (then this callback runs again after the next step)."""
         jobs = self.jobs
+        if jobs and self.gathering(len(jobs)):
+            loop = self.loop
+            assert loop is not None  # set by the write that queued the first job
+            loop.call_soon(self.hand_off)
+            return
+        self.flush()
+
+    def gathering(self, count: int) -> bool:
+        """Whether a batch of ``count`` writes waits one more step of the loop (``Handing``)."""
+        if not self.gather_at or count < self.gather_at or count >= self.gather_max \
+                or self.closed:
+            return False
+        now = self.clock()
+        if not self.gathered:
+            self.gathering_since = now
+        elif count == self.gathered or now - self.gathering_since >= self.gather_s:
+            return False
+        self.gathered = count
+        return True
+
+    def flush(self) -> None:
+        """The jobs queued since the last hand-off, to the writer in one call, in order, at
+        once (a stop's too)."""
+        jobs = self.jobs
+        self.gathered = 0
         if jobs:
             self.jobs = []
             if self.handed is not None:

@@ -33,7 +33,13 @@ import structlog
 from tapis_service.stores import sqlite_fold
 from tapis_service.stores.checksums import canonical_json, checksum
 from tapis_service.stores.sqlite_jobs import Handed
-from tapis_service.stores.sqlite_writer import INLINE_AT, Failpoint, GroupCommitWriter
+from tapis_service.stores.sqlite_writer import (
+    GATHER_MAX,
+    GATHER_S,
+    INLINE_AT,
+    Failpoint,
+    GroupCommitWriter,
+)
 from tapis_service.stores.store import (
     SchemaTooNew,
     StoreCorrupt,
@@ -110,7 +116,8 @@ class SqliteStore(GroupCommitWriter):
                  max_batch: int = 0, failpoint: Failpoint | None = None,
                  fold_at: int = sqlite_fold.FOLD_AT, handed: Handed | None = None,
                  fold_per_table: int = sqlite_fold.FOLD_PER_TABLE,
-                 inline_at: int = INLINE_AT) -> None:
+                 inline_at: int = INLINE_AT, gather_max: int = GATHER_MAX,
+                 gather_s: float = GATHER_S) -> None:
         self.path = Path(data_dir) / FILE_NAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = _lock_directory(self.path.parent)
@@ -125,6 +132,9 @@ class SqliteStore(GroupCommitWriter):
         self.handed = handed
         self.inline_at = inline_at
         """A step's writes from which the loop commits them itself (0: never)."""
+        self.gather_max = gather_max
+        self.gather_s = gather_s
+        """How many writes, and how long, such a batch gathers (``sqlite_jobs.Handing``)."""
         try:
             self._refuse_lost_file()
             self._connection = self._connect()

@@ -6,10 +6,11 @@ fsync for the batch); only then are their awaitables completed. Who commits depe
 step (docs/performance.md, "The commit on the loop, for a step of many writes"):
 
 - **a step of many writes** (``inline_at`` or more) while the writer thread holds none: the
-  loop commits it itself, at once. While SQLite writes and fsyncs, the loop waits (the
-  interpreter's lock released), but that one fsync carries many inputs, and the commit costs
-  no thread woken and no lock handed back and forth: a WebSocket server under load, its
-  frames read together in one step.
+  loop commits it itself, once it gathered the writes of the steps right behind it (while
+  each adds some, ``gather_max`` writes and ``gather_s`` at most: ``Handing.gathering``).
+  While SQLite writes and fsyncs, the loop waits (the interpreter's lock released), but that
+  one fsync carries many inputs, and the commit costs no thread woken and no lock handed back
+  and forth: a WebSocket server under load, its frames read many at a time.
 - **a step of a few**, or any step while the thread holds writes: the writer thread, which
   group-commits everything queued while its last transaction ran, the loop going on
   meanwhile: a gRPC server, its calls arriving about one per step, whose fsyncs the loop
@@ -74,7 +75,12 @@ Failpoint = Callable[[str], Awaitable[None]]
 with it (a full disk; an I/O error, whose outcome is in doubt)."""
 INLINE_AT = 8
 """The writes of one step of the loop from which the loop commits them itself (when the writer
-thread holds none)."""
+thread holds none), once they gathered (``sqlite_jobs.Handing``)."""
+GATHER_MAX = 256
+"""A batch gathers the writes of the loop's next steps while it holds fewer than this many..."""
+GATHER_S = 0.002
+"""...and for 2 ms at most: the longest an answer waits for the writes behind it (measured:
+docs/performance.md, "Group commit across the loop's steps")."""
 
 
 class Opened(NamedTuple):
@@ -99,7 +105,10 @@ class GroupCommitWriter:
     """Writes per transaction at most (0: everything queued; 1: no group commit)."""
     inline_at: int = INLINE_AT
     """A step's writes from which the loop commits them itself (0: never; 1: always, when the
-    thread holds none)."""
+    thread holds none), once they gathered the next steps' writes."""
+    gather_max: int = GATHER_MAX
+    gather_s: float = GATHER_S
+    """How long a batch gathers at most (0: it waits one step of the loop, no more)."""
     failpoint: Failpoint | None
     handed: sqlite_jobs.Handed | None = None
     """Told how many journal inputs each hand-off to the writer carried (a test's seam)."""
@@ -122,7 +131,8 @@ class GroupCommitWriter:
 
     def _start_writer(self) -> None:
         self._queue: queue.SimpleQueue[list[Job] | None] = queue.SimpleQueue()
-        self._handing = sqlite_jobs.Handing(self._write, self.handed)
+        self._handing = sqlite_jobs.Handing(self._write, self.handed, self.inline_at,
+                                            self.gather_max, self.gather_s)
         self._submit = self._handing.submit
         """Queue a job of statements (``sqlite_jobs.Handing.submit``)."""
         self.appended = self._handing.append
@@ -172,7 +182,7 @@ class GroupCommitWriter:
             self._seal(opened)
         behind, self._behind = self._behind, []
         self._write(behind)
-        self._handing.hand_off()
+        self._handing.flush()
         self._queue.put(None)
         self._writer.join()
 
