@@ -18,10 +18,11 @@ step (about 2 µs an input), the same in every configuration.
 
 ``--bare`` runs the same steps on SQLite alone, without the store: the file's schema
 (``sqlite_store.MIGRATIONS``) and pragmas, each step's rows (the entry's text as the store
-writes it) inserted into the inbox by one ``executemany`` in a transaction of its own, the
-inbox folded by ``sqlite_fold.fold`` as often as the store folds it; no event loop, no
-futures, no checks. What SQLite and the disk cost on this host at this batch size: the floor
-under any durable action (docs/performance.md, "Group commit across the loop's steps").
+writes it, from a template) inserted into the inbox by one ``executemany`` in a transaction of
+its own, the inbox folded by ``sqlite_fold.fold`` as often as the store folds it; no event
+loop, no futures, no checks. What SQLite and the disk cost on this host at this batch size:
+the floor under any durable action (docs/performance.md, "Group commit across the loop's
+steps").
 """
 
 from __future__ import annotations
@@ -92,9 +93,19 @@ def entry(index: int, request: int) -> dict[str, Any]:
             "now_ms": 1_765_000_000_000 + request, "request_id": f"load-4242-{request}"}
 
 
+ENTRY_TEXT = ('{{"input":{{"action":{{"kind":"reveal"}},"input":"Act","seat":{seat}}},'
+              '"now_ms":{now},"request_id":"load-4242-{request}"}}')
+"""``entry``'s canonical JSON, written without JSON (``--bare`` counts SQLite, not the text)."""
+
+
+def entry_text(index: int, request: int) -> str:
+    return ENTRY_TEXT.format(seat=index % 2, now=1_765_000_000_000 + request, request=request)
+
+
 def measure_bare(tables: int, per_step: int, steps: int, warm: int, fold_at: int,
                  fold_per_table: int) -> dict[str, Any]:
     """``measure``'s steps on SQLite alone (``--bare``)."""
+    assert entry_text(3, 7) == canonical_json(entry(3, 7))
     draw = random.Random(1)
     games = [str(uuid.UUID(int=draw.getrandbits(128), version=4)) for _ in range(tables)]
     sent = dict.fromkeys(games, 0)
@@ -117,8 +128,7 @@ def measure_bare(tables: int, per_step: int, steps: int, warm: int, fold_at: int
             for game in draw.sample(games, per_step):
                 sent[game] += 1
                 requests += 1
-                rows.append((game, sent[game],
-                             canonical_json(entry(sent[game], requests))))
+                rows.append((game, sent[game], entry_text(sent[game], requests)))
             connection.execute("BEGIN")
             connection.executemany(sqlite_fold.INSERT_INPUT, rows)
             connection.execute("COMMIT")
