@@ -38,11 +38,18 @@ def _nameless(listing: pb.GameListing) -> bool:
                for seat, name in enumerate(listing.display_names))
 
 
+def _typed(listing: pb.GameListing) -> bool:
+    """The listing says which seats are bots (``seat_types``: not from a table at rest since
+    before the field, nor from an older server)."""
+    return len(listing.seat_types) == listing.seats
+
+
 async def _seats_of(conn: Connection, listings: list[pb.GameListing]
                     ) -> dict[str, list[pb.Seat]]:
-    """The seats of each table with a nameless taken seat, as GetGame shows them (which of
-    them the server's bots play); a table that cannot be looked at (gone since) has none."""
-    unsure = [g.game_id for g in listings if _nameless(g)]
+    """The seats of each table with a nameless taken seat whose listing does not say which
+    seats are bots, as GetGame shows them; a table that cannot be looked at (gone since) has
+    none."""
+    unsure = [g.game_id for g in listings if _nameless(g) and not _typed(g)]
     limit = asyncio.Semaphore(SEATS_LOOKED_UP_AT_ONCE)
 
     async def seats(game_id: str) -> list[pb.Seat]:
@@ -64,7 +71,11 @@ def _sitter(listing: pb.GameListing, seat: int, name: str, seats: list[pb.Seat])
         return name
     if seat in listing.open_seats:
         return "-"
-    if seat < len(seats) and seats[seat].type == pb.SEAT_TYPE_BOT:
+    if _typed(listing):
+        bot = listing.seat_types[seat] == pb.SEAT_TYPE_BOT
+    else:
+        bot = seat < len(seats) and seats[seat].type == pb.SEAT_TYPE_BOT
+    if bot:
         return _("bot")
     return _(NO_NAME)
 

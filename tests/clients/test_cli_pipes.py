@@ -9,8 +9,10 @@ import os
 import sys
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 from tapis.v1 import game_service_pb2 as pb
+from tapis_clients import listing
 from tests.support.calls import auth, person_seats, refusal
 from tests.support.server import ServerFactory
 
@@ -28,6 +30,35 @@ async def tapis(*args: str, stdout: int) -> tuple[int, bytes]:
     return process.returncode or 0, err
 
 
+class _GetGameCounted:
+    """A connection whose only call is GetGame, each answered with a person and a bot seat."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self.stub = SimpleNamespace(GetGame="GetGame")
+
+    async def call(self, method: object, request: pb.GetGameRequest) -> pb.GetGameResponse:
+        self.asked.append(request.game_id)
+        return pb.GetGameResponse(game=pb.GameView(seats=[
+            pb.Seat(seat=0, type=pb.SEAT_TYPE_PERSON, taken=True),
+            pb.Seat(seat=1, type=pb.SEAT_TYPE_BOT, taken=True)]))
+
+
+async def test_list_asks_get_game_only_for_a_listing_that_does_not_type_its_seats() -> None:
+    """A nameless seat is a bot's or a person's who gave no name: `tapis list` reads which from
+    the listing's ``seat_types``, and asks GetGame only for a listing without them (an older
+    server's, a table at rest since before the field)."""
+    typed = pb.GameListing(game_id="typed", seats=2, display_names=["", ""],
+                           seat_types=[pb.SEAT_TYPE_PERSON, pb.SEAT_TYPE_BOT])
+    untyped = pb.GameListing(game_id="untyped", seats=2, display_names=["", ""])
+    conn = _GetGameCounted()
+    seats = await listing._seats_of(conn, [typed, untyped])  # type: ignore[arg-type]
+    assert conn.asked == ["untyped"]
+    assert [listing._sitter(typed, seat, "", []) for seat in (0, 1)] == ["(no name)", "bot"]
+    assert [listing._sitter(untyped, seat, "", seats["untyped"]) for seat in (0, 1)] \
+        == ["(no name)", "bot"]
+
+
 async def test_list_names_bot_seats_and_leaves_a_closed_pipe_quietly(
         make_server: ServerFactory) -> None:
     h = await make_server()
@@ -38,6 +69,8 @@ async def test_list_names_bot_seats_and_leaves_a_closed_pipe_quietly(
     await h.stub.JoinGame(pb.JoinGameRequest(game_id=tables[0], display_name="ana"))
     await h.stub.JoinGame(pb.JoinGameRequest(game_id=tables[1], display_name=""))
     target = f"127.0.0.1:{h.running.port}"
+    listed = (await h.stub.ListGames(pb.ListGamesRequest())).games
+    assert [list(g.seat_types) for g in listed] == [[pb.SEAT_TYPE_PERSON, pb.SEAT_TYPE_BOT]] * 3
 
     read_end, write_end = os.pipe()
     code, err = await tapis("list", "--target", target, stdout=write_end)

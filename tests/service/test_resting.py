@@ -15,6 +15,7 @@ from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis.v1 import war_pb2
 from tapis_service.observe.clock import ManualClock
 from tapis_service.stores.sqlite_store import FILE_NAME, SqliteStore
+from tapis_service.tables.resting import RestingTable
 from tests.support.calls import auth, person_seats, reason_of
 from tests.support.driver import all_events
 from tests.support.resting import REVEAL, finished_war, views
@@ -67,11 +68,25 @@ async def test_list_games_lists_a_resting_table_without_loading_it(durable: Harn
     live = await durable.stub.CreateGame(pb.CreateGameRequest(
         kind=pb.GAME_KIND_WAR, seats=2, seat_configs=person_seats(2)))
     before = await listed(durable.stub, include_finished=True)
+    assert [list(g.seat_types) for g in before] == [[pb.SEAT_TYPE_PERSON] * 2] * 2
     assert rest(durable) == 1
-    assert await listed(durable.stub, include_finished=True) == before
+    assert await listed(durable.stub, include_finished=True) == before  # its seats' types too
     assert [g.game_id for g in await listed(durable.stub, include_finished=False)] == [
         live.game.game_id]
     assert game_id in resting_of(durable.host)  # listed from its stored line only
+
+
+def test_a_stored_listing_types_its_bot_seats_and_one_stored_before_types_none() -> None:
+    """A table at rest lists which seats are bots from its stored line (``bots``); a line
+    stored before it held them types no seat (``seat_types`` empty: GetGame says them)."""
+    stored = {"kind": "war", "status": "GAME_STATUS_GAME_OVER", "seats": 3, "open_seats": [],
+              "game_number": 1, "created_ms": 0, "names": ["ana", "", ""], "bots": [2]}
+    line = RestingTable.of("g", stored).to_proto()
+    assert list(line.seat_types) == [pb.SEAT_TYPE_PERSON, pb.SEAT_TYPE_PERSON, pb.SEAT_TYPE_BOT]
+    older = {key: value for key, value in stored.items() if key != "bots"}
+    assert list(RestingTable.of("g", older).to_proto().seat_types) == []
+    with pytest.raises(TypeError):  # a damaged line: the host loads the table instead
+        RestingTable.of("g", {**stored, "bots": 2})
 
 
 async def test_retried_request_ids_are_answered_from_a_resting_table(durable: Harness) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -185,7 +186,8 @@ def connected_seats(session: Session) -> dict[int, int]:
 
 def _seats(session: Session) -> list[pb.Seat]:
     streams = connected_seats(session)
-    return [pb.Seat(seat=i, type=pb.SEAT_TYPE_PERSON if s.bot is None else pb.SEAT_TYPE_BOT,
+    types = seat_types(session.table.seats)
+    return [pb.Seat(seat=i, type=types[i],
                     taken=s.claimed, bot_controlled=s.bot_controlled,
                     bot_strategy=s.bot or "", display_name=session.names[i],
                     connected=i in streams)
@@ -268,7 +270,13 @@ def listing(session: Session) -> pb.GameListing:
         game_number=table.game_number,
         create_time=_timestamp(session.created_ms),
         display_names=list(session.names),
+        seat_types=seat_types(table.seats),
     )
+
+
+def seat_types(seats: Sequence[tbl.SeatSlot]) -> list[pb.SeatType.ValueType]:
+    """Each seat's ``SeatType``: a bot's, or a person's."""
+    return [pb.SEAT_TYPE_PERSON if seat.bot is None else pb.SEAT_TYPE_BOT for seat in seats]
 
 
 def quarantined_listing(game_id: str, kind: str) -> pb.GameListing:

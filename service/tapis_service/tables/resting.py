@@ -38,7 +38,9 @@ def listing_of(session: Session) -> JSON:
             "seats": len(table.seats),
             "open_seats": [i for i, s in enumerate(table.seats) if not s.claimed],
             "game_number": table.game_number, "created_ms": session.created_ms,
-            "names": list(session.names), "request_id": session.create_request_id,
+            "names": list(session.names),
+            "bots": [i for i, s in enumerate(table.seats) if s.bot is not None],
+            "request_id": session.create_request_id,
             "backend": session.ownership.backend, "private": session.ownership.private,
             **({"labels": dict(session.ownership.labels)} if session.ownership.labels else {})}
 
@@ -88,12 +90,23 @@ class RestingTable:
             status=pb.GameStatus.Value(str(stored["status"])),
             seats=int(stored["seats"]), open_seats=[int(s) for s in stored["open_seats"]],
             game_number=int(stored["game_number"]), create_time=stamp,
-            display_names=[str(n) for n in stored["names"]])
+            display_names=[str(n) for n in stored["names"]],
+            seat_types=_seat_types(int(stored["seats"]), stored.get("bots")))
         owner = stored.get("backend")
         return cls(kind, created_ms, str(stored.get("request_id") or ""),
                    listing.SerializeToString(), None if owner is None else str(owner),
                    bool(stored.get("private", False)), epoch,
                    sorted_labels(stored.get("labels") or {}))
+
+
+def _seat_types(seats: int, bots: Any) -> list[pb.SeatType.ValueType]:
+    """Each seat's ``SeatType`` from a stored listing's bot seats; none (unknown) for a listing
+    stored before it held them."""
+    if bots is None:
+        return []
+    bot_seats = {int(seat) for seat in bots}
+    return [pb.SEAT_TYPE_BOT if seat in bot_seats else pb.SEAT_TYPE_PERSON
+            for seat in range(seats)]
 
 
 def restable(session: Session) -> bool:
