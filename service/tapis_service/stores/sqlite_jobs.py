@@ -77,7 +77,7 @@ class Handing:
 
     def __init__(self, write: Callable[[list[Job]], None],
                  handed: Handed | None = None, gather_at: int = 0, gather_max: int = 0,
-                 gather_s: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 gather_s: float = 0.0) -> None:
         self.write = write
         """The writer's: commits a step's jobs, in order, and settles them."""
         self.handed = handed
@@ -87,8 +87,6 @@ class Handing:
         """...as long as it holds fewer than this many."""
         self.gather_s = gather_s
         """...and for this long at most (seconds since its first step of gathering)."""
-        self.clock = clock
-        """Monotonic seconds (a test's seam)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         """The loop the writes come from, looked up once per loop: on Python 3.11 each lookup
         is a ``getpid`` call."""
@@ -98,6 +96,7 @@ class Handing:
         self.gathered = 0
         """The batch's writes at its last step of gathering (0: it has not gathered)."""
         self.gathering_since = 0.0
+        """``time.monotonic()`` at the batch's first step of gathering."""
         self.closed = False
 
     def running_loop(self) -> asyncio.AbstractEventLoop:
@@ -150,7 +149,7 @@ class Handing:
         if not self.gather_at or count < self.gather_at or count >= self.gather_max \
                 or self.closed:
             return False
-        now = self.clock()
+        now = time.monotonic()
         if not self.gathered:
             self.gathering_since = now
         elif count == self.gathered or now - self.gathering_since >= self.gather_s:
