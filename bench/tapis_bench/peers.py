@@ -15,7 +15,10 @@ comparable.
 The last line printed is a JSON object, per table count (``"50"``, ``"500"``):
 ``colyseus_cpu_ratio_state`` and ``colyseus_cpu_ratio_messages`` (Tapis over WebSocket on the
 memory store ÷ each room, server CPU per action), ``sqlite_over_memory`` (Tapis on SQLite ÷ on
-the memory store) and ``load_avg``; every figure goes to bench/peers.json.
+the memory store) and ``load_avg``; every figure goes to bench/peers.json. For each Tapis
+server the table also gives its actions per store commit over the run (``actions_per_commit``,
+from its metrics: persons' inputs ÷ store transactions; SQLite's group commit at work, none on
+the memory store).
 
     python -m tapis_bench.peers --dir build/peers [--quick] [--tables 50,500] [--turns 5]
                                 [--compare OTHER_TREE/.venv/bin/python]
@@ -34,10 +37,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from tapis_bench.procs import free_port, progress, wait_ready
 from tapis_bench.stats import raise_fd_limit, ratio
@@ -54,10 +60,11 @@ def tapis(tables: int, store: str, python: str = sys.executable,
           name: str = "") -> Iterator[dict[str, Any]]:
     """A ``tapis-server`` with its WebSocket door, on ``store``: its side of the load
     (``python``: another tree's, for ``--compare``)."""
-    port, ws_port = free_port(), free_port()
+    port, ws_port, metrics_port = free_port(), free_port(), free_port()
     with tempfile.TemporaryDirectory(prefix="tapis-peers-") as data_dir:
         command = [python, "-m", "tapis_service.process.main", "--port", str(port),
                    "--ws-port", str(ws_port), "--store", store, "--log-level", "warning",
+                   "--metrics-port", str(metrics_port),
                    "--max-games", str(tables + 100), "--create-burst", str(tables + 100),
                    # one load generator creates every table, without a backend key
                    "--keyless-create-rate", "0", "--keyless-max-tables", "0",
@@ -69,7 +76,8 @@ def tapis(tables: int, store: str, python: str = sys.executable,
         try:
             wait_ready(port, process)
             yield {"name": name or f"tapis_{store}", "kind": "tapis", "pid": process.pid,
-                   "url": f"ws://127.0.0.1:{ws_port}/ws"}
+                   "url": f"ws://127.0.0.1:{ws_port}/ws",
+                   "metrics": f"http://127.0.0.1:{metrics_port}/metrics"}
         finally:
             process.terminate()
             process.wait(30)
@@ -108,10 +116,29 @@ def run(folder: Path, tables: int, turns: int, turn_s: float,
         config = {"tables": tables, "turns": turns, "turn_s": turn_s, "sides": sides}
         out = subprocess.run(["node", "load.mjs", json.dumps(config)], cwd=folder,
                              check=True, capture_output=True, text=True, timeout=1800)
+        per_commit = {side["name"]: actions_per_commit(side["metrics"])
+                      for side in sides if "metrics" in side}
     figures: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    for name, value in per_commit.items():
+        figures[name]["actions_per_commit"] = value
     figures["load_avg"] = load_avg
     figures["load_avg_after"] = round(os.getloadavg()[0], 2)
     return figures
+
+
+def actions_per_commit(url: str) -> float | None:
+    """A Tapis server's persons' inputs per store transaction so far, from its metrics (None:
+    no transaction, the memory store)."""
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        text = answer.read().decode()
+    actions = commits = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "tapis_actions_total" and sample.labels.get("source") == "person":
+                actions += sample.value
+            elif sample.name == "tapis_store_commit_seconds_count":
+                commits += sample.value
+    return round(actions / commits, 1) if commits else None
 
 
 def summary(figures: dict[str, Any]) -> dict[str, float | None]:
@@ -131,8 +158,8 @@ def table(runs: dict[str, dict[str, Any]]) -> str:
     """The side-by-side table of the docs (Markdown), from the runs."""
     lines = ["| tables | side | µs CPU per action | actions/s | p50 ms | load generator's µs CPU "
              "per action | games per 1,000 actions | server sleeps per 1,000 actions "
-             "| load before → after |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| actions a commit | load before → after |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for tables, figures in runs.items():
         compared = sorted(side for side in figures if side.startswith("compare_"))
         for side in ("colyseus_state", "colyseus_messages", "tapis_memory", "tapis_sqlite",
@@ -143,6 +170,7 @@ def table(runs: dict[str, dict[str, Any]]) -> str:
                          f"{got.get('client_cpu_us_per_action')} | "
                          f"{got.get('games_per_1000_actions')} | "
                          f"{got.get('server_sleeps_per_1000_actions')} | "
+                         f"{got.get('actions_per_commit') or '-'} | "
                          f"{figures['load_avg']} → {figures['load_avg_after']} |")
     return "\n".join(lines)
 
