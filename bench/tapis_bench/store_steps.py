@@ -45,46 +45,64 @@ from tapis_service.stores.sqlite_fold import FOLD_AT, FOLD_PER_TABLE
 from tapis_service.stores.sqlite_store import SqliteStore
 
 
+class Steps:
+    """The load's steps, seeded: each, one input for each of ``per_step`` tables drawn from
+    ``tables``, each table's inputs numbered from 1."""
+
+    def __init__(self, tables: int, per_step: int) -> None:
+        self.draw = random.Random(1)
+        self.games = [str(uuid.UUID(int=self.draw.getrandbits(128), version=4))
+                      for _ in range(tables)]
+        self.per_step = per_step
+        self.sent = dict.fromkeys(self.games, 0)
+        self.requests = 0
+
+    def next(self) -> list[tuple[str, int, int]]:
+        """The next step's inputs: (table, the input's index, the request's number)."""
+        inputs = []
+        for game in self.draw.sample(self.games, self.per_step):
+            self.sent[game] += 1
+            self.requests += 1
+            inputs.append((game, self.sent[game], self.requests))
+        return inputs
+
+
+def per_input(inputs: int, steps: int, cpu_before: tuple[float, float],
+              started: float) -> dict[str, float]:
+    """The CPU per input (all, user, system) and wall time per step since ``cpu_before``
+    (``cpu_split``) and ``started`` (``time.perf_counter``), read now."""
+    wall = time.perf_counter() - started
+    user, system = (after - before for after, before
+                    in zip(cpu_split(os.getpid()), cpu_before, strict=True))
+    return {"cpu_us_per_input": round((user + system) / inputs * 1e6, 1),
+            "user_us_per_input": round(user / inputs * 1e6, 1),
+            "system_us_per_input": round(system / inputs * 1e6, 1),
+            "wall_ms_per_step": round(wall / steps * 1e3, 3)}
+
+
 async def measure(tables: int, per_step: int, steps: int, warm: int, fold_at: int,
                   fold_per_table: int) -> dict[str, Any]:
-    draw = random.Random(1)
-    games = [str(uuid.UUID(int=draw.getrandbits(128), version=4)) for _ in range(tables)]
-    sent = dict.fromkeys(games, 0)
-    requests = 0
+    load = Steps(tables, per_step)
     with tempfile.TemporaryDirectory(prefix="tapis-store-steps-") as folder:
         store = SqliteStore(folder, fold_at=fold_at, fold_per_table=fold_per_table)
         await asyncio.gather(*(store.created(game, {"kind": "war", "seats": 2})
-                               for game in games))
+                               for game in load.games))
 
         async def step() -> None:
-            nonlocal requests
-            writes = []
-            for game in draw.sample(games, per_step):
-                sent[game] += 1
-                requests += 1
-                writes.append(store.appended(game, sent[game],
-                                             entry(sent[game], requests), 1))
-            await asyncio.gather(*writes)
+            await asyncio.gather(*(store.appended(game, index, entry(index, request), 1)
+                                   for game, index, request in load.next()))
 
         for _ in range(warm):
             await step()
         folds, commits = store.folds, store.commits
-        user, system = cpu_split(os.getpid())
-        started = time.perf_counter()
+        cpu_before, started = cpu_split(os.getpid()), time.perf_counter()
         for _ in range(steps):
             await step()
-        wall = time.perf_counter() - started
-        user_after, system_after = cpu_split(os.getpid())
-        figures = {"folds": store.folds - folds, "commits": store.commits - commits}
+        figures = per_input(steps * per_step, steps, cpu_before, started)
+        figures.update(folds=store.folds - folds, commits=store.commits - commits)
         store.close()
-    inputs = steps * per_step
     return {"tables": tables, "per_step": per_step, "steps": steps, "fold_at": fold_at,
-            "fold_per_table": fold_per_table,
-            "cpu_us_per_input": round((user_after - user + system_after - system)
-                                      / inputs * 1e6, 1),
-            "user_us_per_input": round((user_after - user) / inputs * 1e6, 1),
-            "system_us_per_input": round((system_after - system) / inputs * 1e6, 1),
-            "wall_ms_per_step": round(wall / steps * 1e3, 3), **figures}
+            "fold_per_table": fold_per_table, **figures}
 
 
 def entry(index: int, request: int) -> dict[str, Any]:
@@ -106,10 +124,8 @@ def measure_bare(tables: int, per_step: int, steps: int, warm: int, fold_at: int
                  fold_per_table: int) -> dict[str, Any]:
     """``measure``'s steps on SQLite alone (``--bare``)."""
     assert entry_text(3, 7) == canonical_json(entry(3, 7))
-    draw = random.Random(1)
-    games = [str(uuid.UUID(int=draw.getrandbits(128), version=4)) for _ in range(tables)]
-    sent = dict.fromkeys(games, 0)
-    requests = inbox = folds = 0
+    load = Steps(tables, per_step)
+    inbox = folds = 0
     with tempfile.TemporaryDirectory(prefix="tapis-store-steps-") as folder:
         connection = sqlite3.connect(os.path.join(folder, sqlite_store.FILE_NAME),
                                      isolation_level=None)
@@ -120,15 +136,12 @@ def measure_bare(tables: int, per_step: int, steps: int, warm: int, fold_at: int
             connection.executescript(migration)
         connection.executemany("INSERT INTO games VALUES (?, ?, ?, 0, NULL)",
                                [(game, order, '{"kind":"war"}')
-                                for order, game in enumerate(games, 1)])
+                                for order, game in enumerate(load.games, 1)])
 
         def step() -> None:
-            nonlocal requests, inbox, folds
-            rows = []
-            for game in draw.sample(games, per_step):
-                sent[game] += 1
-                requests += 1
-                rows.append((game, sent[game], entry_text(sent[game], requests)))
+            nonlocal inbox, folds
+            rows = [(game, index, entry_text(index, request))
+                    for game, index, request in load.next()]
             connection.execute("BEGIN")
             connection.executemany(sqlite_fold.INSERT_INPUT, rows)
             connection.execute("COMMIT")
@@ -140,21 +153,13 @@ def measure_bare(tables: int, per_step: int, steps: int, warm: int, fold_at: int
         for _ in range(warm):
             step()
         folds = 0
-        user, system = cpu_split(os.getpid())
-        started = time.perf_counter()
+        cpu_before, started = cpu_split(os.getpid()), time.perf_counter()
         for _ in range(steps):
             step()
-        wall = time.perf_counter() - started
-        user_after, system_after = cpu_split(os.getpid())
+        figures = per_input(steps * per_step, steps, cpu_before, started)
         connection.close()
-    inputs = steps * per_step
     return {"bare": True, "tables": tables, "per_step": per_step, "steps": steps,
-            "fold_at": fold_at, "fold_per_table": fold_per_table,
-            "cpu_us_per_input": round((user_after - user + system_after - system)
-                                      / inputs * 1e6, 1),
-            "user_us_per_input": round((user_after - user) / inputs * 1e6, 1),
-            "system_us_per_input": round((system_after - system) / inputs * 1e6, 1),
-            "wall_ms_per_step": round(wall / steps * 1e3, 3), "folds": folds,
+            "fold_at": fold_at, "fold_per_table": fold_per_table, **figures, "folds": folds,
             "commits": steps}
 
 
