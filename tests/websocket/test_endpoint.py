@@ -16,6 +16,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_service.door.caller import Caller
 from tapis_service.observe.errors import ServiceError
+from tapis_service.settings import Settings
 from tapis_service.ws import endpoint as endpoint_module
 from tapis_service.ws import frames, sink
 from tapis_service.ws.endpoint import EndpointLimits, WebClient, WebSocketEndpoint
@@ -209,8 +210,10 @@ async def test_sockets_are_capped_in_all(tmp_path: Path) -> None:
 
 
 async def test_a_socket_that_does_not_answer_pings_is_dropped() -> None:
+    """Pinged when idle for half a second; dropped when the pong does not come within the next
+    half second (a margin a loop stalled a moment on a busy host never eats)."""
     served = WebSocketEndpoint(TinyApi(), EndpointLimits(  # type: ignore[arg-type]
-        ping_idle_s=0.05, ping_timeout_s=0.05))
+        ping_idle_s=0.5, ping_timeout_s=0.5))
     port = await served.start("127.0.0.1", 0)
     answering = await Client.open(f"ws://127.0.0.1:{port}/ws")
     silent = await Client.open(f"ws://127.0.0.1:{port}/ws", auto_pong=False)
@@ -220,4 +223,19 @@ async def test_a_socket_that_does_not_answer_pings_is_dropped() -> None:
     answer = await answering.call(seat_token="good", get_game=pb.GetGameRequest(game_id="p"))
     assert answer.HasField("get_game")  # pinged too, and answered: still open
     answering.close()
+    await served.stop(0)
+
+
+async def test_a_keepalive_timeout_above_its_time_still_serves_websockets() -> None:
+    """gRPC takes a keepalive timeout above the keepalive time; picows does not (it closed
+    every socket as it opened): the port waits for a pong the keepalive time at most."""
+    limits = EndpointLimits.of(Settings(keepalive_time_ms=1_000, keepalive_timeout_ms=20_000))
+    assert (limits.ping_idle_s, limits.ping_timeout_s) == (1.0, 20.0)
+    assert endpoint_module.ping_reply_s(limits) == 1.0
+    served = WebSocketEndpoint(TinyApi(), limits)  # type: ignore[arg-type]
+    port = await served.start("127.0.0.1", 0)
+    client = await Client.open(f"ws://127.0.0.1:{port}/ws")
+    answer = await client.call(seat_token="good", get_game=pb.GetGameRequest(game_id="p"))
+    assert answer.HasField("get_game")
+    client.close()
     await served.stop(0)

@@ -99,6 +99,15 @@ class EndpointLimits:
                    ping_timeout_s=settings.keepalive_timeout_ms / 1000)
 
 
+def ping_reply_s(limits: EndpointLimits) -> float:
+    """How long a pinged socket has to answer: ``ping_timeout_s``, but never longer than
+    ``ping_idle_s``. picows refuses a longer wait (an assertion in each connection's protocol,
+    which closed every socket as it opened), while gRPC takes any ``keepalive_timeout_ms``
+    with any ``keepalive_time_ms``: a server keeping a short keepalive time for gRPC drops an
+    unanswering socket after that time instead (docs/websocket.md, "Keepalive")."""
+    return min(limits.ping_timeout_s, limits.ping_idle_s)
+
+
 def _too_many_sockets(message: str) -> ServiceError:
     return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_STREAMS", message)
 
@@ -301,9 +310,10 @@ class WebSocketEndpoint:
         return int(sockets[0].getsockname()[1])
 
     def _protocol(self) -> _Protocol:
+        limits = self.limits
         return _Protocol(None, None, False, self._route, _PICOWS_LOG, True,
-                         self.limits.handshake_s, True, self.limits.ping_idle_s,
-                         self.limits.ping_timeout_s, WSAutoPingStrategy.PING_WHEN_IDLE, True,
+                         limits.handshake_s, True, limits.ping_idle_s,
+                         ping_reply_s(limits), WSAutoPingStrategy.PING_WHEN_IDLE, True,
                          _HARD_FRAME_LIMIT, None, 16 * 1024)
 
     def _serve(self, sock: socket.socket, key: Key) -> None:
