@@ -60,7 +60,7 @@ async def judged_dead(observer: Running, node: Running) -> None:
     """``observer`` judges ``node`` dead, as a TTL after its heartbeat stopped: ``node`` stops
     renewing, and the observer's liveness clock (``cluster.liveness``) stands a TTL past its
     reading of ``node``'s last heartbeat from then on."""
-    node.node.cluster.membership.stop()
+    await node.node.cluster.membership.stopped()  # no renewal of its lands after the reading
     directory = observer.node.cluster.directory
     await directory.live_members()
     judged_at = directory.liveness.clock() + directory.ttl_s

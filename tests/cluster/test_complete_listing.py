@@ -28,7 +28,7 @@ async def test_a_dead_nodes_tables_make_the_listing_partial_until_taken_over(
                   .game.game_id for _ in range(3)}
         handed_off = sorted(theirs)[0]
         for node in (a, b):  # nothing moves but what the test says
-            node.node.cluster.membership.stop()
+            await node.node.cluster.membership.stopped()
         listing = a.node.cluster.listing
 
         async def not_yet(*_: Any) -> None:  # the sweep has not reached them

@@ -37,10 +37,10 @@ ERRORS: list[Callable[[], BaseException]] = [
 """What a query raises while PostgreSQL restarts, as seen in chaos runs and asyncpg's code."""
 
 
-def database_away(node: Running, monkeypatch: pytest.MonkeyPatch,
-                  error: Callable[[], BaseException]) -> None:
+async def database_away(node: Running, monkeypatch: pytest.MonkeyPatch,
+                        error: Callable[[], BaseException]) -> None:
     """The node's lease is out and every look in the directory fails with ``error``."""
-    node.node.cluster.membership.stop()  # its renewals are the test's
+    await node.node.cluster.membership.stopped()  # its renewals are the test's
     directory = node.node.cluster.directory
 
     async def failing(*_: Any) -> Any:
@@ -61,8 +61,8 @@ async def test_an_unroutable_write_is_in_doubt_a_read_unavailable_and_the_retry_
         joined = await a.stub.JoinGame(join)
         for error in ERRORS:
             with monkeypatch.context() as patch:
-                database_away(a, patch, error)
-                database_away(b, patch, error)
+                await database_away(a, patch, error)
+                await database_away(b, patch, error)
                 for stub in (a.stub, b.stub):  # held here, or to relay: the same answers
                     code, reason, _ = await refusal(stub.GetGame(pb.GetGameRequest(
                         game_id=game_id)))

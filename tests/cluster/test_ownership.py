@@ -59,10 +59,11 @@ async def test_a_table_healed_after_an_outage_is_not_served_when_another_node_to
         game_id = created.game.game_id
         call, last = await open_stream(a.stub, game_id)
         session = live_of(a.node.host)[game_id]
-        # its write failed (PostgreSQL away): discarded, for the healer to rebuild ...
+        await a.node.cluster.membership.stopped()  # (a renewal of A's would see it first)
+        await move_to(url, game_id, b)  # another node took it over ...
+        # ... while A's write failed (PostgreSQL away): discarded, for the healer to rebuild
         a.node.host.healing.store_failed(session, StoreUnavailable("the database restarted"))
         assert game_id in unavailable_of(a.node.host)
-        await move_to(url, game_id, b)  # ... while another node took it over
         await b.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, display_name="Bea"))
         task = a.node.host.healing._task
         assert task is not None
@@ -103,7 +104,7 @@ async def test_a_lapse_gives_up_a_table_awaiting_the_healer_and_ends_its_streams
             kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))
         game_id = created.game.game_id
         call, last = await open_stream(a.stub, game_id)
-        a.node.cluster.membership.stop()  # its renewals are the test's
+        await a.node.cluster.membership.stopped()  # its renewals are the test's
         a.node.host.healing.store_failed(live_of(a.node.host)[game_id],
                                          StoreUnavailable("the database restarted"))
         # A's heartbeat stopped during the outage; B took the table over
@@ -131,6 +132,7 @@ async def test_a_table_woken_from_rest_is_confirmed_first(postgres: Postgres) ->
         await fetch(url, "UPDATE games SET epoch = 4 WHERE game_id = $1", kept)
         listed = a.node.host.tables.unlist_resting(kept)  # listed again at the new epoch
         a.node.host.tables.listed_at_rest(kept, replace(listed, epoch=4))
+        await a.node.cluster.membership.stopped()  # (a renewal of A's would unlist it first)
         await move_to(url, moved, b)
 
         woken = await a.node.host.shelf.wake(kept)
@@ -148,7 +150,7 @@ async def test_a_table_at_rest_taken_over_across_a_lapse_is_confirmed_first(
         game_id = created.game.game_id
         b.node.host.shelf.rest(live_of(b.node.host)[game_id])
         await b.node.host.store.settled()  # type: ignore[attr-defined]
-        a.node.cluster.membership.stop()
+        await a.node.cluster.membership.stopped()
         await judged_dead(a, b)  # B died
         locator = a.node.cluster.locator
         (orphan, listing), = await locator.directory.orphans(True, 10)
@@ -178,7 +180,7 @@ async def test_a_renewal_after_a_lost_answer_rechecks_what_the_node_holds(
             kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))
         game_id = created.game.game_id
         locator = a.node.cluster.locator
-        a.node.cluster.membership.stop()  # its renewals are the test's
+        await a.node.cluster.membership.stopped()  # its renewals are the test's
         now = [locators.lease_clock()]
         monkeypatch.setattr(locators, "lease_clock", lambda: now[0])
         await locator.renewal()

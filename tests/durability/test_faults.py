@@ -46,8 +46,10 @@ class Failpoint:
         self.entered = asyncio.Event()
         self.failing = False
         self.failed = 0
+        self.calls = 0
 
     async def __call__(self, where: str) -> None:
+        self.calls += 1
         self.entered.set()
         await asyncio.wait_for(self.gate.wait(), WAIT_S)  # the test opens the gate
         if self.failing:
@@ -66,8 +68,15 @@ def failpoint() -> Failpoint:
 @pytest.fixture
 async def durable(make_server: ServerFactory, tmp_path: Path,
                   failpoint: Failpoint) -> AsyncIterator[Harness]:
+    """A server on a SQLite store whose commits pass ``failpoint``; readiness probes the store
+    once, at start, and not again during the test (a probe is a write: one landing inside a
+    test's gate would be the commit the test holds, not its action's)."""
     store = SqliteStore(tmp_path, synchronous="OFF", failpoint=failpoint)
-    harness = await make_server(clock=ManualClock(), store=store, store_retry_ms=5)
+    harness = await make_server(clock=ManualClock(), store=store, store_retry_ms=5,
+                                probe_every_s=3600)
+    while not failpoint.calls:  # readiness's first probe, through the failpoint
+        await asyncio.sleep(0.001)
+    failpoint.entered.clear()
     yield harness
     failpoint.failing = False
     failpoint.gate.set()

@@ -193,8 +193,10 @@ class TinyApi:
 
 @pytest.fixture
 async def endpoint() -> AsyncIterator[tuple[WebSocketEndpoint, int]]:
+    """A port with small caps and a handshake deadline of a second: long enough that the
+    tests' own steps never race it on a busy host, short enough to wait for."""
     served = WebSocketEndpoint(TinyApi(), EndpointLimits(  # type: ignore[arg-type]
-        max_connections=4, max_connections_per_address=2, handshake_s=0.2))
+        max_connections=4, max_connections_per_address=2, handshake_s=1.0))
     port = await served.start("127.0.0.1", 0)
     yield served, port
     await served.stop(0)
@@ -287,7 +289,7 @@ async def test_with_tls_a_silent_connection_is_closed_at_the_handshake_deadline(
     issued = issue(tmp_path, "server")
     server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_side.load_cert_chain(issued.cert, issued.key)
-    served = WebSocketEndpoint(TinyApi(), EndpointLimits(handshake_s=0.2))  # type: ignore[arg-type]
+    served = WebSocketEndpoint(TinyApi(), EndpointLimits(handshake_s=1.0))  # type: ignore[arg-type]
     port = await served.start("127.0.0.1", 0, ssl_context=server_side)
     assert served.acceptor is not None
     quiet = silent("127.0.0.2", port)

@@ -275,6 +275,12 @@ class Locator:
                               error=f"renewed {self.lease_age_s():.3f} s ago")
             raise database_away()
 
+    def renewing(self) -> asyncio.Task[None] | None:
+        """The membership renewal under way, if one is."""
+        if self._renewal is None or self._renewal.done():
+            return None
+        return self._renewal
+
     def renewal(self) -> asyncio.Task[None]:
         """The membership renewal under way, or a new one."""
         if self._renewal is None or self._renewal.done():

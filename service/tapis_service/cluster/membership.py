@@ -47,6 +47,15 @@ class Membership:
         for task in self._tasks:
             task.cancel()
 
+    async def stopped(self) -> None:
+        """Stop, and wait until nothing of the membership's can change the lease any more: its
+        tasks ended, and a renewal under way (shielded: it outlives the stop) landed."""
+        self.stop()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        renewing = self.locator.renewing()
+        if renewing is not None:
+            await asyncio.gather(renewing, return_exceptions=True)
+
     async def _heartbeat(self) -> None:
         every = min(1.0, self.ttl_s / 3)
         while True:
