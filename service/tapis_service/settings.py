@@ -384,7 +384,9 @@ class Settings:
                                                "connection was asked to reconnect", "limits", low=0,
                                                high=MAX_MS)
     keepalive_timeout_ms: int = setting(20_000, "drop a connection whose ping is not answered "
-                                        "within this", "limits", low=100, high=MAX_MS)
+                                        "within this (on the WebSocket port, within the "
+                                        "keepalive time at most)", "limits", low=100,
+                                        high=MAX_MS)
 
 
 @dataclass(frozen=True, slots=True)
