@@ -38,6 +38,12 @@ MAX_S = 10 * 365 * 86_400.0
 MAX_PORT = 65_535
 
 
+def whole_ms(seconds: float) -> int:
+    """A duration in seconds as whole milliseconds, rounded up: a positive one never becomes 0,
+    which the settings read as "never" (``--unjoined-ttl 0.0004`` is one millisecond)."""
+    return math.ceil(seconds * 1000)
+
+
 def redacted(url: str) -> str:
     """The URL without its password (a URL setting's value in messages and logs)."""
     return re.sub(r"(://[^:/@?]*):[^@/?]*@", r"\1:***@", url)
@@ -131,7 +137,8 @@ class Settings:
     # --- server ------------------------------------------------------------------------------
     host: str = setting("127.0.0.1", "the address to listen on (0.0.0.0 or ::: every "
                         "interface)", "server")
-    port: int = setting(50051, "the port to listen on", "server", low=0, high=MAX_PORT)
+    port: int = setting(50051, "the port to listen on (0: a free one, named in the "
+                        "`serving` log line)", "server", low=0, high=MAX_PORT)
     metrics_port: int = setting(0, "serve Prometheus metrics on this port (0: off)", "server",
                                 low=0, high=MAX_PORT)
     ws_port: int | None = setting(None, "serve players over WebSocket (docs/websocket.md) and "
@@ -153,7 +160,8 @@ class Settings:
                          "OTEL_* variables say (needs pip install 'tapis[otel]'; "
                          "docs/operations.md)", "server")
     gc_thresholds: str = setting("", "the collector's young thresholds GEN0,GEN1, for "
-                                 "measuring (empty: tapis_service/process/gctune.py's)", "server",
+                                 "measuring (empty: tapis_service/process/gctune.py's; GEN0 0: "
+                                 "no automatic collection at all)", "server",
                                  metavar="GEN0,GEN1", takes="empty, or two whole numbers "
                                  "GEN0,GEN1 from 0")
     # --- store -------------------------------------------------------------------------------
@@ -344,7 +352,8 @@ class Settings:
     max_streams_per_peer: int = setting(20_000, "open event streams from one client address",
                                         "limits", low=1, high=MAX_COUNT)
     stream_stall_ms: int = setting(20_000, "cut a stream whose client has not taken a message "
-                                   "for this long (STREAM_TOO_SLOW)", "limits", low=1, high=MAX_MS)
+                                   "for this long (STREAM_TOO_SLOW)", "limits", low=1_000,
+                                   high=MAX_MS)
     stream_queue_size: int = setting(4096, "events buffered per open stream; a stream further "
                                      "behind is cut off (it may resume)", "limits", low=1,
                                      high=MAX_COUNT)

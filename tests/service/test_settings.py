@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tapis_service.door import capacity
 from tapis_service.process import configuration
 from tapis_service.process.configuration import BadSetting, parse
 from tapis_service.settings import Declared, Settings, declared
@@ -170,7 +171,9 @@ def outside(item: Declared) -> list[str]:
 
 
 @pytest.mark.parametrize("item", NUMBERS, ids=lambda item: item.name)
-def test_each_end_of_a_range_is_taken_and_beyond_it_the_start_is_refused(item: Declared) -> None:
+def test_each_end_of_a_range_is_taken_and_beyond_it_the_start_is_refused(
+        item: Declared, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(capacity, "open_files_limit", lambda: 1 << 40)  # the ranges alone
     bounds = item.option.bounds
     assert bounds is not None
     step = 0.001 if bounds.above else 0
@@ -243,3 +246,36 @@ def test_a_bad_setting_is_refused_before_the_server_is_imported() -> None:
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60,
                             check=True)
     assert result.stdout.decode().split() == ["2", "[]"]
+
+
+def test_connection_caps_beyond_the_descriptor_limit_are_refused_at_start(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond the limit grpc's core fails each accept and retries (new clients wait for their
+    deadline), and a WebSocket port left 16 connections resets the 17th: refused at start,
+    with the figures and what to change."""
+    monkeypatch.setattr(capacity, "open_files_limit", lambda: 1024)
+    assert parse(["--max-connections", "768"], BASE).max_connections == 768  # 1024 - 256
+    with pytest.raises(BadSetting, match=r"--max-connections 769 is more than the 768 "
+                                         r"connections .* \(ulimit -n 1024, less 256"):
+        parse(["--max-connections", "769"], BASE)
+    with pytest.raises(BadSetting, match="less 16 for the WebSocket port"):
+        parse(["--max-connections", "768", "--ws-port", "8080"], BASE)
+    # the port's share: the descriptors but 256 and gRPC's (half the rest when not set)
+    assert parse(["--ws-port", "8080", "--ws-max-sockets", "384"], BASE).ws_max_sockets == 384
+    with pytest.raises(BadSetting, match=r"--ws-max-sockets 385 is more than the 384 "):
+        parse(["--ws-port", "8080", "--ws-max-sockets", "385"], BASE)
+    with pytest.raises(BadSetting, match=r"--ws-max-sockets 100 is more than the 68 .* "
+                                         r"gRPC's 700"):
+        parse(["--ws-port", "8080", "--ws-max-sockets", "100", "--max-connections", "700"],
+              BASE)
+    assert parse(["--ws-max-sockets", "5000"], BASE).ws_max_sockets == 5000  # no port: moot
+
+
+def test_two_servers_on_one_port_are_refused_by_name() -> None:
+    with pytest.raises(BadSetting, match="--port and --metrics-port are both 9000: each "
+                                         "needs a port of its own"):
+        parse(["--port", "9000", "--metrics-port", "9000"], BASE)
+    with pytest.raises(BadSetting, match="--ws-port and --health-port are both 8080"):
+        parse(["--ws-port", "8080", "--health-port", "8080"], BASE)
+    settings = parse(["--port", "0", "--ws-port", "0", "--health-port", "0"], BASE)
+    assert (settings.port, settings.ws_port, settings.health_port) == (0, 0, 0)  # free ones

@@ -73,6 +73,30 @@ def websocket_cap(open_files: int, grpc_connections: int) -> int:
     return max(MIN_CONNECTIONS, open_files - RESERVED_FILES - grpc_connections)
 
 
+def over_descriptors(settings: Settings, open_files: int) -> str | None:
+    """Why the connection caps set ask more descriptors than ``open_files`` has (None: they
+    fit). Beyond the limit, grpc's core fails to accept and retries each second (new clients
+    wait for their deadline, refused by nobody), and a WebSocket port left its minimum share
+    resets every connection past 16: the server refuses to start instead."""
+    websocket = settings.ws_port is not None
+    usable = open_files - RESERVED_FILES - (MIN_CONNECTIONS if websocket else 0)
+    if settings.max_connections > usable:
+        kept = f", less {MIN_CONNECTIONS} for the WebSocket port" if websocket else ""
+        return (f"--max-connections {settings.max_connections} is more than the {usable} "
+                f"connections the descriptor limit leaves (ulimit -n {open_files}, less "
+                f"{RESERVED_FILES} kept for the store, logs and metrics{kept}): raise the "
+                "limit, or lower --max-connections (0 sizes it)")
+    if websocket and settings.ws_max_sockets:
+        connections = settings.max_connections or connection_cap(open_files, True)
+        share = websocket_cap(open_files, connections)
+        if settings.ws_max_sockets > share:
+            return (f"--ws-max-sockets {settings.ws_max_sockets} is more than the {share} "
+                    f"connections the WebSocket port can have (ulimit -n {open_files}, less "
+                    f"{RESERVED_FILES} and gRPC's {connections}): raise the limit, or lower "
+                    "--ws-max-sockets or --max-connections (0 sizes them)")
+    return None
+
+
 def address_cap(connections: int) -> int:
     """One address's share of a port's ``connections``."""
     return max(MIN_PER_ADDRESS, connections // ADDRESS_SHARE)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tapis_service.door import capacity
 from tapis_service.door.proxies import parse_networks
 from tapis_service.settings import GROUPS, MAX_PORT, Declared, Settings, declared, redacted
 
@@ -169,7 +170,20 @@ def parse(argv: list[str] | None = None,
         parse_networks(values["trusted_proxies"])
     except ValueError as error:
         raise BadSetting(f"{error} (TAPIS_TRUSTED_PROXIES)") from None
-    return Settings(**values)
+    flags_of: dict[int, str] = {}
+    for flag in ("--port", "--ws-port", "--health-port", "--metrics-port"):
+        port = values[flag[2:].replace("-", "_")]
+        if not port:  # 0: a free one, or off
+            continue
+        if port in flags_of:
+            raise BadSetting(f"{flags_of[port]} and {flag} are both {port}: each needs a port "
+                             "of its own")
+        flags_of[port] = flag
+    settings = Settings(**values)
+    over = capacity.over_descriptors(settings, capacity.open_files_limit())
+    if over is not None:
+        raise BadSetting(over)
+    return settings
 
 
 def bracketed(address: str) -> str:
