@@ -109,6 +109,46 @@ async def test_an_idle_table_is_abandoned_once(
     assert h.running.api.housekeeping.abandoned == 1  # type: ignore[union-attr]
 
 
+async def test_a_table_nobody_joined_is_the_unjoined_rules_even_with_a_shorter_abandon(
+        make_server: ServerFactory) -> None:
+    """``--abandon-after`` below ``--unjoined-ttl``: a table no person joined is never ended as
+    abandoned (it would then be kept as finished, and the TTL never drop it); it is dropped
+    at the TTL. A table a person joined is abandoned at its time, as before."""
+    clock = ManualClock()
+    h = await make_server(clock=clock, abandon_after_s=2, unjoined_ttl_s=600)
+    lonely = (await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))).game.game_id
+    joined = (await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))).game.game_id
+    await h.stub.JoinGame(pb.JoinGameRequest(game_id=joined))
+    housekeeping = h.running.api.housekeeping
+    assert housekeeping is not None
+    clock.advance(MINUTE)
+    await housekeeping.drain()
+    assert (await view_of(h, lonely)).status == pb.GAME_STATUS_WAITING_FOR_PLAYERS
+    assert (await view_of(h, joined)).status == pb.GAME_STATUS_ABANDONED
+    clock.advance(10 * MINUTE)
+    await housekeeping.drain()
+    code, reason, _ = await refusal(h.stub.GetGame(pb.GetGameRequest(game_id=lonely)))
+    assert (code, reason) == ("NOT_FOUND", "GAME_NOT_FOUND")
+    assert housekeeping.abandoned == 1 and housekeeping.expired == 1
+
+
+async def test_a_duration_under_a_millisecond_is_one_not_never(
+        make_server: ServerFactory) -> None:
+    """Durations in seconds become whole milliseconds rounded up: 0.0004 s is 1 ms, never the
+    0 that reads as "never"."""
+    clock = ManualClock()
+    h = await make_server(clock=clock, unjoined_ttl_s=0.0004, abandon_after_s=0)
+    housekeeping = h.running.api.housekeeping
+    assert housekeeping is not None and housekeeping.unjoined_ms == 1
+    created = await h.stub.CreateGame(pb.CreateGameRequest(kind=pb.GAME_KIND_WAR))
+    clock.advance(MINUTE)
+    await housekeeping.drain()
+    code, _, _ = await refusal(h.stub.GetGame(pb.GetGameRequest(game_id=created.game.game_id)))
+    assert code == "NOT_FOUND"
+
+
 async def test_zero_turns_housekeeping_off(make_server: ServerFactory) -> None:
     clock = ManualClock()
     h = await make_server(clock=clock, unjoined_ttl_s=0, abandon_after_s=0,

@@ -30,7 +30,7 @@ from tapis_service.observe.clock import Clock, SystemClock
 from tapis_service.observe.errors import CannotListen
 from tapis_service.process.health import PROBE_EVERY_S, SERVICE_NAME, Readiness, new_health
 from tapis_service.process.startup import WaitingRoom, listen_address, revision, version
-from tapis_service.settings import Settings
+from tapis_service.settings import Settings, whole_ms
 from tapis_service.stores import joinkey
 from tapis_service.stores.results import MemoryResults, ResultsFeed, ResultsStore
 from tapis_service.stores.results_postgres import PostgresResults
@@ -273,7 +273,7 @@ async def create_server(settings: Settings, clock: Clock | None = None,
     capacity = Capacity.of(settings)
     connection_limits = ConnectionLimits(
         RefusalBudget(settings.refusal_rate_per_s, settings.refusal_burst,
-                      int(settings.refusal_cooldown_s * 1000), host.clock.now_ms),
+                      whole_ms(settings.refusal_cooldown_s), host.clock.now_ms),
         proxies, grpc_per_address=capacity.connections_per_address,
         keys_valid=security.holds_key)
     door = Door(settings.max_in_flight, proxies, connection_limits)  # every transport's refusals

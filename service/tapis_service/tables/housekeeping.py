@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from tapis_service.observe.clock import TimerHandle
+from tapis_service.settings import whole_ms
 from tapis_service.tables.lifecycle import TableState
 
 if TYPE_CHECKING:
@@ -51,9 +52,9 @@ class Housekeeping:
     def __init__(self, host: GameHost) -> None:
         self.host = host
         settings = host.settings
-        self.unjoined_ms = int(settings.unjoined_ttl_s * 1000)
-        self.abandon_ms = int(settings.abandon_after_s * 1000)
-        self.results_max_age_ms = int(settings.results_max_age_s * 1000)
+        self.unjoined_ms = whole_ms(settings.unjoined_ttl_s)
+        self.abandon_ms = whole_ms(settings.abandon_after_s)
+        self.results_max_age_ms = whole_ms(settings.results_max_age_s)
         self.started_ms = host.clock.now_ms()
         self.last_person_ms: dict[str, int] = {}
         self._now_ms = host.clock.now_ms
@@ -110,12 +111,14 @@ class Housekeeping:
             game_id, table = session.game_id, session.table
             if table.game_over(session.rules):
                 continue
-            waited = now - max(session.created_ms, self.started_ms)
-            if self.unjoined_ms and not table.started and waited >= self.unjoined_ms \
+            if self.unjoined_ms and not table.started \
                     and not any(s.claimed and s.bot is None for s in table.seats):
-                log.info("game_expired", game=game_id, reason="nobody joined")
-                self.host.tables.drop(game_id)
-                self.expired += 1
+                # nobody joined: the unjoined rule's table, never abandoned (even with an
+                # --abandon-after shorter than --unjoined-ttl)
+                if now - max(session.created_ms, self.started_ms) >= self.unjoined_ms:
+                    log.info("game_expired", game=game_id, reason="nobody joined")
+                    self.host.tables.drop(game_id)
+                    self.expired += 1
                 continue
             if self.abandon_ms:
                 last = max(self.last_person_ms.get(game_id, session.created_ms),

@@ -28,6 +28,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.observe.clock import TimerHandle
+from tapis_service.settings import whole_ms
 from tapis_service.tables.session import SeatsPresence, Session
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class Presence:
         self.host = host
         self.clock = host.clock
         self.debounce_ms = int(host.settings.presence_debounce_ms)
-        self.idle_ms = int(host.settings.seat_idle_after_s * 1000)
+        self.idle_ms = whole_ms(host.settings.seat_idle_after_s)
 
     def _state(self, session: Session) -> SeatsPresence:
         state = session.presence
