@@ -99,8 +99,10 @@ async def test_sighup_reloads_the_certificates_and_the_keys(tmp_path: Path) -> N
         serving = await next_line(process, "serving")
         target = "localhost:" + str(serving["address"]).rsplit(":", 1)[1]
         assert serving["tls"] is True and serving["api_keys"] is True
-        web = int(str((await next_line(process, "serving_web"))["address"]).rsplit(":", 1)[1]
-                  .rstrip("/"))
+        serving_web = await next_line(process, "serving_web")
+        web = int(str(serving_web["address"]).rsplit(":", 1)[1].rstrip("/"))
+        assert int(serving_web["max_connections"]) >= int(  # the port's share, said
+            serving_web["max_connections_per_address"]) >= 8
         assert await health(target, first.ca_bytes()) == health_pb2.HealthCheckResponse.SERVING
         assert await tls_handshake(web, first.ca)
         cert.write_bytes(second.cert_bytes())

@@ -345,6 +345,8 @@ async def create_server(settings: Settings, clock: Clock | None = None,
              max_seat_streams=api.streams.max_seated)
     if ws_port is not None:
         scheme = "http" if security.tls is None else "https"
-        log.info("serving_web", address=f"{scheme}://{listen_address(settings.host, ws_port)}/")
+        log.info("serving_web", address=f"{scheme}://{listen_address(settings.host, ws_port)}/",
+                 max_connections=capacity.ws_connections,
+                 max_connections_per_address=capacity.ws_connections_per_address)
     return RunningServer(server, port, host, health_servicer, api, guard, cluster,
                          readiness, ws, ws_port, security, connection_limits, core_id=core_id)
