@@ -91,6 +91,9 @@ def test_documented_codes_are_precise_grpc_codes(documented: dict[str, Documente
     names = {code.name for code in grpc.StatusCode}
     for reason in documented.values():
         assert reason.code in names, reason
+        if reason.reason == "INTERNAL":  # the one answer to a fault of the server's own: a bug
+            assert reason.code == "INTERNAL", reason
+            continue
         assert reason.code not in ("OK", "UNKNOWN", "INTERNAL"), reason
 
 

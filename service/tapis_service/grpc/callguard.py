@@ -30,7 +30,7 @@ import inspect
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from types import CoroutineType, GeneratorType
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 import grpc
 import structlog
@@ -49,7 +49,7 @@ from tapis_service.door.door import (
 from tapis_service.door.proxies import TrustedProxies
 from tapis_service.grpc import stopcalls
 from tapis_service.observe import metrics
-from tapis_service.observe.errors import ServiceError, end_call
+from tapis_service.observe.errors import ServiceError, end_call, fault
 
 log = structlog.get_logger("tapis.rpc")
 
@@ -243,6 +243,13 @@ class CallGuard:
                 _ended(meter, cut.code.name, began)
                 calls.discard(task)
                 await end_call(context, cut)
+            except grpc.aio.AbortError:  # its status is set: grpc sends it
+                _ended(meter, _code_of(context), began)
+                raise
+            except Exception:
+                _ended(meter, "INTERNAL", began)
+                calls.discard(task)
+                await _fault(context, method)
             except BaseException:
                 _ended(meter, _code_of(context), began)
                 raise
@@ -300,6 +307,14 @@ class CallGuard:
             except asyncio.CancelledError:
                 ended("CANCELLED", began)
                 raise
+            except grpc.aio.AbortError:  # its status is set: grpc sends it
+                ended(_code_of(context), began)
+                raise
+            except Exception:
+                ended("INTERNAL", began)
+                self.streaming -= 1
+                counted = False
+                await _fault(context, method)
             except BaseException:
                 ended(_code_of(context), began)
                 raise
@@ -309,6 +324,14 @@ class CallGuard:
             ended("OK", began)
 
         return write
+
+
+async def _fault(context: grpc.aio.ServicerContext, method: str) -> NoReturn:
+    """End a call whose behavior raised something not a refusal (a bug): logged whole, the
+    caller answered ``INTERNAL`` / ``INTERNAL`` (``errors.fault``), as the WebSocket door
+    answers (grpc answered UNKNOWN with the exception's text)."""
+    log.exception("call_failed", method=method)
+    await end_call(context, fault())
 
 
 def _code_of(context: grpc.aio.ServicerContext) -> str:

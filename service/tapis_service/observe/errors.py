@@ -78,6 +78,17 @@ def to_status(error: ServiceError) -> grpc.Status:
     return rpc_status.to_status(status_message(error))
 
 
+FAULT = "the server failed on this request"
+"""How a request the server failed on through a fault of its own is answered (``INTERNAL``), on
+both doors: the exception's text stays in the log, since it may name anything, another seat's
+cards included."""
+
+
+def fault() -> ServiceError:
+    """The refusal of a request the server failed on through a fault of its own (``FAULT``)."""
+    return ServiceError(grpc.StatusCode.INTERNAL, "INTERNAL", FAULT)
+
+
 async def end_call(context: grpc.aio.ServicerContext, error: ServiceError) -> NoReturn:
     """End a gRPC call with ``error``'s status (``abort_with_status`` raises, always)."""
     await context.abort_with_status(to_status(error))

@@ -13,7 +13,6 @@ import enum
 from collections.abc import Callable
 from typing import Any, Final
 
-import grpc
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 
@@ -24,6 +23,7 @@ from tapis_service.door.limits import MAX_RECEIVE_MESSAGE_BYTES
 from tapis_service.door.rpcs import BY_REQUEST, Rpc
 from tapis_service.observe.errors import (
     ServiceError,
+    fault,
     from_rule_error,
     invalid_argument,
     status_message,
@@ -233,8 +233,6 @@ def refusal(frame_id: int, error: ServiceError) -> ws_pb.ServerFrame:
 
 
 def internal(frame_id: int) -> ws_pb.ServerFrame:
-    """The answer to a request the server failed on through a fault of its own (logged)."""
-    frame = ws_pb.ServerFrame(id=frame_id)
-    frame.refusal.code = grpc.StatusCode.INTERNAL.value[0]
-    frame.refusal.message = "the server failed on this request"
-    return frame
+    """The answer to a request the server failed on through a fault of its own (logged), as
+    gRPC's call guard answers it: ``INTERNAL`` / ``INTERNAL``, never the fault's text."""
+    return refusal(frame_id, fault())
