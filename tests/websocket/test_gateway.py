@@ -211,6 +211,13 @@ async def test_a_frame_needs_an_id_and_a_request() -> None:
 
 
 async def test_requests_in_flight_are_capped_and_an_id_in_use_refused() -> None:
+    """...and each refusal counted in the RPC metrics under its method, as gRPC counts the
+    calls its door refuses."""
+    get_game = ("unary", "tapis.v1.GameService", "GetGame")
+    started = metrics.RPC_STARTED.value(*get_game, "websocket")
+    overloaded = metrics.RPC_HANDLED.value(*get_game, "RESOURCE_EXHAUSTED", "websocket")
+    list_games = ("unary", "tapis.v1.GameService", "ListGames")
+    invalid = metrics.RPC_HANDLED.value(*list_games, "INVALID_ARGUMENT", "websocket")
     api = FakeApi(gate=asyncio.Event())
     connection, socket = connect(api, SocketLimits(max_in_flight=2))
     for frame_id in (1, 2, 3):
@@ -219,6 +226,11 @@ async def test_requests_in_flight_are_capped_and_an_id_in_use_refused() -> None:
     connection.received(client(1, list_games=pb.ListGamesRequest()), Format.BINARY)
     refused = socket.frames()
     assert [(f.id, reason(f)) for f in refused] == [(3, "OVERLOADED"), (1, "INVALID_REQUEST")]
+    assert metrics.RPC_STARTED.value(*get_game, "websocket") == started + 3
+    assert metrics.RPC_HANDLED.value(*get_game, "RESOURCE_EXHAUSTED", "websocket") == \
+        overloaded + 1
+    assert metrics.RPC_HANDLED.value(*list_games, "INVALID_ARGUMENT", "websocket") == \
+        invalid + 1
     api.gate.set()
     answered = (await socket.wait_for(4))[2:]
     assert sorted(f.id for f in answered) == [1, 2]
@@ -249,12 +261,15 @@ async def test_several_tables_are_followed_on_one_socket_and_stopped_one_by_one(
 
 
 async def test_streams_are_capped_per_socket() -> None:
+    stream = ("server_stream", "tapis.v1.GameService", "StreamEvents")
+    capped = metrics.RPC_HANDLED.value(*stream, "RESOURCE_EXHAUSTED", "websocket")
     connection, socket = connect(FakeApi(), SocketLimits(max_streams=1))
     for frame_id, table in ((1, "a"), (2, "b")):
         connection.received(client(frame_id, stream_events=pb.StreamEventsRequest(
             game_id=table)), Format.BINARY)
     [frame] = socket.frames()
     assert (frame.id, reason(frame)) == (2, "TOO_MANY_STREAMS")
+    assert metrics.RPC_HANDLED.value(*stream, "RESOURCE_EXHAUSTED", "websocket") == capped + 1
 
 
 async def test_a_stream_cut_by_the_api_ends_with_its_refusal_and_resume_point() -> None:

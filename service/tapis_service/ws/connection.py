@@ -177,6 +177,7 @@ class Connection:
                 self.sink.close(CLOSE_TOO_BIG, "message too big")
             return
         frame_id = frame.id
+        field: str | None = None
         try:
             field = frames.request_field(frame)
             if frame_id in self.in_flight or frame_id in self.streams:
@@ -199,6 +200,10 @@ class Connection:
                 else:
                     self.in_flight[frame_id] = self._loop().create_task(serving)
         except ServiceError as error:
+            if field is not None and field != frames.STOP:  # counted under its method, as
+                meter = self.calls[field].meter  # gRPC counts a call its door refuses
+                meter.started[0] += 1
+                meter.ended(error.code.name, 0.0)
             self._refused(self._caller(frame), error)
             self._send(frames.refusal(frame_id, account(WEBSOCKET, None, error)), fmt)
 
