@@ -17,6 +17,7 @@ from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_service.codec.requests import ActionRequest
 from tapis_service.door.caller import Caller
 from tapis_service.door.door import Door
+from tapis_service.door.limits import MAX_METADATA_BYTES
 from tapis_service.observe import metrics
 from tapis_service.observe.errors import ServiceError
 from tapis_service.ws import frames
@@ -382,3 +383,20 @@ async def test_socket_calls_count_in_the_rpc_metrics_with_their_transport() -> N
     api.queues["a"].put_nowait(None)
     await socket.wait_for(2)
     assert metrics.RPC_SENT.value(*stream, "websocket") == sent + 1
+
+
+async def test_credentials_longer_than_grpcs_headers_may_be_are_refused_and_not_kept() -> None:
+    """gRPC bounds a call's headers (its seat token and API key) at 8 KiB; a frame's
+    credentials are bounded alike: refused VALUE_TOO_LONG before any caller is built from
+    them (a socket keeps its callers), the socket still served."""
+    connection, socket = connect(FakeApi())
+    long = "t" * (MAX_METADATA_BYTES - 15)
+    connection.received(client(1, seat_token=long, api_key="k" * 16,
+                               get_game=pb.GetGameRequest(game_id="t1")), Format.BINARY)
+    connection.received(client(2, seat_token=long, api_key="k" * 15,  # at the bound: served
+                               get_game=pb.GetGameRequest(game_id="t1")), Format.BINARY)
+    refused, answered = await socket.wait_for(2)
+    assert (refused.id, reason(refused)) == (1, "VALUE_TOO_LONG")
+    assert answered.id == 2 and answered.get_game.game.version == 7
+    assert [len(token) + len(key) for token, key in connection._callers] == [
+        MAX_METADATA_BYTES]

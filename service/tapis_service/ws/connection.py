@@ -42,6 +42,7 @@ from tapis_engine.errors import RuleError
 from tapis_service.door import logcontext
 from tapis_service.door.caller import Caller
 from tapis_service.door.door import Door, Meter, Transport, socket_caller
+from tapis_service.door.limits import MAX_METADATA_BYTES, too_long
 from tapis_service.door.rpcs import Route, Routing, Rpc, local_routes
 from tapis_service.game_api import account
 from tapis_service.observe.errors import ServiceError
@@ -177,6 +178,12 @@ class Connection:
                 self.sink.close(CLOSE_TOO_BIG, "message too big")
             return
         frame_id = frame.id
+        if len(frame.seat_token) + len(frame.api_key) > MAX_METADATA_BYTES:
+            long = too_long("a frame's seat_token and api_key", MAX_METADATA_BYTES,
+                            "characters (gRPC's bound on a call's headers)")
+            self._refused(Caller(peer=self.peer), long)  # no caller kept for them
+            self._send(frames.refusal(frame_id, account(WEBSOCKET, None, long)), fmt)
+            return
         field: str | None = None
         try:
             field = frames.request_field(frame)
