@@ -3,6 +3,9 @@ same refusals as over gRPC."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import grpc
 import pytest
 from google.rpc import error_details_pb2
@@ -207,3 +210,71 @@ async def test_the_socket_passes_the_servers_door(served: Harness) -> None:
     assert metrics.RPC_HANDLED.value("unary", "tapis.v1.GameService", "GetGame",
                                      "RESOURCE_EXHAUSTED", "websocket") >= 1
     client.close()
+
+
+def hold(harness: Harness, field: str) -> tuple[asyncio.Event, asyncio.Event]:
+    """Requests of ``field`` over the socket wait, once they reached their route, until the
+    second event is set (the first: one reached it); then they are served as before."""
+    ws = harness.running.ws
+    assert ws is not None
+    call = ws.calls[field]
+    reached, release = asyncio.Event(), asyncio.Event()
+
+    async def held(request: Any, caller: Any) -> Any:
+        reached.set()
+        await release.wait()
+        return await call.serve(request, caller)
+
+    ws.calls[field] = call._replace(serve=held)
+    return reached, release
+
+
+async def test_a_request_taken_while_the_server_stops_is_refused_and_not_applied(
+        served: Harness) -> None:
+    """As gRPC's guard refuses a call taken once the stop began: SERVER_STOPPING, nothing
+    applied; a request in flight before it is still answered within the grace."""
+    client = await socket_to(served)
+    created = await client.call(create_game=pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))
+    game_id = created.create_game.game.game_id
+    reached, release = hold(served, "get_game")
+    in_flight = client.send(ws_pb.ClientFrame(get_game=pb.GetGameRequest(game_id=game_id)))
+    await reached.wait()
+    stopping = asyncio.ensure_future(served.running.stop(60))  # its grace waits for the read
+    door = served.running.ws.door  # type: ignore[union-attr]
+    while not door.closing:
+        await asyncio.sleep(0)  # the stop's first steps
+    join = await client.call(join_game=pb.JoinGameRequest(game_id=game_id, display_name="Al"))
+    assert reason(join) == "SERVER_STOPPING"
+    assert join.refusal.code == grpc.StatusCode.UNAVAILABLE.value[0]
+    release.set()
+    answered = await client.receive()
+    assert answered.id == in_flight
+    assert not answered.get_game.game.seats[0].taken  # the refused join changed nothing
+    await asyncio.wait_for(stopping, 30)
+    assert await client.closed() == 1001
+
+
+@pytest.mark.parametrize(("field", "expected"), [("get_game", "SERVER_STOPPING"),
+                                                 ("join_game", "COMMIT_UNKNOWN")])
+async def test_a_request_in_flight_when_the_grace_ends_is_cut_with_a_precise_status(
+        served: Harness, field: str, expected: str) -> None:
+    """As gRPC's guard cuts its calls (``stopping.cut``): a read SERVER_STOPPING, a write
+    COMMIT_UNKNOWN (it may have been applied), sent before the socket closes (1001)."""
+    client = await socket_to(served)
+    created = await client.call(create_game=pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seat_configs=person_seats(2)))
+    game_id = created.create_game.game.game_id
+    reached, _ = hold(served, field)
+    request = {"get_game": pb.GetGameRequest(game_id=game_id)} if field == "get_game" else \
+        {"join_game": pb.JoinGameRequest(game_id=game_id, display_name="Al")}
+    in_flight = client.send(ws_pb.ClientFrame(**request))
+    await reached.wait()
+    await served.running.stop(0)
+    assert await client.closed() == 1001
+    cut = client.collector.frames.get_nowait()  # sent before the close
+    assert (cut.id, reason(cut)) == (in_flight, expected)
+    assert cut.refusal.code == grpc.StatusCode.UNAVAILABLE.value[0]
+    assert metrics.RPC_HANDLED.value("unary", "tapis.v1.GameService",
+                                     "GetGame" if field == "get_game" else "JoinGame",
+                                     "UNAVAILABLE", "websocket") >= 1

@@ -247,6 +247,11 @@ class Door:
         """The connection limits whose refusal budget strangers' refused calls spend (None:
         no budget)."""
         self.in_flight = 0
+        self.closing = False
+        """The server is stopping: a unary call a client's transport takes from now is refused
+        ``SERVER_STOPPING`` before any of it runs (``stopping.stopping``; set once, by the
+        stop). A call relayed by another node is not: the node that relays it is not stopping,
+        and answers it from where the table went."""
         self._meters: dict[tuple[str, Transport], Meter] = {}
 
     def refused(self, caller: Caller, error: ServiceError, transport: Transport,

@@ -35,7 +35,7 @@ from typing import Any, NoReturn, cast
 import grpc
 import structlog
 
-from tapis_service.door import logcontext
+from tapis_service.door import logcontext, stopping
 from tapis_service.door.door import (
     SLOW_CALL_S,
     Door,
@@ -47,7 +47,6 @@ from tapis_service.door.door import (
     refused,
 )
 from tapis_service.door.proxies import TrustedProxies
-from tapis_service.grpc import stopcalls
 from tapis_service.observe import metrics
 from tapis_service.observe.errors import ServiceError, end_call, fault
 
@@ -120,10 +119,7 @@ class CallGuard:
         """The unary calls in flight (their tasks): a graceful stop cuts those its grace
         leaves (``cutting``, ``stopcalls.drain``)."""
         self.cutting = False
-        """The server is stopping: a call cancelled now was cut by it (``stopcalls.cut``)."""
-        self.closing = False
-        """The server's stop is about to begin grpc's shutdown: a unary call taken now is
-        refused ``SERVER_STOPPING`` at once, nothing applied (``stopcalls.stopping``)."""
+        """The server is stopping: a call cancelled now was cut by it (``stopping.cut``)."""
         self.streaming = 0
         """The calls other than unary in flight: streams either way, the cluster's tunnels."""
 
@@ -208,8 +204,8 @@ class CallGuard:
             try:
                 if request is UNDECODABLE:
                     raise _refused(invalid_request(method))
-                if self.closing:  # grpc's shutdown is about to begin: nothing is applied
-                    raise _refused(stopcalls.stopping())
+                if door.closing:  # the server is stopping: nothing is applied
+                    raise _refused(stopping.stopping())
                 if door.in_flight >= door.max_in_flight:  # door.enter, inlined: every call
                     raise _refused(overloaded())
                 door.in_flight += 1
@@ -239,7 +235,7 @@ class CallGuard:
                     raise
                 if not own:  # something it awaited was cancelled, not the call: a bug, logged
                     log.warning("call_interrupted", method=method)
-                cut = stopcalls.cut(method)  # the server's stop: a precise status
+                cut = stopping.cut(method)  # the server's stop: a precise status
                 _ended(meter, cut.code.name, began)
                 calls.discard(task)
                 await end_call(context, cut)

@@ -1,10 +1,7 @@
-"""The unary calls still in flight when a graceful stop's grace ends: cut here, each answered
-with a precise status, before grpc cancels them itself (which answers ``UNAVAILABLE "Cancelling
-all calls"`` with no reason, or a cut stream ``CANCELLED``).
-
-A read is ``UNAVAILABLE`` / ``SERVER_STOPPING`` (nothing changed: retry on another node); a write
-is ``UNAVAILABLE`` / ``COMMIT_UNKNOWN``: it may have committed before the cut, and a retry with
-the same ``request_id`` gets the committed answer (or applies it once).
+"""The unary gRPC calls still in flight when a graceful stop's grace ends: cut here, each
+answered with a precise status (``door.stopping.cut``), before grpc cancels them itself (which
+answers ``UNAVAILABLE "Cancelling all calls"`` with no reason, or a cut stream ``CANCELLED``);
+and a step of a stop bounded in time (``within``).
 """
 
 from __future__ import annotations
@@ -13,38 +10,12 @@ import asyncio
 from collections.abc import Awaitable
 from typing import Any, Protocol, TypeVar
 
-import grpc
 import structlog
-
-from tapis_service.door.rpcs import RPCS
-from tapis_service.observe.errors import ServiceError
 
 log = structlog.get_logger("tapis.server")
 T = TypeVar("T")
 _abandoned: set[asyncio.Task[Any]] = set()
 """Steps of a stop left running past their bound (kept from the garbage collector)."""
-
-WRITES = frozenset(rpc.path for rpc in RPCS if rpc.writes)
-"""The full method names of the calls that may change a table."""
-
-
-def cut(method: str) -> ServiceError:
-    """What a call of ``method`` (a full method name) cut by the server's stop is answered."""
-    if method in WRITES:
-        return ServiceError(grpc.StatusCode.UNAVAILABLE, "COMMIT_UNKNOWN",
-                            "the server stopped while it served this request: it may have been "
-                            "applied; retry on another node with the same request_id")
-    return ServiceError(grpc.StatusCode.UNAVAILABLE, "SERVER_STOPPING",
-                        "the server stopped while it served this request; retry on another "
-                        "node")
-
-
-def stopping() -> ServiceError:
-    """What a unary call the server takes as its stop begins grpc's shutdown is answered:
-    refused before any of it ran (``callguard.CallGuard.closing``)."""
-    return ServiceError(grpc.StatusCode.UNAVAILABLE, "SERVER_STOPPING",
-                        "the server is stopping: this request was not applied; retry on "
-                        "another node")
 
 
 class Guarded(Protocol):

@@ -129,6 +129,7 @@ class RunningServer:
         if self.connection_limits is not None:
             await self.connection_limits.stop()
         self.host.end_streams()  # unary calls in flight drain within the grace; streams end now
+        self._close_door()
         # grpc takes no new call at once; those in flight when the grace ends are cut by the
         # guard with a precise status (stopcalls.cut) before grpc cancels what is left
         # (UNAVAILABLE with no reason) once their answers had CUT_MARGIN_S to go out
@@ -155,16 +156,22 @@ class RunningServer:
         if self.probes is not None:  # NOT_SERVING from the start of the stop, closed last
             await self.probes.close()
 
+    def _close_door(self) -> None:
+        """From now on a unary call taken over either port is refused ``SERVER_STOPPING``,
+        nothing applied (``Door.closing``: the two ports share the door)."""
+        for transport in (self.guard, self.ws):
+            if transport is not None:
+                transport.door.closing = True
+
     async def _shut_down(self, grace_s: float | None) -> None:
         """grpc's shutdown, once the calls its core holds are in Python's hands: the shutdown
         kills those still queued there with no reason (``CANCELLED``), while the guard refuses
-        each call it takes from now ``SERVER_STOPPING`` (``corecalls``). The shutdown begins
-        in the same step as the reading that says nothing is queued."""
-        if self.guard is not None:
-            self.guard.closing = True
-            if not await corecalls.caught_up(self.core_id, self.guard.serving):
-                log.warning("core_calls_not_taken", core=corecalls.in_core(self.core_id or 0),
-                            serving=self.guard.serving())
+        each call it takes from now ``SERVER_STOPPING`` (``Door.closing``, ``corecalls``). The
+        shutdown begins in the same step as the reading that says nothing is queued."""
+        guard = self.guard
+        if guard is not None and not await corecalls.caught_up(self.core_id, guard.serving):
+            log.warning("core_calls_not_taken", core=corecalls.in_core(self.core_id or 0),
+                        serving=guard.serving())
         await self.server.stop(grace_s)
 
     async def _close_store(self) -> None:

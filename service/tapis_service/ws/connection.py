@@ -39,9 +39,9 @@ from google.protobuf.message import Message
 
 from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_engine.errors import RuleError
-from tapis_service.door import logcontext
+from tapis_service.door import logcontext, stopping
 from tapis_service.door.caller import Caller
-from tapis_service.door.door import Door, Meter, Transport, socket_caller
+from tapis_service.door.door import Door, Meter, Transport, refused, socket_caller
 from tapis_service.door.limits import MAX_METADATA_BYTES, too_long
 from tapis_service.door.rpcs import Route, Routing, Rpc, local_routes
 from tapis_service.game_api import account
@@ -150,6 +150,8 @@ class Connection:
         """``writable.is_set()``, kept beside it: read at every change written at commit,
         without a call into asyncio's Python."""
         self.closed = False
+        self.cutting = False
+        """The stop's grace is over: a request cancelled now was cut by it (``cut``)."""
         self._corked: list[bytes | str] | None = None
         """While a request is served in its message's callback: what it writes to this
         socket, sent in one write at the end (``_serve_now``)."""
@@ -228,6 +230,17 @@ class Connection:
         """What a stop waits for: each request and stream of the socket, until it ends."""
         return [task if isinstance(task, asyncio.Future) else task.finished()
                 for task in (*self.in_flight.values(), *self.streams.values())]
+
+    def cut(self) -> list[asyncio.Future[Any]]:
+        """The server's stop ends its grace: each request still in flight is cancelled and
+        answered as gRPC's call guard answers its own (``stopping.cut``: ``COMMIT_UNKNOWN`` for
+        a write, else ``SERVER_STOPPING``). What to wait for before the socket closes."""
+        self.cutting = True
+        requests = list(self.in_flight.values())
+        for request in requests:
+            request.cancel()
+        return [request if isinstance(request, asyncio.Future) else request.finished()
+                for request in requests]
 
     def disconnected(self) -> None:
         """The socket is gone: every request and stream of it is cancelled."""
@@ -310,6 +323,8 @@ class Connection:
         bound = door.bind(Transport.WEBSOCKET, self.peer, request)
         code = "OK"
         try:
+            if door.closing:  # the server is stopping: nothing is applied
+                raise refused(stopping.stopping())
             door.enter()
             try:
                 response: Message | bytes = await call.serve(
@@ -324,8 +339,12 @@ class Connection:
             code = refusal.code.name
             self._send(frames.refusal(frame_id, refusal), fmt)
         except asyncio.CancelledError:
-            code = "CANCELLED"
-            raise
+            if not self.cutting:  # the socket is gone
+                code = "CANCELLED"
+                raise
+            cut = stopping.cut(call.rpc.path)  # the server's stop: a precise status
+            code = cut.code.name
+            self._send(frames.refusal(frame_id, cut), fmt)
         except Exception:
             code = "INTERNAL"
             log.exception("ws_request_failed", request=field)

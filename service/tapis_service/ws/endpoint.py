@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import aiofastnet
 import grpc
+import structlog
 from picows import (
     WSAutoPingStrategy,
     WSCloseCode,
@@ -56,6 +57,8 @@ from tapis_service.ws.sink import TransportSink, on_frame
 
 if TYPE_CHECKING:
     from tapis_service.game_api import GameApi
+
+log = structlog.get_logger("tapis.ws")
 
 SOCKET_PATH = b"/ws"
 CAPABILITIES = b"/capabilities.json"
@@ -345,8 +348,8 @@ class WebSocketEndpoint:
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Stop listening, let the requests in flight and the streams the server is ending
-        finish (for up to ``grace_s``; None: no limit), then close every socket (going away,
-        1001)."""
+        finish (for up to ``grace_s``; None: no limit), cut the requests left (each answered
+        ``stopping.cut``, as gRPC's), then close every socket (going away, 1001)."""
         if self.acceptor is None:
             return
         self.acceptor.close()
@@ -355,6 +358,10 @@ class WebSocketEndpoint:
         running = [task for connection in self.connections for task in connection.running()]
         if running:
             await asyncio.wait(running, timeout=grace_s)
+        cut = [request for connection in self.connections for request in connection.cut()]
+        if cut:  # each answered with a precise status before its socket closes
+            log.warning("ws_requests_cut_at_stop", requests=len(cut))
+            await asyncio.wait(cut)
         for transport in list(self.transports):
             transport.send_close(WSCloseCode.GOING_AWAY)
             transport.disconnect()
