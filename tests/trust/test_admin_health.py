@@ -111,6 +111,16 @@ def test_pid_follows_a_plaintext_server_whatever_the_ca(plain: int, served: Serv
     assert probe(proc, {"TAPIS_TLS_CA": str(served.issued.ca)}) == "SERVING"
 
 
+def test_pid_refuses_a_server_on_a_free_port_in_one_line(tmp_path: Path) -> None:
+    """--port 0: the port is only in the server's log; dialling port 0 would say UNREACHABLE
+    of a server that may be serving."""
+    proc = fake_process(tmp_path / "proc", tmp_path, "--port", "0")
+    with pytest.raises(admin.Refused) as refused:
+        probe(proc)
+    assert str(refused.value) == ("the server listens on a free port (--port 0), named in its "
+                                  "`serving` log line: give --target HOST:PORT")
+
+
 def test_pid_probes_a_mutual_tls_server_on_its_health_port(plain: int, served: Served,
                                                            tmp_path: Path) -> None:
     mutual = (*tls_flags(served.port), "--tls-client-ca", str(served.issued.ca))

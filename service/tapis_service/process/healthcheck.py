@@ -102,6 +102,9 @@ def to_process(process: Path, trust: Trust) -> Probe:
     settings = server_settings(process)
     host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(settings.host,
                                                                         settings.host)
+    if settings.port == 0 and not (settings.tls_client_ca and settings.health_port):
+        raise Unprobed("the server listens on a free port (--port 0), named in its `serving` "
+                       "log line: give --target HOST:PORT")
     if settings.tls_cert is not None and settings.tls_client_ca is not None:
         if not settings.health_port:
             raise Unprobed("the server asks client certificates (--tls-client-ca) on its port: "
