@@ -48,12 +48,14 @@ class Autoplay:
         self.play = play
         self.rng = rng or random.Random()
         """Draws the bots' reaction times (seed it for a repeatable test)."""
+        self.stopped = False
+        """The host is closed (``GameHost.close``): a change that commits now arms nothing."""
 
     def rearm(self, session: Session, over: bool) -> None:
         """After a change: the timers and bot moves the table's state calls for, no others
         (``over``: its game is over, or it was abandoned)."""
         table = session.table
-        if not table.started or over:
+        if not table.started or over or self.stopped:
             session.cancel_timers()
             return
         if table.deadlines or session.deadline_timers:
