@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,12 @@ from tapis_engine import table_codec
 from tapis_engine.errors import RuleError
 from tapis_engine.protocol import GameSetup
 from tapis_engine.war import RULES as WAR
+from tapis_engine.war import Reveal
 from tapis_service.observe.clock import ManualClock
+from tapis_service.stores.sqlite_store import SqliteStore
+from tapis_service.stores.store import StoreUnavailable
+from tapis_service.tables.host import GameHost
+from tapis_service.tables.housekeeping import Housekeeping
 from tests.support.calls import (
     REVEAL,
     STREAM_DEADLINE_S,
@@ -22,7 +28,8 @@ from tests.support.calls import (
     view_of,
     war_for_two,
 )
-from tests.support.server import Restartable, ServerFactory
+from tests.support.server import TEST_SETTINGS, Harness, Restartable, ServerFactory
+from tests.support.tables import live_of
 
 MINUTE = 60_000
 
@@ -147,6 +154,100 @@ async def test_a_duration_under_a_millisecond_is_one_not_never(
     await housekeeping.drain()
     code, _, _ = await refusal(h.stub.GetGame(pb.GetGameRequest(game_id=created.game.game_id)))
     assert code == "NOT_FOUND"
+
+
+async def act_once(h: Harness, game_id: str, tokens: list[str]) -> None:
+    """The seat awaited reveals (a person acted)."""
+    seat = (await view_of(h, game_id)).awaiting_seats[0]
+    await h.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),
+                              metadata=auth(tokens[seat]))
+
+
+async def test_a_table_rebuilt_after_an_outage_starts_its_idle_period_again(
+        make_server: ServerFactory, tmp_path: Path) -> None:
+    """A sweep during an outage no longer holds the table (it is UNAVAILABLE) and forgets when a
+    person last acted; rebuilt, the table's idle period starts again then, never from its
+    creation (it was ended as abandoned two minutes after a person acted)."""
+    clock = ManualClock()
+    h = await make_server(clock=clock, store=SqliteStore(tmp_path, synchronous="OFF"),
+                          store_retry_ms=600_000, abandon_after_s=1800)
+    game_id, tokens = await war_for_two(h, target=500)
+    clock.advance(20 * MINUTE)
+    await act_once(h, game_id, tokens)
+    host, housekeeping = h.host, h.running.api.housekeeping
+    assert housekeeping is not None
+    host.healing.store_failed(live_of(host)[game_id], StoreUnavailable("outage"))
+    clock.advance(MINUTE + 1)  # a sweep during the outage
+    assert game_id not in housekeeping.last_person_ms
+    host.healing.stop()
+    await host.healing._rebuild(game_id)  # the store commits again, at 21 minutes
+    clock.advance(24 * MINUTE)  # 45 minutes from the creation, 24 from the rebuild
+    await housekeeping.drain()
+    assert (await view_of(h, game_id)).status == pb.GAME_STATUS_IN_PROGRESS
+    clock.advance(7 * MINUTE)  # 31 from the rebuild
+    await housekeeping.drain()
+    assert (await view_of(h, game_id)).status == pb.GAME_STATUS_ABANDONED
+
+
+async def test_a_table_adopted_from_another_node_starts_its_idle_period_again(
+        tmp_path: Path) -> None:
+    """Two hosts on one store, as two nodes on one database: a table its persons played on B
+    until B died is not ended by A's next sweep after A adopts it; A counts its idle period
+    from the adoption."""
+    clock = ManualClock()
+    settings = replace(TEST_SETTINGS, abandon_after_s=1800, unjoined_ttl_s=0)
+    store = SqliteStore(tmp_path, synchronous="OFF")
+    a, b = GameHost(settings, clock, store), GameHost(settings, clock, store)
+    on_a = Housekeeping(a)
+    on_a.start()  # A is up from the start, holding nothing of it
+    session = await b.create(kind="war", seats=2, seed=1, turn_time_ms=0, bots=[None, None],
+                             options=replace(WAR.default_options(), target_points=500),
+                             stacked_deck=None, stacked_first=None)
+    game_id = session.game_id
+    for seat in (0, 1):
+        await b.join(game_id, seat, f"p{seat}")
+    for minute in range(0, 41, 10):  # its persons play on B for 40 minutes
+        clock.advance(10 * MINUTE if minute else 0)
+        session = b.get(game_id)
+        seat = next(iter(WAR.to_act(session.table.state)))
+        await b.actor.submit(session, seat, tbl.Act(seat, Reveal()), f"r{minute}", None)
+    b.tables.stop()  # B dies; A takes the table over
+    clock.advance(MINUTE // 2)
+    assert not (await a.adopt(game_id, 2)).table.abandoned
+    clock.advance(MINUTE)  # A's next sweep
+    await on_a.drain()
+    assert not a.get(game_id).table.abandoned
+    clock.advance(30 * MINUTE)
+    await on_a.drain()
+    assert (await a.find(game_id)).table.abandoned  # idle its time since the adoption
+    on_a.stop()
+    await a.close()
+    store.close()
+
+
+async def test_a_commit_landing_as_the_host_closes_arms_no_timer(tmp_path: Path) -> None:
+    """``GameHost.close`` cancels the timers, then waits for the writes in flight: a bot's
+    move committed then armed its table's turn timer again, which fired on the closed host."""
+    clock = ManualClock()
+    store = SqliteStore(tmp_path, synchronous="OFF")
+    host = GameHost(TEST_SETTINGS, clock, store)
+    session = await host.create(kind="war", seats=2, seed=3, turn_time_ms=3000,
+                                bots=[None, "basic"], options=WAR.default_options(),
+                                stacked_deck=None, stacked_first=None)
+    await host.join(session.game_id, 0, "p0")
+    session = host.get(session.game_id)
+    while 0 not in WAR.to_act(session.table.state):  # the bot's moves first, if it leads
+        clock.advance(0)
+        await host.actor.settle()
+    await host.actor.submit(session, 0, tbl.Act(0, Reveal()), "r1", None)
+    clock.advance(0)  # the bot answers: its write is in flight
+    await host.close()
+    await host.actor.settle()
+    assert clock.pending() == 0
+    version = session.table.version
+    clock.advance(10_000)
+    await host.actor.settle()
+    assert session.table.version == version
 
 
 async def test_zero_turns_housekeeping_off(make_server: ServerFactory) -> None:

@@ -63,7 +63,7 @@ class GameHost:
         """What ListGames lists (the tables in memory and at rest), indexed (lobby.py)."""
         self.tables = Tables(self.lobby, self.tokens, self.store,
                              arm=lambda session: self.actor.after_change(session),
-                             restored=lambda session: self.clerk.restored(session))
+                             restored=self._restored)
         """The one map of the tables held here and their states (``tables.session``: a live
         one, one dict get); the only place one changes (lifecycle.py)."""
         self.stopping = False
@@ -74,6 +74,10 @@ class GameHost:
         """Told the game id when the store says another writer appended first."""
         self.stop_listeners: list[Callable[[], None]] = []
         """Told once the open event streams were ended at a stop (``end_streams``)."""
+        self.restored_listeners: list[Callable[[Session], None]] = []
+        """Told each table read back from the store into memory: recovered at start, woken
+        from rest, rebuilt after a failed write, adopted from another node (housekeeping: its
+        idle periods start again there)."""
         self.confirm_owner: Callable[[str, int], Awaitable[bool]] = _always_owner
         """Whether this server still owns a table at a fencing epoch, asked before a table
         it let go of (a failed write: ``healing``; at rest: ``shelf``) is served again: a
@@ -289,8 +293,15 @@ class GameHost:
         for listener in list(self.stop_listeners):
             listener()
 
+    def _restored(self, session: Session) -> None:
+        """A table read back from the store (``Tables``' ``load`` effect)."""
+        self.clerk.restored(session)
+        for listener in self.restored_listeners:
+            listener(session)
+
     async def close(self) -> None:
         self.stopping = True
+        self.actor.autoplay.stopped = True  # a commit that lands below arms no timer again
         self.tables.stop()
         self.healing.stop()
         for session in self.tables.sessions():

@@ -13,10 +13,13 @@ over where no person acted (joined, played, reclaimed a seat, started the next g
 ``abandon_after_s`` is ended with the ``Abandon`` input: journaled like any other input, so
 the abandonment survives a restart and replays identically (the engine gets the time as an
 input; it never reads a clock). The time of a person's last action is kept in memory: after a
-restart every table's periods (both) start again from the start-up time, so a table is never
+restart every table's periods (both) start again from the start-up time, and a table read back
+into memory otherwise (woken from rest, rebuilt after a failed write, adopted from another
+node: ``GameHost.restored_listeners``) starts its idle period again then, so a table is never
 dropped or ended sooner than the option says, whatever the wall clock did while the server was
-down. Within a process the clock is monotonic (``clock.SystemClock``): a step of the wall clock
-changes nothing.
+down and whatever this server could not see (an outage, another node's players). Within a
+process the clock is monotonic (``clock.SystemClock``): a step of the wall clock changes
+nothing.
 
 Each sweep also has the results ledger drop the records their backend has not acknowledged
 within ``results_max_age_s`` (``ResultsClerk.keep_ages``). That age is the other kind: the
@@ -57,6 +60,8 @@ class Housekeeping:
         self.results_max_age_ms = whole_ms(settings.results_max_age_s)
         self.started_ms = host.clock.now_ms()
         self.last_person_ms: dict[str, int] = {}
+        """By table: when a person last acted there, or when the table was last read back
+        into memory (``restored``), whichever is later."""
         self._now_ms = host.clock.now_ms
         """The clock's reading, bound once (``touched``: every action)."""
         self._timer: TimerHandle | None = None
@@ -65,6 +70,7 @@ class Housekeeping:
         self._aging: asyncio.Task[None] | None = None
         self.expired = 0
         self.abandoned = 0
+        host.restored_listeners.append(self.restored)
 
     @property
     def period_ms(self) -> int:
@@ -86,6 +92,12 @@ class Housekeeping:
     def touched(self, session: Session) -> None:
         """A person acted at this table (a join or an accepted action)."""
         self.last_person_ms[session.game_id] = self._now_ms()
+
+    def restored(self, session: Session) -> None:
+        """A table read back into memory: its idle period starts again now (when a person
+        last acted there, on another node or before an outage, is not known here)."""
+        game_id = session.game_id
+        self.last_person_ms[game_id] = max(self.last_person_ms.get(game_id, 0), self._now_ms())
 
     def _arm(self) -> None:
         self._timer = self.host.clock.call_at(self.host.clock.now_ms() + self.period_ms,
@@ -115,7 +127,8 @@ class Housekeeping:
                     and not any(s.claimed and s.bot is None for s in table.seats):
                 # nobody joined: the unjoined rule's table, never abandoned (even with an
                 # --abandon-after shorter than --unjoined-ttl)
-                if now - max(session.created_ms, self.started_ms) >= self.unjoined_ms:
+                if now - max(session.created_ms, self.started_ms,
+                             self.last_person_ms.get(game_id, 0)) >= self.unjoined_ms:
                     log.info("game_expired", game=game_id, reason="nobody joined")
                     self.host.tables.drop(game_id)
                     self.expired += 1
