@@ -222,9 +222,14 @@ class GameApi:
         session = await self.host.create(**arguments, ownership=owned)
         tokens = []
         for seat in session.ownership.reserved_seats():  # claimed now (again, on a retry)
-            _, _, token = await self.host.join(session.game_id, seat,
-                                               session.ownership.names[seat],
-                                               f"{ownership.RESERVED_REQUEST}{seat}", scope)
+            generation = session.generations.get(seat, 0)
+            if generation:  # a retry, the seat replaced since: its holder's now (ReplaceSeat's)
+                token = ownership.seat_token(self.host.tokens.key, session.game_id, seat,
+                                             generation)
+            else:
+                _, _, token = await self.host.join(session.game_id, seat,
+                                                   session.ownership.names[seat],
+                                                   f"{ownership.RESERVED_REQUEST}{seat}", scope)
             tokens.append(pb.SeatToken(seat=seat, seat_token=token,
                                        player_id=session.ownership.player_ids[seat]))
         return pb.CreateGameResponse(game=self.backend_view(session, caller), seat_tokens=tokens)

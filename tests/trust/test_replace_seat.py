@@ -299,3 +299,46 @@ async def test_the_new_holder_sees_its_seat_s_hand_only(tmp_path: Path,
     assert seen.seat == 1 and list(seen.hand) == hands[1]
     assert not {c.SerializeToString() for c in seen.hand} & {
         c.SerializeToString() for c in hands[0]}
+
+
+async def test_a_join_retried_after_its_seat_was_replaced_is_refused_not_shown_the_seat(
+        tmp_path: Path, start_secured: StartSecured) -> None:
+    """A JoinGame's retry (the same request id) answered the seat it claimed, with its token
+    and view: once the backend replaced that seat, the view was the new holder's hand. It is
+    refused TOKEN_REVOKED, as the former token is, across a restart too."""
+    files = door(tmp_path)
+    data = tmp_path / "data"
+    data.mkdir()
+    first = await start_secured(files, store="sqlite", data_dir=data)
+    created = await first.stub.CreateGame(war_request(visibility=pb.VISIBILITY_PUBLIC),
+                                          metadata=backend(KEY_A))
+    game_id = created.game.game_id
+    join = pb.JoinGameRequest(game_id=game_id, display_name="Al", request_id="join-al")
+    joined = await first.stub.JoinGame(join)  # the first free seat
+    assert joined.seat == 0
+    assert (await first.stub.JoinGame(join)).seat_token == joined.seat_token  # a retry
+    await first.stub.ReplaceSeat(replace_seat(game_id, 0, "u-9", "Bea"),
+                                 metadata=backend(KEY_A))
+    assert await refused_saying(first.stub.JoinGame(join)) == (*REVOKED, SAYS_SEAT)
+    await first.channel.close()
+    await first.running.stop(0)
+    second = await start_secured(files, store="sqlite", data_dir=data)  # from the journal
+    assert await refused_saying(second.stub.JoinGame(join)) == (*REVOKED, SAYS_SEAT)
+
+
+async def test_a_create_retried_after_a_replace_hands_out_the_seats_current_tokens(
+        tmp_path: Path, start_secured: StartSecured) -> None:
+    """The retry of a CreateGame answers each reserved seat's token: the new holder's for a
+    seat replaced since (ReplaceSeat's), never the revoked one under the new player's id."""
+    secured = await start_secured(door(tmp_path))
+    stub = secured.stub
+    create = reserved_request(request_id="create-1")
+    created = await stub.CreateGame(create, metadata=backend(KEY_A))
+    game_id = created.game.game_id
+    replaced = await stub.ReplaceSeat(replace_seat(game_id, 0, "u-99", "Linus"),
+                                      metadata=backend(KEY_A))
+    again = await stub.CreateGame(create, metadata=backend(KEY_A))
+    assert again.game.game_id == game_id
+    assert list(again.seat_tokens) == [replaced.seat_token, created.seat_tokens[1]]
+    view = await get(stub, game_id, again.seat_tokens[0].seat_token)
+    assert view.your_seat == 0

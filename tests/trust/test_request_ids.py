@@ -23,7 +23,7 @@ from tapis_service.process.server import RunningServer, create_server
 from tapis_service.stores.sqlite_store import SqliteStore
 from tapis_service.tables.host import GameHost
 from tapis_service.tables.ownership import Ownership
-from tapis_service.tables.session import Session
+from tapis_service.tables.session import HANDED_OVER, Session
 from tests.support.calls import auth
 from tests.support.process import free_port
 from tests.support.server import TEST_SETTINGS
@@ -229,8 +229,9 @@ async def test_a_replaced_seat_s_new_holder_gets_none_of_the_former_holder_s_ans
     restarted = GameHost(TEST_SETTINGS, clock, SqliteStore(tmp_path, synchronous="OFF"))
     await restarted.recover()
     assert live_of(restarted)[game_id].remembered(me, "act-1") is None
-    assert live_of(restarted)[game_id].join_requests == {
-        ("backend-a", "\0reserved:0"): 0, ("backend-a", "\0reserved:1"): 1}
+    assert live_of(restarted)[game_id].join_requests == {  # the replaced seat's retry: refused
+        ("backend-a", f"\0reserved:{seat}"): HANDED_OVER if seat == me else seat
+        for seat in (0, 1)}
     await restarted.close()
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.observe.errors import ServiceError, failed_precondition, invalid_argument
 from tapis_service.tables.ownership import seat_token
-from tapis_service.tables.session import Session
+from tapis_service.tables.session import HANDED_OVER, Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,5 +87,8 @@ def hand_over(session: Session, replaced: Replacement, request_id: str) -> None:
                                                   len(session.table.seats))
     session.generations[seat] = replaced.generation
     session.request_ids.pop(seat, None)  # the former holder's answers are not the new one's
+    joins = session.join_requests  # nor its joins: a retry must not get the seat's view
+    for key in [key for key, held in joins.items() if held == seat]:
+        joins[key] = HANDED_OVER
     if request_id:
         session.replace_requests[request_id] = replaced

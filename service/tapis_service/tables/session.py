@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from tapis_service.door.api_keys import Backend
     from tapis_service.tables.replacing import Replacement
 
+HANDED_OVER: Final = -1
+"""In ``Session.join_requests``: the seat this join claimed was since replaced by its
+backend."""
 _AWAITED: Final[dict[frozenset[int], tuple[int, ...]]] = {}
 """``to_act`` sets -> the awaited seats in order (shared tuples: few distinct sets)."""
 
@@ -274,7 +277,9 @@ class Session:
     published, so no stream ever sees an event that a crash could take back."""
     join_requests: dict[tuple[str, str], int] = field(default_factory=dict)
     """(scope, JoinGame request id) -> the seat it claimed (retries from the same scope,
-    ``ownership.scope_of``, get the same seat and token; another scope's is another join)."""
+    ``ownership.scope_of``, get the same seat and token; another scope's is another join), or
+    ``HANDED_OVER`` once its backend replaced that seat (a retry is refused TOKEN_REVOKED: the
+    seat, its token and its hand are another holder's now)."""
     generations: dict[int, int] = field(default_factory=dict)
     """Seat -> its holder's generation: how many times its backend replaced it (0: never)."""
     replace_requests: dict[str, Replacement] = field(default_factory=dict)

@@ -37,8 +37,15 @@ from tapis_service.tables.autoplay import Autoplay
 from tapis_service.tables.healing import store_refusal
 from tapis_service.tables.ownership import spectator_token
 from tapis_service.tables.replacing import Replacement, hand_over, replacement
-from tapis_service.tables.session import Applied, PendingRequest, RequestKind, Session
+from tapis_service.tables.session import (
+    HANDED_OVER,
+    Applied,
+    PendingRequest,
+    RequestKind,
+    Session,
+)
 from tapis_service.tables.shielding import Shield, retrieve
+from tapis_service.tables.streams import revoked
 from tapis_service.tables.table_writes import NO_ENTRY, TableWrites
 from tapis_service.tables.tokens import token_hash
 
@@ -195,6 +202,8 @@ class TableActor(TableWrites):
             if earlier is not None:
                 return await earlier
             known = session.join_requests.get((scope, request_id))
+            if known == HANDED_OVER:  # its seat is another holder's now
+                raise revoked()
             if known is not None:
                 return session, known, tokens.issue(session.game_id, known, request_id)
         if seat is None:
