@@ -4,6 +4,7 @@ tunnel's frame, where the owner's span is its child."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 
 from tapis.v1 import game_service_pb2 as pb
+from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_service.cluster import frames
 from tapis_service.door.caller import Caller
 from tapis_service.door.rpcs import BY_NAME
@@ -27,6 +29,7 @@ from tapis_service.observe import tracing
 from tapis_service.observe.clock import ManualClock
 from tests.support.calls import auth, person_seats
 from tests.support.server import ServerFactory
+from tests.support.websocket import Client
 
 EXPORTER = InMemorySpanExporter()
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -112,3 +115,34 @@ def test_the_flag_without_the_extra_refuses_to_start(monkeypatch: pytest.MonkeyP
     with pytest.raises(tracing.TracingUnavailable, match=r"pip install 'tapis\[otel\]'") as no:
         tracing.interceptors(True)
     assert isinstance(no.value, KNOWN_REFUSALS) and not tracing.ENABLED
+
+
+async def test_a_websocket_request_gets_a_server_span_named_as_grpcs(
+        make_server: ServerFactory, spans: InMemorySpanExporter) -> None:
+    """The socket's calls are traced as gRPC's are: one server span per request and per
+    stream, named by the method, ``rpc.system`` ``websocket``; a refusal is an error."""
+    h = await make_server(clock=ManualClock(), otel=True, ws_port=0)
+    client = await Client.open(f"ws://127.0.0.1:{h.running.ws_port}/ws")
+    created = await client.call(create_game=pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, seed=3, seat_configs=person_seats(2)))
+    game_id = created.create_game.game.game_id
+    follow = client.send(ws_pb.ClientFrame(stream_events=pb.StreamEventsRequest(
+        game_id=game_id)))
+    missing = await client.call(get_game=pb.GetGameRequest(game_id="0" * 16))
+    assert missing.WhichOneof("response") == "refusal"
+    stopped = await client.call(stop_events=ws_pb.StopEvents(stream_id=follow))
+    assert stopped.WhichOneof("response") == "events_stopped"
+    for _ in range(1000):  # the stream's task ends a step or two after its answer
+        if named(spans, "/tapis.v1.GameService/StreamEvents"):
+            break
+        await asyncio.sleep(0)
+    client.close()
+    [create] = named(spans, "/tapis.v1.GameService/CreateGame")
+    assert create.kind == trace.SpanKind.SERVER and create.status.is_ok
+    assert dict(create.attributes or {}) == {"rpc.system": "websocket",
+                                             "rpc.service": "tapis.v1.GameService",
+                                             "rpc.method": "CreateGame"}
+    [get] = named(spans, "/tapis.v1.GameService/GetGame")
+    assert get.status.status_code == trace.StatusCode.ERROR  # GAME_NOT_FOUND
+    [stream] = named(spans, "/tapis.v1.GameService/StreamEvents")
+    assert stream.kind == trace.SpanKind.SERVER

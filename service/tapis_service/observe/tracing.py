@@ -3,7 +3,8 @@
 
 With it on, every ``tapis.v1.GameService`` call gets a server span
 (``opentelemetry-instrumentation-grpc``'s aio interceptor, which continues a client's W3C
-``traceparent``), and a call a cluster node relays to the table's owner carries the span's
+``traceparent``; a call a WebSocket frame carries gets one named alike, ``socket_call``), and
+a call a cluster node relays to the table's owner carries the span's
 context in its tunnel frame (``Caller.traceparent``): the owner serves it inside a child span,
 so one trace crosses the tunnel. The exporter follows the standard variables:
 ``OTEL_TRACES_EXPORTER`` (``otlp``, the default, over gRPC with ``OTEL_EXPORTER_OTLP_*``;
@@ -82,6 +83,21 @@ def traceparent() -> str | None:
     carrier: dict[str, str] = {}
     propagate.inject(carrier)
     return carrier.get("traceparent")
+
+
+@contextlib.contextmanager
+def socket_call(path: str) -> Iterator[Any]:
+    """The server span of a call a WebSocket frame carries: named as gRPC's span of the same
+    method (``path``, ``/tapis.v1.GameService/SubmitAction``), ``rpc.system`` ``websocket``;
+    the root of a trace (a frame carries no trace context). A refusal raised through it marks
+    it an error. Call it only when ``ENABLED``."""
+    from opentelemetry import trace
+
+    _, service, method = path.split("/")
+    tracer = trace.get_tracer("tapis_service.observe.tracing")
+    with tracer.start_as_current_span(path, kind=trace.SpanKind.SERVER, attributes={
+            "rpc.system": "websocket", "rpc.service": service, "rpc.method": method}) as span:
+        yield span
 
 
 @contextlib.contextmanager

@@ -45,6 +45,7 @@ from tapis_service.door.door import Door, Meter, Transport, refused, socket_call
 from tapis_service.door.limits import MAX_METADATA_BYTES, too_long
 from tapis_service.door.rpcs import Route, Routing, Rpc, local_routes
 from tapis_service.game_api import account
+from tapis_service.observe import tracing
 from tapis_service.observe.errors import ServiceError
 from tapis_service.ws import frames
 from tapis_service.ws.frames import Format
@@ -58,6 +59,8 @@ WEBSOCKET: Final = "WebSocket"
 read, a limit of the socket); the GameApi names the RPC of the others."""
 CLOSE_TOO_BIG: Final = 1009
 """The WebSocket close code for a message over the size limit (RFC 6455)."""
+_NO_SPAN: Final = contextlib.nullcontext()
+"""A stream's span when tracing is off (``tracing.socket_call`` when on)."""
 MAX_CALLERS: Final = 16
 """The callers a socket keeps (one per seat token and API key it sends); beyond, it forgets
 them all and starts again (a socket trying token after token gains nothing from them)."""
@@ -307,6 +310,12 @@ class Connection:
         self._last = (*credentials, caller)
         return caller
 
+    def _traced(self, frame: frames.Frame) -> Caller:
+        """The frame's caller, with the current span's trace context when tracing is on (a
+        call relayed to another node continues the trace there)."""
+        caller = self._caller(frame)
+        return caller._replace(traceparent=tracing.traceparent()) if tracing.ENABLED else caller
+
     def _request(self, frame: frames.Frame, call: SocketCall) -> Any:
         return frame.wire if call.raw else frame.request
 
@@ -327,8 +336,13 @@ class Connection:
                 raise refused(stopping.stopping())
             door.enter()
             try:
-                response: Message | bytes = await call.serve(
-                    frame.wire if call.raw else request, self._caller(frame))
+                if tracing.ENABLED:  # a span as gRPC's, its context carried on (a relay)
+                    with tracing.socket_call(call.rpc.path):
+                        response: Message | bytes = await call.serve(
+                            frame.wire if call.raw else request, self._traced(frame))
+                else:
+                    response = await call.serve(frame.wire if call.raw else request,
+                                                self._caller(frame))
             finally:
                 door.in_flight -= 1  # door.leave, inlined: every request
             self._answer(frame_id, call.answer_field, response, fmt)
@@ -364,22 +378,23 @@ class Connection:
         sent = meter.sent
         code = "OK"
         try:
-            end = functools.partial(self._end_stream, frame_id, fmt=fmt)
-            request, caller = self._request(frame, call), self._caller(frame)
-            batches = call.serve(request, caller, end) if call.raw or self.plain else \
-                call.serve(request, caller, end, _StreamWriter(self, frame_id, call, fmt))
-            failure: BaseException | None = None
-            try:
-                async for batch in batches:
-                    if not self.can_write:
-                        await self.writable.wait()
-                    self._answer(frame_id, call.answer_field, batch, fmt)
-                    sent[0] += 1
-            except BaseException as error:  # raised again once the stream is closed
-                failure = error
-            await _close(batches)
-            if failure is not None:
-                raise failure
+            with tracing.socket_call(call.rpc.path) if tracing.ENABLED else _NO_SPAN:
+                end = functools.partial(self._end_stream, frame_id, fmt=fmt)
+                request, caller = self._request(frame, call), self._traced(frame)
+                batches = call.serve(request, caller, end) if call.raw or self.plain else \
+                    call.serve(request, caller, end, _StreamWriter(self, frame_id, call, fmt))
+                failure: BaseException | None = None
+                try:
+                    async for batch in batches:
+                        if not self.can_write:
+                            await self.writable.wait()
+                        self._answer(frame_id, call.answer_field, batch, fmt)
+                        sent[0] += 1
+                except BaseException as error:  # raised again once the stream is closed
+                    failure = error
+                await _close(batches)
+                if failure is not None:
+                    raise failure
             self._send(frames.answer(frame_id, frames.RESPONSE_FIELD[frames.STOP],
                                      ws_pb.EventsStopped()), fmt)
         except (ServiceError, RuleError) as error:
