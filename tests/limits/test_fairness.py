@@ -14,8 +14,8 @@ from tapis_engine.protocol import GameSetup
 from tapis_engine.war import RULES as WAR
 from tapis_service.codec.adapters.cards import card_to_proto
 from tapis_service.observe.clock import ManualClock
-from tests.support.calls import STREAM_DEADLINE_S, view_of
-from tests.support.server import Harness, Restartable
+from tests.support.calls import STREAM_DEADLINE_S, view_of, war_for_two
+from tests.support.server import Harness, Restartable, ServerFactory
 
 BOTS = [pb.SeatConfig(type=pb.SEAT_TYPE_BOT), pb.SeatConfig(type=pb.SEAT_TYPE_BOT)]
 
@@ -58,6 +58,23 @@ async def test_a_finished_games_seed_and_salt_hash_to_the_commitment_shown_at_it
     assert (summary.seed, summary.seed_salt, summary.seed_commitment) == (
         revealed.seed, revealed.seed_salt, committed)
     assert not sha256_check(revealed.seed + 1, revealed.seed_salt, committed)
+
+
+async def test_an_abandoned_game_reveals_its_seed_as_a_finished_one_does(
+        make_server: ServerFactory) -> None:
+    """docs/rulings.md: an abandoned game is over; its seed and salt are revealed, so the
+    players can check the deal of the game idleness (or the backend) ended."""
+    clock = ManualClock()
+    h = await make_server(clock=clock, abandon_after_s=60)
+    game_id, _ = await war_for_two(h)
+    committed = (await view_of(h, game_id)).fairness
+    assert (committed.seed, committed.seed_salt) == (0, "")
+    clock.advance(2 * 60_000)
+    await h.running.api.housekeeping.drain()  # type: ignore[union-attr]
+    end = await view_of(h, game_id)
+    assert end.status == pb.GAME_STATUS_ABANDONED
+    assert end.fairness.seed_commitment == committed.seed_commitment
+    assert sha256_check(end.fairness.seed, end.fairness.seed_salt, committed.seed_commitment)
 
 
 async def test_each_table_has_its_own_secret_salt(server: Harness) -> None:
