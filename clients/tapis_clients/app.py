@@ -189,6 +189,9 @@ class TableApp(App[int]):
         self.table = Table.of(view)
         self.actions: list[pb.Action] = []
         self.drawn_version = -1
+        self.move_failed = False
+        """The move sent (which spent the menu) failed: the menu comes back on the next
+        refresh, whether the table moved or not."""
         self.menu_at = 0.0
         self.typed = ""
         self.status = ""
@@ -386,7 +389,8 @@ class TableApp(App[int]):
             table = Table.of(view)
             table.timers = self.table.timers
             self.table = table
-            if view.version != self.drawn_version:
+            if view.version != self.drawn_version or self.move_failed:
+                self.move_failed = False
                 self.actions = list(view.legal_actions) if self.seat is not None else []
                 self.typed = ""
                 self.drawn_version = view.version
@@ -489,7 +493,8 @@ class TableApp(App[int]):
         self.run_worker(self._submit(picked))
 
     async def _submit(self, action: pb.Action) -> None:
-        """Play a move; a refusal is said in a sentence on the status line."""
+        """Play a move; a refusal is said in a sentence on the status line, and the menu
+        comes back (the table may not have moved: nothing else would draw it again)."""
         request = pb.SubmitActionRequest(game_id=self.game_id, action=action,
                                          request_id=uuid.uuid4().hex)
         if not self.game.realtime(action):
@@ -501,6 +506,7 @@ class TableApp(App[int]):
             reason = error_reason(error)
             said = self.memory.refusal(reason, self.table) or refusals.explain(error)
             self.status = ("[yellow]" if reason == "STALE_VERSION" else "[red]") + said + "[/]"
+            self.move_failed = True
         self.changed.set()
 
 

@@ -1,0 +1,108 @@
+"""A move sent from the table screen (TableApp, driven by Textual's pilot at 80x24) to a
+scripted server: refused, the menu comes back."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+from textual.pilot import Pilot
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis.v1 import war_pb2
+from tapis_clients.app import TableApp
+from tapis_clients.connection import Connection
+from tests.support.calls import REVEAL
+from tests.support.calls import refusal_error as refusal
+
+Answer = pb.SubmitActionResponse | grpc.aio.AioRpcError
+
+
+def war_view(version: int) -> pb.GameView:
+    """Seat 0's view of a War table for two where seat 0 is to reveal."""
+    return pb.GameView(
+        game_id="g", kind=pb.GAME_KIND_WAR, status=pb.GAME_STATUS_IN_PROGRESS, your_seat=0,
+        version=version, awaiting_seats=[0], legal_actions=[REVEAL],
+        seats=[pb.Seat(seat=seat, type=pb.SEAT_TYPE_PERSON, taken=True, display_name=name)
+               for seat, name in ((0, "ana"), (1, "bo"))],
+        war=war_pb2.WarView(deck_sizes=[26, 26], points=[0, 0], target_points=50, to_move=0))
+
+
+class Silence:
+    """An event stream that never says anything."""
+
+    def __aiter__(self) -> Silence:
+        return self
+
+    async def __anext__(self) -> pb.StreamEventsResponse:
+        await asyncio.get_running_loop().create_future()
+        raise StopAsyncIteration
+
+
+class ScriptedServer:
+    """The stub a screen's connection calls: GetGame answers ``view``; SubmitAction answers
+    each request with the next of ``answers`` (an error is raised) and keeps the requests."""
+
+    def __init__(self, view: pb.GameView, answers: list[Answer]) -> None:
+        self.view = view
+        self.answers = answers
+        self.sent: list[pb.SubmitActionRequest] = []
+
+    async def GetGame(self, request: pb.GetGameRequest, **_: Any) -> pb.GetGameResponse:
+        return pb.GetGameResponse(game=self.view)
+
+    async def SubmitAction(self, request: pb.SubmitActionRequest,
+                           **_: Any) -> pb.SubmitActionResponse:
+        self.sent.append(request)
+        answer = self.answers.pop(0)
+        if isinstance(answer, grpc.aio.AioRpcError):
+            raise answer
+        return answer
+
+    def StreamEvents(self, request: pb.StreamEventsRequest, **_: Any) -> Silence:
+        return Silence()
+
+
+@contextlib.asynccontextmanager
+async def scripted(server: ScriptedServer) -> AsyncIterator[Connection]:
+    conn = Connection("127.0.0.1:1")
+    conn.stub = server  # type: ignore[assignment]
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+async def until(pilot: Pilot[int], done: Callable[[], bool]) -> None:
+    """Let the app run until ``done()`` (a bounded number of idle turns)."""
+    for _turn in range(200):
+        if done():
+            return
+        await pilot.pause()
+    raise AssertionError("the screen never got there")
+
+
+def keys_row(app: TableApp) -> str:
+    return str(app.query_one("#keys").render())
+
+
+async def test_a_refused_move_on_a_table_that_did_not_move_brings_the_menu_back() -> None:
+    """The menu is spent by the move sent (one move per table version); refused, and the
+    table still at the version it was drawn on, it comes back: Enter plays again."""
+    server = ScriptedServer(war_view(2), [
+        refusal(grpc.StatusCode.FAILED_PRECONDITION, "NOT_ALLOWED_NOW"),
+        pb.SubmitActionResponse()])
+    async with scripted(server) as conn:
+        app = TableApp(conn, server.view, 0, "token")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: bool(app.actions))
+            await pilot.press("enter")
+            await until(pilot, lambda: bool(app.status) and bool(app.actions))
+            assert "that move is not allowed now" in app.status
+            assert "keys or numbers play" in keys_row(app), keys_row(app)
+            await pilot.press("enter")
+            await until(pilot, lambda: len(server.sent) == 2)
+        assert [sent.action for sent in server.sent] == [REVEAL, REVEAL]
