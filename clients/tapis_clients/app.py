@@ -441,7 +441,7 @@ class TableApp(App[int]):
         self.modal_open = False
         start = [a for a in self.actions if a.WhichOneof("action") == "start_next_game"]
         if result and start:
-            self.run_worker(self._submit(start[0]))
+            self.run_worker(self._submit(start[0], self.drawn_version))
         self._windows()
 
     # --- keys -----------------------------------------------------------------------------
@@ -490,15 +490,17 @@ class TableApp(App[int]):
         self.typed = ""
         if not self.game.realtime(picked):
             self.actions = []  # one move per table version
-        self.run_worker(self._submit(picked))
+        self.run_worker(self._submit(picked, self.drawn_version))
 
-    async def _submit(self, action: pb.Action) -> None:
+    async def _submit(self, action: pb.Action, chosen_on: int) -> None:
         """Play a move; a refusal is said in a sentence on the status line, and the menu
-        comes back (the table may not have moved: nothing else would draw it again)."""
+        comes back (the table may not have moved: nothing else would draw it again).
+        ``chosen_on``: the version of the menu it was chosen from (the screen may have read a
+        later one since), which the move expects unless it is a real-time one (a slap)."""
         request = pb.SubmitActionRequest(game_id=self.game_id, action=action,
                                          request_id=uuid.uuid4().hex)
         if not self.game.realtime(action):
-            request.expected_version = self.view.version
+            request.expected_version = chosen_on
         try:
             await self.conn.call(self.conn.stub.SubmitAction, request, self.token or "")
             self.status = ""

@@ -1,5 +1,5 @@
 """A move sent from the table screen (TableApp, driven by Textual's pilot at 80x24) to a
-scripted server: refused, the menu comes back."""
+scripted server: refused, the menu comes back; it carries the version it was chosen on."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
+from textual import events
 from textual.pilot import Pilot
 
 from tapis.v1 import game_service_pb2 as pb
@@ -106,3 +107,20 @@ async def test_a_refused_move_on_a_table_that_did_not_move_brings_the_menu_back(
             await pilot.press("enter")
             await until(pilot, lambda: len(server.sent) == 2)
         assert [sent.action for sent in server.sent] == [REVEAL, REVEAL]
+
+
+async def test_a_move_carries_the_version_its_menu_was_drawn_on() -> None:
+    """The screen read the table again (version 3) between the key that chose a move on
+    version 2's menu and the move's sending: the move says version 2, so that the server
+    refuses it (STALE_VERSION) instead of applying it to a table its player has not seen."""
+    server = ScriptedServer(war_view(2), [pb.SubmitActionResponse()])
+    async with scripted(server) as conn:
+        app = TableApp(conn, server.view, 0, "token")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: bool(app.actions))
+            server.view = war_view(3)
+            app.changed.set()  # the refresh reads version 3 first...
+            app.on_key(events.Key("enter", "\r"))  # ...then the move chosen on 2 is sent
+            await until(pilot, lambda: bool(server.sent))
+            assert app.view.version == 3
+        assert server.sent[0].expected_version == 2
