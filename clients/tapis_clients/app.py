@@ -323,9 +323,14 @@ class TableApp(App[int]):
                                      pb.GetGameRequest(game_id=self.game_id), self.token)).game
 
     def _lost(self, error: grpc.RpcError) -> None:
-        self.status = "[yellow]" + _("connection lost: reconnecting…") + "[/]"
+        self.status = self._reconnecting()
         with contextlib.suppress(Exception):
             self.query_one("#status", Static).update(Text.from_markup(self.status))
+
+    @staticmethod
+    def _reconnecting() -> str:
+        """The status line while a call is retried (a refresh that got through clears it)."""
+        return "[yellow]" + _("connection lost: reconnecting…") + "[/]"
 
     async def _follow(self) -> None:
         """Every event of the table from its first (the log, the reasons games ended)."""
@@ -383,7 +388,7 @@ class TableApp(App[int]):
             except grpc.aio.AioRpcError as error:
                 self._leave(error)
                 return
-            if self.status.startswith("[yellow]"):
+            if self.status == self._reconnecting():
                 self.status = ""
             self.view = view
             table = Table.of(view)

@@ -1,5 +1,6 @@
 """A move sent from the table screen (TableApp, driven by Textual's pilot at 80x24) to a
-scripted server: refused, the menu comes back; it carries the version it was chosen on."""
+scripted server: refused, the menu comes back and the refusal stays said; it carries the
+version it was chosen on."""
 
 from __future__ import annotations
 
@@ -107,6 +108,20 @@ async def test_a_refused_move_on_a_table_that_did_not_move_brings_the_menu_back(
             await pilot.press("enter")
             await until(pilot, lambda: len(server.sent) == 2)
         assert [sent.action for sent in server.sent] == [REVEAL, REVEAL]
+
+
+async def test_a_move_the_table_moved_past_is_said_after_the_table_is_read_again() -> None:
+    """STALE_VERSION is said in yellow (look again); the refresh that follows it clears only
+    the "reconnecting" line, not this one."""
+    server = ScriptedServer(war_view(2), [refusal(grpc.StatusCode.ABORTED, "STALE_VERSION")])
+    async with scripted(server) as conn:
+        app = TableApp(conn, server.view, 0, "token")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: bool(app.actions))
+            server.view = war_view(3)  # the table moved; the screen has not read it yet
+            await pilot.press("enter")
+            await until(pilot, lambda: app.drawn_version == 3)
+            assert "the table moved on before your move" in app.status, app.status
 
 
 async def test_a_move_carries_the_version_its_menu_was_drawn_on() -> None:
