@@ -37,7 +37,7 @@ from textual.widgets import RichLog, Static
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import games, lines, refusals
-from tapis_clients.connection import Connection, error_reason
+from tapis_clients.connection import Connection, error_reason, in_doubt
 from tapis_clients.game import ClientGame
 from tapis_clients.i18n import _, ngettext
 from tapis_clients.people import Table
@@ -511,8 +511,9 @@ class TableApp(App[int]):
             self.status = ""
         except grpc.aio.AioRpcError as error:
             reason = error_reason(error)
-            said = self.memory.refusal(reason, self.table) or refusals.explain(error)
-            self.status = ("[yellow]" if reason == "STALE_VERSION" else "[red]") + said + "[/]"
+            said = self.memory.refusal(reason, self.table) or refusals.explain(error, move=True)
+            look_again = reason == "STALE_VERSION" or in_doubt(error)
+            self.status = ("[yellow]" if look_again else "[red]") + said + "[/]"
             self.move_failed = True
         self.changed.set()
 

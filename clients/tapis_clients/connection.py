@@ -200,6 +200,20 @@ def is_retryable(error: grpc.RpcError, stream: bool = False) -> bool:
     return False
 
 
+IN_DOUBT_ATTEMPTS = 3
+"""Attempts in all at a write (a request with a ``request_id``) whose failure leaves it in
+doubt (``in_doubt``), each with the same request: the server never applies a request_id twice,
+and answers a retry of an applied write with its first answer."""
+
+
+def in_doubt(error: grpc.RpcError) -> bool:
+    """Whether a write that failed so may have been applied or not: ``INTERNAL`` (a fault of
+    the server's own, ERROR_REASON_INTERNAL, or grpc's on a dropped connection) or
+    ``DEADLINE_EXCEEDED`` (no answer in time). (``COMMIT_UNKNOWN``, in doubt too, is
+    ``UNAVAILABLE``: ``is_retryable``.)"""
+    return error.code() in (grpc.StatusCode.INTERNAL, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
 class Backoff:
     """Exponential backoff with jitter, 50 ms to 2 s; a delay the server asks for wins."""
 
@@ -290,7 +304,8 @@ class Connection:
         self.channel = self.credentials.channel(self.target)
         self.stub = pb_grpc.GameServiceStub(self.channel)
         self.on_retry: Callable[[grpc.RpcError], None] | None = None
-        """Called before each retry (a client may say "reconnecting…")."""
+        """Called before each retry of a server away or asking to slow down (a client may
+        say "reconnecting…"); not before a write resent in doubt."""
 
     async def close(self) -> None:
         await self.channel.close()
@@ -314,20 +329,26 @@ class Connection:
                    token: str | None = None, timeout: float = 10.0,
                    retry_exhausted: bool = True) -> T:
         """Call ``method``; on UNAVAILABLE (and, with ``retry_exhausted``, on a
-        RESOURCE_EXHAUSTED that asks to slow down) retry the *same* request (same request_id)."""
+        RESOURCE_EXHAUSTED that asks to slow down) retry the *same* request (same request_id);
+        a write (a request with a request_id) left in doubt is sent again too, up to
+        IN_DOUBT_ATTEMPTS in all, then its error is raised (``in_doubt`` says what it means)."""
         metadata = (("authorization", f"Bearer {token}"),) if token else None
         backoff = Backoff()
         loop = asyncio.get_running_loop()
         give_up = self._give_up_at()
+        doubts_left = IN_DOUBT_ATTEMPTS - 1 if getattr(request, "request_id", "") else 0
         while True:
             try:
                 return await method(request, metadata=metadata, timeout=timeout)
             except grpc.aio.AioRpcError as error:
-                retry = is_retryable(error) and (
-                    retry_exhausted or error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED)
+                doubted = in_doubt(error) and doubts_left > 0
+                retry = doubted or (is_retryable(error) and (
+                    retry_exhausted or error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED))
                 if not retry or loop.time() > give_up:
                     raise
-                if self.on_retry is not None:
+                if doubted:
+                    doubts_left -= 1  # not a server away: no "reconnecting" (on_retry)
+                elif self.on_retry is not None:
                     self.on_retry(error)
                 await asyncio.sleep(backoff.pause(error))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import grpc
 
-from tapis_clients.connection import error_reason
+from tapis_clients.connection import error_reason, in_doubt
 from tapis_clients.i18n import N_, _, labelled
 
 SENTENCES: dict[str, str] = {
@@ -61,6 +61,9 @@ this client (malformed requests, cluster internals); they get the generic senten
 REFUSED = N_("the server refused that")
 """For a reason a player should not meet."""
 
+IN_DOUBT = N_("the server may not have taken your move: look at the table before playing")
+"""For a move still in doubt once resent (connection.in_doubt): applied or not, the table says."""
+
 PRECISE: frozenset[str] = frozenset({"INVALID_OPTIONS", "INVALID_SEAT_COUNT"})
 """Refusals of a new table's settings, whose server message is said after the sentence: it
 names what does not fit ("unknown bot 'bogus'; this game has basic"), and a table not yet
@@ -72,9 +75,11 @@ def sentence(reason: str) -> str:
     return _(SENTENCES.get(reason, REFUSED))
 
 
-def explain(error: grpc.RpcError) -> str:
+def explain(error: grpc.RpcError, move: bool = False) -> str:
     """The sentence for a refused call (no code; no server wording but for the settings of a
-    new table, ``PRECISE``)."""
+    new table, ``PRECISE``); with ``move``, the call was a move, which may be in doubt."""
+    if move and in_doubt(error):
+        return _(IN_DOUBT)
     reason = error_reason(error)
     if reason in PRECISE and error.details():
         return labelled(sentence(reason), error.details())

@@ -1,5 +1,6 @@
 """The bot kit over a real channel to an in-process server: the reference bot follows Bataille
-Corse from its stream, backs off when rate limited, and takes plugged-in strategies."""
+Corse from its stream, backs off when rate limited, resends a move whose answer was lost, and
+takes plugged-in strategies."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import pytest
 
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
+from tapis.v1 import war_pb2
 from tapis_clients import bot, strategies
 from tapis_clients.connection import Connection
 from tapis_service.observe.clock import ManualClock
@@ -70,6 +72,33 @@ async def test_rate_limited_slaps_wait_and_the_game_goes_on(make_server: ServerF
     assert done and stats.errors == []
     assert stats.rate_limited > 0
     assert stats.idle_checks == 0
+
+
+class AnswerLostOnce:
+    """A stub whose first SubmitAction fails INTERNAL (a fault of the server's own, which may
+    come after the move applied) and whose next ones answer."""
+
+    def __init__(self) -> None:
+        self.sent: list[pb.SubmitActionRequest] = []
+
+    async def SubmitAction(self, request: pb.SubmitActionRequest,
+                           **_: Any) -> pb.SubmitActionResponse:
+        self.sent.append(request)
+        if len(self.sent) == 1:
+            raise refusal(grpc.StatusCode.INTERNAL, "INTERNAL", retry_delay_ms="0")
+        return pb.SubmitActionResponse()
+
+
+async def test_a_move_whose_answer_was_lost_is_resent_not_an_error() -> None:
+    conn = Connection("127.0.0.1:1")
+    conn.stub = stub = AnswerLostOnce()  # type: ignore[assignment]
+    stats = bot.Stats()
+    seat = bot.SeatBot(conn, "g", 0, "token", lambda view, legal: None, random.Random(1),
+                       bot.BotStyle(), stats)
+    await seat.submit(pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal())), 2)
+    await conn.close()
+    assert stats.errors == [] and stats.actions == 1
+    assert len(stub.sent) == 2 and stub.sent[0] == stub.sent[1]  # the same request_id
 
 
 def test_action_kind_names_the_move() -> None:

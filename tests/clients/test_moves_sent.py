@@ -1,6 +1,7 @@
 """A move sent from the table screen (TableApp, driven by Textual's pilot at 80x24) to a
-scripted server: refused, the menu comes back and the refusal stays said; it carries the
-version it was chosen on."""
+scripted server: refused, the menu comes back and the refusal stays said; in doubt, it is
+resent with its request_id, then said to be in doubt, not refused; it carries the version it
+was chosen on."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
+import pytest
 from textual import events
 from textual.pilot import Pilot
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
+from tapis_clients import i18n
 from tapis_clients.app import TableApp
-from tapis_clients.connection import Connection
+from tapis_clients.connection import IN_DOUBT_ATTEMPTS, Connection
 from tests.support.calls import REVEAL
 from tests.support.calls import refusal_error as refusal
 
@@ -122,6 +125,43 @@ async def test_a_move_the_table_moved_past_is_said_after_the_table_is_read_again
             await pilot.press("enter")
             await until(pilot, lambda: app.drawn_version == 3)
             assert "the table moved on before your move" in app.status, app.status
+
+
+def lost_answer() -> grpc.aio.AioRpcError:
+    """The server's answer to a fault of its own, which may come after the move applied."""
+    return refusal(grpc.StatusCode.INTERNAL, "INTERNAL", retry_delay_ms="0")
+
+
+async def test_a_move_whose_answer_was_lost_is_resent_with_its_request_id() -> None:
+    server = ScriptedServer(war_view(2), [lost_answer(), pb.SubmitActionResponse()])
+    async with scripted(server) as conn:
+        app = TableApp(conn, server.view, 0, "token")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: bool(app.actions))
+            await pilot.press("enter")
+            await until(pilot, lambda: len(server.sent) == 2)
+            await pilot.pause()
+            assert app.status == ""
+        assert server.sent[0] == server.sent[1]  # the same request_id: never applied twice
+
+
+@pytest.mark.parametrize(("lang", "said"), [
+    ("en", "the server may not have taken your move: look at the table"),
+    ("fr", "le serveur n'a peut-être pas pris votre coup : regardez la table")])
+async def test_a_move_still_in_doubt_is_said_so_not_refused(lang: str, said: str) -> None:
+    """Resent as it was a few times, in doubt each time: the status line says the move may
+    not have been taken (never "refused"), and the menu comes back."""
+    i18n.use(lang)  # the clients' conftest speaks English again afterwards
+    server = ScriptedServer(war_view(2), [lost_answer() for _ in range(IN_DOUBT_ATTEMPTS)])
+    async with scripted(server) as conn:
+        app = TableApp(conn, server.view, 0, "token")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: bool(app.actions))
+            await pilot.press("enter")
+            await until(pilot, lambda: bool(app.status) and bool(app.actions))
+            assert said in app.status and "refus" not in app.status, app.status
+        assert len(server.sent) == IN_DOUBT_ATTEMPTS
+        assert len({sent.request_id for sent in server.sent}) == 1
 
 
 async def test_a_move_carries_the_version_its_menu_was_drawn_on() -> None:

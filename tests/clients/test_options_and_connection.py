@@ -177,6 +177,32 @@ async def test_other_refusals_are_not_retried() -> None:
     await conn.close()
 
 
+@pytest.mark.parametrize(("code", "reason"), [
+    (grpc.StatusCode.INTERNAL, "INTERNAL"),  # a fault of the server's own
+    (grpc.StatusCode.DEADLINE_EXCEEDED, "")])  # no answer in time
+async def test_a_write_in_doubt_is_resent_as_it_was_a_few_times(
+        code: grpc.StatusCode, reason: str) -> None:
+    """Applied or not, no one knows: the same request again (the server never applies its
+    request_id twice), IN_DOUBT_ATTEMPTS times at most; a read is not resent."""
+    conn = Connection("127.0.0.1:1")
+    seen: list[Any] = []
+
+    async def method(request: Any, **_: Any) -> str:
+        seen.append(request)
+        raise refusal(code, reason, retry_delay_ms="0")
+
+    write = pb.SubmitActionRequest(request_id=uuid.uuid4().hex)
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await conn.call(method, write)
+    assert raised.value.code() == code and connection.in_doubt(raised.value)
+    assert seen == [write] * connection.IN_DOUBT_ATTEMPTS
+    seen.clear()
+    with pytest.raises(grpc.aio.AioRpcError):
+        await conn.call(method, pb.GetGameRequest(game_id="g"))
+    assert len(seen) == 1
+    await conn.close()
+
+
 def test_the_server_may_name_the_pause() -> None:
     assert connection.retry_delay_s(refusal(
         grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED", retry_delay_ms="250")) == 0.25
