@@ -1,5 +1,5 @@
-"""A sentence for each refusal a player can meet (the reasons of protos/tapis/v1/errors.proto),
-so that no raw code reaches the screen."""
+"""A sentence for each refusal a player can meet (every reason of protos/tapis/v1/errors.proto
+but the few no client of ours can meet), so that no raw code reaches the screen."""
 
 from __future__ import annotations
 
@@ -53,9 +53,32 @@ SENTENCES: dict[str, str] = {
     "TOKEN_REVOKED": N_("this seat was given to someone else"),
     "COMMIT_UNKNOWN": N_("the server lost track of that move: look again before playing"),
     "INVALID_CURSOR": N_("this table went back to an earlier copy of itself: open it again"),
+    "INVALID_GAME_KIND": N_("this server does not know that game"),
+    "INVALID_STACKED_DECK": N_("the chosen deck does not fit this game"),
+    "INVALID_ACTION": N_("that move does not exist in this game"),
+    "WRONG_GAME_KIND": N_("that belongs to another game than this table's"),
+    "INVALID_PAGE_TOKEN": N_("the server no longer knows where that list stopped: list again"),
+    "INVALID_PAGE_SIZE": N_("the server does not list that many tables at once: ask for fewer"),
+    "INVALID_ARGUMENT": N_("a value of the request is not one the server takes"),
+    "STREAM_TOO_SLOW": N_("this screen fell too far behind the table: open it again"),
+    "NOT_OWNER": N_("the table is changing nodes of the server: try again"),
+    "TABLE_MOVED": N_("the table moved to another node of the server: look at it again"),
+    "MISSING_GAME_ID": N_("no table named: give a table's id"),
+    "SERVER_STOPPING": N_("the server is stopping: try again in a moment"),
+    "INVALID_SEAT_CONFIG": N_("that seat cannot be given: the table has no such seat, a server "
+                              "bot plays it, or that player holds another"),
+    "FEATURE_NOT_AVAILABLE": N_("this server does not offer that yet"),
+    "INVALID_LABEL": N_("a label's name is not one the server takes"),
+    "INTERNAL": N_("the server failed on that through a fault of its own"),
 }
-"""Reason -> what the player reads. Reasons missing here are not ones a player meets through
-this client (malformed requests, cluster internals); they get the generic sentence."""
+"""Reason -> what the player reads: every reason of errors.proto but ``UNSAID``'s."""
+
+UNSAID: frozenset[str] = frozenset({
+    "UNSPECIFIED",  # the enum's zero: no refusal carries it
+    "INVALID_REQUEST",  # bytes that are no request: the generated stubs always send one
+    "NOT_A_CLUSTER_NODE",  # the cluster's node-to-node tunnel only, which no client opens
+})
+"""Reasons no client of ours can meet, deliberately without a sentence (``REFUSED`` if ever)."""
 
 
 REFUSED = N_("the server refused that")
