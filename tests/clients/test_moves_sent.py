@@ -5,25 +5,18 @@ was chosen on."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Callable
-from typing import Any
-
 import grpc
 import pytest
 from textual import events
-from textual.pilot import Pilot
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis_clients import i18n
 from tapis_clients.app import TableApp
-from tapis_clients.connection import IN_DOUBT_ATTEMPTS, Connection
+from tapis_clients.connection import IN_DOUBT_ATTEMPTS
 from tests.support.calls import REVEAL
 from tests.support.calls import refusal_error as refusal
-
-Answer = pb.SubmitActionResponse | grpc.aio.AioRpcError
+from tests.support.screens import ScriptedServer, scripted, until
 
 
 def war_view(version: int) -> pb.GameView:
@@ -34,60 +27,6 @@ def war_view(version: int) -> pb.GameView:
         seats=[pb.Seat(seat=seat, type=pb.SEAT_TYPE_PERSON, taken=True, display_name=name)
                for seat, name in ((0, "ana"), (1, "bo"))],
         war=war_pb2.WarView(deck_sizes=[26, 26], points=[0, 0], target_points=50, to_move=0))
-
-
-class Silence:
-    """An event stream that never says anything."""
-
-    def __aiter__(self) -> Silence:
-        return self
-
-    async def __anext__(self) -> pb.StreamEventsResponse:
-        await asyncio.get_running_loop().create_future()
-        raise StopAsyncIteration
-
-
-class ScriptedServer:
-    """The stub a screen's connection calls: GetGame answers ``view``; SubmitAction answers
-    each request with the next of ``answers`` (an error is raised) and keeps the requests."""
-
-    def __init__(self, view: pb.GameView, answers: list[Answer]) -> None:
-        self.view = view
-        self.answers = answers
-        self.sent: list[pb.SubmitActionRequest] = []
-
-    async def GetGame(self, request: pb.GetGameRequest, **_: Any) -> pb.GetGameResponse:
-        return pb.GetGameResponse(game=self.view)
-
-    async def SubmitAction(self, request: pb.SubmitActionRequest,
-                           **_: Any) -> pb.SubmitActionResponse:
-        self.sent.append(request)
-        answer = self.answers.pop(0)
-        if isinstance(answer, grpc.aio.AioRpcError):
-            raise answer
-        return answer
-
-    def StreamEvents(self, request: pb.StreamEventsRequest, **_: Any) -> Silence:
-        return Silence()
-
-
-@contextlib.asynccontextmanager
-async def scripted(server: ScriptedServer) -> AsyncIterator[Connection]:
-    conn = Connection("127.0.0.1:1")
-    conn.stub = server  # type: ignore[assignment]
-    try:
-        yield conn
-    finally:
-        await conn.close()
-
-
-async def until(pilot: Pilot[int], done: Callable[[], bool]) -> None:
-    """Let the app run until ``done()`` (a bounded number of idle turns)."""
-    for _turn in range(200):
-        if done():
-            return
-        await pilot.pause()
-    raise AssertionError("the screen never got there")
 
 
 def keys_row(app: TableApp) -> str:

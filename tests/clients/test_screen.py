@@ -1,11 +1,12 @@
-"""What the screens say, without a terminal: keys naming moves, people named, the deal check,
-refusals in sentences, and the registry of games the clients know."""
+"""What the screens say, without a terminal: keys naming moves, people named (a long name cut
+short), the deal check, refusals in sentences, and the registry of games the clients know."""
 
 from __future__ import annotations
 
 import hashlib
 import io
 import re
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from tapis_clients.app import TableApp, countdown, resolve_keys
 from tapis_clients.games import basra, boutons, corse, war
 from tapis_clients.people import Table
 from tests.support.calls import refusal_error as refusal
+from tests.support.screens import ScriptedServer, screen_rows, scripted, until
 from tools import messages
 
 CLIENTS = Path(__file__).resolve().parents[2] / "clients" / "tapis_clients"
@@ -252,3 +254,48 @@ async def test_a_stream_refused_for_good_ends_the_screen_in_a_sentence(
     assert screen.return_code == 1
     said = capsys.readouterr().err
     assert "went back to an earlier copy of itself" in said and "Traceback" not in said
+
+
+def basra_for_four(name: str) -> pb.GameView:
+    """Seat 0's view of a Basra deal at four (teams), seat 0 named ``name``, dealing, to
+    play, a minute on its clock."""
+    seats = [pb.Seat(seat=0, type=pb.SEAT_TYPE_PERSON, taken=True, display_name=name)] + [
+        pb.Seat(seat=seat, type=pb.SEAT_TYPE_BOT, taken=True, bot_strategy="heuristic")
+        for seat in (1, 2, 3)]
+    view = pb.GameView(
+        game_id="g", kind=pb.GAME_KIND_BASRA, status=pb.GAME_STATUS_IN_PROGRESS, your_seat=0,
+        version=5, seats=seats, awaiting_seats=[0],
+        basra=basra_pb2.BasraView(
+            seat=0, hand_sizes=[4] * 4, playing_seats=[0, 1, 2, 3], teams=True, deal=1,
+            target=101, variant=basra_pb2.BASRA_VARIANT_EGYPTIAN, dealer=0, to_move=0,
+            sides=[basra_pb2.BasraSide(side=0, seats=[0, 2], captured_cards=12, basras=1,
+                                       score=37),
+                   basra_pb2.BasraSide(side=1, seats=[1, 3], captured_cards=9, basras=0,
+                                       score=25)]))
+    view.deadlines.add(seat=0).expire_time.FromSeconds(int(time.time()) + 60)
+    return view
+
+
+@pytest.mark.parametrize(("lang", "headers", "you"), [
+    ("en", ("in hand", "team", "cards", "basras", "score"), "(you)"),
+    ("fr", ("en main", "équipe", "cartes", "basras", "points"), "(vous)")])
+async def test_a_name_as_long_as_the_server_takes_leaves_every_basra_number_on_screen(
+        lang: str, headers: tuple[str, ...], you: str) -> None:
+    """At 80x24, a display name of 128 characters is cut short (…); every column keeps its
+    header whole and its number, and the player's marks and countdown stay."""
+    i18n.use(lang)
+    view = basra_for_four(("Marie-Charlotte " * 8).strip().ljust(128, "e"))
+    async with scripted(ScriptedServer(view)) as conn:
+        app = TableApp(conn, view, 0, "token")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: app.drawn_version == view.version)
+            app._tick()  # the countdown now, not at the next quarter second
+            await pilot.pause()
+            rows = screen_rows(app)
+    screen = "\n".join(rows)
+    header = next((row for row in rows if headers[0] in row), screen)
+    assert all(word in header for word in headers), header
+    mine = next((row for row in rows if you in row), screen)
+    numbers = re.compile(r"▶ Marie-Charlotte[\w -]*… " + re.escape(you)
+                         + r" ⓓ +\d:\d\d +4 +A +12 +1 +37\s*$")
+    assert numbers.search(mine), mine

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import random
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table as Grid
 from rich.text import Text
 
@@ -46,6 +47,42 @@ def _sides(view: pb.GameView) -> list[list[int]]:
     return [[seat.seat] for seat in view.seats]
 
 
+class SeatCell:
+    """A seat's cell in the players' grid: its marks (▶, "(you)", ⓓ, the countdown) whole
+    around its name, which is cut short (…) to what the column leaves: a long display name
+    never pushes the numbers off the screen."""
+
+    def __init__(self, before: Text, name: Text, after: Text) -> None:
+        self.before = before
+        self.name = name
+        self.after = after
+
+    def _marks_width(self) -> int:
+        return self.before.cell_len + self.after.cell_len
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(self._marks_width() + 1, self._marks_width() + self.name.cell_len)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        name = self.name.copy()
+        name.truncate(max(1, options.max_width - self._marks_width()), overflow="ellipsis")
+        yield Text.assemble(self.before, name, self.after, no_wrap=True, overflow="ellipsis")
+
+
+def _seat_cell(view: pb.GameView, seat: int, table: Table) -> SeatCell:
+    """``▶ name (you) ⓓ 0:42``, bold for the seat to play; the name as text, never markup."""
+    b = view.basra
+    acting = b.HasField("to_move") and b.to_move == seat
+    style = "bold" if acting else ""
+    after = Text((" " + _("(you)") if seat == table.me else "")
+                 + (" ⓓ" if seat == b.dealer else ""), style=style)
+    timer = table.timers.get(seat, "")
+    if timer and acting:
+        after.append_text(Text.from_markup(f" [bold reverse] {timer} [/]"))
+    return SeatCell(Text("▶ " if acting else "  ", style=style), Text(table.name(seat), style),
+                    after)
+
+
 def board(view: pb.GameView, reader: Table | int | None = None) -> RenderableType:
     """The table as the viewer sees it."""
     table = as_table(reader)
@@ -54,30 +91,26 @@ def board(view: pb.GameView, reader: Table | int | None = None) -> RenderableTyp
     teams = team_letters(view)
     side_of = {seat: i for i, side in enumerate(b.sides) for seat in side.seats}
     players = Grid(box=None, padding=(0, 1), show_edge=False, header_style="bold cyan")
+    # the numbers' columns never wrap: the names' column is the one that gives (SeatCell)
     players.add_column(_("deal {deal} · {variant} · to {target}").format(
-        deal=b.deal, variant=variant, target=b.target), no_wrap=True)
-    players.add_column(_("in hand"), justify="right")
+        deal=b.deal, variant=variant, target=b.target))
+    players.add_column(_("in hand"), justify="right", no_wrap=True)
     if teams:
-        players.add_column(_("team"), justify="center")
+        players.add_column(_("team"), justify="center", no_wrap=True)
     for header in (_("cards"), _("basras"), _("score")):
-        players.add_column(header, justify="right")
+        players.add_column(header, justify="right", no_wrap=True)
     shown_sides: set[int] = set()
     for seat, size in enumerate(b.hand_sizes):
         if seat not in b.playing_seats:
             continue
-        acting = b.HasField("to_move") and b.to_move == seat
-        timer = table.timers.get(seat, "")
-        name = (("[bold]▶ " if acting else "  ") + table.name(seat)
-                + (" " + _("(you)") if seat == table.me else "")
-                + (" ⓓ" if seat == b.dealer else "") + ("[/]" if acting else "")
-                + (f" [bold reverse] {timer} [/]" if timer and acting else ""))
         index = side_of.get(seat)
         numbers = ["", "", ""]
         if index is not None and index not in shown_sides:  # a team's once, on its first
             shown_sides.add(index)
             side = b.sides[index]
             numbers = [str(side.captured_cards), str(side.basras), f"[bold]{side.score}[/]"]
-        players.add_row(name, str(size), *([teams.get(seat, "")] if teams else []), *numbers)
+        players.add_row(_seat_cell(view, seat, table), str(size),
+                        *([teams.get(seat, "")] if teams else []), *numbers)
     lines: list[RenderableType] = [
         players,
         Text.from_markup(_("floor: {cards}").format(cards=cards_markup(b.floor))
