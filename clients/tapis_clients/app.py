@@ -293,8 +293,9 @@ class TableApp(App[int]):
             if self.typed:
                 parts.append(_("typed: {keys}").format(keys=self.typed))
         elif self.view.status == pb.GAME_STATUS_IN_PROGRESS and self.view.awaiting_seats:
-            parts.append(_("waiting for {names}").format(
-                names=self.table.listed(list(self.view.awaiting_seats))))
+            awaited = list(self.view.awaiting_seats)
+            parts.append(_("waiting for you") if awaited == [self.seat] else  # "on vous attend"
+                         _("waiting for {names}").format(names=self.table.listed(awaited)))
         parts.append(_("{key} deal check").format(key=self.fairness_key()))
         parts.append(_("q quit"))
         return " · ".join(parts)

@@ -299,3 +299,25 @@ async def test_a_name_as_long_as_the_server_takes_leaves_every_basra_number_on_s
     numbers = re.compile(r"▶ Marie-Charlotte[\w -]*… " + re.escape(you)
                          + r" ⓓ +\d:\d\d +4 +A +12 +1 +37\s*$")
     assert numbers.search(mine), mine
+
+
+@pytest.mark.parametrize(("lang", "awaited", "said"), [
+    ("en", [0], "waiting for you ·"), ("fr", [0], "on vous attend ·"),
+    ("en", [1], "waiting for bo ·"), ("fr", [1], "on attend bo ·")])
+async def test_the_keys_row_says_who_is_awaited_as_the_language_does(
+        lang: str, awaited: list[int], said: str) -> None:
+    """The reader awaited alone is "you" in a sentence of its own: French puts the pronoun
+    before the verb ("on vous attend", never "on attend vous")."""
+    i18n.use(lang)
+    view = pb.GameView(game_id="g", kind=pb.GAME_KIND_WAR, status=pb.GAME_STATUS_IN_PROGRESS,
+                       your_seat=0, version=3, awaiting_seats=awaited, seats=[
+                           pb.Seat(seat=seat, type=pb.SEAT_TYPE_PERSON, taken=True,
+                                   display_name=name) for seat, name in ((0, "ana"), (1, "bo"))],
+                       war=war_pb2.WarView(deck_sizes=[26, 26], points=[0, 0], target_points=50,
+                                           to_move=awaited[0]))
+    async with scripted(ScriptedServer(view)) as conn:
+        app = TableApp(conn, view, 0, "token")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: app.drawn_version == view.version)
+            keys = str(app.query_one("#keys").render())
+    assert keys.startswith(said), keys
