@@ -36,21 +36,23 @@ console = Console()
 ENTER = ("\r", "\n")
 
 USAGE = N_("""\
-    tapis play war                      play Bataille against the computer
-    tapis play KIND --players 4         you and three computer players
-    tapis create war --people 2         a table for two people (prints its id)
-    tapis join GAME_ID                  take a free seat (or the one you left) and play
-    tapis watch GAME_ID                 follow a table as a spectator, game after game
-    tapis list [--json]                 the tables on the server
-    tapis replace-seat GAME_ID SEAT --api-key KEY [--player-id ID --name NAME]
-                                        a backend gives a seat of its table to a player
-                                        (without --player-id: to a bot for good)
+  tapis play war               play Bataille against the computer
+  tapis play KIND --players 4  you and three computer players
+  tapis create war --people 2  a table for two people (prints its id)
+  tapis join GAME_ID           take a free seat (or the one you left) and play
+  tapis watch GAME_ID          follow a table as a spectator, game after game
+  tapis list [--json]          the tables on the server
+  tapis replace-seat GAME_ID SEAT --api-key KEY [--player-id ID --name NAME]
+                               a backend gives a seat of its table to a player
+                               (without --player-id: to a bot for good)
 
---target HOST:PORT (before or after the subcommand; or TAPIS_TARGET, or TAPIS_PORT) names the
-server; --lang fr|en the language (else LC_ALL, LC_MESSAGES, LANG). While playing: the keys or
-numbers of the menu act at once (Enter = the first move); q or Ctrl-C leave at any moment, and
+--target HOST:PORT (before or after the subcommand; or TAPIS_TARGET, or
+TAPIS_PORT) names the server; --lang fr|en the language (else LC_ALL,
+LC_MESSAGES, LANG). While playing: the keys or numbers of the menu act at once
+(Enter = the first move); q or Ctrl-C leave at any moment, and
 `tapis join GAME_ID` takes your seat back later.""")
-"""What `tapis --help` says first (the module's docstring, in the reader's language)."""
+"""What `tapis --help` says first (the module's docstring, in the reader's language), written
+within 78 columns in every language (argparse prints it as it is)."""
 
 
 

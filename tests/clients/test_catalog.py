@@ -3,6 +3,7 @@ its game's), with the same placeholders; the catalogs compile and merge."""
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
@@ -108,6 +109,30 @@ def test_the_help_and_argparse_speak_french(capsys: pytest.CaptureFixture[str]) 
         with pytest.raises(SystemExit):
             cli.parse_args(["--lang", "fr", "plaie"])
         assert "choix invalide" in capsys.readouterr().err
+    finally:
+        i18n.use("en")
+
+
+HELP_WIDTH = 78
+"""`tapis --help` fits an 80-column terminal with argparse's margin (its width less 2)."""
+
+
+@pytest.mark.parametrize("lang", i18n.LANGUAGES)
+def test_the_help_fits_80_columns(lang: str, capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tapis --help` (its usage block is written by hand) and each subcommand's."""
+    from tapis_clients import cli
+
+    monkeypatch.setenv("COLUMNS", "80")
+    subcommands = next(action for action in cli.build_parser()._actions
+                       if isinstance(action, argparse._SubParsersAction)).choices
+    try:
+        for command in ([], *([name] for name in subcommands)):
+            with pytest.raises(SystemExit):
+                cli.parse_args(["--lang", lang, *command, "--help"])
+            wide = [line for line in capsys.readouterr().out.splitlines()
+                    if len(line) > HELP_WIDTH]
+            assert not wide, (command, wide)
     finally:
         i18n.use("en")
 
