@@ -17,6 +17,8 @@ import pytest
 
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
+from tapis.v1 import war_pb2
+from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_service.observe.clock import SystemClock
 from tests.browser.tables import (
     basra_against_the_computer,
@@ -201,6 +203,66 @@ async def test_the_page_reconnects_after_the_server_restarts(
         version = await page.locator("body").get_attribute("data-version")
         await page.locator("#reveal").click()  # the seat's token still holds after it
         await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
+        assert page.errors == []
+    finally:
+        await durable.stop()
+
+
+async def events_after_the_read(route: Any) -> None:
+    """Between the page and the server: the event batches the server sends hold until the
+    page's GetGame is answered (then in their order)."""
+    server = route.connect_to_server()
+    held: list[bytes] | None = []
+
+    def from_server(message: str | bytes) -> None:
+        nonlocal held
+        frame = ws_pb.ServerFrame.FromString(bytes(message))  # type: ignore[arg-type]
+        if held is not None and frame.HasField("events"):
+            held.append(bytes(message))  # type: ignore[arg-type]
+            return
+        route.send(message)
+        if held is not None and frame.HasField("get_game"):
+            for batch in held:
+                route.send(batch)
+            held = None
+
+    server.on_message(from_server)
+
+
+async def test_an_event_made_while_the_page_was_away_reaches_its_history(
+        browser: Any, tmp_path: Path) -> None:
+    """While the page's server is down, the other seat moves (the server up without its
+    WebSocket port): once back, the page reads the table and its stream resumes; the move's
+    event, after what the page streamed but within the view it read (its batch held until the
+    read is answered), is in its history."""
+    durable = Restartable(tmp_path)
+    await durable.start(SystemClock(), ws_port=0)  # type: ignore[arg-type]
+    assert durable.running is not None
+    port = durable.running.ws_port
+    client = await Client.open(f"ws://127.0.0.1:{port}/ws")
+    created = await client.call(create_game=pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, stacked_deck=war_deck(), stacked_first_seat=0,
+        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)] * 2))
+    game_id = created.create_game.game.game_id
+    joined = await client.call(join_game=pb.JoinGameRequest(game_id=game_id, seat=1,
+                                                            display_name="Zoé"))
+    other = joined.join_game.seat_token
+    client.close()
+    page = await open_page(browser, port, f"#/join/{game_id}")
+    try:
+        await page.locator("#reveal").click()  # K
+        await expect(page.locator("#reveal")).to_have_count(0)
+        await durable.stop()
+        await page.route_web_socket(re.compile(r"/ws$"), events_after_the_read)
+        stub = await durable.start(SystemClock())  # type: ignore[arg-type]
+        await stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=pb.Action(
+            war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))), metadata=auth(other))  # K
+        await durable.stop()
+        await durable.start(SystemClock(), ws_port=port)  # type: ignore[arg-type]
+        await expect(page.locator("body")).to_have_attribute("data-socket", "open",
+                                                             timeout=15_000)
+        await expect(page.locator(".bataille-bubble")).to_have_count(2)
+        await expect(page.locator("#history")).to_contain_text("Bataille !")
         assert page.errors == []
     finally:
         await durable.stop()

@@ -14,7 +14,9 @@ const HISTORY = 40;
 
 export class Table {
   view: GameView | undefined;
-  lastSequence = 0n;
+  /** The last event taken in from the table's stream (never from a view read: events after
+   * it still come on the stream, resumed from there after a new socket). */
+  streamed = 0n;
   log: string[] = [];
   seriesOpen = false;
   refreshing = false;
@@ -31,7 +33,8 @@ export class Table {
   async start(): Promise<void> {
     await this.refresh();
     if (this.view) {
-      await socket.follow(this.gameId, { seatToken: this.token }, this.view.lastSequence,
+      this.streamed = this.view.lastSequence;
+      await socket.follow(this.gameId, { seatToken: this.token }, this.streamed,
         (batch) => {
           if (batch.presence.length) this.presence(batch.presence);
           if (batch.events.length) this.received(batch.events);
@@ -47,7 +50,7 @@ export class Table {
    * its stream refused the page's cursor. Read again and followed from where it now is. */
   async rewound(): Promise<void> {
     this.view = undefined;
-    this.lastSequence = 0n;
+    this.streamed = 0n;
     this.log = [];
     say(ui.t.rewound, "warning");
     await this.start();
@@ -60,8 +63,8 @@ export class Table {
 
   received(events: Event[]): void {
     for (const event of events) {
-      if (event.sequence <= this.lastSequence) continue;
-      this.lastSequence = event.sequence;
+      if (event.sequence <= this.streamed) continue;
+      this.streamed = event.sequence;
       const screen = this.view ? screenFor(this.view.kind) : undefined;
       if (event.body.case === "gameStarted") this.log = [];  // a new game, a new history
       screen?.see?.(event, this.view, this.context());
@@ -117,7 +120,6 @@ export class Table {
         if (answer.game) {
           const view = answer.game;
           if (!this.view || view.version >= this.view.version) this.view = view;
-          if (view.lastSequence > this.lastSequence) this.lastSequence = view.lastSequence;
         }
       } while (this.stale);
       this.draw();
