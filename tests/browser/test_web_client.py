@@ -7,6 +7,7 @@ Every wait is on a DOM condition, never a fixed time."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shutil
 from pathlib import Path
@@ -204,6 +205,77 @@ async def test_the_page_reconnects_after_the_server_restarts(
         await page.locator("#reveal").click()  # the seat's token still holds after it
         await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
         assert page.errors == []
+    finally:
+        await durable.stop()
+
+
+BANNERS = """() => { window.banners = []; const banner = document.getElementById('banner');
+  new MutationObserver(() => { if (!banner.hidden) window.banners.push(banner.textContent); })
+    .observe(banner, {attributes: true, childList: true, characterData: true, subtree: true}); }"""
+"""Keep every text the page's banner shows from now on (in ``window.banners``)."""
+
+
+def submits_of(page: Any) -> dict[str, int]:
+    """How many times the page sent each SubmitAction (by request_id), counted as it sends."""
+    sent: dict[str, int] = {}
+
+    def on_socket(socket: Any) -> None:
+        def on_frame(payload: Any) -> None:
+            if isinstance(payload, bytes | bytearray):
+                frame = ws_pb.ClientFrame.FromString(bytes(payload))
+                if frame.HasField("submit_action"):
+                    sent[frame.submit_action.request_id] = (
+                        sent.get(frame.submit_action.request_id, 0) + 1)
+        socket.on("framesent", on_frame)
+
+    page.on("websocket", on_socket)
+    return sent
+
+
+async def test_a_move_cut_by_a_stop_is_sent_again_with_its_request_id(
+        browser: Any, tmp_path: Path) -> None:
+    """A reveal applied, its answer cut COMMIT_UNKNOWN by a stop: the page says it is sending
+    (never the server's sentence), and once the server is back sends the same request again;
+    the server answers what it applied, and the line at the top goes."""
+    durable = Restartable(tmp_path)
+    await durable.start(SystemClock(), ws_port=0)  # type: ignore[arg-type]
+    assert durable.running is not None and durable.running.ws is not None
+    port = durable.running.ws_port
+    client = await Client.open(f"ws://127.0.0.1:{port}/ws")
+    game_id = await war_against_the_computer(client, target=30)
+    client.close()
+    page = await browser.new_page(locale="en-GB")
+    sent = submits_of(page)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    await page.goto(address(port) + f"#/join/{game_id}")
+    await page.locator("#reveal").wait_for()
+    await page.evaluate(BANNERS)
+    served = durable.running.ws.calls["submit_action"]
+    applied = asyncio.Event()
+
+    async def applied_then_held(request: Any, caller: Any) -> Any:
+        await served.serve(request, caller)
+        applied.set()
+        await asyncio.Event().wait()  # its answer never leaves: the stop cuts it
+
+    durable.running.ws.calls["submit_action"] = served._replace(serve=applied_then_held)
+    try:
+        await page.locator("#reveal").click()
+        await asyncio.wait_for(applied.wait(), 15)
+        await durable.stop()
+        await expect(page.locator("#banner")).to_contain_text("reconnecting")
+        [request_id] = sent
+        await durable.start(SystemClock(), ws_port=port)  # type: ignore[arg-type]
+        await expect(page.locator("body")).to_have_attribute("data-socket", "open",
+                                                             timeout=15_000)
+        await expect(page.locator("#banner")).to_be_hidden(timeout=15_000)
+        assert sent == {request_id: 2}, sent  # the same request, sent once more
+        shown = await page.evaluate("window.banners")
+        assert "Sending…" in shown, shown
+        assert not [text for text in shown if "server" in text], shown
+        await expect(page.locator(".bataille-bubble")).to_have_count(2)  # the move, once
+        assert errors == []
     finally:
         await durable.stop()
 

@@ -2,7 +2,8 @@
 // keys kept in the browser, and the request ids.
 import { h } from "./dom";
 import { chosenLanguage, texts, type Language, type Texts } from "./i18n";
-import { disconnected, EnvelopeError, ReconnectingEnvelope } from "./socket";
+import { backoffDelay, disconnected, EnvelopeError, isRetryable, ReconnectingEnvelope,
+         type Credentials, type EnvelopeRequest, type EnvelopeResponse } from "./socket";
 
 export const socket = ReconnectingEnvelope.connect(
   `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}/ws`);
@@ -55,6 +56,36 @@ export function serverCapabilities(): Promise<Capabilities> {
 export function requestId(): string {
   return crypto.randomUUID ? crypto.randomUUID()
     : Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Attempts of a request that changes something, the first included, before its refusal is
+ * shown (each after a socket closed waits for a new one to open). */
+const ATTEMPTS = 8;
+
+/** Whether a refused request is sent again as it was, with the same request_id (the server
+ * applies it at most once): the client's policy (`isRetryable`: the socket closed under it,
+ * UNAVAILABLE whatever its reason — COMMIT_UNKNOWN, SERVER_STOPPING, STORE_UNAVAILABLE... —,
+ * RATE_LIMITED, OVERLOADED), and INTERNAL, which for a write may have been applied or not. */
+function resendable(error: unknown): boolean {
+  return error instanceof EnvelopeError && (isRetryable(error) || error.reasonName === "INTERNAL");
+}
+
+/** A request that changes something (it carries its request_id), sent again while its refusal
+ * allows, the same request each time, after a pause (backoff with jitter), on the socket open
+ * then (a lost one: once a new one opens). `onResend` is told before each new attempt. */
+export async function sendSafely<K extends "createGame" | "joinGame" | "submitAction">(
+  method: K, request: EnvelopeRequest<K>, credentials: Credentials = {},
+  onResend: () => void = () => undefined,
+): Promise<EnvelopeResponse<K>> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await socket.call(method, request, credentials);
+    } catch (error) {
+      if (attempt >= ATTEMPTS || !resendable(error)) throw error;
+      onResend();
+      await new Promise((resolve) => setTimeout(resolve, backoffDelay(attempt)));
+    }
+  }
 }
 
 /** A refusal as the player reads it. */

@@ -3,7 +3,7 @@
 import { SeatType } from "@tapis/client/gen/tapis/v1/game_service_pb";
 import { h } from "./dom";
 import { GAMES } from "./games/index";
-import { keepSeatKey, languageToggle, message, requestId, say, socket, ui,
+import { keepSeatKey, languageToggle, message, requestId, say, sendSafely, ui,
          type Capabilities } from "./app";
 
 export function lobby(redraw: () => void, capabilities: Capabilities): HTMLElement {
@@ -20,7 +20,7 @@ export function lobby(redraw: () => void, capabilities: Capabilities): HTMLEleme
       localStorage.setItem("tapis.name", name.value);
       const count = Number(seats.value);
       try {
-        const created = await socket.call("createGame", {
+        const created = await sendSafely("createGame", {
           kind: game.kind, seats: count, turnTimeLimitMs: Number(timer.value) * 1000,
           requestId: requestId(),
           seatConfigs: Array.from({ length: count }, (_, seat) =>
@@ -56,7 +56,7 @@ export function lobby(redraw: () => void, capabilities: Capabilities): HTMLEleme
 
 /** Take a seat at `gameId` (the first free one, or `seat`), keep its key, go to the table. */
 export async function join(gameId: string, displayName: string, seat?: number): Promise<void> {
-  const joined = await socket.call("joinGame", { gameId, displayName, seat, requestId: requestId() });
+  const joined = await sendSafely("joinGame", { gameId, displayName, seat, requestId: requestId() });
   keepSeatKey(gameId, { seat: joined.seat, token: joined.seatToken });
   location.hash = `#/table/${gameId}`;
 }

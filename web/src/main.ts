@@ -15,7 +15,7 @@ socket.onState = (state) => {
     table?.draw();  // the page's own seat: disconnected
   }
   else if (state === "open") {
-    say(null);
+    say(table?.sending ? ui.t.sending : null);
     void table?.refresh();
   }
 };

@@ -4,7 +4,8 @@
 // telling a lost socket from a refusal.
 import { EnvelopeError } from "@tapis/client/browser";
 
-export { EnvelopeError, ReconnectingEnvelope, type ConnectionState } from "@tapis/client/browser";
+export { backoffDelay, EnvelopeError, isRetryable, ReconnectingEnvelope, type ConnectionState,
+         type Credentials, type EnvelopeRequest, type EnvelopeResponse } from "@tapis/client/browser";
 
 /** Whether `error` is the socket closing under a request, not a refusal by the server (the
  * page reads the table again once a new socket opens). */

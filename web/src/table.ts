@@ -6,7 +6,7 @@ import { GameStatus, SeatType, type Event, type GameView, type PresenceChanged }
 import { h } from "./dom";
 import { screenFor } from "./games/index";
 import type { ActionInit, TableContext } from "./games/screen";
-import { languageToggle, message, requestId, say, socket, ui, type SeatKey } from "./app";
+import { languageToggle, message, requestId, say, sendSafely, socket, ui, type SeatKey } from "./app";
 import { disconnected } from "./socket";
 
 const HISTORY = 40;
@@ -17,6 +17,8 @@ export class Table {
   /** The last event taken in from the table's stream (never from a view read: events after
    * it still come on the stream, resumed from there after a new socket). */
   streamed = 0n;
+  /** Actions sent and not answered yet (keys are ignored meanwhile). */
+  sending = 0;
   log: string[] = [];
   seriesOpen = false;
   refreshing = false;
@@ -130,11 +132,18 @@ export class Table {
     }
   }
 
+  /** Send `action` (sent again, with its request_id, after a cut: the server stopping, the
+   * socket lost, a commit in doubt); "Sending…" meanwhile; once answered, the line at the top
+   * (an earlier refusal) goes. */
   act(action: ActionInit): void {
-    socket.call("submitAction", { gameId: this.gameId, action, requestId: requestId() },
-      { seatToken: this.token })
-      .then(() => this.refresh())
-      .catch((error) => say(message(error), "error"));
+    const request = { gameId: this.gameId, action, requestId: requestId() };
+    this.sending += 1;
+    sendSafely("submitAction", request, { seatToken: this.token }, () => say(ui.t.sending, "info"))
+      .then(() => {
+        say(null);
+        return this.refresh();
+      }, (error) => say(message(error), "error"))
+      .finally(() => (this.sending -= 1));
   }
 
   context(): TableContext {
