@@ -397,6 +397,21 @@ async def test_the_texts_are_in_french(browser: Any, served: Harness) -> None:
     client.close()
 
 
+async def test_a_refusal_is_said_in_french_never_in_the_servers_words(
+        browser: Any, make_server: ServerFactory) -> None:
+    """A server that holds as many tables as it may refuses the French lobby's new table
+    (TOO_MANY_GAMES): the page says so in French."""
+    served = await make_server(ws_port=0, max_games=1)
+    client = await socket_to(served)
+    await war_against_the_computer(client)
+    page = await open_page(browser, served, locale="fr-FR")
+    await page.locator("section.war button.play").click()
+    await expect(page.locator("#banner")).to_have_text(
+        "Le serveur a déjà autant de tables qu’il peut : réessayez plus tard.")
+    assert page.errors == []
+    client.close()
+
+
 async def test_the_turn_countdown_then_the_computer_then_the_seat_taken_back(
         browser: Any, make_server: ServerFactory) -> None:
     served = await make_server(ws_port=0, bot_delay_ms=400)  # bots at a person's pace

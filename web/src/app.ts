@@ -88,10 +88,11 @@ export async function sendSafely<K extends "createGame" | "joinGame" | "submitAc
   }
 }
 
-/** A refusal as the player reads it. */
+/** A refusal as the player reads it: its reason's sentence, else a general one (never the
+ * server's own message, in English and for developers). */
 export function message(error: unknown): string {
-  if (!(error instanceof EnvelopeError)) return String(error);
-  return ui.t.refusals[disconnected(error) ? "DISCONNECTED" : error.reasonName] ?? error.details;
+  if (!(error instanceof EnvelopeError)) return ui.t.refused;
+  return ui.t.refusals[disconnected(error) ? "DISCONNECTED" : error.reasonName] ?? ui.t.refused;
 }
 
 /** The line at the top: the connection's state and refusals. */

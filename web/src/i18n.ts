@@ -1,4 +1,6 @@
-// The client's texts in French and English. The language is the browser's unless chosen.
+// The client's texts in French and English. The language is the browser's unless chosen. The
+// refusals' sentences, one per reason a player can meet, are in refusals.json.
+import refusals from "./refusals.json";
 
 const en = {
   title: "Tapis — card games",
@@ -126,19 +128,8 @@ const en = {
     basra: "Basra",
   },
   colours: ["", "red", "blue", "green", "yellow", "black", "white", "orange", "purple", "reserve"],
-  refusals: {
-    NOT_YOUR_TURN: "It is not your turn.",
-    SLAP_TOO_LATE: "Too late: the pile changed.",
-    GAME_OVER: "The game is over.",
-    SEAT_BOT_CONTROLLED: "The computer plays your seat: take it back first.",
-    INVALID_TOKEN: "This seat's key is not valid.",
-    TOKEN_REVOKED: "This seat was given to someone else.",
-    GAME_NOT_FOUND: "No such table.",
-    NO_FREE_SEAT: "No free seat at this table.",
-    RATE_LIMITED: "Slow down.",
-    DISCONNECTED: "The connection was lost: try again.",
-    API_KEY_REQUIRED: "On this server, tables are set up by the site you play from.",
-  } as Record<string, string>,
+  refusals: { ...refusals.en, DISCONNECTED: "The connection was lost: try again." } as Record<string, string>,
+  refused: "The server refused this.",
 };
 
 export type Texts = typeof en;
@@ -275,19 +266,8 @@ const fr: Texts = {
     basra: "Basra",
   },
   colours: ["", "rouge", "bleu", "vert", "jaune", "noir", "blanc", "orange", "violet", "réserve"],
-  refusals: {
-    NOT_YOUR_TURN: "Ce n’est pas votre tour.",
-    SLAP_TOO_LATE: "Trop tard : le tas a changé.",
-    GAME_OVER: "La partie est terminée.",
-    SEAT_BOT_CONTROLLED: "L’ordinateur joue votre place : reprenez-la d’abord.",
-    INVALID_TOKEN: "La clé de cette place n’est pas valable.",
-    TOKEN_REVOKED: "Cette place a été donnée à quelqu’un d’autre.",
-    GAME_NOT_FOUND: "Cette table n’existe pas.",
-    NO_FREE_SEAT: "Plus de place libre à cette table.",
-    RATE_LIMITED: "Moins vite !",
-    DISCONNECTED: "La connexion a été perdue : réessayez.",
-    API_KEY_REQUIRED: "Sur ce serveur, les tables sont préparées par le site d’où vous jouez.",
-  },
+  refusals: { ...refusals.fr, DISCONNECTED: "La connexion a été perdue : réessayez." },
+  refused: "Le serveur a refusé.",
 };
 
 export type Language = "fr" | "en";
