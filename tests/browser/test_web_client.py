@@ -582,6 +582,29 @@ async def test_a_corse_slap_is_captioned_with_its_combination_cards_who_and_how_
     client.close()
 
 
+async def test_a_new_table_shows_nothing_of_the_last_one(browser: Any, served: Harness) -> None:
+    """A slap's caption at one Corse table, then back to the lobby and a new Corse table: no
+    caption there (what a game's screen kept belongs to its table)."""
+    client = await socket_to(served)
+    game_id, other = await corse_for_two(client)
+    page = await open_page(browser, served, f"#/join/{game_id}")
+    await page.locator("#flip").click()  # 5♠
+    await expect(page.locator("#pile .card")).to_have_count(1)
+    await client.call(seat_token=other, submit_action=pb.SubmitActionRequest(
+        game_id=game_id, action=pb.Action(bataille_corse=corse_pb2.BatailleCorseAction(
+            flip=corse_pb2.BatailleCorseFlip()))))  # 5♥: a double
+    await expect(page.locator("#pile .card")).to_have_count(2)
+    await page.keyboard.press(" ")
+    await expect(page.locator("#slap-caption")).to_contain_text("You take the pile")
+    await page.locator("a.back").click()
+    await page.locator("section.corse button.play").click()
+    await expect(page.locator(".corse-player")).to_have_count(2)
+    assert page.url.split("#")[1] != f"/table/{game_id}"
+    await expect(page.locator("#slap-caption")).to_have_text("")
+    assert page.errors == []
+    client.close()
+
+
 @pytest.mark.parametrize("size", VIEWPORTS)
 async def test_war_to_its_end_in_french(browser: Any, served: Harness,
                                         size: tuple[int, int]) -> None:

@@ -4,7 +4,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { GameStatus, SeatType, type Event, type GameView, type PresenceChanged } from "@tapis/client/gen/tapis/v1/game_service_pb";
 import { h } from "./dom";
-import { screenFor } from "./games/index";
+import { GAMES, screenFor } from "./games/index";
 import type { ActionInit, TableContext } from "./games/screen";
 import { languageToggle, message, requestId, say, sendSafely, socket, ui, type SeatKey } from "./app";
 import { disconnected } from "./socket";
@@ -26,7 +26,9 @@ export class Table {
   root = h("main", { class: "table" });
   ticker = window.setInterval(() => this.tick(), 250);
 
-  constructor(readonly gameId: string, readonly key: SeatKey | undefined) {}
+  constructor(readonly gameId: string, readonly key: SeatKey | undefined) {
+    for (const game of GAMES) game.forget?.();  // what a screen kept was the last table's
+  }
 
   get token(): string {
     return this.key?.token ?? "";
@@ -54,6 +56,7 @@ export class Table {
     this.view = undefined;
     this.streamed = 0n;
     this.log = [];
+    for (const game of GAMES) game.forget?.();
     say(ui.t.rewound, "warning");
     await this.start();
   }

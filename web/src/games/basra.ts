@@ -132,6 +132,10 @@ export const basra: GameScreen = {
     draw();
     return root;
   },
+  forget() {
+    choosing = undefined;
+    sheet = undefined;
+  },
   see(event) {
     if (event.body.case === "gameStarted") sheet = undefined;
     if (event.body.case === "basra" && event.body.value.event.case === "dealScored") {

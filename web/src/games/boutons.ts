@@ -85,6 +85,10 @@ export const boutons: GameScreen = {
   describe() {
     return null;
   },
+  forget() {
+    colour = undefined;
+    outOfButtons = undefined;
+  },
   see(event) {
     if (event.body.case === "gameStarted") outOfButtons = undefined;
     if (event.body.case === "boutons" && event.body.value.event.case === "bettingStopped") {

@@ -79,12 +79,13 @@ export const corse: GameScreen = {
     if (body.case === "falseSlap") return context.t.falseSlap(context.name(body.value.seat), body.value.seat === context.me);
     return null;
   },
+  forget() {
+    pile.length = 0;
+    topAt = undefined;
+    caption = undefined;
+  },
   see(event) {
-    if (event.body.case === "gameStarted") {
-      pile.length = 0;
-      topAt = undefined;
-      caption = undefined;
-    }
+    if (event.body.case === "gameStarted") corse.forget!();
     if (event.body.case !== "batailleCorse") return;
     const body = event.body.value.event;
     if (body.case === "cardFlipped" && body.value.card) {

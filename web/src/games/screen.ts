@@ -30,6 +30,8 @@ export interface GameScreen {
   /** Take in an event before the view moves on (what the view does not keep: a deal's score
    * sheet, the cards a slap took, who ran out of buttons). */
   see?(event: Event, view: GameView | undefined, context: TableContext): void;
+  /** Forget what `see` and the screen kept (a table is opened: nothing of the last one shows). */
+  forget?(): void;
   /** Why the game of `view` ended, in words ("" when it has not). */
   endReason?(view: GameView, context: TableContext): string;
 }
