@@ -412,6 +412,66 @@ async def test_a_refusal_is_said_in_french_never_in_the_servers_words(
     client.close()
 
 
+async def test_a_refusal_goes_with_the_next_move(browser: Any,
+                                                make_server: ServerFactory) -> None:
+    """Two reveals at once: the second is refused (the computer's turn) and said; the next
+    move, answered, takes the line away."""
+    served = await make_server(ws_port=0, bot_delay_ms=500)
+    client = await socket_to(served)
+    game_id = await war_against_the_computer(client, target=30)
+    page = await open_page(browser, served, f"#/join/{game_id}")
+    await page.locator("#reveal").wait_for()
+    await page.evaluate("() => { const reveal = document.getElementById('reveal');"
+                        " reveal.click(); reveal.click(); }")
+    await expect(page.locator("#banner")).to_have_text("It is not your turn.")
+    await expect(page.locator(".bataille-bubble")).to_have_count(2)  # the computer's reveal
+    await page.locator("#reveal").click()
+    await expect(page.locator("#banner")).to_be_hidden()
+    assert page.errors == []
+    client.close()
+
+
+async def test_a_key_acts_once(browser: Any, make_server: ServerFactory) -> None:
+    """Space held down (its repeats), Enter while the move is being sent, Space on a focused
+    button: each sends one move, never two."""
+    served = await make_server(ws_port=0)
+    client = await socket_to(served)
+    game_id = await war_against_the_computer(client, target=30)
+    page = await browser.new_page(locale="en-GB")
+    sent = submits_of(page)
+    await page.goto(address(served) + f"#/join/{game_id}")
+    await page.locator("#reveal").wait_for()
+    assert served.running.ws is not None
+    calls = served.running.ws.calls
+    served_call = calls["submit_action"]
+    reached, release = asyncio.Event(), asyncio.Event()
+
+    async def held(request: Any, caller: Any) -> Any:
+        reached.set()
+        await release.wait()
+        return await served_call.serve(request, caller)
+
+    calls["submit_action"] = served_call._replace(serve=held)
+    await page.keyboard.down(" ")
+    await asyncio.wait_for(reached.wait(), 15)
+    await page.keyboard.down(" ")  # a repeat
+    await page.keyboard.up(" ")
+    await page.keyboard.press("Enter")  # the move is being sent
+    release.set()
+    await expect(page.locator(".bataille-bubble")).to_have_count(2)
+    calls["submit_action"] = served_call
+    version = await page.locator("body").get_attribute("data-version")
+    await page.locator("#reveal").focus()
+    await page.keyboard.press(" ")  # on the focused button
+    await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
+    version = await page.locator("body").get_attribute("data-version")
+    await page.locator("#reveal").click()  # a move sent after: the frames before it are counted
+    await expect(page.locator("body")).not_to_have_attribute("data-version", version or "")
+    assert list(sent.values()) == [1, 1, 1], sent
+    await expect(page.locator("#banner")).to_be_hidden()
+    client.close()
+
+
 async def test_the_turn_countdown_then_the_computer_then_the_seat_taken_back(
         browser: Any, make_server: ServerFactory) -> None:
     served = await make_server(ws_port=0, bot_delay_ms=400)  # bots at a person's pace

@@ -22,10 +22,17 @@ socket.onState = (state) => {
 
 let table: Table | undefined;
 
+// A key acts once: not again while held down (its repeats), nor while a move is being sent.
+// Enter on a focused button is the button's own click; Space is the game's key even there (its
+// keydown's default prevented: the button is not clicked too).
 document.addEventListener("keydown", (event) => {
   const view = table?.view;
   if (!table || !view || event.target instanceof HTMLInputElement) return;
   if (event.target instanceof HTMLButtonElement && event.key === "Enter") return;
+  if (event.repeat || table.sending) {
+    if (event.key === " ") event.preventDefault();
+    return;
+  }
   if (screenFor(view.kind)?.keyPressed?.(event.key, view, table.context())) event.preventDefault();
 });
 
