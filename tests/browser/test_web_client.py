@@ -139,6 +139,30 @@ async def test_a_basra_capture_is_chosen(browser: Any, served: Harness) -> None:
     client.close()
 
 
+async def test_basra_and_boutons_cards_are_played_from_the_keyboard(
+        browser: Any, served: Harness) -> None:
+    """A card of the hand (Basra), a card to bet on (Boutons): each is focused like a button
+    and played with Enter."""
+    client = await socket_to(served)
+    page = await open_page(browser, served,
+                           f"#/join/{await basra_against_the_computer(client)}")
+    four = page.locator('#hand .card[data-card="4♥"]')  # takes nothing: played at once
+    await four.focus()
+    await expect(four).to_be_focused()
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#hand .card")).to_have_count(3)
+    await expect(four).to_have_count(0)
+    await page.goto(address(served) + f"#/join/{await boutons_against_the_computer(client)}")
+    mine = page.locator('.boutons-player[data-seat="0"] .laid')
+    bet = mine.locator(".card.playable").first
+    await bet.focus()
+    await expect(bet).to_be_focused()
+    await page.keyboard.press("Enter")
+    await expect(mine.locator(".button-pile")).to_have_count(1)
+    assert page.errors == []
+    client.close()
+
+
 async def test_a_corse_slap_with_the_space_bar(browser: Any, served: Harness) -> None:
     client = await socket_to(served)
     game_id, other = await corse_for_two(client)

@@ -41,3 +41,12 @@ export function cardElement(card: Card | undefined, extra: Record<string, string
   return h("span", { "data-card": cardId(card), ...rest, class: classes },
     cardText(card));
 }
+
+/** A face-up card the player can play: a real button (reached by Tab, played with Enter or
+ * Space), drawn as the card. */
+export function cardButton(card: Card, extra: Record<string, string>, play: () => void): HTMLElement {
+  const shown = cardElement(card, extra);
+  const button = h("button", { type: "button", onclick: play }, ...shown.childNodes);
+  for (const attribute of shown.attributes) button.setAttribute(attribute.name, attribute.value);
+  return button;
+}

@@ -3,7 +3,7 @@
 import { GameKind, type Action, type GameView } from "@tapis/client/gen/tapis/v1/game_service_pb";
 import { BasraVariant, type BasraDealScored } from "@tapis/client/gen/tapis/v1/basra_pb";
 import { Rank, type Card } from "@tapis/client/gen/tapis/v1/cards_pb";
-import { cardElement, cardId, cardText, sameCard } from "../cards";
+import { cardButton, cardElement, cardId, cardText, sameCard } from "../cards";
 import { h } from "../dom";
 import type { GameScreen, TableContext } from "./screen";
 
@@ -93,14 +93,11 @@ export const basra: GameScreen = {
           basra.toMove === s ? h("div", { class: "to-move-mark" }, "◀") : null));
       const hand = basra.hand.map((card) => {
         const basraMove = plays(view, card).some((a) => makesBasra(view, a));
-        return cardElement(card, {
-          role: "button",
+        return cardButton(card, {
           class: `playable${choosing && sameCard(choosing, card) ? " chosen" : ""}${basraMove ? " makes-basra" : ""}`,
           ...(basraMove ? { title: t.makesBasra } : {}),
-        });
+        }, () => play(view, card, context, draw));
       });
-      hand.forEach((element, i) => element.addEventListener("click",
-        () => play(view, basra.hand[i], context, draw)));
       const picker = choosing
         ? h("div", { class: "capture-picker", id: "capture-picker" },
             h("h3", {}, t.chooseCapture),

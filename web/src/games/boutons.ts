@@ -2,7 +2,7 @@
 // the centre and the reserve. To bet, pick one of your colours, then one of your cards.
 import { GameKind, type Action, type GameView } from "@tapis/client/gen/tapis/v1/game_service_pb";
 import { BoutonsPhase, type BoutonsButtonPile } from "@tapis/client/gen/tapis/v1/boutons_pb";
-import { cardElement, sameCard } from "../cards";
+import { cardButton, cardElement, sameCard } from "../cards";
 import type { Card } from "@tapis/client/gen/tapis/v1/cards_pb";
 import { h } from "../dom";
 import type { GameScreen, TableContext } from "./screen";
@@ -60,8 +60,8 @@ export const boutons: GameScreen = {
             t.playerScore(product(player.buttons), Number(player.score))),
           h("div", { class: "laid-out" }, player.cards.map((laid) => {
             const bet = legal.find((a) => betOf(a).colour === colour && sameCard(betOf(a).card, laid.card));
-            const card = cardElement(laid.card, bet ? { class: "card playable", role: "button" } : {});
-            if (bet) card.addEventListener("click", () => context.act(bet));
+            const card = bet && laid.card ? cardButton(laid.card, { class: "playable" }, () => context.act(bet))
+              : cardElement(laid.card);
             return h("div", { class: "laid" }, card, piles(laid.buttons, context));
           }))));
       const flip = view.legalActions.find((a) => a.action.case === "boutons" && a.action.value.action.case === "flip");
