@@ -689,6 +689,29 @@ async def test_a_new_table_shows_nothing_of_the_last_one(browser: Any, served: H
     client.close()
 
 
+LONG_NAME = "Wolfeschlegelsteinhausenbergerdorff" * 3 + "W" * 23
+"""128 bytes without a space: the longest name the server takes."""
+
+
+@pytest.mark.parametrize("kind", [pb.GAME_KIND_WAR, pb.GAME_KIND_BATAILLE_CORSE,
+                                  pb.GAME_KIND_BOUTONS, pb.GAME_KIND_BASRA])
+async def test_a_long_name_fits_a_small_screen(browser: Any, served: Harness,
+                                                kind: int) -> None:
+    """Every table at 360 px, the other seat's name the longest the server takes: nothing
+    wider than the screen."""
+    client = await socket_to(served)
+    created = await client.call(create_game=pb.CreateGameRequest(
+        kind=kind, seats=2, seed=3, seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)] * 2))
+    game_id = created.create_game.game.game_id
+    await client.call(join_game=pb.JoinGameRequest(game_id=game_id, seat=1,
+                                                   display_name=LONG_NAME))
+    page = await open_sized(browser, served, (360, 740), f"#/join/{game_id}")
+    await expect(page.locator(".game .name", has_text=LONG_NAME[:20]).first).to_be_visible()
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 360
+    assert page.errors == []
+    client.close()
+
+
 @pytest.mark.parametrize("size", VIEWPORTS)
 async def test_war_to_its_end_in_french(browser: Any, served: Harness,
                                         size: tuple[int, int]) -> None:
