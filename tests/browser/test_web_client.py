@@ -20,6 +20,8 @@ from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis.v1 import websocket_pb2 as ws_pb
+from tapis_engine.cards import deck_with_jokers
+from tapis_service.codec.adapters.cards import cards_to_proto
 from tapis_service.observe.clock import SystemClock
 from tests.browser.tables import (
     basra_against_the_computer,
@@ -32,6 +34,7 @@ from tests.browser.tables import (
 )
 from tests.support.browser import screenshot_path
 from tests.support.calls import auth
+from tests.support.cards import cards
 from tests.support.server import Harness, Restartable, ServerFactory
 from tests.support.websocket import Client
 
@@ -496,6 +499,35 @@ async def test_a_key_acts_once(browser: Any, make_server: ServerFactory) -> None
     client.close()
 
 
+async def test_french_lines_to_the_reader_and_in_the_history(browser: Any,
+                                                              served: Harness) -> None:
+    """A Corse challenge against the reader is said to them ("Vous devez répondre"), and a
+    history line naming the computer first begins with a capital."""
+    client = await socket_to(served)
+    first, second = cards("2S 3S 4S"), cards("JH 5H 6H")  # Zoé's jack challenges the page
+    dealt = [c for pair in zip(first, second, strict=True) for c in pair]
+    deck = cards_to_proto([*dealt, *(c for c in deck_with_jokers() if c not in dealt)])
+    created = await client.call(create_game=pb.CreateGameRequest(
+        kind=pb.GAME_KIND_BATAILLE_CORSE, seats=2, stacked_deck=deck,
+        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)] * 2))
+    game_id = created.create_game.game.game_id
+    joined = await client.call(join_game=pb.JoinGameRequest(game_id=game_id, seat=1,
+                                                            display_name="Zoé"))
+    page = await open_page(browser, served, f"#/join/{game_id}", locale="fr-FR")
+    await page.locator("#flip").click()  # 2♠
+    await expect(page.locator("#pile .card")).to_have_count(1)
+    await client.call(seat_token=joined.join_game.seat_token, submit_action=pb.SubmitActionRequest(
+        game_id=game_id, action=pb.Action(bataille_corse=corse_pb2.BatailleCorseAction(
+            flip=corse_pb2.BatailleCorseFlip()))))  # V♥
+    await expect(page.locator(".challenge")).to_have_text("Vous devez répondre : encore 1 essai")
+    await page.goto(address(served) + f"#/join/{await basra_against_the_computer(client)}")
+    await page.locator('#hand .card[data-card="4♥"]').click()  # the computer takes it
+    await expect(page.locator("#history li").first).to_have_text(
+        re.compile(r"^L’ordinateur a ramassé .*4♥"))
+    assert page.errors == []
+    client.close()
+
+
 async def test_the_turn_countdown_then_the_computer_then_the_seat_taken_back(
         browser: Any, make_server: ServerFactory) -> None:
     served = await make_server(ws_port=0, bot_delay_ms=400)  # bots at a person's pace
@@ -845,7 +877,7 @@ async def test_basra_to_its_end_in_french(browser: Any, make_server: ServerFacto
     client = await socket_to(served)
     game_id = await basra_against_the_computer(client, seed=11)
     page = await open_sized(browser, served, (1280, 800), f"#/join/{game_id}", locale="fr-FR")
-    await expect(page.locator("#keys")).to_contain_text("Cliquez une carte de votre main")
+    await expect(page.locator("#keys")).to_contain_text("Cliquez sur une carte de votre main")
     await play_to_the_end(page, "#hand .card", limit=400)
     await expect(page.locator("#series")).to_contain_text("Partie terminée")
     await expect(page.locator("#end-reason")).to_contain_text(re.compile(

@@ -60,6 +60,7 @@ const en = {
   slap: "Slap! (space)",
   pile: (n: number) => `Pile: ${n} card${n === 1 ? "" : "s"}`,
   challenge: (name: string, tries: number) => `${name} must answer: ${tries} tr${tries === 1 ? "y" : "ies"} left`,
+  challengeYou: (tries: number) => `You must answer: ${tries} tr${tries === 1 ? "y" : "ies"} left`,
   eliminated: "eliminated",
   out: "out",
   slapTooLate: "Too late: the pile changed",
@@ -198,6 +199,7 @@ const fr: Texts = {
   slap: "Taper ! (espace)",
   pile: (n) => `Tas : ${n} carte${n > 1 ? "s" : ""}`,
   challenge: (name, tries) => `${name} doit répondre : encore ${tries} essai${tries > 1 ? "s" : ""}`,
+  challengeYou: (tries) => `Vous devez répondre : encore ${tries} essai${tries > 1 ? "s" : ""}`,
   eliminated: "éliminé",
   out: "hors jeu",
   slapTooLate: "Trop tard : le tas a changé",
@@ -230,8 +232,8 @@ const fr: Texts = {
   keys: {
     war: "Espace ou Entrée : retourner une carte (ou le bouton)",
     corse: "Entrée : retourner · Espace : taper (ou cliquer sur le tas)",
-    boutons: "Choisissez une couleur, puis cliquez une de vos cartes pour miser · Entrée : retourner",
-    basra: "Cliquez une carte de votre main pour la jouer ; si elle peut prendre de plusieurs façons, choisissez",
+    boutons: "Choisissez une couleur, puis cliquez sur une de vos cartes pour miser · Entrée : retourner",
+    basra: "Cliquez sur une carte de votre main pour la jouer ; si elle peut prendre de plusieurs façons, choisissez",
   },
   whyEnded: (why) => `Pourquoi : ${why}`,
   warEnd: (reason, target) =>

@@ -74,10 +74,16 @@ export class Table {
       if (event.body.case === "gameStarted") this.log = [];  // a new game, a new history
       screen?.see?.(event, this.view, this.context());
       const line = screen?.describe(event, this.context());
-      if (line) this.log = [line, ...this.log].slice(0, HISTORY);
+      if (line) this.logged(line);
       if (event.body.case === "gameEnded") this.seriesOpen = true;
     }
     void this.refresh();
+  }
+
+  /** A line on top of the history, its first letter a capital ("l’ordinateur a ramassé…"
+   * begins a line as "L’ordinateur a ramassé…"). */
+  logged(line: string): void {
+    this.log = [line.charAt(0).toUpperCase() + line.slice(1), ...this.log].slice(0, HISTORY);
   }
 
   /** A person seat's holder went away or came back: its mark, and a line in the history. */
@@ -90,7 +96,7 @@ export class Table {
       if (seat) seat.connected = change.connected;
       if (change.seat === view.yourSeat) continue;
       const name = context.name(change.seat);
-      this.log = [change.connected ? ui.t.isBack(name) : ui.t.wentAway(name), ...this.log].slice(0, HISTORY);
+      this.logged(change.connected ? ui.t.isBack(name) : ui.t.wentAway(name));
     }
     this.draw();
   }

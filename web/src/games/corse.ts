@@ -62,7 +62,8 @@ export const corse: GameScreen = {
       h("div", { class: "slap-caption", id: "slap-caption" }, said),
       h("div", { class: "pile-size" }, t.pile(corse.pileSize)),
       corse.challenger !== undefined && corse.turn !== undefined
-        ? h("div", { class: "challenge" }, t.challenge(context.name(corse.turn), corse.triesLeft))
+        ? h("div", { class: "challenge" }, corse.turn === context.me ? t.challengeYou(corse.triesLeft)
+          : t.challenge(context.name(corse.turn), corse.triesLeft))
         : null,
       h("div", { class: "actions" },
         legal(view, "flip")
