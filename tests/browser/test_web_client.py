@@ -16,9 +16,9 @@ from urllib.parse import quote
 
 import pytest
 
+from tapis.v1 import basra_pb2, war_pb2
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
-from tapis.v1 import war_pb2
 from tapis.v1 import websocket_pb2 as ws_pb
 from tapis_engine.cards import deck_with_jokers
 from tapis_service.codec.adapters.cards import cards_to_proto
@@ -84,6 +84,40 @@ async def test_the_page_names_the_four_games(browser: Any, served: Harness) -> N
     await expect(page.locator(".war-player")).to_have_count(2)
     await expect(page.locator(".countdown")).to_contain_text("s left")
     assert page.errors == []
+
+
+async def test_the_lobby_creates_a_basra_table_of_the_variant_chosen(
+        browser: Any, served: Harness) -> None:
+    """Basra's variant, two-card jack basra and target are chosen in the lobby; the jack option
+    is not offered with Lebanese (the server refuses that pair); the table names its rules
+    from the server's view."""
+    page = await open_page(browser, served)
+    basra = page.locator("section.basra")
+    jack = basra.locator("input.two-card-jack")
+    await expect(jack).to_be_enabled()  # Egyptian first
+    await jack.check()
+    await basra.locator("select.variant").select_option(label="Lebanese")
+    await expect(jack).to_be_disabled()
+    await expect(jack).not_to_be_checked()
+    await basra.locator("select.basra-target").select_option("151")
+    await basra.locator("button.play").click()
+    rules = page.locator("#basra-rules")
+    await expect(rules).to_have_text("Lebanese Basra · first to 151 points")
+    await expect(rules).to_have_attribute("data-variant", "LEBANESE")
+    game_id = page.url.rsplit("/", 1)[1]
+    client = await socket_to(served)
+    view = (await client.call(get_game=pb.GetGameRequest(game_id=game_id))).get_game.game.basra
+    assert (view.variant, view.two_card_jack_basra, view.target) == (
+        basra_pb2.BASRA_VARIANT_LEBANESE, False, 151)
+    await page.locator("a.back").click()  # Iraqi with the two-card jack basra, in French
+    await page.locator("#language").click()
+    await basra.locator("select.variant").select_option(label="irakienne")
+    await jack.check()
+    await basra.locator("button.play").click()
+    await expect(rules).to_have_text(
+        "Basra irakienne · en 101 points · un valet qui prend deux cartes fait une basra")
+    assert page.errors == []
+    client.close()
 
 
 async def test_a_whole_war_game_against_the_computer(browser: Any, served: Harness) -> None:

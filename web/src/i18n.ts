@@ -1,6 +1,10 @@
 // The client's texts in French and English. The language is the browser's unless chosen. The
 // refusals' sentences, one per reason a player can meet, are in refusals.json.
+import { BasraVariant } from "@tapis/client/gen/tapis/v1/basra_pb";
 import refusals from "./refusals.json";
+
+/** A name for each variant the lobby offers (unspecified is shown as Egyptian). */
+type VariantNames = Record<Exclude<BasraVariant, BasraVariant.UNSPECIFIED>, string>;
 
 const en = {
   title: "Tapis — card games",
@@ -114,6 +118,16 @@ const en = {
   sheetLegend: "Cards taken, then the points each earns: most cards, 10♦, 2♣, aces, jacks, basras.",
   basraFlag: "Basra!",
   makesBasra: "This card makes a basra",
+  variant: "Variant",
+  basraVariants: {
+    [BasraVariant.EGYPTIAN]: "Egyptian",
+    [BasraVariant.LEBANESE]: "Lebanese",
+    [BasraVariant.IRAQI]: "Iraqi",
+  } as VariantNames,
+  twoCardJack: "A jack taking two cards makes a basra",
+  pointsToWin: "Points to win",
+  basraRules: (variant: string, target: number, twoCardJack: boolean) =>
+    `${variant} Basra · first to ${target} points${twoCardJack ? " · a jack taking two cards makes a basra" : ""}`,
   playerScore: (piles: string, score: number) => `Score: ${piles} = ${score}`,
   productRule: "Score: the sizes of your colour groups multiplied (3 red × 2 blue = 6).",
   combinations: ["", "double", "sandwich", "big mac", "suite", "ten", "seven"],
@@ -253,6 +267,16 @@ const fr: Texts = {
   sheetLegend: "Cartes ramassées, puis les points de chacun : le plus de cartes, 10♦, 2♣, as, valets, basras.",
   basraFlag: "Basra !",
   makesBasra: "Cette carte fait une basra",
+  variant: "Variante",
+  basraVariants: {
+    [BasraVariant.EGYPTIAN]: "égyptienne",
+    [BasraVariant.LEBANESE]: "libanaise",
+    [BasraVariant.IRAQI]: "irakienne",
+  },
+  twoCardJack: "Un valet qui prend deux cartes fait une basra",
+  pointsToWin: "Points pour gagner",
+  basraRules: (variant, target, twoCardJack) =>
+    `Basra ${variant} · en ${target} points${twoCardJack ? " · un valet qui prend deux cartes fait une basra" : ""}`,
   playerScore: (piles, score) => `Score : ${piles} = ${score}`,
   productRule: "Score : le produit du nombre de boutons de chaque couleur (3 rouges × 2 bleus = 6).",
   combinations: ["", "doublette", "sandwich", "big mac", "suite", "dix", "sept"],

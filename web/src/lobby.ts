@@ -1,4 +1,5 @@
-// The lobby: a game against the computer in one click, or a table joined by its id. On a server
+// The lobby: a game against the computer in one click (with the game's own choices, such as
+// Basra's variant), or a table joined by its id. On a server
 // whose tables a backend creates (API keys), a sentence saying so instead of the create buttons.
 import { SeatType } from "@tapis/client/gen/tapis/v1/game_service_pb";
 import { h } from "./dom";
@@ -16,13 +17,14 @@ export function lobby(redraw: () => void, capabilities: Capabilities): HTMLEleme
     const timer = h("select", { class: "timer" },
       [0, 15, 30, 60].map((s) => h("option", { value: String(s) }, s ? t.seconds(s) : t.noLimit))) as HTMLSelectElement;
     timer.value = "30";
+    const choices = game.lobbyChoices?.(t);
     const start = async (): Promise<void> => {
       localStorage.setItem("tapis.name", name.value);
       const count = Number(seats.value);
       try {
         const created = await sendSafely("createGame", {
           kind: game.kind, seats: count, turnTimeLimitMs: Number(timer.value) * 1000,
-          requestId: requestId(),
+          requestId: requestId(), options: choices?.options(),
           seatConfigs: Array.from({ length: count }, (_, seat) =>
             ({ type: seat === 0 ? SeatType.PERSON : SeatType.BOT })),
         });
@@ -39,6 +41,7 @@ export function lobby(redraw: () => void, capabilities: Capabilities): HTMLEleme
       h("h2", {}, t.games[game.key]),
       h("label", {}, t.players, " ", seats),
       h("label", {}, t.turnTime, " ", timer),
+      choices?.fields ?? [],
       h("button", { class: "primary play", onclick: start }, t.playComputer));
   });
   const tableId = h("input", { id: "table-id", placeholder: t.tableId }) as HTMLInputElement;

@@ -5,7 +5,8 @@ import { BasraVariant, type BasraDealScored } from "@tapis/client/gen/tapis/v1/b
 import { Rank, type Card } from "@tapis/client/gen/tapis/v1/cards_pb";
 import { cardButton, cardElement, cardId, cardText, sameCard } from "../cards";
 import { h } from "../dom";
-import type { GameScreen, TableContext } from "./screen";
+import type { GameScreen, LobbyChoices, TableContext } from "./screen";
+import type { Texts } from "../i18n";
 
 let choosing: Card | undefined;
 /** The card whose captures are offered (cleared when the view moves on). */
@@ -23,6 +24,43 @@ function makesBasra(view: GameView, action: Action): boolean {
   if (basra.variant === BasraVariant.LEBANESE) return floor.length === 1 && floor[0].rank === play.card?.rank;
   if (play.card?.rank === Rank.JACK) return floor.length === 1 || (basra.twoCardJackBasra && floor.length === 2);
   return true;
+}
+
+/** Every variant the contract names (unspecified is Egyptian, offered as such). */
+const VARIANTS = Object.values(BasraVariant).filter(
+  (v): v is BasraVariant => typeof v === "number" && v !== BasraVariant.UNSPECIFIED);
+/** The variants the two-card jack basra cannot go with (docs/rulings.md: the server refuses
+ * Lebanese with it, INVALID_OPTIONS). */
+const NO_TWO_CARD_JACK = [BasraVariant.LEBANESE];
+/** The points to win the rules name (the first is the default). */
+const TARGETS = [101, 151];
+
+function variantName(variant: BasraVariant, t: Texts): string {
+  return t.basraVariants[variant === BasraVariant.UNSPECIFIED ? BasraVariant.EGYPTIAN : variant];
+}
+
+/** The lobby's Basra choices: the variant, the two-card jack basra (only with a variant that
+ * allows it) and the points to win. */
+function lobbyChoices(t: Texts): LobbyChoices {
+  const variant = h("select", { class: "variant" }, VARIANTS.map((v) =>
+    h("option", { value: String(v) }, variantName(v, t)))) as HTMLSelectElement;
+  const jack = h("input", { type: "checkbox", class: "two-card-jack" }) as HTMLInputElement;
+  const jackLabel = h("label", { class: "two-card-jack-choice" }, jack, " ", t.twoCardJack);
+  const target = h("select", { class: "basra-target" }, TARGETS.map((n) =>
+    h("option", { value: String(n) }, String(n)))) as HTMLSelectElement;
+  const allowJack = (): void => {
+    const refused = NO_TWO_CARD_JACK.includes(Number(variant.value));
+    jack.disabled = refused;
+    if (refused) jack.checked = false;
+    jackLabel.classList.toggle("unavailable", refused);
+  };
+  variant.addEventListener("change", allowJack);
+  allowJack();
+  return {
+    fields: [h("label", {}, t.variant, " ", variant), jackLabel, h("label", {}, t.pointsToWin, " ", target)],
+    options: () => ({ case: "basra", value: {
+      variant: Number(variant.value), twoCardJackBasra: jack.checked, target: Number(target.value) } }),
+  };
 }
 
 /** The dealer's mark: a D in a disc, drawn by the page's style (no font lacks it). */
@@ -69,6 +107,7 @@ export const basra: GameScreen = {
   kind: GameKind.BASRA,
   key: "basra",
   seatCounts: [2, 3, 4],
+  lobbyChoices,
   render(view, context) {
     const basra = view.game.case === "basra" ? view.game.value : undefined;
     if (!basra) return h("div");
@@ -111,6 +150,9 @@ export const basra: GameScreen = {
             }))
         : null;
       return [
+        h("div", { class: "basra-rules", id: "basra-rules",
+                   "data-variant": BasraVariant[basra.variant] ?? "", "data-target": String(basra.target) },
+          t.basraRules(variantName(basra.variant, t), basra.target, basra.twoCardJackBasra)),
         h("div", { class: "sides" }, sides),
         h("div", { class: "basra-others" }, others),
         h("div", { class: "floor-area" }, h("h3", {}, t.floor),

@@ -1,9 +1,19 @@
 // What a game's screen gives the table, and what the table gives it.
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { ActionSchema, Event, GameKind, GameView } from "@tapis/client/gen/tapis/v1/game_service_pb";
+import type { ActionSchema, CreateGameRequestSchema, Event, GameKind, GameView }
+  from "@tapis/client/gen/tapis/v1/game_service_pb";
 import type { Texts } from "../i18n";
 
 export type ActionInit = MessageInitShape<typeof ActionSchema>;
+
+/** The game's options of a CreateGameRequest (its case of the `options` oneof). */
+export type OptionsInit = MessageInitShape<typeof CreateGameRequestSchema>["options"];
+
+/** A game's own choices in the lobby: the fields shown, and the options they make. */
+export interface LobbyChoices {
+  fields: HTMLElement[];
+  options(): OptionsInit;
+}
 
 export interface TableContext {
   t: Texts;
@@ -21,6 +31,8 @@ export interface GameScreen {
   key: "war" | "corse" | "boutons" | "basra";
   /** The seat counts the lobby offers. */
   seatCounts: number[];
+  /** The game's own choices in the lobby (its rules' options); none: the server's defaults. */
+  lobbyChoices?(t: Texts): LobbyChoices;
   /** The game's part of the table (under the seats' common header). */
   render(view: GameView, context: TableContext): HTMLElement;
   /** A line for the table's log, or null. */
