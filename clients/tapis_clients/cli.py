@@ -198,6 +198,8 @@ def create_request(args: argparse.Namespace, people: int) -> pb.CreateGameReques
         request.bot_reaction_ms = round(args.bot_speed * 1000)
     if args.points and game.set_points is not None:
         game.set_points(request, args.points)
+    if game.set_options is not None:
+        game.set_options(request, args)
     return request
 
 
@@ -344,7 +346,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     argv = sys.argv[1:] if argv is None else argv
     i18n.use(i18n.language_from(_language_asked(argv)))
     _argparse_speaks()
-    return build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command in ("play", "create"):
+        problem = _game_options_problem(args)
+        if problem:
+            parser.error(problem)
+    return args
+
+
+def _game_options_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the games' own options of ``play`` or ``create`` (one of another
+    game, a combination the rules refuse), in words; None: nothing."""
+    chosen = games.by_command(args.kind)
+    for game in games.GAMES:
+        if game is chosen or game.add_options is None:
+            continue
+        for action in game.add_options(argparse.ArgumentParser(add_help=False)):
+            if getattr(args, action.dest) != action.default:
+                return _("{option} is for {game} only").format(
+                    option=action.option_strings[0], game=game.title)
+    if chosen.set_options is not None:
+        try:
+            chosen.set_options(pb.CreateGameRequest(), args)
+        except ValueError as error:
+            return str(error)
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -375,6 +402,9 @@ def build_parser() -> argparse.ArgumentParser:
         with_points = ", ".join(g.title for g in games.GAMES if g.set_points is not None)
         p.add_argument("--points", type=bounded(0, UINT32_MAX), default=0, metavar="N", help=_(
             "points to win ({games}; default: the game's)").format(games=with_points))
+        for game in games.GAMES:
+            if game.add_options is not None:
+                game.add_options(p)
         p.add_argument("--name", metavar=_("NAME"), help=NAME_HELP())
         p.add_argument("--bot-speed", type=bounded_float(0, MAX_BOT_SPEED_S), default=None,
                        metavar=_("SECONDS"),

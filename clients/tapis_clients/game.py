@@ -4,6 +4,7 @@ the bot and the tests read that list (a new game is its own module and one line 
 
 from __future__ import annotations
 
+import argparse
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -100,6 +101,12 @@ class ClientGame:
     key_hint: Callable[[pb.GameView, str, Table], str | None] = _no_hint
     set_points: Callable[[pb.CreateGameRequest, int], None] | None = None
     """How ``--points`` sets the game's target (None: the game has none)."""
+    add_options: Callable[[argparse.ArgumentParser], list[argparse.Action]] | None = None
+    """The game's own options of ``tapis play`` and ``tapis create`` (its rules' variant),
+    added to their parsers; the actions added are returned (None: the game has none)."""
+    set_options: Callable[[pb.CreateGameRequest, argparse.Namespace], None] | None = None
+    """How those options (and ``--points``) set the request; ValueError, in words, for a
+    combination the rules refuse."""
     menu: Callable[[pb.GameView, list[pb.Action], Table], RenderableType | None] = _no_menu
     """A menu of the game's own (a grid of bets); None: the numbered list."""
     sides: Callable[[pb.GameView], list[list[int]]] = _alone

@@ -276,6 +276,29 @@ def basra_for_four(name: str) -> pb.GameView:
     return view
 
 
+@pytest.mark.parametrize(("lang", "said"), [
+    ("en", ["Egyptian · to 101", "Lebanese · to 151", "Iraqi · to 101", "jack on two: basra"]),
+    ("fr", ["égyptienne · en 101", "libanaise · en 151", "irakienne · en 101",
+            "valet sur deux : basra"])])
+def test_the_basra_board_names_its_rules(lang: str, said: list[str]) -> None:
+    """The board's header says the table's variant and its target, the line under the floor
+    the two-card jack basra when the table plays it: from the view."""
+    rules = [(basra_pb2.BASRA_VARIANT_UNSPECIFIED, False, 101),
+             (basra_pb2.BASRA_VARIANT_LEBANESE, False, 151),
+             (basra_pb2.BASRA_VARIANT_IRAQI, True, 101)]
+    i18n.use(lang)
+    try:
+        for (variant, jack, target), words in zip(rules, said[:-1], strict=True):
+            view = basra_for_four("Zoé")
+            view.basra.variant, view.basra.two_card_jack_basra = variant, jack
+            view.basra.target = target
+            shown = text_of(basra.board(view, 0))
+            assert words in shown
+            assert (said[-1] in shown) == jack, shown
+    finally:
+        i18n.use("en")
+
+
 @pytest.mark.parametrize(("lang", "headers", "you"), [
     ("en", ("in hand", "team", "cards", "basras", "score"), "(you)"),
     ("fr", ("en main", "équipe", "cartes", "basras", "points"), "(vous)")])

@@ -3,6 +3,7 @@ stock; moves that make a basra are flagged, and each deal ends on its score shee
 
 from __future__ import annotations
 
+import argparse
 import random
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -23,6 +24,14 @@ _VARIANTS = {basra_pb2.BASRA_VARIANT_UNSPECIFIED: N_("Egyptian"),
              basra_pb2.BASRA_VARIANT_LEBANESE: N_("Lebanese"),
              basra_pb2.BASRA_VARIANT_IRAQI: N_("Iraqi")}
 JACK = 11
+VARIANT_NAMES = {basra_pb2.BasraVariant.Name(v).removeprefix("BASRA_VARIANT_").lower(): v
+                 for v in basra_pb2.BasraVariant.values()
+                 if v != basra_pb2.BASRA_VARIANT_UNSPECIFIED}
+"""``--variant``'s choices: every variant of the contract, by its lower-case name."""
+NO_TWO_CARD_JACK = (basra_pb2.BASRA_VARIANT_LEBANESE,)
+"""The variants the two-card jack basra cannot go with (docs/rulings.md: INVALID_OPTIONS)."""
+TARGETS = (101, 151)
+"""The points to win the rules name (the first is the default)."""
 
 
 def side_name(seats: list[int], table: Table) -> str:
@@ -115,6 +124,7 @@ def board(view: pb.GameView, reader: Table | int | None = None) -> RenderableTyp
         players,
         Text.from_markup(_("floor: {cards}").format(cards=cards_markup(b.floor))
                          + "  [dim]" + _("stock {count}").format(count=b.stock_size)
+                         + (" · " + _("jack on two: basra") if b.two_card_jack_basra else "")
                          + " · " + _("ⓓ deals") + " · " + _("▶ to play") + "[/]"),
     ]
     if table.me is not None:
@@ -262,6 +272,28 @@ def set_points(request: pb.CreateGameRequest, points: int) -> None:
     request.basra.target = points
 
 
+def add_options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [
+        parser.add_argument("--variant", choices=list(VARIANT_NAMES), default=None, help=_(
+            "Basra's rules (default: egyptian)")),
+        parser.add_argument("--two-card-jack", action="store_true", help=_(
+            "Basra: a jack taking two cards makes a basra too (not with lebanese)"))]
+
+
+def set_options(request: pb.CreateGameRequest, args: argparse.Namespace) -> None:
+    """``--variant`` and ``--two-card-jack`` into the request (``--points``, the target, is
+    ``set_points``'s); ValueError for what the server would refuse (INVALID_OPTIONS)."""
+    variant = VARIANT_NAMES[args.variant] if args.variant else basra_pb2.BASRA_VARIANT_UNSPECIFIED
+    if args.two_card_jack and variant in NO_TWO_CARD_JACK:
+        raise ValueError(_("--two-card-jack cannot go with --variant {variant}").format(
+            variant=args.variant))
+    if args.points and args.points not in TARGETS:
+        raise ValueError(_("Basra is played to {first} or {second} points").format(
+            first=TARGETS[0], second=TARGETS[1]))
+    request.basra.variant = variant
+    request.basra.two_card_jack_basra = args.two_card_jack
+
+
 def _describe(action: pb.Action, view: pb.GameView, table: Table) -> str:
     return describe_action(action, table, view)
 
@@ -270,6 +302,6 @@ GAME = ClientGame(
     kind=pb.GAME_KIND_BASRA, field="basra", commands=("basra",), title="Basra",
     min_size=(78, 24), board=board, describe_action=_describe,
     describe_event=describe_event, hotkey=hotkey, strategy=strategy, memory=BasraMemory,
-    set_points=set_points, sides=_sides)
+    set_points=set_points, add_options=add_options, set_options=set_options, sides=_sides)
 
 __all__ = ["GAME", "card_text", "makes_basra"]
