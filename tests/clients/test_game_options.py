@@ -1,11 +1,14 @@
 """A game's own options on `tapis play` and `tapis create`: Basra's variant, two-card jack basra
-and target (``--points``), checked before any call and sent in ``CreateGameRequest.basra``."""
+and target (``--points``), Bataille Corse's combinations switched off (``--no-combination``),
+La bataille des boutons' rounds (``--rounds``), checked before any call and sent in the
+request's options of the game."""
 
 from __future__ import annotations
 
 import pytest
 
 from tapis.v1 import basra_pb2
+from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import cli, i18n
 from tests.support.server import ServerFactory
@@ -35,12 +38,57 @@ def test_basra_options_go_in_the_request(
         assert (basra.variant, basra.two_card_jack_basra, basra.target) == options
 
 
+def test_every_combination_of_the_contract_is_a_choice_by_its_lower_case_name() -> None:
+    for combination in corse_pb2.BatailleCorseCombination.values():
+        if combination == corse_pb2.BATAILLE_CORSE_COMBINATION_UNSPECIFIED:
+            continue
+        name = corse_pb2.BatailleCorseCombination.Name(combination).removeprefix(
+            "BATAILLE_CORSE_COMBINATION_").lower()
+        args = cli.parse_args(["play", "corse", "--no-combination", name])
+        assert list(cli.create_request(args, 1).bataille_corse.disabled_combinations) == [
+            combination]
+
+
+@pytest.mark.parametrize(("argv", "disabled"), [
+    ([], None),
+    (["--no-combination", "big_mac", "--no-combination", "ten", "--no-combination", "ten"],
+     [corse_pb2.BATAILLE_CORSE_COMBINATION_BIG_MAC, corse_pb2.BATAILLE_CORSE_COMBINATION_TEN]),
+])
+def test_combinations_switched_off_go_in_the_request(
+        argv: list[str], disabled: list[int] | None) -> None:
+    """None given: no options (the server's six); each named once, however often it is said."""
+    for command in ("play", "create"):
+        request = cli.create_request(cli.parse_args([command, "bataille-corse", *argv]), 1)
+        if disabled is None:
+            assert request.WhichOneof("options") is None
+        else:
+            assert list(request.bataille_corse.disabled_combinations) == disabled
+
+
+@pytest.mark.parametrize(("argv", "rounds"), [([], None), (["--rounds", "1"], 1),
+                                              (["--rounds", "100"], 100)])
+def test_the_rounds_go_in_the_request(argv: list[str], rounds: int | None) -> None:
+    for command in ("play", "create"):
+        request = cli.create_request(cli.parse_args([command, "boutons", *argv]), 1)
+        if rounds is None:
+            assert request.WhichOneof("options") is None
+        else:
+            assert request.boutons.rounds == rounds
+
+
 @pytest.mark.parametrize(("argv", "said"), [
     (["play", "basra", "--variant", "lebanese", "--two-card-jack"],
      "--two-card-jack cannot go with --variant lebanese"),
     (["play", "basra", "--points", "120"], "Basra is played to 101 or 151 points"),
     (["play", "war", "--variant", "iraqi"], "--variant is for Basra only"),
     (["create", "boutons", "--two-card-jack"], "--two-card-jack is for Basra only"),
+    (["play", "war", "--no-combination", "ten"], "--no-combination is for Bataille Corse only"),
+    (["play", "corse", "--rounds", "3"], "--rounds is for La bataille des boutons only"),
+    (["play", "boutons", "--rounds", "101"],
+     "argument --rounds: 101 is out of range (from 1 to 100)"),
+    (["play", "boutons", "--rounds", "0"], "argument --rounds: 0 is out of range (from 1 to 100)"),
+    (["play", "corse", "--no-combination", "triple"], "argument --no-combination: invalid choice: "
+     "'triple' (choose from 'double', 'sandwich', 'big_mac', 'suite', 'ten', 'seven')"),
     (["--lang", "fr", "play", "basra", "--variant", "lebanese", "--two-card-jack"],
      "--two-card-jack ne va pas avec --variant lebanese"),
 ])
@@ -69,3 +117,21 @@ async def test_the_server_seats_a_table_of_the_options_asked(
     view = (await h.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
     assert (view.settings.basra.variant, view.settings.basra.two_card_jack_basra,
             view.settings.basra.target) == (basra_pb2.BASRA_VARIANT_IRAQI, True, 151)
+
+
+async def test_the_server_seats_corse_and_boutons_tables_of_the_options_asked(
+        make_server: ServerFactory, capsys: pytest.CaptureFixture[str]) -> None:
+    """`tapis create corse --no-combination suite --no-combination seven` and `tapis create
+    boutons --rounds 3`: the server takes both requests, and its settings say those rules."""
+    h = await make_server()
+    target = ["--target", f"127.0.0.1:{h.running.port}"]
+    argv = ["create", "corse", *target, "--no-combination", "suite", "--no-combination", "seven"]
+    assert await cli.run(cli.parse_args(argv)) == 0
+    game_id = capsys.readouterr().out.split()[-1]
+    view = (await h.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+    assert set(view.settings.bataille_corse.disabled_combinations) == {
+        corse_pb2.BATAILLE_CORSE_COMBINATION_SUITE, corse_pb2.BATAILLE_CORSE_COMBINATION_SEVEN}
+    assert await cli.run(cli.parse_args(["create", "boutons", *target, "--rounds", "3"])) == 0
+    game_id = capsys.readouterr().out.split()[-1]
+    view = (await h.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+    assert view.settings.boutons.rounds == 3

@@ -131,6 +131,26 @@ def test_a_slap_caption_shows_the_combination_its_cards_and_the_time() -> None:
     assert memory.refusal("SLAP_TOO_LATE", table) == "too late: bo slapped first"
 
 
+@pytest.mark.parametrize(("lang", "said"), [("en", "off: big mac, seven"),
+                                            ("fr", "désactivées : big mac, sept")])
+def test_the_corse_board_names_the_combinations_switched_off(lang: str, said: str) -> None:
+    """From the view's combinations on: nothing said while all six are on."""
+    view = pb.GameView(bataille_corse=corse_pb2.BatailleCorseView(
+        seats=[corse_pb2.BatailleCorseSeat(seat=seat, deck_size=27) for seat in (0, 1)],
+        flip_cap=10_000, combinations=list(corse.COMBINATION_NAMES)))
+    i18n.use(lang)
+    try:
+        assert said.split(":")[0].strip() not in text_of(corse.board(view, 0))
+        del view.bataille_corse.combinations[:]
+        view.bataille_corse.combinations.extend(
+            c for c in corse.COMBINATION_NAMES if c not in (
+                corse_pb2.BATAILLE_CORSE_COMBINATION_BIG_MAC,
+                corse_pb2.BATAILLE_CORSE_COMBINATION_SEVEN))
+        assert said in text_of(corse.board(view, 0))
+    finally:
+        i18n.use("en")
+
+
 def test_the_war_row_shows_the_bubble_and_the_countdown() -> None:
     view = pb.GameView(your_seat=1, war=war_pb2.WarView(
         deck_sizes=[20, 21], points=[3, 4], target_points=50, to_move=1, batailles=1))

@@ -6,6 +6,7 @@ clubs), both in the reader's language (``rt``: rouge sur trèfle)."""
 
 from __future__ import annotations
 
+import argparse
 import random
 from collections.abc import Iterable
 
@@ -20,8 +21,12 @@ from tapis_clients import i18n
 from tapis_clients.cards import card_markup
 from tapis_clients.game import ClientGame, Memory
 from tapis_clients.i18n import N_, NP_, _, labelled, then
+from tapis_clients.options import bounded
 from tapis_clients.people import Table, as_table
 from tapis_clients.strategies import Strategy, random_legal
+
+MAX_ROUNDS = 100
+"""The most rounds a table plays (the server refuses more, INVALID_OPTIONS; 6 by default)."""
 
 _COLOURS: dict[int, tuple[str, str, str, str]] = {
     # colour: (name, key, symbol, style)
@@ -279,6 +284,19 @@ def strategy(rng: random.Random) -> Strategy:
     return random_legal(rng)
 
 
+def add_options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [parser.add_argument(
+        "--rounds", type=bounded(1, MAX_ROUNDS), default=0, metavar="N", help=_(
+            "La bataille des boutons: rounds to play (1 to {most}; default 6)").format(
+            most=MAX_ROUNDS))]
+
+
+def set_options(request: pb.CreateGameRequest, args: argparse.Namespace) -> None:
+    """``--rounds`` into the request (not given: the server's 6); its bounds are argparse's."""
+    if args.rounds:
+        request.boutons.rounds = args.rounds
+
+
 def _describe(action: pb.Action, view: pb.GameView, table: Table) -> str:
     return describe_action(action, table)
 
@@ -288,4 +306,5 @@ GAME = ClientGame(
     title="La bataille des boutons", min_size=(80, 24), board=board,
     describe_action=_describe, describe_event=describe_event, hotkey=hotkey,
     reserved_keys=frozenset({"f"}),
-    strategy=strategy, memory=BoutonsMemory, menu=menu)
+    strategy=strategy, memory=BoutonsMemory, menu=menu, add_options=add_options,
+    set_options=set_options)

@@ -4,6 +4,7 @@ fast (the bots' play is in tapis_clients.strategies.corse)."""
 
 from __future__ import annotations
 
+import argparse
 import random
 
 from rich.console import Group, RenderableType
@@ -48,6 +49,13 @@ _END = {
 }
 SHOWN_PILE_CARDS = 8
 COMBINATION = N_("combination")
+COMBINATION_CHOICES = {
+    corse_pb2.BatailleCorseCombination.Name(combination)
+    .removeprefix("BATAILLE_CORSE_COMBINATION_").lower(): combination
+    for combination in corse_pb2.BatailleCorseCombination.values()
+    if combination != corse_pb2.BATAILLE_CORSE_COMBINATION_UNSPECIFIED}
+"""``--no-combination``'s choices: every combination of the contract, by its lower-case name
+(the engine takes any of them off, all six included: docs/rulings.md)."""
 
 
 def combination_name(combination: corse_pb2.BatailleCorseCombination.ValueType) -> str:
@@ -91,8 +99,12 @@ def board(view: pb.GameView, reader: Table | int | None = None) -> RenderableTyp
             challenger=table.who(corse.challenger), owes=table.who(owes), tries=tries))))
     else:
         lines.append(Text(""))
+    off = [name for combination, name in COMBINATION_NAMES.items()
+           if combination not in corse.combinations]
     lines.append(Text.from_markup("[dim]" + _("flips {flips} of {cap}").format(
-        flips=corse.flips, cap=corse.flip_cap) + "[/]"))
+        flips=corse.flips, cap=corse.flip_cap)
+        + ("  · " + _("off: {combinations}").format(
+            combinations=", ".join(_(name) for name in off)) if off else "") + "[/]"))
     if corse.end_reason:
         winners = [corse.winner] if corse.HasField("winner") else []
         lines.append(Text.from_markup("[bold green]" + labelled(
@@ -263,6 +275,20 @@ def strategy(rng: random.Random) -> Strategy:
     return slap_or_flip
 
 
+def add_options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [parser.add_argument(
+        "--no-combination", action="append", choices=list(COMBINATION_CHOICES), default=None,
+        metavar=_("NAME"), help=_("Bataille Corse: a slap combination switched off ({names}; "
+                                  "repeatable)").format(names=", ".join(COMBINATION_CHOICES)))]
+
+
+def set_options(request: pb.CreateGameRequest, args: argparse.Namespace) -> None:
+    """``--no-combination`` into the request (none given: the server's six)."""
+    if args.no_combination:
+        request.bataille_corse.disabled_combinations.extend(
+            COMBINATION_CHOICES[name] for name in dict.fromkeys(args.no_combination))
+
+
 def _describe(action: pb.Action, view: pb.GameView, table: Table) -> str:
     return describe_action(action, table)
 
@@ -273,4 +299,5 @@ GAME = ClientGame(
     board=board, describe_action=_describe, describe_event=describe_event,
     hotkey=hotkey, reserved_keys=frozenset({"f", "s"}), strategy=strategy, memory=CorseMemory,
     realtime=is_slap,
-    key_hint=key_hint, follower=CorseFollower, reflexes=True)
+    key_hint=key_hint, follower=CorseFollower, reflexes=True, add_options=add_options,
+    set_options=set_options)
