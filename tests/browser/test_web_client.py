@@ -120,6 +120,53 @@ async def test_the_lobby_creates_a_basra_table_of_the_variant_chosen(
     client.close()
 
 
+async def test_the_lobby_creates_corse_boutons_and_war_tables_of_the_options_chosen(
+        browser: Any, served: Harness) -> None:
+    """Bataille Corse with a combination switched off, La bataille des boutons with fewer rounds,
+    War with fewer points, each chosen in the lobby: the server's view holds them, and the table
+    says them (the combination off in French too)."""
+    page = await open_page(browser, served)
+    client = await socket_to(served)
+
+    async def settings() -> Any:
+        game_id = page.url.rsplit("/", 1)[1]
+        return (await client.call(get_game=pb.GetGameRequest(game_id=game_id))).get_game.game
+
+    corse = page.locator("section.corse")
+    boxes = corse.locator("input.combination")
+    await expect(boxes).to_have_count(6)
+    for i in range(6):
+        await expect(boxes.nth(i)).to_be_checked()
+    await corse.locator("input[data-combination=SANDWICH]").uncheck()
+    await corse.locator("button.play").click()
+    off = page.locator("#combinations-off")
+    await expect(off).to_have_text("Switched off: sandwich")
+    view = await settings()
+    assert list(view.settings.bataille_corse.disabled_combinations) == [
+        corse_pb2.BATAILLE_CORSE_COMBINATION_SANDWICH]
+    assert corse_pb2.BATAILLE_CORSE_COMBINATION_SANDWICH not in view.bataille_corse.combinations
+    await page.locator("a.back").click()
+    boutons = page.locator("section.boutons")
+    await boutons.locator("select.rounds").select_option("3")
+    await boutons.locator("button.play").click()
+    await expect(page.locator("#boutons-round")).to_have_attribute("data-rounds", "3")
+    view = await settings()
+    assert (view.settings.boutons.rounds, view.boutons.rounds) == (3, 3)
+    await page.locator("a.back").click()
+    await page.locator("section.war select.war-target").select_option("10")
+    await page.locator("section.war button.play").click()
+    await expect(page.locator(".war .target")).to_have_text("First to 10 points")
+    assert (await settings()).war.target_points == 10
+    await page.locator("a.back").click()  # two combinations off, in French
+    await page.locator("#language").click()
+    await corse.locator("input[data-combination=TEN]").uncheck()
+    await corse.locator("input[data-combination=SEVEN]").uncheck()
+    await corse.locator("button.play").click()
+    await expect(off).to_have_text("Désactivées : dix, sept")
+    assert page.errors == []
+    client.close()
+
+
 async def test_a_whole_war_game_against_the_computer(browser: Any, served: Harness) -> None:
     client = await socket_to(served)
     game_id = await war_against_the_computer(client)

@@ -131,6 +131,9 @@ const en = {
   playerScore: (piles: string, score: number) => `Score: ${piles} = ${score}`,
   productRule: "Score: the sizes of your colour groups multiplied (3 red × 2 blue = 6).",
   combinations: ["", "double", "sandwich", "big mac", "suite", "ten", "seven"],
+  slapCombinations: "Combinations to slap on",
+  combinationsOff: (names: string) => `Switched off: ${names}`,
+  rounds: "Rounds",
   pileReasons: ["", "challenge won", "", "last in play"],
   slapCaption: (name: string, mine: boolean, why: string, cards: string, seconds?: number) =>
     `${mine ? "You take" : `${name} takes`} the pile: ${why}${cards ? ` (${cards})` : ""}`
@@ -280,6 +283,9 @@ const fr: Texts = {
   playerScore: (piles, score) => `Score : ${piles} = ${score}`,
   productRule: "Score : le produit du nombre de boutons de chaque couleur (3 rouges × 2 bleus = 6).",
   combinations: ["", "doublette", "sandwich", "big mac", "suite", "dix", "sept"],
+  slapCombinations: "Combinaisons sur lesquelles taper",
+  combinationsOff: (names) => `Désactivées : ${names}`,
+  rounds: "Manches",
   pileReasons: ["", "défi gagné", "", "dernier en jeu"],
   slapCaption: (name, mine, why, cards, seconds) =>
     `${mine ? "Vous ramassez" : `${name} ramasse`} le tas : ${why}${cards ? ` (${cards})` : ""}`

@@ -5,7 +5,22 @@ import { BoutonsPhase, type BoutonsButtonPile } from "@tapis/client/gen/tapis/v1
 import { cardButton, cardElement, sameCard } from "../cards";
 import type { Card } from "@tapis/client/gen/tapis/v1/cards_pb";
 import { h } from "../dom";
-import type { GameScreen, TableContext } from "./screen";
+import type { GameScreen, LobbyChoices, TableContext } from "./screen";
+import type { Texts } from "../i18n";
+
+/** The rounds the lobby offers (6 is the server's default; it takes 1 to 100). */
+const ROUNDS = [3, 6, 10];
+
+/** The lobby's choice of rounds to play. */
+function lobbyChoices(t: Texts): LobbyChoices {
+  const rounds = h("select", { class: "rounds" }, ROUNDS.map((n) =>
+    h("option", { value: String(n) }, String(n)))) as HTMLSelectElement;
+  rounds.value = "6";
+  return {
+    fields: [h("label", {}, t.rounds, " ", rounds)],
+    options: () => ({ case: "boutons", value: { rounds: Number(rounds.value) } }),
+  };
+}
 
 let colour: number | undefined;
 /** The colour picked for the next bet (kept while it can still be bet). */
@@ -42,6 +57,7 @@ export const boutons: GameScreen = {
   kind: GameKind.BOUTONS,
   key: "boutons",
   seatCounts: [2, 3, 4],
+  lobbyChoices,
   render(view, context) {
     const boutons = view.game.case === "boutons" ? view.game.value : undefined;
     if (!boutons) return h("div");
@@ -66,7 +82,7 @@ export const boutons: GameScreen = {
           }))));
       const flip = view.legalActions.find((a) => a.action.case === "boutons" && a.action.value.action.case === "flip");
       root.replaceChildren(
-        h("div", { class: "round" }, t.round(boutons.round, boutons.rounds), " · ",
+        h("div", { class: "round", id: "boutons-round", "data-rounds": String(boutons.rounds) }, t.round(boutons.round, boutons.rounds), " · ",
           boutons.phase === BoutonsPhase.BETTING ? t.betting : t.drawing),
         h("div", { class: "centre" }, t.centre(boutons.centre), " · ", t.reserve(boutons.reserve)),
         h("div", { class: "product-rule", id: "product-rule" }, t.productRule),

@@ -1,14 +1,34 @@
 // Bataille corse at the table: the pile's top cards, every deck, the challenge; flip with a
 // button, slap with the space bar, a click on the pile or the button.
-import { BatailleCorsePileReason, BatailleCorseSeatStatus } from "@tapis/client/gen/tapis/v1/bataille_corse_pb";
+import { BatailleCorseCombination, BatailleCorsePileReason, BatailleCorseSeatStatus }
+  from "@tapis/client/gen/tapis/v1/bataille_corse_pb";
 import type { Card } from "@tapis/client/gen/tapis/v1/cards_pb";
 import { GameKind, type Event, type GameView } from "@tapis/client/gen/tapis/v1/game_service_pb";
 import { cardElement, cardText } from "../cards";
 import { h } from "../dom";
-import type { GameScreen, TableContext } from "./screen";
+import type { GameScreen, LobbyChoices, TableContext } from "./screen";
+import type { Texts } from "../i18n";
 
 /** How many of the top cards make each combination (the caption shows them). */
 const COMBINATION_CARDS = [0, 2, 3, 4, 2, 2, 1];
+
+/** Every combination the contract names. */
+const COMBINATIONS = Object.values(BatailleCorseCombination).filter(
+  (c): c is BatailleCorseCombination => typeof c === "number" && c !== BatailleCorseCombination.UNSPECIFIED);
+
+/** The lobby's choice of combinations: one box each, all on (the server takes any of them off,
+ * all six included). */
+function lobbyChoices(t: Texts): LobbyChoices {
+  const boxes = COMBINATIONS.map((c) => h("input", {
+    type: "checkbox", class: "combination", "data-combination": BatailleCorseCombination[c] ?? "",
+    checked: "" }) as HTMLInputElement);
+  return {
+    fields: [h("fieldset", { class: "combination-choices" }, h("legend", {}, t.slapCombinations),
+      boxes.map((box, i) => h("label", {}, box, " ", t.combinations[COMBINATIONS[i]!] ?? "")))],
+    options: () => ({ case: "batailleCorse", value: {
+      disabledCombinations: COMBINATIONS.filter((_, i) => !boxes[i]!.checked) } }),
+  };
+}
 
 /** The face-up pile as the events built it, when its top card came (server ms), and the last
  * pile taken: who, why, which cards, how fast (seconds after the top card, for a slap). */
@@ -37,6 +57,7 @@ export const corse: GameScreen = {
   kind: GameKind.BATAILLE_CORSE,
   key: "corse",
   seatCounts: [2, 3, 4, 5, 6],
+  lobbyChoices,
   render(view, context) {
     const corse = view.game.case === "batailleCorse" ? view.game.value : undefined;
     if (!corse) return h("div");
@@ -56,7 +77,13 @@ export const corse: GameScreen = {
           ? t.combinations[caption.combination] ?? "" : t.pileReasons[caption.reason] ?? "",
         caption.cards.map(cardText).join(" "), caption.seconds)
       : "";
+    const off = COMBINATIONS.filter((c) => !corse.combinations.includes(c));
     return h("div", { class: "corse" },
+      off.length
+        ? h("div", { class: "combinations-off", id: "combinations-off",
+                     "data-off": off.map((c) => BatailleCorseCombination[c]).join(" ") },
+          t.combinationsOff(off.map((c) => t.combinations[c] ?? "").join(", ")))
+        : null,
       h("div", { class: "corse-table" }, seats),
       pileShown,
       h("div", { class: "slap-caption", id: "slap-caption" }, said),

@@ -4,7 +4,23 @@ import { GameKind, type Event, type GameView } from "@tapis/client/gen/tapis/v1/
 import type { WarLaidCard } from "@tapis/client/gen/tapis/v1/war_pb";
 import { cardElement } from "../cards";
 import { h } from "../dom";
-import type { GameScreen, TableContext } from "./screen";
+import type { GameScreen, LobbyChoices, TableContext } from "./screen";
+import type { Texts } from "../i18n";
+
+/** The points to win the lobby offers (the last is the server's default; it takes 1 to
+ * 10,000). */
+const TARGETS = [10, 25, 50];
+
+/** The lobby's War choice: the points to win. */
+function lobbyChoices(t: Texts): LobbyChoices {
+  const target = h("select", { class: "war-target" }, TARGETS.map((n) =>
+    h("option", { value: String(n) }, String(n)))) as HTMLSelectElement;
+  target.value = String(TARGETS[TARGETS.length - 1]);
+  return {
+    fields: [h("label", {}, t.pointsToWin, " ", target)],
+    options: () => ({ case: "war", value: { targetPoints: Number(target.value) } }),
+  };
+}
 
 function trick(cards: WarLaidCard[], seat: number): HTMLElement {
   return h("div", { class: "trick-cards" },
@@ -30,6 +46,7 @@ export const war: GameScreen = {
   kind: GameKind.WAR,
   key: "war",
   seatCounts: [2],
+  lobbyChoices,
   render(view, context) {
     const war = view.game.case === "war" ? view.game.value : undefined;
     if (!war) return h("div");
