@@ -5,9 +5,13 @@ was chosen on."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 import grpc
 import pytest
 from textual import events
+from textual.pilot import Pilot
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
@@ -29,6 +33,16 @@ def war_view(version: int) -> pb.GameView:
         war=war_pb2.WarView(deck_sizes=[26, 26], points=[0, 0], target_points=50, to_move=0))
 
 
+@contextlib.asynccontextmanager
+async def table_screen(server: ScriptedServer) -> AsyncIterator[tuple[TableApp, Pilot[int]]]:
+    """Seat 0's table screen on ``server``, at 80x24, once its menu is drawn."""
+    async with scripted(server) as conn:
+        app = TableApp(conn, server.view, 0, "token")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: bool(app.actions))
+            yield app, pilot
+
+
 def keys_row(app: TableApp) -> str:
     return str(app.query_one("#keys").render())
 
@@ -39,31 +53,25 @@ async def test_a_refused_move_on_a_table_that_did_not_move_brings_the_menu_back(
     server = ScriptedServer(war_view(2), [
         refusal(grpc.StatusCode.FAILED_PRECONDITION, "NOT_ALLOWED_NOW"),
         pb.SubmitActionResponse()])
-    async with scripted(server) as conn:
-        app = TableApp(conn, server.view, 0, "token")
-        async with app.run_test(size=(80, 24)) as pilot:
-            await until(pilot, lambda: bool(app.actions))
-            await pilot.press("enter")
-            await until(pilot, lambda: bool(app.status) and bool(app.actions))
-            assert "that move is not allowed now" in app.status
-            assert "keys or numbers play" in keys_row(app), keys_row(app)
-            await pilot.press("enter")
-            await until(pilot, lambda: len(server.sent) == 2)
-        assert [sent.action for sent in server.sent] == [REVEAL, REVEAL]
+    async with table_screen(server) as (app, pilot):
+        await pilot.press("enter")
+        await until(pilot, lambda: bool(app.status) and bool(app.actions))
+        assert "that move is not allowed now" in app.status
+        assert "keys or numbers play" in keys_row(app), keys_row(app)
+        await pilot.press("enter")
+        await until(pilot, lambda: len(server.sent) == 2)
+    assert [sent.action for sent in server.sent] == [REVEAL, REVEAL]
 
 
 async def test_a_move_the_table_moved_past_is_said_after_the_table_is_read_again() -> None:
     """STALE_VERSION is said in yellow (look again); the refresh that follows it clears only
     the "reconnecting" line, not this one."""
     server = ScriptedServer(war_view(2), [refusal(grpc.StatusCode.ABORTED, "STALE_VERSION")])
-    async with scripted(server) as conn:
-        app = TableApp(conn, server.view, 0, "token")
-        async with app.run_test(size=(80, 24)) as pilot:
-            await until(pilot, lambda: bool(app.actions))
-            server.view = war_view(3)  # the table moved; the screen has not read it yet
-            await pilot.press("enter")
-            await until(pilot, lambda: app.drawn_version == 3)
-            assert "the table moved on before your move" in app.status, app.status
+    async with table_screen(server) as (app, pilot):
+        server.view = war_view(3)  # the table moved; the screen has not read it yet
+        await pilot.press("enter")
+        await until(pilot, lambda: app.drawn_version == 3)
+        assert "the table moved on before your move" in app.status, app.status
 
 
 def lost_answer() -> grpc.aio.AioRpcError:
@@ -73,15 +81,12 @@ def lost_answer() -> grpc.aio.AioRpcError:
 
 async def test_a_move_whose_answer_was_lost_is_resent_with_its_request_id() -> None:
     server = ScriptedServer(war_view(2), [lost_answer(), pb.SubmitActionResponse()])
-    async with scripted(server) as conn:
-        app = TableApp(conn, server.view, 0, "token")
-        async with app.run_test(size=(80, 24)) as pilot:
-            await until(pilot, lambda: bool(app.actions))
-            await pilot.press("enter")
-            await until(pilot, lambda: len(server.sent) == 2)
-            await pilot.pause()
-            assert app.status == ""
-        assert server.sent[0] == server.sent[1]  # the same request_id: never applied twice
+    async with table_screen(server) as (app, pilot):
+        await pilot.press("enter")
+        await until(pilot, lambda: len(server.sent) == 2)
+        await pilot.pause()
+        assert app.status == ""
+    assert server.sent[0] == server.sent[1]  # the same request_id: never applied twice
 
 
 @pytest.mark.parametrize(("lang", "said"), [
@@ -92,15 +97,12 @@ async def test_a_move_still_in_doubt_is_said_so_not_refused(lang: str, said: str
     not have been taken (never "refused"), and the menu comes back."""
     i18n.use(lang)  # the clients' conftest speaks English again afterwards
     server = ScriptedServer(war_view(2), [lost_answer() for _ in range(IN_DOUBT_ATTEMPTS)])
-    async with scripted(server) as conn:
-        app = TableApp(conn, server.view, 0, "token")
-        async with app.run_test(size=(80, 24)) as pilot:
-            await until(pilot, lambda: bool(app.actions))
-            await pilot.press("enter")
-            await until(pilot, lambda: bool(app.status) and bool(app.actions))
-            assert said in app.status and "refus" not in app.status, app.status
-        assert len(server.sent) == IN_DOUBT_ATTEMPTS
-        assert len({sent.request_id for sent in server.sent}) == 1
+    async with table_screen(server) as (app, pilot):
+        await pilot.press("enter")
+        await until(pilot, lambda: bool(app.status) and bool(app.actions))
+        assert said in app.status and "refus" not in app.status, app.status
+    assert len(server.sent) == IN_DOUBT_ATTEMPTS
+    assert len({sent.request_id for sent in server.sent}) == 1
 
 
 async def test_a_move_carries_the_version_its_menu_was_drawn_on() -> None:
@@ -108,13 +110,10 @@ async def test_a_move_carries_the_version_its_menu_was_drawn_on() -> None:
     version 2's menu and the move's sending: the move says version 2, so that the server
     refuses it (STALE_VERSION) instead of applying it to a table its player has not seen."""
     server = ScriptedServer(war_view(2), [pb.SubmitActionResponse()])
-    async with scripted(server) as conn:
-        app = TableApp(conn, server.view, 0, "token")
-        async with app.run_test(size=(80, 24)) as pilot:
-            await until(pilot, lambda: bool(app.actions))
-            server.view = war_view(3)
-            app.changed.set()  # the refresh reads version 3 first...
-            app.on_key(events.Key("enter", "\r"))  # ...then the move chosen on 2 is sent
-            await until(pilot, lambda: bool(server.sent))
-            assert app.view.version == 3
-        assert server.sent[0].expected_version == 2
+    async with table_screen(server) as (app, pilot):
+        server.view = war_view(3)
+        app.changed.set()  # the refresh reads version 3 first...
+        app.on_key(events.Key("enter", "\r"))  # ...then the move chosen on 2 is sent
+        await until(pilot, lambda: bool(server.sent))
+        assert app.view.version == 3
+    assert server.sent[0].expected_version == 2

@@ -87,14 +87,21 @@ def over_descriptors(settings: Settings, open_files: int) -> str | None:
                 f"{RESERVED_FILES} kept for the store, logs and metrics{kept}): raise the "
                 "limit, or lower --max-connections (0 sizes it)")
     if websocket and settings.ws_max_sockets:
-        connections = settings.max_connections or connection_cap(open_files, True)
-        share = websocket_cap(open_files, connections)
+        connections, share = connection_caps(settings, open_files)
         if settings.ws_max_sockets > share:
             return (f"--ws-max-sockets {settings.ws_max_sockets} is more than the {share} "
                     f"connections the WebSocket port can have (ulimit -n {open_files}, less "
                     f"{RESERVED_FILES} and gRPC's {connections}): raise the limit, or lower "
                     "--ws-max-sockets or --max-connections (0 sizes them)")
     return None
+
+
+def connection_caps(settings: Settings, open_files: int) -> tuple[int, int]:
+    """gRPC's connections in force (the setting, else sized) and the WebSocket port's share
+    of what they leave of ``open_files`` descriptors."""
+    connections = (settings.max_connections
+                   or connection_cap(open_files, settings.ws_port is not None))
+    return connections, websocket_cap(open_files, connections)
 
 
 def address_cap(connections: int) -> int:
@@ -120,10 +127,7 @@ class Capacity:
         """The settings' caps, each 0 sized for this machine."""
         streams = stream_cap(memory_bytes()) if not (settings.max_spectator_streams
                                                      and settings.max_seat_streams) else 0
-        files = open_files_limit()
-        connections = (settings.max_connections
-                       or connection_cap(files, settings.ws_port is not None))
-        ws = websocket_cap(files, connections)
+        connections, ws = connection_caps(settings, open_files_limit())
         return cls(connections, settings.max_spectator_streams or streams,
                    settings.max_seat_streams or streams,
                    settings.max_connections_per_address or address_cap(connections), ws,

@@ -231,8 +231,7 @@ class Connection:
 
     def running(self) -> list[asyncio.Future[Any]]:
         """What a stop waits for: each request and stream of the socket, until it ends."""
-        return [task if isinstance(task, asyncio.Future) else task.finished()
-                for task in (*self.in_flight.values(), *self.streams.values())]
+        return _ends([*self.in_flight.values(), *self.streams.values()])
 
     def cut(self) -> list[asyncio.Future[Any]]:
         """The server's stop ends its grace: each request still in flight is cancelled and
@@ -242,8 +241,7 @@ class Connection:
         requests = list(self.in_flight.values())
         for request in requests:
             request.cancel()
-        return [request if isinstance(request, asyncio.Future) else request.finished()
-                for request in requests]
+        return _ends(requests)
 
     def disconnected(self) -> None:
         """The socket is gone: every request and stream of it is cancelled."""
@@ -449,6 +447,11 @@ class Connection:
             self.sink.send(message)
         else:
             corked.append(message)
+
+
+def _ends(running: list[asyncio.Task[None] | _Resumed]) -> list[asyncio.Future[Any]]:
+    """What to await for each to end: a task itself, a ``_Resumed``'s ``finished``."""
+    return [task if isinstance(task, asyncio.Future) else task.finished() for task in running]
 
 
 async def _close(batches: object) -> None:
