@@ -63,6 +63,11 @@ def describe_event(game: ClientGame, event: pb.Event, table: Table) -> str | Non
         else:
             line = _("a bot plays seat {seat} from now on").format(seat=replaced.seat)
         return "[yellow]" + line + "[/]"
+    if which == "turn_timers_resumed":
+        awaited = {deadline.seat for deadline in event.turn_timers_resumed.deadlines}
+        if table.me in awaited:
+            return "[yellow]" + _("the table is back: you have a whole turn to play") + "[/]"
+        return _("the table is back: the turn timers start again")
     if which == "game_ended":
         ended = event.game_ended
         return "[bold green]" + _("game {number} over: {verdict}").format(

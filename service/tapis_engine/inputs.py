@@ -70,4 +70,14 @@ class Abandon:
     """No seat: the server's own input."""
 
 
-Input = Claim | Act | BotMove | Timeout | Reclaim | NextGame | Replace | Abandon
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """The server serves the table again after a time nobody could play at it (a restart, a
+    store outage healed, another node taking it over): every person it awaits gets at least one
+    whole turn from now (the service decides when, from its clock)."""
+
+    seat: int = -1
+    """No seat: the server's own input."""
+
+
+Input = Claim | Act | BotMove | Timeout | Reclaim | NextGame | Replace | Abandon | Resume

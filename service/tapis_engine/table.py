@@ -24,6 +24,7 @@ from tapis_engine.inputs import (
     NextGame,
     Reclaim,
     Replace,
+    Resume,
     Timeout,
 )
 from tapis_engine.protocol import GameSetup, Outcome, Rules
@@ -127,6 +128,15 @@ class GameAbandoned:
     """The table ended without a result: nobody acted for the server's abandonment time."""
 
     number: int
+
+
+@dataclass(frozen=True, slots=True)
+class TurnTimersResumed:
+    """The table is served again after a time nobody could play at it (``Resume``): the turn
+    timers of the persons it awaits, each at least one whole turn from then."""
+
+    deadlines: tuple[tuple[int, int], ...]
+    """(seat, deadline in ms) of every person awaited, as ``Table.deadlines``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +273,8 @@ def step(
         raise precondition(Reason.GAME_ABANDONED, "this table was abandoned; it is over")
     if isinstance(move, Abandon):
         return _abandon(rules, table, events), events
+    if isinstance(move, Resume):
+        return _resume(table, now_ms, events), events
     _check_seat(table, move.seat)
     if isinstance(move, Claim):
         table = _claim(rules, table, move.seat, now_ms, events)
@@ -310,6 +322,25 @@ def _abandon(rules: Rules[Any, Any, Any], table: Table, events: list[TableEvent]
     _emit(table, events, GameAbandoned(table.game_number))
     return replace(table, abandoned=True, deadlines=(), version=table.version + 1,
                    next_sequence=table.next_sequence + len(events))
+
+
+def _resume(table: Table, now_ms: int, events: list[TableEvent]) -> Table:
+    # the clocks stood still while nobody could play: a whole turn from now, at least (the
+    # version stays: no move was made, a move chosen before still applies)
+    due = now_ms + table.turn_time_ms
+    deadlines = tuple((seat, max(at, due)) for seat, at in table.deadlines)
+    if deadlines == table.deadlines:
+        raise precondition(Reason.NOT_ALLOWED_NOW,
+                           "no turn timer has less than a whole turn left")
+    _emit(table, events, TurnTimersResumed(deadlines))
+    return replace(table, deadlines=deadlines, next_sequence=table.next_sequence + len(events))
+
+
+def resume_due(table: Table, now_ms: int) -> bool:
+    """``Resume`` would give a person awaited more time (some deadline is under a whole turn
+    from ``now_ms``)."""
+    due = now_ms + table.turn_time_ms
+    return any(at < due for _, at in table.deadlines)
 
 
 def _check_seat(table: Table, seat: int) -> None:

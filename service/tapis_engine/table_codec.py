@@ -22,6 +22,7 @@ from tapis_engine.table import (
     NextGame,
     Reclaim,
     Replace,
+    Resume,
     SeatSlot,
     Table,
     Timeout,
@@ -90,7 +91,7 @@ def encode_input(rules: Rules[Any, Any, Any], move: Input) -> JSON:
     name = type(move).__name__
     if isinstance(move, Act):
         return {"input": name, "seat": move.seat, "action": rules.encode_action(move.action)}
-    if isinstance(move, Abandon):
+    if isinstance(move, (Abandon, Resume)):
         return {"input": name}
     return {"input": name, "seat": move.seat}
 
@@ -105,5 +106,7 @@ def decode_input(rules: Rules[Any, Any, Any], data: Mapping[str, Any]) -> Input:
         return Act(data["seat"], rules.decode_action(data["action"]))
     if data["input"] == "Abandon":
         return Abandon()
+    if data["input"] == "Resume":
+        return Resume()
     move: Input = _INPUTS[data["input"]](data["seat"])
     return move

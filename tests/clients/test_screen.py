@@ -79,6 +79,12 @@ def test_people_not_seats() -> None:
     assert war.describe_event(won, table) == "you take the trick (2 cards)"
     claimed = pb.Event(seat_claimed=pb.SeatClaimed(seat=0, display_name="ana"))
     assert lines.describe_event(war.GAME, claimed, table) == "you sit down"
+    resumed = pb.Event(turn_timers_resumed=pb.TurnTimersResumed(
+        deadlines=[pb.Deadline(seat=1)]))
+    assert lines.describe_event(war.GAME, resumed, table) == \
+        "the table is back: the turn timers start again"
+    resumed.turn_timers_resumed.deadlines[0].seat = 0
+    assert "you have a whole turn" in str(lines.describe_event(war.GAME, resumed, table))
 
 
 def test_basra_flags_a_basra_and_names_teams() -> None:

@@ -51,7 +51,9 @@ async def view(stub: pb_grpc.GameServiceStub, game_id: str) -> pb.GameView:
     return (await stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
 
 
-async def test_a_timer_resumes_with_the_time_it_had_left(servers: Restartable) -> None:
+async def test_a_timer_resumes_with_a_whole_turn_after_a_restart(servers: Restartable) -> None:
+    """Down 400 ms with 300 ms of the turn left: the turn timers stood still (docs/rulings.md),
+    so the person awaited has a whole turn from the restart."""
     clock = ManualClock()
     stub = await servers.start(clock)
     game_id, _ = await war_between_people(stub, turn_ms=1000)
@@ -59,11 +61,11 @@ async def test_a_timer_resumes_with_the_time_it_had_left(servers: Restartable) -
     clock.advance(300)
     await servers.stop()
 
-    later = ManualClock(clock.now_ms() + 400)  # down for 400 ms: 300 ms are left
+    later = ManualClock(clock.now_ms() + 400)
     stub = await servers.start(later)
     later.advance(0)
     assert (await view(stub, game_id)).version == before.version
-    later.advance(299)
+    later.advance(999)
     assert (await view(stub, game_id)).version == before.version
     later.advance(1)
     after = await view(stub, game_id)
@@ -71,7 +73,7 @@ async def test_a_timer_resumes_with_the_time_it_had_left(servers: Restartable) -
     assert after.seats[before.awaiting_seats[0]].bot_controlled
 
 
-async def test_a_timer_that_ran_out_while_down_fires_at_once_and_bots_go_on(
+async def test_a_timer_that_ran_out_while_down_gets_a_whole_turn_and_bots_go_on(
         servers: Restartable) -> None:
     clock = ManualClock()
     stub = await servers.start(clock)
@@ -82,12 +84,15 @@ async def test_a_timer_that_ran_out_while_down_fires_at_once_and_bots_go_on(
     later = ManualClock(clock.now_ms() + 60_000)
     stub = await servers.start(later)
     later.advance(0)
+    assert not (await view(stub, game_id)).seats[before.awaiting_seats[0]].bot_controlled
+    later.advance(1000)
     after = await view(stub, game_id)
     assert after.version > before.version
     assert after.seats[before.awaiting_seats[0]].bot_controlled
     events = await all_events(stub, game_id, 0, after.last_sequence)
     assert [e.sequence for e in events] == list(range(1, after.last_sequence + 1))
-    assert any(e.WhichOneof("body") == "seat_taken_over" for e in events)
+    bodies = [e.WhichOneof("body") for e in events]
+    assert bodies.index("turn_timers_resumed") < bodies.index("seat_taken_over")
 
 
 async def finished_war(stub: pb_grpc.GameServiceStub, seed: int) -> str:

@@ -65,6 +65,40 @@ def test_deadline_set_for_the_awaited_person_and_timeout_only_after_it() -> None
     assert table.deadlines == ((1 - first, 2000),)
 
 
+def test_resume_gives_each_person_awaited_at_least_a_whole_turn_from_then() -> None:
+    # docs/rulings.md, "Turn timers while nobody can play": the clocks stand still
+    table, _ = claimed(turn_ms=1000)
+    first = table.state.first
+    assert not tbl.resume_due(table, 0) and tbl.resume_due(table, 1)
+    with pytest.raises(RuleError) as refused:  # a whole turn left: nothing to resume
+        tbl.step(RULES, table, tbl.Resume(), 0)
+    assert refused.value.reason is Reason.NOT_ALLOWED_NOW
+    resumed, events = tbl.step(RULES, table, tbl.Resume(), 5000)  # past its deadline
+    assert resumed.deadlines == ((first, 6000),)
+    assert [e.body for e in events] == [tbl.TurnTimersResumed(((first, 6000),))]
+    assert events[0].sequence == table.next_sequence
+    assert resumed.next_sequence == table.next_sequence + 1
+    assert resumed.version == table.version  # no move: a move chosen before still applies
+    with pytest.raises(RuleError):  # the timer runs from the resume
+        tbl.step(RULES, resumed, tbl.Timeout(first), 5999)
+    taken, _ = tbl.step(RULES, resumed, tbl.Timeout(first), 6000)
+    assert taken.seats[first].taken_over
+    # the other seat's move keeps the resumed deadline of a seat still awaited (Corse-like
+    # tables await several); here the person moves and the next gets a fresh turn
+    moved, _ = tbl.step(RULES, resumed, tbl.Act(first, Reveal()), 5500)
+    assert moved.deadlines == ((1 - first, 6500),)
+
+
+def test_resume_keeps_a_deadline_further_than_a_turn_and_skips_tables_without_timers() -> None:
+    table, _ = claimed(turn_ms=1000)
+    first = table.state.first
+    assert tbl.step(RULES, table, tbl.Resume(), 500)[0].deadlines == ((first, 1500),)
+    untimed, _ = claimed(turn_ms=0)
+    assert not tbl.resume_due(untimed, 10**9)
+    with pytest.raises(RuleError):
+        tbl.step(RULES, untimed, tbl.Resume(), 10**9)
+
+
 def test_taken_over_seat_is_played_by_the_bot_until_reclaimed() -> None:
     table, _ = claimed(turn_ms=1000)
     first = table.state.first
@@ -137,7 +171,7 @@ def test_same_inputs_same_table_event_for_event_and_snapshot_round_trip() -> Non
 
 def test_inputs_encode_and_decode() -> None:
     for move in (tbl.Claim(1), tbl.Act(0, Reveal()), tbl.BotMove(1), tbl.Timeout(0),
-                 tbl.Reclaim(1), tbl.NextGame(0)):
+                 tbl.Reclaim(1), tbl.NextGame(0), tbl.Abandon(), tbl.Resume()):
         data = json.loads(json.dumps(table_codec.encode_input(RULES, move)))
         assert table_codec.decode_input(RULES, data) == move
 

@@ -161,6 +161,8 @@ _TABLE_BODIES = st.one_of(
     st.builds(tbl.SeatTakenOver, st.integers(0, 1), st.booleans()),
     st.builds(tbl.SeatReclaimed, st.integers(0, 1)),
     st.builds(tbl.SeatReplaced, st.integers(0, 1)),
+    st.builds(tbl.TurnTimersResumed, st.lists(st.tuples(st.integers(0, 1), st.integers(
+        0, 2**53)), max_size=2).map(tuple)),
     st.builds(tbl.GameEnded, _SMALL,
               st.builds(Outcome, st.tuples(st.integers(0, 1)),
                         st.tuples(st.integers(-2**63, 2**63 - 1)), st.text(max_size=30)),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
@@ -29,11 +30,11 @@ def scoreboard(seats: int, records: tuple[tbl.GameRecord, ...]) -> pb.Scoreboard
 
 
 TABLE_EVENTS = (tbl.SeatClaimed, tbl.GameStarted, tbl.GameAbandoned, tbl.SeatTakenOver,
-                tbl.SeatReclaimed, tbl.SeatReplaced, tbl.GameEnded)
+                tbl.SeatReclaimed, tbl.SeatReplaced, tbl.GameEnded, tbl.TurnTimersResumed)
 """The table's own events (not a game's): nothing of them is hidden from anyone."""
 TABLE_EVENT_TYPES: Final = frozenset(TABLE_EVENTS)
 """The same classes, for ``type(body) in``: ``isinstance(body, TABLE_EVENTS)`` at a set
-lookup's cost (isinstance tries the seven in turn, on every event encoded), equal as none of
+lookup's cost (isinstance tries the eight in turn, on every event encoded), equal as none of
 them has a subclass (``tests/service/test_wire.py`` checks)."""
 
 
@@ -63,4 +64,14 @@ def table_body(session: Session, body: Any) -> tuple[str, Message] | None:
             scores=body.outcome.scores, summary=body.outcome.summary,
             series=summaries(session, body.records),
             scoreboard=scoreboard(len(session.table.seats), body.records))
+    if isinstance(body, tbl.TurnTimersResumed):
+        return "turn_timers_resumed", pb.TurnTimersResumed(
+            deadlines=[pb.Deadline(seat=seat, expire_time=_timestamp(at))
+                       for seat, at in body.deadlines])
     return None
+
+
+def _timestamp(ms: int) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromMilliseconds(ms)
+    return stamp

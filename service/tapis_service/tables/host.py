@@ -294,7 +294,9 @@ class GameHost:
             listener()
 
     def _restored(self, session: Session) -> None:
-        """A table read back from the store (``Tables``' ``load`` effect)."""
+        """A table read back from the store (``Tables``' ``load`` effect): its turn timers
+        resumed (``TableActor.resume``), its results filed, its listeners told."""
+        self.actor.resume(session)
         self.clerk.restored(session)
         for listener in self.restored_listeners:
             listener(session)

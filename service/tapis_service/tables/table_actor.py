@@ -365,23 +365,49 @@ class TableActor(TableWrites):
             log.info("server_move", game=session.game_id, seat=getattr(move, "seat", None),
                      input=type(move).__name__, version=applied.version)
         # 3. the journal write, and 4. publish once it is committed
+        self._publish_once_committed(session, self._entry(session, move, now))
+
+    def resume(self, session: Session) -> None:
+        """A table read back into memory (restored, rebuilt, adopted), which nobody could play
+        at meanwhile: each person it awaits gets at least a whole turn from now (``tbl.Resume``,
+        journaled; its event published once committed). Armed by its loading, not here."""
+        now = self._now_ms()
+        if tbl.resume_due(session.table, now):
+            move = tbl.Resume()
+            session.apply(move, now)
+            log.info("turn_timers_resumed", game=session.game_id,
+                     deadlines=dict(session.table.deadlines))
+            self._publish_once_committed(session, self._entry(session, move, now), arm=False)
+
+    def _publish_once_committed(self, session: Session, entry: dict[str, Any],
+                                arm: bool = True) -> None:
+        """Queue a server input's journal write; once committed, publish (and re-arm the
+        table, unless not ``arm``)."""
         upto = session.last_sequence
-        write = self._queue(session, self._entry(session, move, now))
+        write = self._queue(session, entry)
         if write is COMMITTED:
-            self._committed(session, upto)
+            self._published(session, upto, arm)
             return
-        task = asyncio.ensure_future(self._publish_once_committed(session, write, upto))
+        task = asyncio.ensure_future(self._once_committed(session, write, upto, arm))
         self._moves.add(task)
         task.add_done_callback(self._moves.discard)
         task.add_done_callback(retrieve)
 
-    async def _publish_once_committed(self, session: Session, write: Awaitable[None],
-                                      upto: int) -> None:
+    async def _once_committed(self, session: Session, write: Awaitable[None], upto: int,
+                              arm: bool) -> None:
         try:
             await self._settle(session, write)
         except ServiceError:  # refused: healing's business
             return
-        self._committed(session, upto)
+        self._published(session, upto, arm)
+
+    def _published(self, session: Session, upto: int, arm: bool) -> None:
+        if arm:
+            self._committed(session, upto)
+            return
+        session.durable_sequence = max(session.durable_sequence, upto)
+        if self.tables.session(session.game_id) is session:
+            fanout.publish(session)
 
     async def abandon(self, session: Session, by_backend: bool = False) -> None:
         """End a table nobody plays any more (housekeeping), or one its backend ends
