@@ -9,11 +9,14 @@ from pathlib import Path
 import grpc
 import pytest
 
+from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
 from tapis_engine.war import Reveal, WarOptions
+from tapis_service.codec import convert
 from tapis_service.observe.clock import ManualClock
 from tapis_service.observe.errors import ServiceError
 from tapis_service.stores.sqlite_store import SqliteStore
+from tapis_service.tables import compaction
 from tapis_service.tables.host import GameHost
 from tapis_service.tables.ownership import Ownership, seat_token
 from tapis_service.tables.session import Session
@@ -74,6 +77,36 @@ async def test_the_actor_revokes_the_seat_hands_it_over_and_answers_a_retry_alik
     with pytest.raises(ServiceError):
         host.seat_of(session, new)
     assert session.names[0] == "" and session.ownership.player_ids == ("", "u-2")
+    await host.close()
+
+
+def holders(events: list[pb.Event]) -> list[tuple[str, int, str]]:
+    """(body, seat, name given) of each SeatClaimed and SeatReplaced of ``events``."""
+    return [(body, getattr(e, body).seat, getattr(e, body).display_name) for e in events
+            if (body := e.WhichOneof("body")) in ("seat_claimed", "seat_replaced")]
+
+
+async def test_each_holder_event_names_the_holder_of_its_time() -> None:
+    """A SeatClaimed names who claimed the seat and a SeatReplaced whom it gave the seat to
+    (nobody: ""), whoever holds it since; so do their bytes once their game's events are
+    compacted, and the events framed again after (a stream's queued change)."""
+    host = GameHost(TEST_SETTINGS, ManualClock())
+    session = await host.create("war", 2, 9, 0, [None, None], WarOptions(target_points=10),
+                                None, None)
+    await host.join(session.game_id, 0, "Al", "")
+    await host.actor.replace(session, 0, "u-9", "Bea", "")
+    await host.actor.replace(session, 0, "", "", "")  # before the game starts: still logged
+    assert session.names == ["", ""] and not session.table.started
+    history = [("seat_claimed", 0, "Al"), ("seat_replaced", 0, "Bea"),
+               ("seat_replaced", 0, "")]
+    logged = list(session.events)
+    assert holders([convert.event(session, e, None) for e in logged]) == history
+    await host.join(session.game_id, 1, "Cy", "")  # the game starts: the claims compacted
+    assert session.table.started and session.events[0].sequence > len(history) + 1
+    compacted = [event for raw, _ in compaction.replay(session.compacted, None, 0, 100)
+                 for event in pb.StreamEventsResponse.FromString(raw).events]
+    assert holders(compacted) == [*history, ("seat_claimed", 1, "Cy")]
+    assert holders([convert.event(session, e, None) for e in logged]) == history
     await host.close()
 
 

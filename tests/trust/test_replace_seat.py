@@ -231,6 +231,58 @@ async def test_a_durable_server_keeps_a_replacement_across_a_restart(
     await play_out(second, game_id, {0: old, 1: second_replace.seat_token.seat_token})
 
 
+async def holders(stub: pb_grpc.GameServiceStub, game_id: str,
+                  token: str) -> list[tuple[str, int, str]]:
+    """What StreamEvents from the start says of the seats' holders: each SeatClaimed and
+    SeatReplaced event, as (its body, its seat, the name it gives)."""
+    last = (await get(stub, game_id, token)).last_sequence
+    stream = stub.StreamEvents(pb.StreamEventsRequest(game_id=game_id), metadata=auth(token),
+                               timeout=STREAM_DEADLINE_S)
+    said: list[tuple[str, int, str]] = []
+    async for message in stream:
+        for event in message.events:
+            body = event.WhichOneof("body")
+            if body in ("seat_claimed", "seat_replaced"):
+                told = getattr(event, body)
+                said.append((body, told.seat, told.display_name))
+        if message.events[-1].sequence >= last:
+            stream.cancel()
+            return said
+    raise AssertionError("the stream ended first")
+
+
+async def test_the_history_names_each_seat_s_holder_as_of_each_event(
+        tmp_path: Path, start_secured: StartSecured) -> None:
+    """StreamEvents from the start says who held a seat at each event: the SeatClaimed of a
+    seat replaced since names its first holder and each SeatReplaced the holder it gave the
+    seat to ("" for nobody), not the seat's holder now; so after its game's events are
+    compacted, and after a durable server's restart replays the journal."""
+    files = door(tmp_path)
+    data = tmp_path / "data"
+    data.mkdir()
+    first = await start_secured(files, store="sqlite", data_dir=data)
+    created = await first.stub.CreateGame(reserved_request(), metadata=backend(KEY_A))
+    game_id = created.game.game_id
+    other = created.seat_tokens[1].seat_token
+    for player_id, name in (("u-99", "Linus"), ("", ""), ("u-7", "Grace")):
+        await first.stub.ReplaceSeat(replace_seat(game_id, 0, player_id, name),
+                                     metadata=backend(KEY_A))
+    history = [("seat_claimed", 0, "Ada"), ("seat_claimed", 1, "u-42"),
+               ("seat_replaced", 0, "Linus"), ("seat_replaced", 0, ""),
+               ("seat_replaced", 0, "Grace")]
+    assert await holders(first.stub, game_id, other) == history
+    await play_out(first, game_id, {1: other})  # a bot plays seat 0 until it is reclaimed
+    await first.stub.SubmitAction(pb.SubmitActionRequest(
+        game_id=game_id, action=pb.Action(start_next_game=pb.StartNextGame())),
+        metadata=auth(other))
+    assert live_of(first.running.host)[game_id].compacted  # game 1's events are bytes now
+    assert await holders(first.stub, game_id, other) == history
+    await first.channel.close()
+    await first.running.stop(0)
+    second = await start_secured(files, store="sqlite", data_dir=data)  # from the journal
+    assert await holders(second.stub, game_id, other) == history
+
+
 async def test_a_replace_through_another_node_of_a_cluster(tmp_path: Path,
                                                            postgres: Postgres) -> None:
     """Relayed to the table's owner (the stream of the former token too); once the owner

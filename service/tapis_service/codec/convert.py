@@ -248,7 +248,7 @@ def event(session: Session, logged: LoggedEvent, seat: int | None) -> pb.Event:
     stamp = message.time  # Timestamp.FromMilliseconds, without its pure-Python checks
     stamp.seconds, millis = divmod(logged.time_ms, 1000)
     stamp.nanos = millis * 1_000_000
-    table_level = table_body(session, e.body)
+    table_level = table_body(session, e)
     if table_level is not None:
         name, body = table_level
         getattr(message, name).CopyFrom(body)

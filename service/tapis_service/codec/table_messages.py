@@ -3,7 +3,7 @@ hidden from anyone), shared by the converters (``convert``) and the hand encoder
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -38,11 +38,13 @@ lookup's cost (isinstance tries the eight in turn, on every event encoded), equa
 them has a subclass (``tests/service/test_wire.py`` checks)."""
 
 
-def table_body(session: Session, body: Any) -> tuple[str, Message] | None:
-    """A table-level event body as its ``Event.body`` field and message (None: a game's)."""
+def table_body(session: Session, event: tbl.TableEvent) -> tuple[str, Message] | None:
+    """A table-level event's body as its ``Event.body`` field and message (None: a game's).
+    A SeatClaimed or SeatReplaced names the holder as of that event, not the seat's now."""
+    body = event.body
     if isinstance(body, tbl.SeatClaimed):
-        return "seat_claimed", pb.SeatClaimed(seat=body.seat,
-                                              display_name=session.names[body.seat])
+        return "seat_claimed", pb.SeatClaimed(
+            seat=body.seat, display_name=session.holder_names.get(event.sequence, ""))
     if isinstance(body, tbl.GameStarted):
         return "game_started", pb.GameStarted(game_number=body.number, seats=body.seats,
                                               seed_commitment=body.seed_commitment)
@@ -56,8 +58,8 @@ def table_body(session: Session, body: Any) -> tuple[str, Message] | None:
     if isinstance(body, tbl.SeatReclaimed):
         return "seat_reclaimed", pb.SeatReclaimed(seat=body.seat)
     if isinstance(body, tbl.SeatReplaced):
-        return "seat_replaced", pb.SeatReplaced(seat=body.seat,
-                                                display_name=session.names[body.seat])
+        return "seat_replaced", pb.SeatReplaced(
+            seat=body.seat, display_name=session.holder_names.get(event.sequence, ""))
     if isinstance(body, tbl.GameEnded):
         return "game_ended", pb.GameEnded(
             game_number=body.number, winners=body.outcome.winners,

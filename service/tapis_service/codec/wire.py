@@ -207,7 +207,7 @@ def event_wire(session: Session, logged: LoggedEvent, seat: int | None) -> bytes
     envelope, and the game's body when its adapter writes it by hand)."""
     e = logged.event
     body = e.body
-    table_level = table_body(session, body) if type(body) in TABLE_EVENT_TYPES else None
+    table_level = table_body(session, e) if type(body) in TABLE_EVENT_TYPES else None
     if table_level is None:
         adapter = session.adapter
         rules = session.rules

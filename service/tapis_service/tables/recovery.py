@@ -37,7 +37,7 @@ from tapis_service.tables import replacing
 from tapis_service.tables.lifecycle import TableState
 from tapis_service.tables.ownership import Ownership
 from tapis_service.tables.resting import RestingTable
-from tapis_service.tables.session import Session
+from tapis_service.tables.session import Applied, Session
 
 if TYPE_CHECKING:
     from tapis_service.tables.host import GameHost
@@ -125,13 +125,13 @@ def _restore(game_id: str, record: JSON, snapshot: JSON | None,
         if isinstance(move, tbl.Abandon) and entry.get("ended_by") == "backend":
             session.ended_by_backend = True
         if isinstance(move, tbl.Claim):
-            session.names[move.seat] = entry.get("name", "")
+            session.name_holder(move.seat, str(entry.get("name", "")), applied)
             restored.tokens[entry["token_hash"]] = move.seat
             if entry.get("join_request_id"):
                 scope = str(entry.get("join_scope") or "")
                 session.join_requests[scope, entry["join_request_id"]] = move.seat
         if isinstance(move, tbl.Replace):
-            _replaced(restored, move.seat, entry)
+            _replaced(restored, move.seat, entry, applied)
         if entry.get("request_id"):
             session.remember(move.seat, entry["request_id"], applied)
         if checkpoint is not None and position == checkpoint[0]:
@@ -150,10 +150,10 @@ def _rotated(restored: Restored, entry: JSON) -> None:
         session.rotate_requests[str(entry["rotate_request_id"])] = session.spectator_generation
 
 
-def _replaced(restored: Restored, seat: int, entry: JSON) -> None:
+def _replaced(restored: Restored, seat: int, entry: JSON, applied: Applied) -> None:
     """A ReplaceSeat in the journal: the seat's tokens revoked, its new holder's known."""
     replacing.hand_over(restored.session, replacing.Replacement.of_entry(seat, entry),
-                        str(entry.get("replace_request_id") or ""))
+                        str(entry.get("replace_request_id") or ""), applied)
     for digest, holder in list(restored.tokens.items()):
         if holder == seat:
             del restored.tokens[digest]

@@ -22,7 +22,7 @@ from typing import Any
 from tapis.v1 import game_service_pb2 as pb
 from tapis_service.observe.errors import ServiceError, failed_precondition, invalid_argument
 from tapis_service.tables.ownership import seat_token
-from tapis_service.tables.session import HANDED_OVER, Session
+from tapis_service.tables.session import HANDED_OVER, Applied, Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,10 +79,12 @@ def replacement(session: Session, seat: int, player_id: str, name: str) -> Repla
                        name or player_id)
 
 
-def hand_over(session: Session, replaced: Replacement, request_id: str) -> None:
-    """The seat's new holder, as the session keeps it (beside the engine's table)."""
+def hand_over(session: Session, replaced: Replacement, request_id: str,
+              applied: Applied) -> None:
+    """The seat's new holder, as the session keeps it (beside the engine's table), once
+    ``applied`` (its ``Replace``) gave it the seat."""
     seat = replaced.seat
-    session.names[seat] = replaced.name
+    session.name_holder(seat, replaced.name, applied)
     session.ownership = session.ownership.holding(seat, replaced.player_id, replaced.name,
                                                   len(session.table.seats))
     session.generations[seat] = replaced.generation

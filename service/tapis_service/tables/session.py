@@ -247,6 +247,7 @@ class Session:
     table: tbl.Table
     created_ms: int
     names: list[str]
+    """Seat -> its holder's name now ("" for none): what views and listings show."""
     ownership: Ownership = field(default_factory=Ownership)
     """Whose the table is (its backend, visibility, reserved seats, series length)."""
     ended_by_backend: bool = False
@@ -280,6 +281,12 @@ class Session:
     ``ownership.scope_of``, get the same seat and token; another scope's is another join), or
     ``HANDED_OVER`` once its backend replaced that seat (a retry is refused TOKEN_REVOKED: the
     seat, its token and its hand are another holder's now)."""
+    holder_names: dict[int, str] = field(default_factory=dict)
+    """Sequence of a SeatClaimed or SeatReplaced event -> the name it gives the seat's holder:
+    the holder's at that event, which ``names`` no longer holds once the seat changes hands
+    again. One entry per claim and per replacement (as ``replace_requests``), for the table's
+    life: a finished game's events are framed again after their compaction when a stream's
+    queued change overlaps its backlog (``fanout.LiveFeed.outgoing``)."""
     generations: dict[int, int] = field(default_factory=dict)
     """Seat -> its holder's generation: how many times its backend replaced it (0: never)."""
     replace_requests: dict[str, Replacement] = field(default_factory=dict)
@@ -375,6 +382,15 @@ class Session:
         logged = tuple([LoggedEvent(e, version, awaiting, now_ms) for e in events])
         self.events.extend(logged)
         return Applied(version, logged)
+
+    def name_holder(self, seat: int, name: str, applied: Applied) -> None:
+        """``seat``'s holder is ``name`` from ``applied`` on (its Claim or Replace): the seat's
+        name now, and the name its SeatClaimed or SeatReplaced event gives for good."""
+        self.names[seat] = name
+        for logged in applied.events:
+            body = logged.event.body
+            if isinstance(body, (tbl.SeatClaimed, tbl.SeatReplaced)) and body.seat == seat:
+                self.holder_names[logged.event.sequence] = name
 
     def events_after(self, sequence: int) -> list[LoggedEvent]:
         """The logged events with a sequence greater than ``sequence``."""

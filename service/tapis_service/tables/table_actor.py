@@ -216,8 +216,7 @@ class TableActor(TableWrites):
         digest = token_hash(token)
         # 2. apply
         now = self.clock.now_ms()
-        session.apply(tbl.Claim(seat), now)
-        session.names[seat] = name
+        session.name_holder(seat, name, session.apply(tbl.Claim(seat), now))
         # 3. await the journal write
         upto = session.last_sequence
         entry = {"input": {"input": "Claim", "seat": seat}, "now_ms": now,
@@ -254,8 +253,7 @@ class TableActor(TableWrites):
         # 2. apply (and revoke the former token, end its streams: what is queued still goes)
         now = self.clock.now_ms()
         move = tbl.Replace(seat)
-        self._apply(session, seat, move, now)
-        hand_over(session, replaced, "")
+        hand_over(session, replaced, "", self._apply(session, seat, move, now))
         tokens.revoke(session.game_id, seat)
         for subscriber in list(session.subscribers):
             if subscriber.seat == seat:
