@@ -1,7 +1,7 @@
 """A game's own options on `tapis play` and `tapis create`: Basra's variant, two-card jack basra
-and target (``--points``), Bataille Corse's combinations switched off (``--no-combination``),
-La bataille des boutons' rounds (``--rounds``), checked before any call and sent in the
-request's options of the game."""
+and target (``--points``), Bataille Corse's combinations switched off (``--no-combination``) and
+flip cap (``--flip-cap``), La bataille des boutons' rounds (``--rounds``), checked before any
+call and sent in the request's options of the game."""
 
 from __future__ import annotations
 
@@ -11,7 +11,15 @@ from tapis.v1 import basra_pb2
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import cli, i18n
+from tapis_clients.games import corse
+from tapis_engine.corse import state as corse_rules
 from tests.support.server import ServerFactory
+
+
+def test_the_bounds_are_the_engines() -> None:
+    """The flip cap's bounds and default, as the server checks them."""
+    assert (corse.MAX_FLIP_CAP, corse.DEFAULT_FLIP_CAP) == (corse_rules.MAX_FLIP_CAP,
+                                                            corse_rules.DEFAULT_FLIP_CAP)
 
 
 def test_every_variant_of_the_contract_is_a_choice_by_its_lower_case_name() -> None:
@@ -65,6 +73,27 @@ def test_combinations_switched_off_go_in_the_request(
             assert list(request.bataille_corse.disabled_combinations) == disabled
 
 
+@pytest.mark.parametrize(("argv", "cap"), [
+    ([], None), (["--flip-cap", "1"], 1), (["--flip-cap", "300"], 300),
+    (["--flip-cap", "1000000"], 1_000_000),
+])
+def test_the_flip_cap_goes_in_the_request(argv: list[str], cap: int | None) -> None:
+    """None given: no options (the server's 10,000)."""
+    for command in ("play", "create"):
+        request = cli.create_request(cli.parse_args([command, "bataille-corse", *argv]), 1)
+        if cap is None:
+            assert request.WhichOneof("options") is None
+        else:
+            assert request.bataille_corse.flip_cap == cap
+
+
+def test_the_flip_cap_goes_with_combinations_switched_off() -> None:
+    request = cli.create_request(cli.parse_args(
+        ["play", "corse", "--no-combination", "seven", "--flip-cap", "500"]), 1)
+    assert (list(request.bataille_corse.disabled_combinations),
+            request.bataille_corse.flip_cap) == ([corse_pb2.BATAILLE_CORSE_COMBINATION_SEVEN], 500)
+
+
 @pytest.mark.parametrize(("argv", "rounds"), [([], None), (["--rounds", "1"], 1),
                                               (["--rounds", "100"], 100)])
 def test_the_rounds_go_in_the_request(argv: list[str], rounds: int | None) -> None:
@@ -87,6 +116,16 @@ def test_the_rounds_go_in_the_request(argv: list[str], rounds: int | None) -> No
     (["play", "boutons", "--rounds", "101"],
      "argument --rounds: 101 is out of range (from 1 to 100)"),
     (["play", "boutons", "--rounds", "0"], "argument --rounds: 0 is out of range (from 1 to 100)"),
+    (["play", "corse", "--flip-cap", "0"],
+     "argument --flip-cap: 0 is out of range (from 1 to 1000000)"),
+    (["create", "bataille-corse", "--flip-cap", "1000001"],
+     "argument --flip-cap: 1000001 is out of range (from 1 to 1000000)"),
+    (["play", "corse", "--flip-cap", "-3"],
+     "argument --flip-cap: -3 is out of range (from 1 to 1000000)"),
+    (["play", "war", "--flip-cap", "300"], "--flip-cap is for Bataille Corse only"),
+    (["create", "basra", "--flip-cap", "300"], "--flip-cap is for Bataille Corse only"),
+    (["--lang", "fr", "play", "corse", "--flip-cap", "0"],
+     "argument --flip-cap : 0 est hors limites (de 1 à 1000000)"),
     (["play", "corse", "--no-combination", "triple"], "argument --no-combination: invalid choice: "
      "'triple' (choose from 'double', 'sandwich', 'big_mac', 'suite', 'ten', 'seven')"),
     (["--lang", "fr", "play", "basra", "--variant", "lebanese", "--two-card-jack"],
@@ -135,3 +174,45 @@ async def test_the_server_seats_corse_and_boutons_tables_of_the_options_asked(
     game_id = capsys.readouterr().out.split()[-1]
     view = (await h.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
     assert view.settings.boutons.rounds == 3
+
+
+async def test_the_server_seats_a_corse_table_of_the_flip_cap_asked(
+        make_server: ServerFactory, capsys: pytest.CaptureFixture[str]) -> None:
+    """`tapis create corse --flip-cap 40`: the server takes the request, and its view says that
+    cap (the board's "flips 0 of 40"); the engine's largest is taken too."""
+    h = await make_server()
+    target = ["--target", f"127.0.0.1:{h.running.port}"]
+
+    async def created(argv: list[str]) -> pb.GameView:
+        """The table made, once two people sat down (its first game dealt)."""
+        assert await cli.run(cli.parse_args(["create", *argv, *target])) == 0
+        game_id = capsys.readouterr().out.split()[-1]
+        for name in ("ana", "bo"):
+            await h.stub.JoinGame(pb.JoinGameRequest(game_id=game_id, display_name=name))
+        return (await h.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+
+    view = await created(["corse", "--flip-cap", "40", "--no-combination", "double"])
+    assert (view.settings.bataille_corse.flip_cap, view.bataille_corse.flip_cap) == (40, 40)
+    assert list(view.settings.bataille_corse.disabled_combinations) == [
+        corse_pb2.BATAILLE_CORSE_COMBINATION_DOUBLE]
+    view = await created(["corse", "--flip-cap", "1000000"])
+    assert view.bataille_corse.flip_cap == 1_000_000
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["play", "corse", "--flip-cap", "0"], "--flip-cap: 0 is out of range (from 1 to 1000000)"),
+    (["create", "corse", "--flip-cap", "1000001"],
+     "--flip-cap: 1000001 is out of range (from 1 to 1000000)"),
+])
+async def test_a_value_out_of_range_makes_no_call(
+        argv: list[str], said: str, make_server: ServerFactory,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`tapis` itself, against a real server: exit status 2, the one line, and no table made."""
+    h = await make_server()
+    with pytest.raises(SystemExit) as stopped:
+        cli.main([*argv, "--target", f"127.0.0.1:{h.running.port}"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].endswith(said), err
+    listed = await h.stub.ListGames(pb.ListGamesRequest(include_finished=True))
+    assert list(listed.games) == []

@@ -17,6 +17,7 @@ from tapis.v1.cards_pb2 import Card
 from tapis_clients.cards import card_markup, cards_markup
 from tapis_clients.game import ClientGame, Memory
 from tapis_clients.i18n import N_, NP_, _, labelled, ngettext, then
+from tapis_clients.options import bounded
 from tapis_clients.people import Table, as_table
 from tapis_clients.strategies import Strategy
 from tapis_clients.strategies.corse import CorseFollower, slap_or_flip
@@ -56,6 +57,10 @@ COMBINATION_CHOICES = {
     if combination != corse_pb2.BATAILLE_CORSE_COMBINATION_UNSPECIFIED}
 """``--no-combination``'s choices: every combination of the contract, by its lower-case name
 (the engine takes any of them off, all six included: docs/rulings.md)."""
+DEFAULT_FLIP_CAP = 10_000
+MAX_FLIP_CAP = 1_000_000
+"""The cards flipped a game ends after: the server takes 1 to ``MAX_FLIP_CAP`` (more or none is
+INVALID_OPTIONS), ``DEFAULT_FLIP_CAP`` when the request says none (``flip_cap`` 0)."""
 
 
 def combination_name(combination: corse_pb2.BatailleCorseCombination.ValueType) -> str:
@@ -276,17 +281,27 @@ def strategy(rng: random.Random) -> Strategy:
 
 
 def add_options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
-    return [parser.add_argument(
-        "--no-combination", action="append", choices=list(COMBINATION_CHOICES), default=None,
-        metavar=_("NAME"), help=_("Bataille Corse: a slap combination switched off ({names}; "
-                                  "repeatable)").format(names=", ".join(COMBINATION_CHOICES)))]
+    return [
+        parser.add_argument(
+            "--no-combination", action="append", choices=list(COMBINATION_CHOICES),
+            default=None, metavar=_("NAME"), help=_(
+                "Bataille Corse: a slap combination switched off ({names}; repeatable)").format(
+                names=", ".join(COMBINATION_CHOICES))),
+        parser.add_argument(
+            "--flip-cap", type=bounded(1, MAX_FLIP_CAP), default=0, metavar="N", help=_(
+                "Bataille Corse: the game ends after this many cards flipped, most cards "
+                "winning (1 to {most}; default {default})").format(
+                most=MAX_FLIP_CAP, default=DEFAULT_FLIP_CAP))]
 
 
 def set_options(request: pb.CreateGameRequest, args: argparse.Namespace) -> None:
-    """``--no-combination`` into the request (none given: the server's six)."""
+    """``--no-combination`` and ``--flip-cap`` into the request (neither given: the server's
+    six and its cap); the cap's bounds are argparse's."""
     if args.no_combination:
         request.bataille_corse.disabled_combinations.extend(
             COMBINATION_CHOICES[name] for name in dict.fromkeys(args.no_combination))
+    if args.flip_cap:
+        request.bataille_corse.flip_cap = args.flip_cap
 
 
 def _describe(action: pb.Action, view: pb.GameView, table: Table) -> str:
