@@ -1,7 +1,7 @@
 """A game's own options on `tapis play` and `tapis create`: Basra's variant, two-card jack basra
 and target (``--points``), Bataille Corse's combinations switched off (``--no-combination``) and
-flip cap (``--flip-cap``), La bataille des boutons' rounds (``--rounds``), checked before any
-call and sent in the request's options of the game."""
+flip cap (``--flip-cap``), La bataille des boutons' rounds (``--rounds``), War's target
+(``--points``), checked before any call and sent in the request's options of the game."""
 
 from __future__ import annotations
 
@@ -11,15 +11,17 @@ from tapis.v1 import basra_pb2
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import cli, i18n
-from tapis_clients.games import corse
+from tapis_clients.games import corse, war
+from tapis_engine import war as war_rules
 from tapis_engine.corse import state as corse_rules
 from tests.support.server import ServerFactory
 
 
 def test_the_bounds_are_the_engines() -> None:
-    """The flip cap's bounds and default, as the server checks them."""
+    """The flip cap's and War's target's bounds and defaults, as the server checks them."""
     assert (corse.MAX_FLIP_CAP, corse.DEFAULT_FLIP_CAP) == (corse_rules.MAX_FLIP_CAP,
                                                             corse_rules.DEFAULT_FLIP_CAP)
+    assert war.MAX_TARGET == 10_000 and war_rules.DEFAULT_TARGET == 50
 
 
 def test_every_variant_of_the_contract_is_a_choice_by_its_lower_case_name() -> None:
@@ -94,6 +96,18 @@ def test_the_flip_cap_goes_with_combinations_switched_off() -> None:
             request.bataille_corse.flip_cap) == ([corse_pb2.BATAILLE_CORSE_COMBINATION_SEVEN], 500)
 
 
+@pytest.mark.parametrize(("argv", "target"), [
+    (["war"], 0), (["war", "--points", "1"], 1), (["war", "--points", "10000"], 10_000),
+    (["bataille", "--points", "151"], 151),
+])
+def test_wars_target_goes_in_the_request(argv: list[str], target: int) -> None:
+    """Within the engine's 1 to 10,000 (0, not given: the server's 50); Basra's two targets
+    are no limit of War's."""
+    for command in ("play", "create"):
+        request = cli.create_request(cli.parse_args([command, *argv]), 1)
+        assert request.war.target_points == target
+
+
 @pytest.mark.parametrize(("argv", "rounds"), [([], None), (["--rounds", "1"], 1),
                                               (["--rounds", "100"], 100)])
 def test_the_rounds_go_in_the_request(argv: list[str], rounds: int | None) -> None:
@@ -124,6 +138,12 @@ def test_the_rounds_go_in_the_request(argv: list[str], rounds: int | None) -> No
      "argument --flip-cap: -3 is out of range (from 1 to 1000000)"),
     (["play", "war", "--flip-cap", "300"], "--flip-cap is for Bataille Corse only"),
     (["create", "basra", "--flip-cap", "300"], "--flip-cap is for Bataille Corse only"),
+    (["play", "war", "--points", "10001"], "Bataille is played to at most 10000 points"),
+    (["create", "bataille", "--points", "4294967295"],
+     "Bataille is played to at most 10000 points"),
+    (["play", "basra", "--points", "10000"], "Basra is played to 101 or 151 points"),
+    (["--lang", "fr", "play", "war", "--points", "20000"],
+     "la bataille se joue en 10000 points au plus"),
     (["--lang", "fr", "play", "corse", "--flip-cap", "0"],
      "argument --flip-cap : 0 est hors limites (de 1 à 1000000)"),
     (["play", "corse", "--no-combination", "triple"], "argument --no-combination: invalid choice: "
@@ -179,7 +199,8 @@ async def test_the_server_seats_corse_and_boutons_tables_of_the_options_asked(
 async def test_the_server_seats_a_corse_table_of_the_flip_cap_asked(
         make_server: ServerFactory, capsys: pytest.CaptureFixture[str]) -> None:
     """`tapis create corse --flip-cap 40`: the server takes the request, and its view says that
-    cap (the board's "flips 0 of 40"); the engine's largest is taken too."""
+    cap (the board's "flips 0 of 40"); the engine's largest, and War's largest target, are
+    taken too."""
     h = await make_server()
     target = ["--target", f"127.0.0.1:{h.running.port}"]
 
@@ -197,12 +218,16 @@ async def test_the_server_seats_a_corse_table_of_the_flip_cap_asked(
         corse_pb2.BATAILLE_CORSE_COMBINATION_DOUBLE]
     view = await created(["corse", "--flip-cap", "1000000"])
     assert view.bataille_corse.flip_cap == 1_000_000
+    view = await created(["war", "--points", "10000"])
+    assert view.war.target_points == 10_000
 
 
 @pytest.mark.parametrize(("argv", "said"), [
     (["play", "corse", "--flip-cap", "0"], "--flip-cap: 0 is out of range (from 1 to 1000000)"),
     (["create", "corse", "--flip-cap", "1000001"],
      "--flip-cap: 1000001 is out of range (from 1 to 1000000)"),
+    (["play", "war", "--points", "10001"], "Bataille is played to at most 10000 points"),
+    (["create", "war", "--points", "10001"], "Bataille is played to at most 10000 points"),
 ])
 async def test_a_value_out_of_range_makes_no_call(
         argv: list[str], said: str, make_server: ServerFactory,

@@ -3,6 +3,7 @@ the countdown of the player to act), the trick in play and the last one."""
 
 from __future__ import annotations
 
+import argparse
 import random
 
 from rich.console import Group, RenderableType
@@ -23,6 +24,8 @@ _END = {war_pb2.WAR_END_REASON_ALL_CARDS: N_("holds all 52 cards"),
 
 
 GAME_OVER = N_("game over")
+MAX_TARGET = 10_000
+"""The most points to win the server takes (1 to this, else INVALID_OPTIONS; 50 by default)."""
 
 
 def bubble() -> str:
@@ -138,6 +141,14 @@ def set_points(request: pb.CreateGameRequest, points: int) -> None:
     request.war.target_points = points
 
 
+def set_options(request: pb.CreateGameRequest, args: argparse.Namespace) -> None:
+    """``--points`` (the target, ``set_points``'s) checked as the server checks it: ValueError
+    above ``MAX_TARGET`` (0, not given, is the server's 50)."""
+    if args.points > MAX_TARGET:
+        raise ValueError(_("Bataille is played to at most {most} points").format(
+            most=MAX_TARGET))
+
+
 def _describe(action: pb.Action, view: pb.GameView, table: Table) -> str:
     return describe_action(action, table)
 
@@ -146,4 +157,4 @@ GAME = ClientGame(
     kind=pb.GAME_KIND_WAR, field="war", commands=("war", "bataille"), title="Bataille",
     min_size=(64, 22), board=board, describe_action=_describe,
     describe_event=describe_event, hotkey=hotkey, strategy=strategy, memory=WarMemory,
-    set_points=set_points, default_turn_ms=15_000)
+    set_points=set_points, set_options=set_options, default_turn_ms=15_000)
