@@ -167,6 +167,40 @@ async def test_the_lobby_creates_corse_boutons_and_war_tables_of_the_options_cho
     client.close()
 
 
+async def test_the_lobby_creates_a_corse_table_of_the_flip_cap_chosen(
+        browser: Any, served: Harness) -> None:
+    """Bataille Corse's flip cap chosen in the lobby (the server's 10,000 unless changed): the
+    server's view holds it, and the table counts the flips against it (in French too)."""
+    page = await open_page(browser, served)
+    client = await socket_to(served)
+
+    async def view() -> Any:
+        game_id = page.url.rsplit("/", 1)[1]
+        return (await client.call(get_game=pb.GetGameRequest(game_id=game_id))).get_game.game
+
+    corse = page.locator("section.corse")
+    cap = corse.locator("select.flip-cap")
+    await expect(cap).to_have_value("10000")
+    await cap.select_option("300")
+    await corse.locator("input[data-combination=SEVEN]").uncheck()
+    await corse.locator("button.play").click()
+    flips = page.locator("#corse-flips")
+    await expect(flips).to_have_attribute("data-cap", "300")
+    await expect(flips).to_have_text(re.compile(r"^Cards flipped: \d+ of 300$"))
+    shown = await view()
+    assert (shown.settings.bataille_corse.flip_cap, shown.bataille_corse.flip_cap) == (300, 300)
+    assert list(shown.settings.bataille_corse.disabled_combinations) == [
+        corse_pb2.BATAILLE_CORSE_COMBINATION_SEVEN]
+    await page.locator("a.back").click()  # the default, in French
+    await page.locator("#language").click()
+    await expect(cap).to_have_value("10000")
+    await corse.locator("button.play").click()
+    await expect(flips).to_have_text(re.compile(r"^Cartes retournées : \d+ sur 10000$"))
+    assert (await view()).bataille_corse.flip_cap == 10_000
+    assert page.errors == []
+    client.close()
+
+
 async def test_a_whole_war_game_against_the_computer(browser: Any, served: Harness) -> None:
     client = await socket_to(served)
     game_id = await war_against_the_computer(client)

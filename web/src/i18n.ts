@@ -133,6 +133,8 @@ const en = {
   combinations: ["", "double", "sandwich", "big mac", "suite", "ten", "seven"],
   slapCombinations: "Combinations to slap on",
   combinationsOff: (names: string) => `Switched off: ${names}`,
+  flipCap: "Game ends after (cards flipped)",
+  flips: (flips: bigint, cap: bigint) => `Cards flipped: ${flips} of ${cap}`,
   rounds: "Rounds",
   pileReasons: ["", "challenge won", "", "last in play"],
   slapCaption: (name: string, mine: boolean, why: string, cards: string, seconds?: number) =>
@@ -285,6 +287,8 @@ const fr: Texts = {
   combinations: ["", "doublette", "sandwich", "big mac", "suite", "dix", "sept"],
   slapCombinations: "Combinaisons sur lesquelles taper",
   combinationsOff: (names) => `Désactivées : ${names}`,
+  flipCap: "Fin de partie après (cartes retournées)",
+  flips: (flips, cap) => `Cartes retournées : ${flips} sur ${cap}`,
   rounds: "Manches",
   pileReasons: ["", "défi gagné", "", "dernier en jeu"],
   slapCaption: (name, mine, why, cards, seconds) =>

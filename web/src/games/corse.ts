@@ -16,17 +16,26 @@ const COMBINATION_CARDS = [0, 2, 3, 4, 2, 2, 1];
 const COMBINATIONS = Object.values(BatailleCorseCombination).filter(
   (c): c is BatailleCorseCombination => typeof c === "number" && c !== BatailleCorseCombination.UNSPECIFIED);
 
-/** The lobby's choice of combinations: one box each, all on (the server takes any of them off,
- * all six included). */
+/** The flip caps the lobby offers: the cards flipped after which the game ends, most cards
+ * winning (the last is the server's default; it takes 1 to 1,000,000). */
+const FLIP_CAPS = [300, 1000, 10000];
+
+/** The lobby's choice of combinations (one box each, all on: the server takes any of them off,
+ * all six included) and of the flip cap. */
 function lobbyChoices(t: Texts): LobbyChoices {
   const boxes = COMBINATIONS.map((c) => h("input", {
     type: "checkbox", class: "combination", "data-combination": BatailleCorseCombination[c] ?? "",
     checked: "" }) as HTMLInputElement);
+  const cap = h("select", { class: "flip-cap" }, FLIP_CAPS.map((n) =>
+    h("option", { value: String(n) }, String(n)))) as HTMLSelectElement;
+  cap.value = String(FLIP_CAPS[FLIP_CAPS.length - 1]);
   return {
     fields: [h("fieldset", { class: "combination-choices" }, h("legend", {}, t.slapCombinations),
-      boxes.map((box, i) => h("label", {}, box, " ", t.combinations[COMBINATIONS[i]!] ?? "")))],
+      boxes.map((box, i) => h("label", {}, box, " ", t.combinations[COMBINATIONS[i]!] ?? ""))),
+      h("label", {}, t.flipCap, " ", cap)],
     options: () => ({ case: "batailleCorse", value: {
-      disabledCombinations: COMBINATIONS.filter((_, i) => !boxes[i]!.checked) } }),
+      disabledCombinations: COMBINATIONS.filter((_, i) => !boxes[i]!.checked),
+      flipCap: Number(cap.value) } }),
   };
 }
 
@@ -88,6 +97,8 @@ export const corse: GameScreen = {
       pileShown,
       h("div", { class: "slap-caption", id: "slap-caption" }, said),
       h("div", { class: "pile-size" }, t.pile(corse.pileSize)),
+      h("div", { class: "flips", id: "corse-flips", "data-flips": String(corse.flips),
+                 "data-cap": String(corse.flipCap) }, t.flips(corse.flips, corse.flipCap)),
       corse.challenger !== undefined && corse.turn !== undefined
         ? h("div", { class: "challenge" }, corse.turn === context.me ? t.challengeYou(corse.triesLeft)
           : t.challenge(context.name(corse.turn), corse.triesLeft))
