@@ -61,6 +61,12 @@ class _Context:
     ((("authorization", "Basic a"), ("authorization", "Bearer b")), None, True, None),
     ((("x-api-key", "k1"), ("x-api-key", "k2"), ("authorization", "Bearer t")), "t", False,
      "k1"),
+    # an empty value is no value (``caller.credential``): as the WebSocket's empty fields
+    ((("x-api-key", ""),), None, False, None),
+    ((("x-api-key", b""), ("x-api-key", "k2")), None, False, "k2"),
+    ((("x-api-key", " "),), None, False, " "),
+    ((("authorization", ""),), None, False, None),
+    ((("authorization", ""), ("authorization", "Bearer b")), "b", False, None),
 ])
 def test_a_grpc_call_s_caller_is_read_from_its_headers(
         metadata: tuple[tuple[str, str | bytes], ...], token: str | None, bad: bool,
@@ -70,6 +76,20 @@ def test_a_grpc_call_s_caller_is_read_from_its_headers(
     assert (caller.peer, caller.deadline, caller.forwarded, caller.traceparent) == \
         ("ipv4:127.0.0.1:5000", None, False, None)
     assert caller_of(_Context(metadata, None)) == caller == read_caller(_Context(metadata, None))
+
+
+@pytest.mark.parametrize("key", ["", " ", "k1"])
+@pytest.mark.parametrize("token", ["", "t1"])
+def test_both_doors_read_the_same_credentials_alike(token: str, key: str) -> None:
+    """A WebSocket frame's ``seat_token`` and ``api_key`` make the caller gRPC's headers
+    carrying them make (``authorization: Bearer <token>``, or an empty ``authorization``, and
+    ``x-api-key``): empty ones, none."""
+    headers = (("authorization", f"Bearer {token}" if token else ""), ("x-api-key", key))
+    over_grpc = read_caller(_Context(headers, None))
+    over_socket = door.socket_caller(token, key, "ipv4:127.0.0.1:5000")
+    assert (over_socket.seat_token, over_socket.api_key, over_socket.bad_authorization) == \
+        (over_grpc.seat_token, over_grpc.api_key, over_grpc.bad_authorization) == \
+        (token or None, key or None, False)
 
 
 def test_a_connection_s_headers_are_read_once_and_its_token_remembered_there() -> None:

@@ -48,8 +48,8 @@ class Caller(NamedTuple):
     seat_token: str | None = None
     """The seat token it sent (``authorization: Bearer <token>``); None for a spectator."""
     bad_authorization: bool = False
-    """It sent an ``authorization`` header that is not ``Bearer <token>`` (refused
-    INVALID_TOKEN where a seat is looked up)."""
+    """It sent an ``authorization`` header, not empty, that is not ``Bearer <token>`` (refused
+    INVALID_TOKEN where a seat is looked up; an empty one is none: ``credential``)."""
     api_key: str | None = None
     """A backend's key (``x-api-key``), if it sent one."""
     peer: str = ""
@@ -81,6 +81,20 @@ class Caller(NamedTuple):
     def relayed(self) -> Caller:
         """This caller as the node a call is relayed to sees it."""
         return self._replace(forwarded=True)
+
+
+def credential(value: str) -> str | None:
+    """A credential as a transport received it — a seat token (gRPC's ``authorization``
+    header, a WebSocket frame's ``seat_token``), a backend's key (``x-api-key``, ``api_key``)
+    — or None, none sent, when it is empty: the one rule of every door. A WebSocket frame
+    cannot tell an empty field from an absent one (proto3, and its JSON form), so an empty
+    gRPC header is not either: the call is answered as the same call without it (a call that
+    needs a key is refused ``API_KEY_REQUIRED``; a keyless one reads what anyone may), never
+    refused ``INVALID_API_KEY`` / ``INVALID_TOKEN`` on one door and let through on the other
+    (``tests/trust/test_empty_credentials.py``). A value that is not empty is a credential
+    sent, checked and refused if it is not one: white space alone is not empty
+    (``INVALID_API_KEY``, ``INVALID_TOKEN``)."""
+    return value or None
 
 
 def deadline_in(seconds: float | None) -> float | None:

@@ -31,7 +31,7 @@ import grpc
 import structlog
 
 from tapis_service.door import logcontext
-from tapis_service.door.caller import Caller, Remembered
+from tapis_service.door.caller import Caller, Remembered, credential
 from tapis_service.door.connections import ConnectionLimits, counts_against_address
 from tapis_service.door.proxies import FORWARDED_FOR, TrustedProxies
 from tapis_service.observe import metrics, tracing
@@ -134,7 +134,9 @@ they make without a deadline or a trace (with a ``Remembered`` for its seat toke
 def read_caller(context: grpc.aio.ServicerContext, proxies: TrustedProxies | None = None,
                 metadata: tuple[Any, ...] | None = None) -> Caller:
     """``caller_of`` read from scratch (``tests/service/test_caller.py``: the same); the
-    call's headers are ``metadata`` when given (as grpc decoded them), else the context's."""
+    call's headers are ``metadata`` when given (as grpc decoded them), else the context's.
+    Of each credential header the first value counts; an empty one is no value
+    (``caller.credential``, as a WebSocket frame's empty fields)."""
     token: str | None = None
     bad = False
     api_key: str | None = None
@@ -143,16 +145,17 @@ def read_caller(context: grpc.aio.ServicerContext, proxies: TrustedProxies | Non
         metadata = tuple(context.invocation_metadata() or ())
     for key, value in metadata:
         if key == AUTHORIZATION:
-            if token is None and not bad:
-                scheme, _, rest = _text(value).partition(" ")
+            header = credential(_text(value))  # empty: as if not sent
+            if header is not None and token is None and not bad:
+                scheme, _, rest = header.partition(" ")
                 rest = rest.strip()
                 if rest and scheme.lower() == "bearer":
                     token = rest
                 else:
                     bad = True
         elif key == API_KEY:
-            if api_key is None:
-                api_key = _text(value)
+            if api_key is None:  # the first one not empty (empty: as if not sent)
+                api_key = credential(_text(value))
         elif key == FORWARDED_FOR:
             forwarded.append(_text(value))
     peer = str(context.peer())
@@ -172,10 +175,12 @@ def socket_peer(peer: str, forwarded: Iterable[str], proxies: TrustedProxies) ->
 
 def socket_caller(seat_token: str, api_key: str, peer: str, remember: bool = True) -> Caller:
     """The ``Caller`` of a WebSocket frame: its seat token and API key (as gRPC's headers
-    carry them; empty: none), the socket's client address; ``remember``: with a place for its
-    token's verification (``caller.Remembered``: the socket keeps this caller)."""
-    return Caller(seat_token=seat_token or None, api_key=api_key or None, peer=peer,
-                  remembered=Remembered(seat_token) if seat_token and remember else None)
+    carry them; empty: none, ``caller.credential``, as for gRPC's), the socket's client
+    address; ``remember``: with a place for its token's verification (``caller.Remembered``:
+    the socket keeps this caller)."""
+    token = credential(seat_token)
+    return Caller(seat_token=token, api_key=credential(api_key), peer=peer,
+                  remembered=Remembered(token) if token is not None and remember else None)
 
 
 # --- what a call costs -------------------------------------------------------------------------
