@@ -357,7 +357,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def _game_options_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the games' own options of ``play`` or ``create`` (one of another
-    game, a combination the rules refuse), in words; None: nothing."""
+    game, ``--points`` for a game without a target, a combination the rules refuse), in words;
+    None: nothing."""
     chosen = games.by_command(args.kind)
     for game in games.GAMES:
         if game is chosen or game.add_options is None:
@@ -366,6 +367,9 @@ def _game_options_problem(args: argparse.Namespace) -> str | None:
             if getattr(args, action.dest) != action.default:
                 return _("{option} is for {game} only").format(
                     option=action.option_strings[0], game=game.title)
+    if args.points and chosen.set_points is None:  # shared, but only by games with a target
+        return _("{option} is not an option of {game}").format(option="--points",
+                                                                game=chosen.title)
     if chosen.set_options is not None:
         try:
             chosen.set_options(pb.CreateGameRequest(), args)

@@ -150,6 +150,12 @@ def test_the_rounds_go_in_the_request(argv: list[str], rounds: int | None) -> No
      "'triple' (choose from 'double', 'sandwich', 'big_mac', 'suite', 'ten', 'seven')"),
     (["--lang", "fr", "play", "basra", "--variant", "lebanese", "--two-card-jack"],
      "--two-card-jack ne va pas avec --variant lebanese"),
+    (["play", "corse", "--points", "50"], "--points is not an option of Bataille Corse"),
+    (["create", "bataille-corse", "--points", "1"], "--points is not an option of Bataille Corse"),
+    (["play", "boutons", "--points", "10"],
+     "--points is not an option of La bataille des boutons"),
+    (["--lang", "fr", "create", "boutons", "--points", "10"],
+     "--points n'est pas une option de La bataille des boutons"),
 ])
 def test_options_the_rules_refuse_are_one_line_before_any_call(
         argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -228,6 +234,7 @@ async def test_the_server_seats_a_corse_table_of_the_flip_cap_asked(
      "--flip-cap: 1000001 is out of range (from 1 to 1000000)"),
     (["play", "war", "--points", "10001"], "Bataille is played to at most 10000 points"),
     (["create", "war", "--points", "10001"], "Bataille is played to at most 10000 points"),
+    (["create", "corse", "--points", "50"], "--points is not an option of Bataille Corse"),
 ])
 async def test_a_value_out_of_range_makes_no_call(
         argv: list[str], said: str, make_server: ServerFactory,
