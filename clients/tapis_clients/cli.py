@@ -18,6 +18,7 @@ from rich.console import Console
 from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import app, games, i18n, refusals, seats_file
 from tapis_clients.connection import Connection, Credentials, Unreachable
+from tapis_clients.game import ClientGame
 from tapis_clients.i18n import N_, _
 from tapis_clients.keys import KeyReader
 from tapis_clients.listing import list_games
@@ -181,9 +182,15 @@ async def sit(conn: Connection, held: seats_file.HeldSeat, lock: seats_file.Seat
     return status
 
 
+def seats_asked(args: argparse.Namespace, game: ClientGame, people: int) -> int:
+    """The seats of the table asked for: ``--players`` (not given: the fewest the game seats),
+    or more when there are more people."""
+    return max(args.players or game.seats[0], people)
+
+
 def create_request(args: argparse.Namespace, people: int) -> pb.CreateGameRequest:
     game = games.by_command(args.kind)
-    players = max(args.players or 2, people)
+    players = seats_asked(args, game, people)
     bots = players - people
     configs = [pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)] * people + [
         pb.SeatConfig(type=pb.SEAT_TYPE_BOT, bot_strategy=args.bot)] * bots
@@ -370,12 +377,31 @@ def _game_options_problem(args: argparse.Namespace) -> str | None:
     if args.points and chosen.set_points is None:  # shared, but only by games with a target
         return _("{option} is not an option of {game}").format(option="--points",
                                                                 game=chosen.title)
+    seats_problem = _seats_problem(args, chosen)
+    if seats_problem:
+        return seats_problem
     if chosen.set_options is not None:
         try:
             chosen.set_options(pb.CreateGameRequest(), args)
         except ValueError as error:
             return str(error)
     return None
+
+
+def _seats_problem(args: argparse.Namespace, game: ClientGame) -> str | None:
+    """The seats asked for (``--players``, or ``--people`` when that makes more), when the
+    game's rules seat other counts, in words naming the option; None: the game seats them."""
+    people = args.people if args.command == "create" else 1  # `play`: the one who plays
+    low, high = game.seats
+    if low <= seats_asked(args, game, people) <= high:
+        return None
+    option, count = (("--people", people) if people > (args.players or low)
+                     else ("--players", args.players))
+    if low == high:
+        return _("{option} {count}: {game} is for exactly {seats} players").format(
+            option=option, count=count, game=game.title, seats=low)
+    return _("{option} {count}: {game} is for {low} to {high} players").format(
+        option=option, count=count, game=game.title, low=low, high=high)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -95,6 +95,9 @@ class ClientGame:
     hotkey: Callable[[pb.Action], str | None]
     strategy: Callable[[random.Random], Strategy]
     """The reference bot's policy for this game."""
+    seats: tuple[int, int]
+    """The fewest and the most players a table of it seats, as its rules check them (the
+    engine's ``min_seats`` and ``max_seats``: the server refuses others, INVALID_SEAT_COUNT)."""
     memory: Callable[[], Memory] = Memory
     realtime: Callable[[pb.Action], bool] = _never
     """Actions sent without ``expected_version`` (any seat, at any time: a slap)."""

@@ -1,7 +1,8 @@
 """A game's own options on `tapis play` and `tapis create`: Basra's variant, two-card jack basra
 and target (``--points``), Bataille Corse's combinations switched off (``--no-combination``) and
 flip cap (``--flip-cap``), La bataille des boutons' rounds (``--rounds``), War's target
-(``--points``), checked before any call and sent in the request's options of the game."""
+(``--points``), checked before any call and sent in the request's options of the game; and the
+seats each game takes (``--players``, ``--people``), checked against the game's own counts."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import pytest
 from tapis.v1 import basra_pb2
 from tapis.v1 import bataille_corse_pb2 as corse_pb2
 from tapis.v1 import game_service_pb2 as pb
-from tapis_clients import cli, i18n
+from tapis_clients import cli, games, i18n
+from tapis_clients.game import ClientGame
 from tapis_clients.games import corse, war
 from tapis_engine import war as war_rules
 from tapis_engine.corse import state as corse_rules
+from tapis_engine.registry import GAMES as RULES
 from tests.support.server import ServerFactory
 
 
@@ -22,6 +25,25 @@ def test_the_bounds_are_the_engines() -> None:
     assert (corse.MAX_FLIP_CAP, corse.DEFAULT_FLIP_CAP) == (corse_rules.MAX_FLIP_CAP,
                                                             corse_rules.DEFAULT_FLIP_CAP)
     assert war.MAX_TARGET == 10_000 and war_rules.DEFAULT_TARGET == 50
+
+
+def test_each_game_seats_what_its_engine_seats() -> None:
+    """Each game's seat counts, declared in its ClientGame, are its rules' (check_setup's)."""
+    assert {game.commands[0]: game.seats for game in games.GAMES} == {
+        kind: (rules.min_seats, rules.max_seats) for kind, rules in RULES.items()}
+
+
+@pytest.mark.parametrize("game", games.GAMES, ids=lambda game: game.commands[0])
+def test_every_seat_count_of_a_game_goes_in_the_request(game: ClientGame) -> None:
+    """``--players N`` for each N the game seats (with one person, or all of them people);
+    not given: the fewest it seats."""
+    low, high = game.seats
+    for count in range(low, high + 1):
+        args = cli.parse_args(["play", game.commands[0], "--players", str(count)])
+        assert cli.create_request(args, 1).seats == count
+        args = cli.parse_args(["create", game.commands[0], "--people", str(count)])
+        assert cli.create_request(args, args.people).seats == count
+    assert cli.create_request(cli.parse_args(["play", game.commands[0]]), 1).seats == low
 
 
 def test_every_variant_of_the_contract_is_a_choice_by_its_lower_case_name() -> None:
@@ -150,6 +172,19 @@ def test_the_rounds_go_in_the_request(argv: list[str], rounds: int | None) -> No
      "'triple' (choose from 'double', 'sandwich', 'big_mac', 'suite', 'ten', 'seven')"),
     (["--lang", "fr", "play", "basra", "--variant", "lebanese", "--two-card-jack"],
      "--two-card-jack ne va pas avec --variant lebanese"),
+    (["play", "war", "--players", "6"], "--players 6: Bataille is for exactly 2 players"),
+    (["play", "bataille", "--players", "1"], "--players 1: Bataille is for exactly 2 players"),
+    (["create", "war", "--people", "3"], "--people 3: Bataille is for exactly 2 players"),
+    (["create", "war", "--players", "1", "--people", "1"],
+     "--players 1: Bataille is for exactly 2 players"),
+    (["play", "basra", "--players", "5"], "--players 5: Basra is for 2 to 4 players"),
+    (["create", "boutons", "--players", "3", "--people", "5"],
+     "--people 5: La bataille des boutons is for 2 to 4 players"),
+    (["play", "corse", "--players", "1"], "--players 1: Bataille Corse is for 2 to 6 players"),
+    (["--lang", "fr", "play", "war", "--players", "4"],
+     "--players 4 : Bataille se joue à 2 joueurs exactement"),
+    (["--lang", "fr", "create", "basra", "--people", "6"],
+     "--people 6 : Basra se joue de 2 à 4 joueurs"),
     (["play", "corse", "--points", "50"], "--points is not an option of Bataille Corse"),
     (["create", "bataille-corse", "--points", "1"], "--points is not an option of Bataille Corse"),
     (["play", "boutons", "--points", "10"],
@@ -235,6 +270,8 @@ async def test_the_server_seats_a_corse_table_of_the_flip_cap_asked(
     (["play", "war", "--points", "10001"], "Bataille is played to at most 10000 points"),
     (["create", "war", "--points", "10001"], "Bataille is played to at most 10000 points"),
     (["create", "corse", "--points", "50"], "--points is not an option of Bataille Corse"),
+    (["play", "war", "--players", "6"], "--players 6: Bataille is for exactly 2 players"),
+    (["create", "basra", "--people", "5"], "--people 5: Basra is for 2 to 4 players"),
 ])
 async def test_a_value_out_of_range_makes_no_call(
         argv: list[str], said: str, make_server: ServerFactory,

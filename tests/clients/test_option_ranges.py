@@ -92,15 +92,18 @@ def test_a_number_out_of_range_is_one_line_naming_the_option_and_the_range(
 
 def test_the_largest_values_make_a_request_the_contract_takes() -> None:
     """The upper bounds are the fields' own: a request built from them is sent, not refused by
-    the protobuf runtime (War's points to win are its rules' own, at most 10,000:
-    test_game_options.py)."""
+    the protobuf runtime (War's points to win and each game's seats are its rules' own, at most
+    10,000 and 2 to 6 for Bataille Corse: test_game_options.py)."""
     args = cli.parse_args(["play", "war", "--turn-time-ms", "4294967295", "--points",
                            "10000", "--seed", str(2**64 - 1), "--bot-speed", "60",
-                           "--players", "6"])
+                           "--players", "2"])
     request = cli.create_request(args, 1)
     assert (request.turn_time_limit_ms, request.war.target_points, request.seed,
             request.bot_reaction_ms, request.seats) == (2**32 - 1, 10_000, 2**64 - 1,
-                                                        60_000, 6)
+                                                        60_000, 2)
+    args = cli.parse_args(["create", "bataille-corse", "--players", str(options.MAX_PLAYERS),
+                           "--people", str(options.MAX_PLAYERS)])
+    assert cli.create_request(args, args.people).seats == options.MAX_PLAYERS
 
 
 def test_the_range_is_said_in_french(capsys: pytest.CaptureFixture[str]) -> None:

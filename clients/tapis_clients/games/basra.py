@@ -301,7 +301,8 @@ def _describe(action: pb.Action, view: pb.GameView, table: Table) -> str:
 GAME = ClientGame(
     kind=pb.GAME_KIND_BASRA, field="basra", commands=("basra",), title="Basra",
     min_size=(78, 24), board=board, describe_action=_describe,
-    describe_event=describe_event, hotkey=hotkey, strategy=strategy, memory=BasraMemory,
-    set_points=set_points, add_options=add_options, set_options=set_options, sides=_sides)
+    describe_event=describe_event, hotkey=hotkey, strategy=strategy, seats=(2, 4),
+    memory=BasraMemory, set_points=set_points, add_options=add_options, set_options=set_options,
+    sides=_sides)
 
 __all__ = ["GAME", "card_text", "makes_basra"]

@@ -306,5 +306,5 @@ GAME = ClientGame(
     title="La bataille des boutons", min_size=(80, 24), board=board,
     describe_action=_describe, describe_event=describe_event, hotkey=hotkey,
     reserved_keys=frozenset({"f"}),
-    strategy=strategy, memory=BoutonsMemory, menu=menu, add_options=add_options,
+    strategy=strategy, seats=(2, 4), memory=BoutonsMemory, menu=menu, add_options=add_options,
     set_options=set_options)

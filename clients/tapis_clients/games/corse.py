@@ -313,6 +313,6 @@ GAME = ClientGame(
     commands=("bataille-corse", "corse"), title="Bataille Corse", min_size=(72, 22),
     board=board, describe_action=_describe, describe_event=describe_event,
     hotkey=hotkey, reserved_keys=frozenset({"f", "s"}), strategy=strategy, memory=CorseMemory,
-    realtime=is_slap,
+    realtime=is_slap, seats=(2, 6),
     key_hint=key_hint, follower=CorseFollower, reflexes=True, add_options=add_options,
     set_options=set_options)

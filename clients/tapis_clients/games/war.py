@@ -156,5 +156,5 @@ def _describe(action: pb.Action, view: pb.GameView, table: Table) -> str:
 GAME = ClientGame(
     kind=pb.GAME_KIND_WAR, field="war", commands=("war", "bataille"), title="Bataille",
     min_size=(64, 22), board=board, describe_action=_describe,
-    describe_event=describe_event, hotkey=hotkey, strategy=strategy, memory=WarMemory,
-    set_points=set_points, set_options=set_options, default_turn_ms=15_000)
+    describe_event=describe_event, hotkey=hotkey, strategy=strategy, seats=(2, 2),
+    memory=WarMemory, set_points=set_points, set_options=set_options, default_turn_ms=15_000)
