@@ -353,12 +353,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     argv = sys.argv[1:] if argv is None else argv
     i18n.use(i18n.language_from(_language_asked(argv)))
     _argparse_speaks()
-    parser = build_parser()
+    parser, commands = _parsers()
     args = parser.parse_args(argv)
     if args.command in ("play", "create"):
         problem = _game_options_problem(args)
-        if problem:
-            parser.error(problem)
+        if problem:  # said by the subcommand's parser, as argparse says its own checks
+            commands[args.command].error(problem)
     return args
 
 
@@ -407,14 +407,21 @@ def _seats_problem(args: argparse.Namespace, game: ClientGame) -> str | None:
 def build_parser() -> argparse.ArgumentParser:
     """`tapis`'s parser, in the language in use. Every number is checked against its field's
     range in the contract (and any bound the docs give) before a call is made."""
+    return _parsers()[0]
+
+
+def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """`tapis`'s parser, and each subcommand's by its name (whose errors name the command used,
+    ``usage: tapis play ...``)."""
     parser = argparse.ArgumentParser(prog="tapis", description=_(USAGE),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_cli_globals(parser, False)
     common = global_parent(add_cli_globals)
     sub = parser.add_subparsers(dest="command", required=True)
+    commands: dict[str, argparse.ArgumentParser] = {}
     for name, text in (("play", _("play against the computer")),
                        ("create", _("create a table for people"))):
-        p = sub.add_parser(name, help=text, description=text, parents=[common])
+        p = commands[name] = sub.add_parser(name, help=text, description=text, parents=[common])
         p.add_argument("kind", choices=sorted(games.KINDS), nargs="?", default="war")
         p.add_argument("--players", type=bounded(0, MAX_PLAYERS), default=0, metavar="N",
                        help=_("seats at the table"))
@@ -473,7 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=_("tables per call"))
     p_list.add_argument("--limit", type=bounded(0), default=0, metavar="N",
                         help=_("at most this many"))
-    return parser
+    return parser, commands
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -194,6 +194,8 @@ def test_the_rounds_go_in_the_request(argv: list[str], rounds: int | None) -> No
 ])
 def test_options_the_rules_refuse_are_one_line_before_any_call(
         argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The subcommand's parser says it, as argparse says a number out of range: its usage line
+    and its name (``tapis play: error: ...``), not the top-level ``tapis``'s."""
     try:
         with pytest.raises(SystemExit) as stopped:
             cli.parse_args(argv)
@@ -203,6 +205,9 @@ def test_options_the_rules_refuse_are_one_line_before_any_call(
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1].endswith(f": {said}"), err
+    command = f"tapis {next(arg for arg in argv if arg in ('play', 'create'))}"
+    assert f"{command} [-h]" in err.splitlines()[0], err
+    assert err.strip().splitlines()[-1].startswith(f"{command}"), err
 
 
 async def test_the_server_seats_a_table_of_the_options_asked(
