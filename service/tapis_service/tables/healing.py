@@ -162,7 +162,7 @@ class Healing:
             try:
                 await host.store.probe()
                 for game_id in host.tables.ids(TableState.UNAVAILABLE):
-                    await self._rebuild(game_id)
+                    await self._rebuild_or_quarantine(game_id)
             except StoreError as error:
                 logrepeat.limited(log.info, "store_still_unavailable", error=str(error)[:200])
                 continue
@@ -172,6 +172,22 @@ class Healing:
         log.info("store_available")
         for listener in host.health_listeners:
             listener(True)
+
+    async def _rebuild_or_quarantine(self, game_id: str) -> None:
+        """``_rebuild``, where anything but the store's own failure (raised: the store is
+        still down, the healer tries again) is this one table's: it is quarantined as it
+        stands (kept on disk, refused with GAME_QUARANTINED) and the healer goes on with the
+        other tables, never left dead with every later table UNAVAILABLE for good."""
+        try:
+            await self._rebuild(game_id)
+        except StoreError:
+            raise
+        except Exception as error:  # a bug, or a record nothing foresaw
+            log.exception("game_rebuild_failed", game=game_id)
+            old = self.host.tables.unavailable(game_id)
+            if old is not None:  # still awaiting its rebuild (not served or given up since)
+                why = f"game {game_id}: rebuilding it failed ({type(error).__name__}: {error})"
+                self._quarantined(game_id, Quarantined(old.rules.kind, why, old.ownership))
 
     async def _rebuild(self, game_id: str) -> None:
         """Rebuild one discarded table from its durable prefix and serve it again, once the
@@ -215,9 +231,11 @@ class Healing:
     def quarantine(self, game_id: str, why: str, record: Any) -> None:
         """Keep ``game_id`` apart: ``record`` is its stored creation record (what of it can be
         read names its kind and its owner)."""
-        self.host.tables.quarantine(game_id, Quarantined(stored_kind(record), why,
-                                                         stored_owner(record)))
-        log.error("game_quarantined", game=game_id, error=why[:300])
+        self._quarantined(game_id, Quarantined(stored_kind(record), why, stored_owner(record)))
+
+    def _quarantined(self, game_id: str, damaged: Quarantined) -> None:
+        self.host.tables.quarantine(game_id, damaged)
+        log.error("game_quarantined", game=game_id, error=damaged.why[:300])
 
     def stop(self) -> None:
         if self._task is not None:
