@@ -208,6 +208,9 @@ ONE_GAME = "game_id = (SELECT game_id FROM snapshots)"
      + ONE_GAME,
      "malformed"),
     ("UPDATE games SET record = '{\"kind\": \"war\"}' WHERE " + ONE_GAME, "malformed"),
+    # a record the engine refuses to create the table from (a RuleError, not a KeyError)
+    ("UPDATE games SET record = json_set(record, '$.initial.turn_time_ms', -1) WHERE "
+     + ONE_GAME, "the turn time limit cannot be negative"),
 ])
 async def test_a_damaged_game_is_quarantined_and_every_other_game_serves(
         servers: Restartable, sql: str, message: str) -> None:

@@ -85,6 +85,9 @@ def restore(game_id: str, record: JSON, snapshot: JSON | None,
         return _restore(game_id, record, snapshot, journal)
     except RecoveryError:
         raise
+    except RuleError as error:  # the engine refuses the stored table itself (not an input)
+        raise RecoveryError(f"game {game_id}: the stored table is refused by the engine "
+                            f"({str(error)[:120]})") from error
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
         raise RecoveryError(f"game {game_id}: a stored record is malformed "
                             f"({type(error).__name__}: {str(error)[:120]})") from error
