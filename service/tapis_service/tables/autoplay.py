@@ -99,10 +99,20 @@ class Autoplay:
         if not any(slot.bot_controlled for slot in seats):
             session.seats_without_bots = seats  # nothing to schedule until the seats change
             return
+        for seat in tbl.pending_bot_seats(session.rules, session.table):
+            self.arm_bot(session, seat)
+
+    def arm_bot(self, session: Session, seat: int, at_least_ms: int = 0) -> None:
+        """Arm ``seat``'s bot move after a reaction time drawn from now, ``at_least_ms`` at
+        least (replacing a timer it had; none once the host is closed)."""
+        if self.stopped:
+            return
         median = session.ownership.bot_reaction_ms
         if median is None:
             median = self.bot_delay_ms
-        for seat in tbl.pending_bot_seats(session.rules, session.table):
-            at = self.clock.now_ms() + reaction_ms(median, self.spread, self.rng)
-            session.bot_timers[seat] = self.clock.call_at(
-                at, functools.partial(self.play, session, tbl.BotMove(seat)))
+        at = self.clock.now_ms() + max(reaction_ms(median, self.spread, self.rng), at_least_ms)
+        former = session.bot_timers.get(seat)
+        if former is not None:
+            former.cancel()
+        session.bot_timers[seat] = self.clock.call_at(
+            at, functools.partial(self.play, session, tbl.BotMove(seat)))

@@ -345,6 +345,12 @@ class TableActor(TableWrites):
         # 1. check
         if self.tables.session(session.game_id) is not session:
             return
+        if isinstance(move, tbl.BotMove) and session.durable_sequence < session.last_sequence:
+            # armed before an input awaiting its commit: it would react to a state nobody has
+            # seen, too soon; it reacts from now instead (the commit's rearm draws again; 1 ms
+            # at least: never due at once again while the commit cannot land)
+            self.autoplay.arm_bot(session, move.seat, at_least_ms=1)
+            return
         # 2. apply
         now = self.clock.now_ms()
         try:
