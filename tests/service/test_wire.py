@@ -162,7 +162,7 @@ _TABLE_BODIES = st.one_of(
     st.builds(tbl.SeatReclaimed, st.integers(0, 1)),
     st.builds(tbl.SeatReplaced, st.integers(0, 1)),
     st.builds(tbl.TurnTimersResumed, st.lists(st.tuples(st.integers(0, 1), st.integers(
-        0, 2**53)), max_size=2).map(tuple)),
+        0, 253_402_300_799_999)), max_size=2).map(tuple)),  # to 9999-12-31, Timestamp's last
     st.builds(tbl.GameEnded, _SMALL,
               st.builds(Outcome, st.tuples(st.integers(0, 1)),
                         st.tuples(st.integers(-2**63, 2**63 - 1)), st.text(max_size=30)),
