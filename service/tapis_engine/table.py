@@ -327,11 +327,11 @@ def _abandon(rules: Rules[Any, Any, Any], table: Table, events: list[TableEvent]
 def _resume(table: Table, now_ms: int, events: list[TableEvent]) -> Table:
     # the clocks stood still while nobody could play: a whole turn from now, at least (the
     # version stays: no move was made, a move chosen before still applies)
-    due = now_ms + table.turn_time_ms
-    deadlines = tuple((seat, max(at, due)) for seat, at in table.deadlines)
-    if deadlines == table.deadlines:
+    if not resume_due(table, now_ms):
         raise precondition(Reason.NOT_ALLOWED_NOW,
                            "no turn timer has less than a whole turn left")
+    due = now_ms + table.turn_time_ms
+    deadlines = tuple((seat, max(at, due)) for seat, at in table.deadlines)
     _emit(table, events, TurnTimersResumed(deadlines))
     return replace(table, deadlines=deadlines, next_sequence=table.next_sequence + len(events))
 

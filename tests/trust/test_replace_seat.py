@@ -5,8 +5,10 @@ keeps it all across a restart; in a cluster, through any node."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -197,12 +199,18 @@ async def test_open_mode_has_no_backend_to_replace_a_seat(
         grpc.StatusCode.UNAUTHENTICATED, "API_KEY_REQUIRED")
 
 
-async def test_a_durable_server_keeps_a_replacement_across_a_restart(
-        tmp_path: Path, start_secured: StartSecured) -> None:
+def durable(tmp_path: Path, start_secured: StartSecured) -> Callable[[], Awaitable[Any]]:
+    """Start a keyed server on SQLite, on the same data directory at each call (a restart)."""
     files = door(tmp_path)
     data = tmp_path / "data"
     data.mkdir()
-    first = await start_secured(files, store="sqlite", data_dir=data)
+    return lambda: start_secured(files, store="sqlite", data_dir=data)
+
+
+async def test_a_durable_server_keeps_a_replacement_across_a_restart(
+        tmp_path: Path, start_secured: StartSecured) -> None:
+    start = durable(tmp_path, start_secured)
+    first = await start()
     created = await first.stub.CreateGame(reserved_request(), metadata=backend(KEY_A))
     game_id = created.game.game_id
     old, other = (t.seat_token for t in created.seat_tokens)
@@ -210,7 +218,7 @@ async def test_a_durable_server_keeps_a_replacement_across_a_restart(
     replaced = await first.stub.ReplaceSeat(request, metadata=backend(KEY_A))
     await first.channel.close()
     await first.running.stop(0)
-    second = await start_secured(files, store="sqlite", data_dir=data)
+    second = await start()
     stub = second.stub
     assert await refused(stub.GetGame(pb.GetGameRequest(game_id=game_id),
                                       metadata=auth(other))) == REVOKED
@@ -257,10 +265,8 @@ async def test_the_history_names_each_seat_s_holder_as_of_each_event(
     seat replaced since names its first holder and each SeatReplaced the holder it gave the
     seat to ("" for nobody), not the seat's holder now; so after its game's events are
     compacted, and after a durable server's restart replays the journal."""
-    files = door(tmp_path)
-    data = tmp_path / "data"
-    data.mkdir()
-    first = await start_secured(files, store="sqlite", data_dir=data)
+    start = durable(tmp_path, start_secured)
+    first = await start()
     created = await first.stub.CreateGame(reserved_request(), metadata=backend(KEY_A))
     game_id = created.game.game_id
     other = created.seat_tokens[1].seat_token
@@ -279,7 +285,7 @@ async def test_the_history_names_each_seat_s_holder_as_of_each_event(
     assert await holders(first.stub, game_id, other) == history
     await first.channel.close()
     await first.running.stop(0)
-    second = await start_secured(files, store="sqlite", data_dir=data)  # from the journal
+    second = await start()  # from the journal
     assert await holders(second.stub, game_id, other) == history
 
 
@@ -358,10 +364,8 @@ async def test_a_join_retried_after_its_seat_was_replaced_is_refused_not_shown_t
     """A JoinGame's retry (the same request id) answered the seat it claimed, with its token
     and view: once the backend replaced that seat, the view was the new holder's hand. It is
     refused TOKEN_REVOKED, as the former token is, across a restart too."""
-    files = door(tmp_path)
-    data = tmp_path / "data"
-    data.mkdir()
-    first = await start_secured(files, store="sqlite", data_dir=data)
+    start = durable(tmp_path, start_secured)
+    first = await start()
     created = await first.stub.CreateGame(war_request(visibility=pb.VISIBILITY_PUBLIC),
                                           metadata=backend(KEY_A))
     game_id = created.game.game_id
@@ -374,7 +378,7 @@ async def test_a_join_retried_after_its_seat_was_replaced_is_refused_not_shown_t
     assert await refused_saying(first.stub.JoinGame(join)) == (*REVOKED, SAYS_SEAT)
     await first.channel.close()
     await first.running.stop(0)
-    second = await start_secured(files, store="sqlite", data_dir=data)  # from the journal
+    second = await start()  # from the journal
     assert await refused_saying(second.stub.JoinGame(join)) == (*REVOKED, SAYS_SEAT)
 
 

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import grpc
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis_engine import table as tbl
@@ -17,7 +16,13 @@ from tapis_engine.registry import rules_for
 from tapis_service.codec.adapters import ADAPTERS, BY_PROTO_KIND, GameAdapter
 from tapis_service.codec.adapters.cards import card_from_proto
 from tapis_service.codec.moves import move_from_proto as move_from_proto  # compiled (mypyc)
-from tapis_service.codec.table_messages import scoreboard, summaries, table_body
+from tapis_service.codec.table_messages import (
+    deadlines,
+    scoreboard,
+    summaries,
+    table_body,
+    timestamp,
+)
 from tapis_service.door.limits import MAX_BOT_REACTION_MS, check_stacked_deck, check_text, quote
 from tapis_service.observe.errors import ServiceError, failed_precondition, invalid_argument
 
@@ -35,12 +40,6 @@ def seat_range(rules: Rules[Any, Any, Any]) -> str:
 def check_id(value: str, what: str) -> str:
     """An id or name from a request: at most ``limits.MAX_TEXT_BYTES`` (VALUE_TOO_LONG)."""
     return check_text(value, what)
-
-
-def _timestamp(ms: int) -> Timestamp:
-    stamp = Timestamp()
-    stamp.FromMilliseconds(ms)
-    return stamp
 
 
 def _adapter_of(proto_kind: pb.GameKind.ValueType) -> GameAdapter:
@@ -218,7 +217,7 @@ def view(session: Session, seat: int | None) -> pb.GameView:
         scoreboard=scoreboard(len(table.seats), table.records),
         series=summaries(session, table.records),
         awaiting_seats=session.awaiting(),
-        deadlines=[pb.Deadline(seat=s, expire_time=_timestamp(at)) for s, at in table.deadlines],
+        deadlines=deadlines(table.deadlines),
         settings=settings(session),
         fairness=fairness(session),
     )
@@ -268,7 +267,7 @@ def listing(session: Session) -> pb.GameListing:
         seats=len(table.seats),
         open_seats=[i for i, s in enumerate(table.seats) if not s.claimed],
         game_number=table.game_number,
-        create_time=_timestamp(session.created_ms),
+        create_time=timestamp(session.created_ms),
         display_names=list(session.names),
         seat_types=seat_types(table.seats),
     )

@@ -67,13 +67,18 @@ def table_body(session: Session, event: tbl.TableEvent) -> tuple[str, Message] |
             series=summaries(session, body.records),
             scoreboard=scoreboard(len(session.table.seats), body.records))
     if isinstance(body, tbl.TurnTimersResumed):
-        return "turn_timers_resumed", pb.TurnTimersResumed(
-            deadlines=[pb.Deadline(seat=seat, expire_time=_timestamp(at))
-                       for seat, at in body.deadlines])
+        return "turn_timers_resumed", pb.TurnTimersResumed(deadlines=deadlines(body.deadlines))
     return None
 
 
-def _timestamp(ms: int) -> Timestamp:
+def deadlines(pairs: tuple[tuple[int, int], ...]) -> list[pb.Deadline]:
+    """``Table.deadlines`` (seat, ms) as the contract's ``Deadline`` messages (the view's and
+    ``TurnTimersResumed``'s)."""
+    return [pb.Deadline(seat=seat, expire_time=timestamp(at)) for seat, at in pairs]
+
+
+def timestamp(ms: int) -> Timestamp:
+    """Milliseconds since the epoch as a protobuf ``Timestamp``."""
     stamp = Timestamp()
     stamp.FromMilliseconds(ms)
     return stamp
