@@ -9,6 +9,13 @@ the database) says this server no longer owns at its epoch, and one served meanw
 newer session (never replaced by an older one). A table whose stored records cannot be
 restored faithfully is quarantined: kept on disk untouched, listed (a private one to its
 backend only; one whose owner cannot be read, to nobody), and refused with GAME_QUARANTINED.
+
+What quarantines a table is declared here once, for every path that reads one back (the
+start, an adoption, a wake, this healer): ``Healing.restore_or_quarantine``. The damage
+``restore`` names (``RecoveryError``) and anything else it raises (a bug, or damage nothing
+foresaw, logged with its traceback: ``rebuild_failed``) quarantine that table alone; the
+store's own failure (``StoreError``: an outage, not damage) and a cancellation are the
+caller's.
 """
 
 from __future__ import annotations
@@ -22,10 +29,16 @@ import structlog
 from tapis_service.door.api_keys import Backend
 from tapis_service.observe import logrepeat
 from tapis_service.observe.errors import ServiceError, failed_precondition
-from tapis_service.stores.store import CommitUnknown, CreateConflict, JournalConflict, StoreError
+from tapis_service.stores.store import (
+    CommitUnknown,
+    CreateConflict,
+    JournalConflict,
+    StoredGame,
+    StoreError,
+)
 from tapis_service.tables.lifecycle import TableState
 from tapis_service.tables.ownership import Ownership
-from tapis_service.tables.recovery import RecoveryError, restore
+from tapis_service.tables.recovery import RecoveryError, Restored, restore
 from tapis_service.tables.session import Session
 
 if TYPE_CHECKING:
@@ -183,11 +196,9 @@ class Healing:
         except StoreError:
             raise
         except Exception as error:  # a bug, or a record nothing foresaw
-            log.exception("game_rebuild_failed", game=game_id)
-            old = self.host.tables.unavailable(game_id)
-            if old is not None:  # still awaiting its rebuild (not served or given up since)
-                why = f"game {game_id}: rebuilding it failed ({type(error).__name__}: {error})"
-                self._quarantined(game_id, Quarantined(old.rules.kind, why, old.ownership))
+            old = self.host.tables.unavailable(game_id)  # None: served or given up since
+            self.rebuild_failed(game_id, error,
+                                None if old is None else (old.rules.kind, old.ownership))
 
     async def _rebuild(self, game_id: str) -> None:
         """Rebuild one discarded table from its durable prefix and serve it again, once the
@@ -205,10 +216,8 @@ class Healing:
         if stored is None:
             host.tables.give_up(old)  # its streams end
             return
-        try:
-            restored = restore(game_id, *stored)
-        except RecoveryError as error:
-            self.quarantine(game_id, str(error), stored[0])  # its streams end
+        restored = self.restore_or_quarantine(game_id, stored)
+        if restored is None:  # quarantined: its streams end
             return
         owned = await host.confirm_owner(game_id, old.epoch)
         if host.tables.unavailable(game_id) is not old:  # a newer session serves it (or none)
@@ -227,6 +236,33 @@ class Healing:
         self.host.tables.give_up(session)  # its streams end
         for lost in self.host.lost_listeners:
             lost(session.game_id)
+
+    def restore_or_quarantine(self, game_id: str, stored: StoredGame) -> Restored | None:
+        """``restore`` a table from its stored records, or quarantine it alone (None): for the
+        damage ``restore`` names (``RecoveryError``) and for anything else it raises (a bug,
+        or damage nothing foresaw: ``rebuild_failed``). Every path that reads a table back
+        restores through here, so that one table never stops the others being served."""
+        try:
+            return restore(game_id, *stored)
+        except RecoveryError as error:
+            self.quarantine(game_id, str(error), stored[0])
+        except Exception as error:  # a bug, or a record nothing foresaw
+            record = stored[0]
+            self.rebuild_failed(game_id, error, (stored_kind(record), stored_owner(record)))
+        return None
+
+    def rebuild_failed(self, game_id: str, error: Exception,
+                       known: tuple[str, Ownership | None] | None) -> None:
+        """Reading ``game_id`` back raised ``error``, neither damage ``restore`` names nor the
+        store's outage: logged with its traceback (``game_rebuild_failed``) and the table
+        quarantined as it stands, ``known`` its kind and owner (None: it no longer awaits
+        this rebuild, nothing of it to keep apart)."""
+        log.error("game_rebuild_failed", game=game_id, exc_info=error)
+        if known is None:
+            return
+        kind, owner = known
+        why = f"game {game_id}: rebuilding it failed ({type(error).__name__}: {str(error)[:200]})"
+        self._quarantined(game_id, Quarantined(kind, why, owner))
 
     def quarantine(self, game_id: str, why: str, record: Any) -> None:
         """Keep ``game_id`` apart: ``record`` is its stored creation record (what of it can be
