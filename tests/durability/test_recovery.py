@@ -13,6 +13,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+import structlog.testing
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
@@ -21,6 +22,7 @@ from tapis_service.observe.clock import ManualClock
 from tapis_service.stores.sqlite_store import FILE_NAME
 from tapis_service.tables.ownership import Ownership
 from tests.support.calls import auth, reason_of
+from tests.support.damage import fail_restoring, nest_snapshot_too_deep
 from tests.support.driver import all_events, play, start_game
 from tests.support.server import Restartable
 from tests.support.tables import quarantined_of
@@ -234,6 +236,29 @@ async def test_a_snapshot_the_replay_does_not_reproduce_is_quarantined(
                        (forged, checksum(forged), game_id))
     stored.close()
     await assert_quarantined_alone(servers, game_id, "differs from the replayed journal")
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    ("snapshot nested too deep", "RecursionError"),
+    ("a bug restoring it", "RuntimeError: a bug met on this table only"),
+])
+async def test_a_game_restore_fails_on_unexpectedly_is_quarantined_and_the_server_starts(
+        servers: Restartable, monkeypatch: pytest.MonkeyPatch, damage: str,
+        message: str) -> None:
+    """``restore`` raises something that is no ``RecoveryError`` for one game (damage nothing
+    foresaw: a checksum-valid snapshot the JSON decoder cannot follow; or a bug): the start
+    quarantines that game alone, its traceback logged, and serves the other."""
+    game_id = await two_games_one_with_a_snapshot(servers)
+    if damage == "a bug restoring it":
+        fail_restoring(monkeypatch, game_id)
+    else:
+        nest_snapshot_too_deep(servers.data_dir, game_id)
+    with structlog.testing.capture_logs() as logs:
+        await assert_quarantined_alone(servers, game_id, message)
+    failed = [line for line in logs if line["event"] == "game_rebuild_failed"]
+    assert [line["game"] for line in failed] == [game_id]
+    assert isinstance(failed[0]["exc_info"], BaseException)  # the traceback, for the operator
+    assert [line["game"] for line in logs if line["event"] == "game_quarantined"] == [game_id]
 
 
 async def test_a_retried_join_gets_the_same_seat_and_token_across_a_restart(

@@ -14,8 +14,10 @@ game is refused.
 
 A snapshot with an unknown format version, a bad checksum, one the replay does not reproduce, or
 a record that cannot be decoded raises ``RecoveryError`` naming the game: the host quarantines
-that game (kept on disk untouched, refused with GAME_QUARANTINED) and serves every other. A game
-is never half-loaded and nothing acknowledged is silently skipped.
+that game (kept on disk untouched, refused with GAME_QUARANTINED) and serves every other; so it
+does for anything else ``restore`` raises (a bug, or damage nothing foresaw: its traceback is
+logged). Every path restores through ``Healing.restore_or_quarantine``, which says so once. A
+game is never half-loaded and nothing acknowledged is silently skipped.
 """
 
 from __future__ import annotations
@@ -211,8 +213,9 @@ def _normal(data: Any) -> Any:
 
 async def recover_all(host: GameHost) -> None:
     """Restore every stored table of ``host`` not at rest before serving (those at rest are
-    only listed, from their stored listing); a damaged one is quarantined alone. The store's
-    tables are read and restored in paced steps: the starting server's health service answers
+    only listed, from their stored listing); one that cannot be restored, whatever ``restore``
+    raises, is quarantined alone (``Healing.restore_or_quarantine``). The store's tables are
+    read and restored in paced steps: the starting server's health service answers
     throughout."""
     started = time.perf_counter()
     resting = await host.rest_store.resting() if host.rest_store is not None else []
@@ -232,10 +235,8 @@ async def recover_all(host: GameHost) -> None:
     inputs = 0
     async for game_id, record, snapshot, journal in paced(stored):  # liveness answers
         inputs += len(journal)
-        try:
-            restored = restore(game_id, record, snapshot, journal)
-        except RecoveryError as error:
-            host.healing.quarantine(game_id, str(error), record)
+        restored = host.healing.restore_or_quarantine(game_id, (record, snapshot, journal))
+        if restored is None:  # quarantined alone: the others are served
             continue
         # armed below (``start_recovered``); an unreadable listing is still stored; owned:
         # the store holds this server's tables (a cluster node's under its lease)
