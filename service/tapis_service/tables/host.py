@@ -37,7 +37,7 @@ from tapis_service.tables.lifecycle import Tables, TableState
 from tapis_service.tables.lobby import Lobby
 from tapis_service.tables.ownership import Ownership
 from tapis_service.tables.presence import Presence
-from tapis_service.tables.recovery import RecoveryError, recover_all, restore
+from tapis_service.tables.recovery import recover_all
 from tapis_service.tables.results_clerk import ResultsClerk
 from tapis_service.tables.session import CompactedEvents, LoggedEvent, Session, Subscriber
 from tapis_service.tables.shelf import Shelf
@@ -259,8 +259,9 @@ class GameHost:
     async def adopt(self, game_id: str, epoch: int) -> Session | None:
         """Load one table from the store (snapshot-checked journal replay) under the fencing
         ``epoch`` this server now holds it at, arm its timers and bots, and serve it; None
-        when the store does not hold it. A damaged one is quarantined (and refused with
-        GAME_QUARANTINED)."""
+        when the store does not hold it. One that cannot be restored, whatever ``restore``
+        raises, is quarantined alone and refused with GAME_QUARANTINED; the store's failure
+        (``StoreError``) is raised as it is."""
         if (held := self.tables.session(game_id)) is not None:
             return held
         stored = await self.store.load_game(game_id)
@@ -270,11 +271,9 @@ class GameHost:
             return held
         # listed where it is until served or quarantined
         was_resting = self.tables.state_of(game_id) is TableState.RESTING
-        try:
-            restored = restore(game_id, *stored)
-        except RecoveryError as error:
-            self.healing.quarantine(game_id, str(error), stored[0])
-            raise quarantined_refusal(game_id) from error
+        restored = self.healing.restore_or_quarantine(game_id, stored)
+        if restored is None:
+            raise quarantined_refusal(game_id)
         # its first input clears a stored rest listing
         # the caller (the locator) took or holds it at ``epoch`` in the database
         return self.tables.install(restored, confirmed=True, epoch=epoch, at_rest=was_resting)
