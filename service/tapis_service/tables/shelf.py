@@ -15,7 +15,6 @@ from tapis_service.observe.errors import handled_elsewhere, not_found
 from tapis_service.stores.store import StoreError, paced
 from tapis_service.tables.healing import moved_refusal, quarantined_refusal, store_refusal
 from tapis_service.tables.lifecycle import TableState
-from tapis_service.tables.recovery import RecoveryError, restore
 from tapis_service.tables.resting import restable
 from tapis_service.tables.session import Session
 
@@ -158,11 +157,9 @@ class Shelf:
         if resting is None or stored is None:  # dropped meanwhile
             tables.unlist_resting(game_id)
             raise not_found(f"no game {quote(game_id)} on this server")
-        try:
-            restored = restore(game_id, *stored)
-        except RecoveryError as error:
-            self.host.healing.quarantine(game_id, str(error), stored[0])
-            raise quarantined_refusal(game_id) from error
+        restored = self.host.healing.restore_or_quarantine(game_id, stored)
+        if restored is None:
+            raise quarantined_refusal(game_id)
         self._used.add(game_id)
         # owned: confirmed above (a store that keeps it says so)
         tables.install(restored, confirmed=True, epoch=resting.epoch, at_rest=True)
