@@ -47,6 +47,7 @@ from tapis_clients.options import (
     bounded_float,
     global_parent,
 )
+from tapis_clients.progress import Progress
 
 NORMAL_REFUSALS = {"STALE_VERSION", "SLAP_TOO_LATE", "NOT_YOUR_TURN", "RATE_LIMITED",
                    "GAME_OVER", "NOT_ALLOWED_NOW"}
@@ -320,37 +321,6 @@ def game_seed(seed: int, index: int) -> int:
     """The seed of game ``index`` of a selfplay run with ``--seed seed``: apart for each game,
     and a ``uint64`` as the contract's seed is (sent with --choose-deal)."""
     return (seed * SEED_STEP + index) % 2**64
-
-PROGRESS_EVERY_S = 5.0
-"""Seconds between two progress lines on stderr while no game finishes."""
-
-
-class Progress:
-    """Progress lines on stderr (stdout keeps the one JSON summary): one every ``every`` games
-    finished, and one every ``PROGRESS_EVERY_S`` seconds with no game finished."""
-
-    def __init__(self, total: int, every: int, stats: Stats) -> None:
-        self.total = total
-        self.every = max(1, every)
-        self.stats = stats
-        self.done = 0
-        self.started = time.perf_counter()
-
-    def line(self) -> None:
-        seconds = time.perf_counter() - self.started
-        print(f"selfplay: {self.done}/{self.total} games done, {self.stats.actions} actions, "
-              f"{len(self.stats.errors)} errors, {seconds:.1f} s", file=sys.stderr, flush=True)
-
-    def game_done(self) -> None:
-        self.done += 1
-        if self.done % self.every == 0 or self.done == self.total:
-            self.line()
-
-    async def tick(self) -> None:
-        """A line every few seconds (until cancelled), for long games."""
-        while True:
-            await asyncio.sleep(PROGRESS_EVERY_S)
-            self.line()
 
 
 async def selfplay(args: argparse.Namespace) -> dict[str, object]:
