@@ -16,9 +16,8 @@ import grpc
 from rich.console import Console
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_clients import app, games, i18n, refusals, seats_file
+from tapis_clients import app, checks, games, i18n, refusals, seats_file
 from tapis_clients.connection import Connection, Credentials, Unreachable
-from tapis_clients.game import ClientGame
 from tapis_clients.i18n import N_, _
 from tapis_clients.keys import KeyReader
 from tapis_clients.listing import list_games
@@ -182,15 +181,9 @@ async def sit(conn: Connection, held: seats_file.HeldSeat, lock: seats_file.Seat
     return status
 
 
-def seats_asked(args: argparse.Namespace, game: ClientGame, people: int) -> int:
-    """The seats of the table asked for: ``--players`` (not given: the fewest the game seats),
-    or more when there are more people."""
-    return max(args.players or game.seats[0], people)
-
-
 def create_request(args: argparse.Namespace, people: int) -> pb.CreateGameRequest:
     game = games.by_command(args.kind)
-    players = seats_asked(args, game, people)
+    players = checks.seats_asked(args, game, people)
     bots = players - people
     configs = [pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)] * people + [
         pb.SeatConfig(type=pb.SEAT_TYPE_BOT, bot_strategy=args.bot)] * bots
@@ -356,52 +349,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser, commands = _parsers()
     args = parser.parse_args(argv)
     if args.command in ("play", "create"):
-        problem = _game_options_problem(args)
+        problem = checks.game_options_problem(args)
         if problem:  # said by the subcommand's parser, as argparse says its own checks
             commands[args.command].error(problem)
     return args
-
-
-def _game_options_problem(args: argparse.Namespace) -> str | None:
-    """What is wrong with the games' own options of ``play`` or ``create`` (one of another
-    game, ``--points`` for a game without a target, a combination the rules refuse), in words;
-    None: nothing."""
-    chosen = games.by_command(args.kind)
-    for game in games.GAMES:
-        if game is chosen or game.add_options is None:
-            continue
-        for action in game.add_options(argparse.ArgumentParser(add_help=False)):
-            if getattr(args, action.dest) != action.default:
-                return _("{option} is for {game} only").format(
-                    option=action.option_strings[0], game=game.title)
-    if args.points and chosen.set_points is None:  # shared, but only by games with a target
-        return _("{option} is not an option of {game}").format(option="--points",
-                                                                game=chosen.title)
-    seats_problem = _seats_problem(args, chosen)
-    if seats_problem:
-        return seats_problem
-    if chosen.set_options is not None:
-        try:
-            chosen.set_options(pb.CreateGameRequest(), args)
-        except ValueError as error:
-            return str(error)
-    return None
-
-
-def _seats_problem(args: argparse.Namespace, game: ClientGame) -> str | None:
-    """The seats asked for (``--players``, or ``--people`` when that makes more), when the
-    game's rules seat other counts, in words naming the option; None: the game seats them."""
-    people = args.people if args.command == "create" else 1  # `play`: the one who plays
-    low, high = game.seats
-    if low <= seats_asked(args, game, people) <= high:
-        return None
-    option, count = (("--people", people) if people > (args.players or low)
-                     else ("--players", args.players))
-    if low == high:
-        return _("{option} {count}: {game} is for exactly {seats} players").format(
-            option=option, count=count, game=game.title, seats=low)
-    return _("{option} {count}: {game} is for {low} to {high} players").format(
-        option=option, count=count, game=game.title, low=low, high=high)
 
 
 def build_parser() -> argparse.ArgumentParser:
