@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import grpc
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_clients import games, strategies
+from tapis_clients import checks, games, strategies
 from tapis_clients.connection import (
     Connection,
     Credentials,
@@ -421,12 +421,26 @@ def _add_globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    return build_parser().parse_args(argv)
+    """The command line; what checks.bot_options_problem refuses is the subcommand's one-line
+    error (exit status 2), before any call. selfplay's --players 0 is the game's fewest."""
+    parser, commands = _parsers()
+    args = parser.parse_args(argv)
+    problem = checks.bot_options_problem(args)
+    if problem:
+        commands[args.command].error(problem)
+    if args.command == "selfplay":
+        args.players = args.players or games.by_command(args.kind).seats[0]
+    return args
 
 
 def build_parser() -> argparse.ArgumentParser:
     """`tapis-bot`'s parser: every number is checked against its range up front (the contract's
     field, else the bound its help gives)."""
+    return _parsers()[0]
+
+
+def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """`tapis-bot`'s parser, and each subcommand's by its name (whose errors name it)."""
     parser = argparse.ArgumentParser(prog="tapis-bot", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_globals(parser, False)
@@ -442,7 +456,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_self.add_argument("--kind", choices=sorted(games.KINDS), default="war")
     p_self.add_argument("--games", type=bounded(1, MAX_SELFPLAY_GAMES), default=10,
                         help=f"games to play (at most {MAX_SELFPLAY_GAMES:,})")
-    p_self.add_argument("--players", type=bounded(2, MAX_PLAYERS), default=2)
+    p_self.add_argument("--players", type=bounded(0, MAX_PLAYERS), default=0, metavar="N",
+                        help="seats at each table (default: the fewest the game seats)")
     p_self.add_argument("--concurrency", type=bounded(1, MAX_SELFPLAY_GAMES), default=16,
                         help="games played at once")
     p_self.add_argument("--seed", type=bounded(0, UINT64_MAX), default=1)
@@ -452,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_self.add_argument("--choose-deal", action="store_true",
                         help="send --seed as the games' seeds (the server must run with "
                              "--allow-stacked-decks)")
-    return parser
+    return parser, {"play": p_play, "selfplay": p_self}
 
 
 def main(argv: list[str] | None = None) -> None:

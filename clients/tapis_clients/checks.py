@@ -1,7 +1,7 @@
 """The checks of a game's own options made before any call, in words (None: nothing wrong), for
 the parser of the subcommand to say as argparse says its own errors (one line, exit status 2):
-`tapis play` and `tapis create`'s options and seats. The counts are each game's
-``ClientGame.seats``; no other count is held here."""
+`tapis play` and `tapis create`'s options and seats, `tapis-bot selfplay`'s seats. The counts
+are each game's ``ClientGame.seats``; no other count is held here."""
 
 from __future__ import annotations
 
@@ -66,3 +66,12 @@ def _seats_problem(args: argparse.Namespace, game: ClientGame) -> str | None:
     if people > players:
         return seat_count_problem(game, "--people", people)
     return seat_count_problem(game, "--players", players)
+
+
+def bot_options_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with `tapis-bot`'s options: selfplay's ``--players`` (0: the game's
+    fewest), when the game does not seat that many."""
+    if args.command != "selfplay":
+        return None
+    game = games.by_command(args.kind)
+    return seat_count_problem(game, "--players", args.players or game.seats[0])

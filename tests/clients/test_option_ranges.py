@@ -70,7 +70,7 @@ U64 = "(from 0 to 18446744073709551615)"
                                                               f"{U64}"),
     (bot.parse_args, ["selfplay", "--games", "0"], "--games: 0 is out of range (from 1 to "
                                                    "1000000)"),
-    (bot.parse_args, ["selfplay", "--players", "7"], "--players: 7 is out of range (from 2 to "
+    (bot.parse_args, ["selfplay", "--players", "7"], "--players: 7 is out of range (from 0 to "
                                                      "6)"),
     (bot.parse_args, ["selfplay", "--concurrency", "0"], "--concurrency: 0 is out of range"),
     (bot.parse_args, ["selfplay", "--seed", "-1"], f"--seed: -1 is out of range {U64}"),
