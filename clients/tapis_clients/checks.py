@@ -1,14 +1,14 @@
 """The checks of a game's own options made before any call, in words (None: nothing wrong), for
 the parser of the subcommand to say as argparse says its own errors (one line, exit status 2):
-`tapis play` and `tapis create`'s options and seats, `tapis-bot selfplay`'s seats. The counts
-are each game's ``ClientGame.seats``; no other count is held here."""
+`tapis play` and `tapis create`'s options and seats, `tapis-bot`'s strategy and selfplay's
+seats. The counts are each game's ``ClientGame.seats``; no other count is held here."""
 
 from __future__ import annotations
 
 import argparse
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis_clients import games
+from tapis_clients import games, strategies
 from tapis_clients.game import ClientGame
 from tapis_clients.i18n import _
 
@@ -69,8 +69,13 @@ def _seats_problem(args: argparse.Namespace, game: ClientGame) -> str | None:
 
 
 def bot_options_problem(args: argparse.Namespace) -> str | None:
-    """What is wrong with `tapis-bot`'s options: selfplay's ``--players`` (0: the game's
-    fewest), when the game does not seat that many."""
+    """What is wrong with `tapis-bot`'s options: a ``--strategy`` that does not load (before a
+    seat is taken), selfplay's ``--players`` (0: the game's fewest) the game does not seat."""
+    if args.strategy:
+        try:
+            strategies.load(args.strategy)
+        except ValueError as error:
+            return f"--strategy: {error}"
     if args.command != "selfplay":
         return None
     game = games.by_command(args.kind)

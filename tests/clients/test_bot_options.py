@@ -1,14 +1,22 @@
 """`tapis-bot`'s options checked before any call, as `tapis play` checks its own: selfplay's
-``--players`` against the chosen game's own seat counts (its ``ClientGame.seats``)."""
+``--players`` against the chosen game's own seat counts (its ``ClientGame.seats``), and
+``--strategy`` loaded (a function of an importable module) before a seat is taken."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
+import uuid
 from typing import Any
 
 import pytest
 
+from tapis.v1 import game_service_pb2 as pb
 from tapis_clients import bot, games
 from tapis_clients.game import ClientGame
+from tests.support.calls import person_seats
+from tests.support.server import ServerFactory
 
 
 class NoConnection:
@@ -52,6 +60,12 @@ def test_selfplay_takes_every_seat_count_of_the_game(game: ClientGame) -> None:
      "--players 1: Bataille Corse is for 2 to 6 players"),
     (["--target", "127.0.0.1:1", "selfplay", "--players", "4"],
      "--players 4: Bataille is for exactly 2 players"),
+    (["selfplay", "--strategy", "no_colon"],
+     "--strategy: a strategy is module:function, not 'no_colon'"),
+    (["selfplay", "--strategy", "tapis_no_such_module:choose"],
+     "--strategy: cannot import tapis_no_such_module: No module named 'tapis_no_such_module'"),
+    (["--strategy", "tapis_clients.strategies:missing", "play", "--game", "g"],
+     "--strategy: tapis_clients.strategies has no function 'missing'"),
 ])
 def test_options_the_game_refuses_are_one_line_before_any_call(
         argv: list[str], said: str, no_connection: list[str],
@@ -69,3 +83,27 @@ def test_options_the_game_refuses_are_one_line_before_any_call(
     assert lines[-1] == f"{command}: error: {said}", err
     assert no_connection == []
 
+
+async def test_an_unknown_strategy_takes_no_seat(make_server: ServerFactory) -> None:
+    """`tapis-bot play --strategy` of a module that is not there, in a process of its own as
+    people run it: one line, exit status 2, and the seat it would have played is still free."""
+    h = await make_server()
+    created = await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, seat_configs=person_seats(2),
+        request_id=uuid.uuid4().hex))
+    game_id = created.game.game_id
+    env = {name: value for name, value in os.environ.items() if name != "TAPIS_TARGET"}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tapis_clients.bot", "play", "--game", game_id, "--target",
+        f"127.0.0.1:{h.running.port}", "--strategy", "tapis_no_such_module:choose",
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, env=env)
+    _out, raw = await asyncio.wait_for(process.communicate(), 60)  # patience, not a condition
+    err = raw.decode()
+    assert process.returncode == 2, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        "tapis-bot play: error: --strategy: cannot import tapis_no_such_module: "
+        "No module named 'tapis_no_such_module'"), err
+    view = (await h.stub.GetGame(pb.GetGameRequest(game_id=game_id))).game
+    assert [seat.taken for seat in view.seats] == [False, False]

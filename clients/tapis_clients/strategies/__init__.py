@@ -37,11 +37,15 @@ def reference(kind: int, rng: random.Random) -> Strategy:
 
 
 def load(spec: str) -> Strategy:
-    """The function named ``module:function`` (e.g. ``examples.first_move:choose``)."""
+    """The function named ``module:function`` (e.g. ``examples.first_move:choose``); ValueError,
+    in words, for a spec that names none (a module that does not import included)."""
     module_name, sep, function_name = spec.partition(":")
     if not sep or not module_name or not function_name:
         raise ValueError(f"a strategy is module:function, not {spec!r}")
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"cannot import {module_name}: {error}") from error
     function = getattr(module, function_name, None)
     if not callable(function):
         raise ValueError(f"{module_name} has no function {function_name!r}")
