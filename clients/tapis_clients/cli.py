@@ -376,6 +376,8 @@ def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentPars
         p.add_argument("kind", choices=sorted(games.KINDS), nargs="?", default="war")
         p.add_argument("--players", type=bounded(0, MAX_PLAYERS), default=0, metavar="N",
                        help=_("seats at the table"))
+        # The server alone checks the name: the contract lists no strategies (its refusal is
+        # said with its words, refusals.PRECISE; README).
         p.add_argument("--bot", default="", metavar=_("STRATEGY"),
                        help=_("the server's computer players' strategy"))
         p.add_argument("--seed", type=bounded(0, UINT64_MAX), metavar="N", help=_(
