@@ -351,6 +351,48 @@ async def test_the_page_reconnects_after_the_server_restarts(
         await durable.stop()
 
 
+async def test_the_history_says_who_sat_down_and_that_the_table_is_back_after_a_restart(
+        browser: Any, tmp_path: Path) -> None:
+    """Two pages at a War table with a turn timer, seat 0's in English, seat 1's in French:
+    seat 0's sees seat 1 sit down and the game start; the server restarts while seat 0 is
+    awaited (TurnTimersResumed): seat 0's page says it has a whole turn, seat 1's that the
+    timers start again (the terminal client's lines)."""
+    durable = Restartable(tmp_path)
+    await durable.start(SystemClock(), ws_port=0)  # type: ignore[arg-type]
+    assert durable.running is not None
+    port = durable.running.ws_port
+    client = await Client.open(f"ws://127.0.0.1:{port}/ws")
+    created = await client.call(create_game=pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, stacked_deck=war_deck(), stacked_first_seat=0,
+        turn_time_limit_ms=120_000, war=war_pb2.WarOptions(target_points=50),
+        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)] * 2))
+    game_id = created.create_game.game.game_id
+    client.close()
+    try:
+        first = await open_page(browser, port, f"#/join/{game_id}")
+        await expect(first.locator("body")).to_have_attribute("data-status",
+                                                              "WAITING_FOR_PLAYERS")
+        second = await open_page(browser, port, f"#/join/{game_id}", locale="fr-FR")
+        await expect(second.locator("#reveal")).to_have_count(0)  # seat 0 reveals first
+        history, historique = first.locator("#history"), second.locator("#history")
+        await expect(history).to_contain_text("Moi sits down")
+        await expect(history).to_contain_text("Game 1 starts")
+        await durable.stop()
+        await expect(first.locator("#banner")).to_contain_text("reconnecting")
+        await durable.start(SystemClock(), ws_port=port)  # type: ignore[arg-type]
+        await expect(history).to_contain_text(
+            "The table is back: you have a whole turn to play", timeout=15_000)
+        await expect(historique).to_contain_text(
+            "La table est de retour : les chronomètres repartent", timeout=15_000)
+        await expect(history).not_to_contain_text("timers start again")
+        await expect(historique).not_to_contain_text("tour entier")
+        await first.locator("#reveal").click()  # and the game goes on
+        await expect(second.locator("#reveal")).to_be_visible()
+        assert first.errors == [] and second.errors == []
+    finally:
+        await durable.stop()
+
+
 BANNERS = """() => { window.banners = []; const banner = document.getElementById('banner');
   new MutationObserver(() => { if (!banner.hidden) window.banners.push(banner.textContent); })
     .observe(banner, {attributes: true, childList: true, characterData: true, subtree: true}); }"""
@@ -737,11 +779,14 @@ async def test_war_shows_the_series_the_keys_the_history_and_why_it_ended(
     await assert_suits_coloured(page)
     await play_war_to_its_end(page)
     await expect(page.locator("#end-reason")).to_contain_text("Why: reached 3 points")
+    await expect(page.locator("#history li").first).to_have_text(
+        re.compile(r"^Game 1 over: (you win|computer wins)$"))
     await page.locator("#next-game").click()
     await expect(page.locator("#series-line")).to_contain_text("Game 2")
     await expect(page.locator("#series-line")).to_contain_text(
         re.compile(r"Series: you (1 · computer 0|0 · computer 1)"))
-    await expect(page.locator("#history li")).to_have_count(0)  # game 1's lines are gone
+    # game 1's lines are gone
+    await expect(page.locator("#history li")).to_have_text(["Game 2 starts"])
     assert await page.evaluate("document.documentElement.scrollWidth") <= size[0]
     assert page.errors == []
     client.close()

@@ -43,6 +43,28 @@ const en = {
   botPlaysYou: "The computer plays for you",
   wentAway: (name: string) => `${name} went away`,
   isBack: (name: string) => `${name} is back`,
+  // the table's own events in the history (the terminal client's lines)
+  sitsDown: (name: string, mine: boolean) => (mine ? "You sit down" : `${name} sits down`),
+  gameStarts: (n: number) => `Game ${n} starts`,
+  gameEnded: (n: number, verdict: string) => `Game ${n} over: ${verdict}`,
+  verdictDraw: "draw",
+  verdictWon: (name: string, mine: boolean) => (mine ? "you win" : `${name} wins`),
+  verdictShared: (names: string, mine: boolean) =>
+    (mine ? `you share the win with ${names}` : `${names} share the win`),
+  listed: (first: string, last: string) => `${first} and ${last}`,
+  timeRanOut: (name: string, mine: boolean, untilReclaimed: boolean) =>
+    `${mine ? "Your time ran out" : `${name}’s time ran out`}: the computer `
+    + (untilReclaimed ? (mine ? "plays for you until you take your seat back" : "plays for them")
+      : (mine ? "moved for you" : "moved for them")),
+  tookSeatBack: (name: string, mine: boolean) =>
+    (mine ? "You take your seat back" : `${name} takes their seat back`),
+  seatReplaced: (seat: number, holder: string, mine: boolean) =>
+    mine ? "This seat is yours now: the computer plays it until you take it back"
+      : holder ? `${holder} gets seat ${seat + 1}: the computer plays it until they take it`
+        : `The computer plays seat ${seat + 1} from now on`,
+  timersResumed: (mine: boolean) =>
+    `The table is back: ${mine ? "you have a whole turn to play" : "the turn timers start again"}`,
+  abandoned: "The table was abandoned",
   online: "connected",
   offline: "disconnected",
   nextGame: "Next game",
@@ -197,6 +219,26 @@ const fr: Texts = {
   botPlaysYou: "L’ordinateur joue pour vous",
   wentAway: (name) => `${name} s’est déconnecté`,
   isBack: (name) => `${name} est de retour`,
+  sitsDown: (name, mine) => (mine ? "Vous vous asseyez" : `${name} s’assied`),
+  gameStarts: (n) => `La partie ${n} commence`,
+  gameEnded: (n, verdict) => `Partie ${n} terminée : ${verdict}`,
+  verdictDraw: "égalité",
+  verdictWon: (name, mine) => (mine ? "vous gagnez" : `${name} gagne`),
+  verdictShared: (names, mine) => (mine ? `vous gagnez avec ${names}` : `${names} gagnent ensemble`),
+  listed: (first, last) => `${first} et ${last}`,
+  timeRanOut: (name, mine, untilReclaimed) =>
+    `${mine ? "Votre temps" : `Le temps ${de(name)}`} est écoulé : l’ordinateur `
+    + (untilReclaimed
+      ? (mine ? "joue pour vous jusqu’à ce que vous repreniez votre place" : "joue pour lui")
+      : (mine ? "a joué pour vous" : "a joué pour lui")),
+  tookSeatBack: (name, mine) => (mine ? "Vous reprenez votre place" : `${name} reprend sa place`),
+  seatReplaced: (seat, holder, mine) =>
+    mine ? "Cette place est à vous : l’ordinateur la joue jusqu’à ce que vous la repreniez"
+      : holder ? `${holder} reçoit la place ${seat + 1} : l’ordinateur la joue jusqu’à ce qu’il la prenne`
+        : `L’ordinateur joue désormais la place ${seat + 1}`,
+  timersResumed: (mine) =>
+    `La table est de retour : ${mine ? "vous avez un tour entier pour jouer" : "les chronomètres repartent"}`,
+  abandoned: "La table a été abandonnée",
   online: "connecté",
   offline: "déconnecté",
   nextGame: "Partie suivante",

@@ -1,6 +1,7 @@
 // A table: drawn from the server's view of it (the caller's seat's), redrawn as its events
-// arrive; the series window at each game's end, the turn countdowns, the log, and who is
-// connected (each person seat's mark, a line when one goes away or comes back).
+// arrive; the series window at each game's end, the turn countdowns, the log (the game's
+// lines and the table's own), and who is connected (each person seat's mark, a line when one
+// goes away or comes back).
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { GameStatus, SeatType, type Event, type GameView, type PresenceChanged } from "@tapis/client/gen/tapis/v1/game_service_pb";
 import { h } from "./dom";
@@ -11,6 +12,48 @@ import { disconnected } from "./socket";
 
 const HISTORY = 40;
 /** Lines kept in the move history panel (it scrolls). */
+
+/** The history's line for an event of the table itself (the terminal client's: who sat down,
+ * a game's start and end, the computer taking a seat over, the table back after a pause...),
+ * null for a game's own event. */
+function tableLine(event: Event, context: TableContext): string | null {
+  const t = context.t;
+  const body = event.body;
+  const mine = (seat: number) => seat === context.me;
+  switch (body.case) {
+    case "seatClaimed":
+      return t.sitsDown(body.value.displayName || context.name(body.value.seat), mine(body.value.seat));
+    case "gameStarted":
+      return t.gameStarts(body.value.gameNumber);
+    case "gameEnded":
+      return t.gameEnded(body.value.gameNumber, verdict(body.value.winners, context));
+    case "seatTakenOver":
+      return t.timeRanOut(context.name(body.value.seat), mine(body.value.seat), body.value.untilReclaimed);
+    case "seatReclaimed":
+      return t.tookSeatBack(context.name(body.value.seat), mine(body.value.seat));
+    case "seatReplaced":
+      return t.seatReplaced(body.value.seat, body.value.displayName, mine(body.value.seat));
+    case "turnTimersResumed":
+      return t.timersResumed(body.value.deadlines.some((d) => mine(d.seat)));
+    case "gameAbandoned":
+      return t.abandoned;
+    default:
+      return null;
+  }
+}
+
+/** Who won a game, said to the reader: "you win", "Zoé wins", "you share the win with Zoé",
+ * "draw". */
+function verdict(winners: number[], context: TableContext): string {
+  const t = context.t;
+  if (!winners.length) return t.verdictDraw;
+  if (winners.length === 1) return t.verdictWon(context.name(winners[0]), winners[0] === context.me);
+  const mine = context.me !== undefined && winners.includes(context.me);
+  const names = winners.filter((s) => s !== context.me).map((s) => context.name(s));
+  const listed = names.length > 1 ? t.listed(names.slice(0, -1).join(", "), names[names.length - 1])
+    : names.join("");
+  return t.verdictShared(listed, mine);
+}
 
 export class Table {
   view: GameView | undefined;
@@ -71,9 +114,10 @@ export class Table {
       if (event.sequence <= this.streamed) continue;
       this.streamed = event.sequence;
       const screen = this.view ? screenFor(this.view.kind) : undefined;
-      if (event.body.case === "gameStarted") this.log = [];  // a new game, a new history
+      // a new game, a new history (game 1's keeps who sat down)
+      if (event.body.case === "gameStarted" && event.body.value.gameNumber > 1) this.log = [];
       screen?.see?.(event, this.view, this.context());
-      const line = screen?.describe(event, this.context());
+      const line = tableLine(event, this.context()) ?? screen?.describe(event, this.context());
       if (line) this.logged(line);
       if (event.body.case === "gameEnded") this.seriesOpen = true;
     }
