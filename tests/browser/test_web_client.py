@@ -2,7 +2,8 @@
 computer, a Basra capture chosen, a Corse slap, a reconnect after a restart, a table restored
 behind the page, the French texts, on a server with API keys a seat taken from a backend's
 ticket, then given away; the four games to their end in French; another seat's person going
-away and coming back.
+away and coming back; the table's own events in the history (seats, games, a restart, a
+backend's doings).
 Every wait is on a DOM condition, never a fixed time."""
 
 from __future__ import annotations
@@ -697,9 +698,12 @@ async def test_the_turn_countdown_then_the_computer_then_the_seat_taken_back(
     await expect(countdown).to_contain_text("s left")  # then nobody reveals: the timer runs out
     await expect(page.locator("#reclaim")).to_be_visible(timeout=10_000)
     await expect(page.locator(".status")).to_contain_text("The computer plays for you")
+    await expect(page.locator("#history")).to_contain_text(
+        "Your time ran out: the computer plays for you until you take your seat back")
     await page.locator("#reclaim").click()
     await expect(page.locator("#reclaim")).to_have_count(0)
     await expect(page.locator(".status")).not_to_contain_text("The computer plays for you")
+    await expect(page.locator("#history")).to_contain_text("You take your seat back")
     assert page.errors == []
     client.close()
 
@@ -732,6 +736,37 @@ async def test_with_api_keys_the_page_plays_a_ticket_handed_out_by_a_backend(
         metadata=(("x-api-key", BACKEND_KEY),))
     await expect(page.locator(".banner")).to_contain_text(  # its stream ends for good
         "Cette place a été donnée à quelqu’un d’autre")
+    assert page.errors == []
+
+
+async def test_the_history_says_what_the_backend_did_to_the_table_in_french(
+        browser: Any, make_server: ServerFactory, tmp_path: Path) -> None:
+    """The page plays seat 1 of a backend's table; the backend gives seat 0 to Bea, then to
+    nobody, then ends the table: a line for each (the terminal client's)."""
+    keys = tmp_path / "api-keys"
+    keys.write_text(f"{BACKEND_KEY} backend-a\n", encoding="utf-8")
+    served = await make_server(ws_port=0, api_keys_file=keys)
+    backend = (("x-api-key", BACKEND_KEY),)
+    created = await served.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, stacked_deck=war_deck(), stacked_first_seat=0,
+        seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, player_id="u-17",
+                                    display_name="Ada"),
+                      pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, player_id="u-19",
+                                    display_name="Cy")]), metadata=backend)
+    game_id, token = created.game.game_id, created.seat_tokens[1].seat_token
+    page = await open_page(browser, served, f"#/ticket/{game_id}/{quote(token, safe='')}",
+                           locale="fr-FR")
+    await expect(page.locator(".war-player")).to_have_count(2)
+    history = page.locator("#history")
+    await served.stub.ReplaceSeat(pb.ReplaceSeatRequest(
+        game_id=game_id, seat=0, player_id="u-18", display_name="Bea"), metadata=backend)
+    await expect(history).to_contain_text(
+        "Bea reçoit la place 1 : l’ordinateur la joue jusqu’à ce qu’il la prenne")
+    await served.stub.ReplaceSeat(pb.ReplaceSeatRequest(game_id=game_id, seat=0),
+                                  metadata=backend)
+    await expect(history).to_contain_text("L’ordinateur joue désormais la place 1")
+    await served.stub.EndTable(pb.EndTableRequest(game_id=game_id), metadata=backend)
+    await expect(history.locator("li").first).to_have_text("La table a été abandonnée")
     assert page.errors == []
 
 
