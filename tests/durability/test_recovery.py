@@ -22,7 +22,7 @@ from tapis_service.observe.clock import ManualClock
 from tapis_service.stores.sqlite_store import FILE_NAME
 from tapis_service.tables.ownership import Ownership
 from tests.support.calls import auth, reason_of
-from tests.support.damage import fail_restoring, nest_snapshot_too_deep
+from tests.support.damage import fail_restoring, nest_journal_too_deep, nest_snapshot_too_deep
 from tests.support.driver import all_events, play, start_game
 from tests.support.server import Restartable
 from tests.support.tables import quarantined_of
@@ -259,6 +259,16 @@ async def test_a_game_restore_fails_on_unexpectedly_is_quarantined_and_the_serve
     assert [line["game"] for line in failed] == [game_id]
     assert isinstance(failed[0]["exc_info"], BaseException)  # the traceback, for the operator
     assert [line["game"] for line in logs if line["event"] == "game_quarantined"] == [game_id]
+
+
+async def test_a_journal_input_nested_too_deep_is_quarantined_and_the_server_starts(
+        servers: Restartable) -> None:
+    """A journal row the store cannot decode (valid JSON nested deeper than the decoder
+    follows: RecursionError, not a ValueError) is damage like any undecodable row: that game
+    alone is quarantined and the server starts."""
+    await two_games_one_with_a_snapshot(servers)
+    game_id = nest_journal_too_deep(servers.data_dir)
+    await assert_quarantined_alone(servers, game_id, "is not valid JSON (nested too deep)")
 
 
 async def test_a_retried_join_gets_the_same_seat_and_token_across_a_restart(

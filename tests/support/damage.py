@@ -29,6 +29,19 @@ def nest_snapshot_too_deep(data_dir: Path, game_id: str) -> None:
     assert changed == 1, "the table has a snapshot"
 
 
+def nest_journal_too_deep(data_dir: Path) -> str:
+    """The last journal input of a stored table becomes ``TOO_DEEP`` (a row the store reads
+    back before ``restore``: decoding it raises RecursionError); that table's id."""
+    stored = sqlite3.connect(data_dir / FILE_NAME)
+    with stored:
+        game_id, index = stored.execute(
+            "SELECT game_id, MAX(idx) FROM journal GROUP BY game_id LIMIT 1").fetchone()
+        stored.execute("UPDATE journal SET entry = ? WHERE game_id = ? AND idx = ?",
+                       (TOO_DEEP, game_id, index))
+    stored.close()
+    return str(game_id)
+
+
 def fail_restoring(monkeypatch: pytest.MonkeyPatch, game_id: str) -> None:
     """Restoring ``game_id`` (and no other table) raises a RuntimeError: a bug met on it."""
     plain = recovery._restore

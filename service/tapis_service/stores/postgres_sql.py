@@ -212,7 +212,7 @@ async def resting(connection: asyncpg.Connection) -> list[tuple[str, JSON | None
                                       "NOT NULL ORDER BY created_order"):
         try:
             decoded = json.loads(row["listing"])
-        except ValueError:
+        except (ValueError, RecursionError):
             decoded = None
         found.append((row["game_id"], decoded if isinstance(decoded, dict) else None))
     return found

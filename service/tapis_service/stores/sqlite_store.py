@@ -226,7 +226,7 @@ class SqliteStore(GroupCommitWriter):
         for raw_id, listing in rows:
             try:
                 decoded = json.loads(listing)
-            except (ValueError, TypeError):
+            except (ValueError, TypeError, RecursionError):
                 decoded = None
             found.append((_text(raw_id), decoded if isinstance(decoded, dict) else None))
         return found
@@ -356,6 +356,12 @@ def _short(error: BaseException) -> str:
     return text if len(text) <= 80 else text[:80] + "…"
 
 
+def _undecoded(error: Exception) -> str:
+    """Why a stored row is not JSON the store can read: the decoder's words, or that it nests
+    deeper than the decoder follows (valid JSON still, but no record Tapis writes)."""
+    return "nested too deep" if isinstance(error, RecursionError) else _short(error)
+
+
 def _decoded(game_id: str, record: bytes | str, snapshot_row: tuple[Any, ...] | None,
              journal: Sequence[tuple[int, bytes | str]]) -> StoredGame:
     """Decode one table's rows; a table that cannot be decoded is marked damaged. Messages
@@ -371,8 +377,8 @@ def _decoded(game_id: str, record: bytes | str, snapshot_row: tuple[Any, ...] | 
         snap = {"index": index, "format": fmt, "checksum_ok": valid, "text": text}
     try:
         decoded_record = json.loads(record)
-    except (ValueError, TypeError) as error:
-        return {"damaged": f"the creation record is not valid JSON ({_short(error)})"}, None, []
+    except (ValueError, TypeError, RecursionError) as error:
+        return {"damaged": f"the creation record is not valid JSON ({_undecoded(error)})"}, None, []
     if not isinstance(decoded_record, dict):
         return {"damaged": "the creation record is not a JSON object"}, None, []
 
@@ -386,8 +392,8 @@ def _decoded(game_id: str, record: bytes | str, snapshot_row: tuple[Any, ...] | 
             return damaged(f"journal input {expected} is missing")
         try:
             decoded = json.loads(entry)
-        except (ValueError, TypeError) as error:
-            return damaged(f"journal input {index} is not valid JSON ({_short(error)})")
+        except (ValueError, TypeError, RecursionError) as error:
+            return damaged(f"journal input {index} is not valid JSON ({_undecoded(error)})")
         if not isinstance(decoded, dict):
             return damaged(f"journal input {index} is not a JSON object")
         entries.append(decoded)
