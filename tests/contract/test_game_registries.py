@@ -39,3 +39,16 @@ def test_every_title_names_a_game_of_the_rules() -> None:
                 if line.startswith("## ")]
     for game in DESCRIPTORS:
         assert any(f". {game.title} (" in heading for heading in headings), game.title
+
+
+def test_the_contract_names_each_game_s_bot_strategies_as_the_engine_has_them() -> None:
+    """``SeatConfig.bot_strategy``'s comment names, per game, the strategies its rules take, in
+    their order (the first is the default): a backend reads them there."""
+    proto = (Path(__file__).resolve().parents[2] / "protos" / "tapis" / "v1"
+             / "game_service.proto").read_text(encoding="utf-8")
+    block = proto[proto.index("message SeatConfig {"):proto.index("string bot_strategy = 2;")]
+    comment = " ".join(line.strip().removeprefix("//").strip()
+                       for line in block.splitlines() if line.strip().startswith("//"))
+    named = "; ".join(game.title + " " + ", ".join(f'"{s}"' for s in game.rules.bot_strategies)
+                      for game in DESCRIPTORS)
+    assert named in comment
