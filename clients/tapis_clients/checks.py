@@ -35,7 +35,7 @@ def seat_count_problem(game: ClientGame, option: str, count: int) -> str | None:
 def game_options_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the games' own options of ``play`` or ``create`` (one of another
     game, ``--points`` for a game without a target, seats the game does not take, a combination
-    the rules refuse)."""
+    the rules refuse, ``--bot`` for a table without a computer seat)."""
     chosen = games.by_command(args.kind)
     for game in games.GAMES:
         if game is chosen or game.add_options is None:
@@ -50,6 +50,8 @@ def game_options_problem(args: argparse.Namespace) -> str | None:
     seats_problem = _seats_problem(args, chosen)
     if seats_problem:
         return seats_problem
+    if args.bot and _people(args) >= seats_asked(args, chosen, _people(args)):
+        return _("{option}: the table has no computer player").format(option="--bot")
     if chosen.set_options is not None:
         try:
             chosen.set_options(pb.CreateGameRequest(), args)
@@ -61,11 +63,16 @@ def game_options_problem(args: argparse.Namespace) -> str | None:
 def _seats_problem(args: argparse.Namespace, game: ClientGame) -> str | None:
     """The seats asked for (``--players``, or ``--people`` when that makes more), when the
     game's rules seat other counts."""
-    people = args.people if args.command == "create" else 1  # `play`: the one who plays
+    people = _people(args)
     players = args.players or game.seats[0]
     if people > players:
         return seat_count_problem(game, "--people", people)
     return seat_count_problem(game, "--players", players)
+
+
+def _people(args: argparse.Namespace) -> int:
+    """The people at the table asked for (`play`: the one who plays)."""
+    return int(args.people) if args.command == "create" else 1
 
 
 def bot_options_problem(args: argparse.Namespace) -> str | None:

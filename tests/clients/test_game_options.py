@@ -191,6 +191,12 @@ def test_the_rounds_go_in_the_request(argv: list[str], rounds: int | None) -> No
      "--points is not an option of La bataille des boutons"),
     (["--lang", "fr", "create", "boutons", "--points", "10"],
      "--points n'est pas une option de La bataille des boutons"),
+    (["create", "war", "--people", "2", "--bot", "basic"],
+     "--bot: the table has no computer player"),
+    (["create", "basra", "--players", "3", "--people", "3", "--bot", "random"],
+     "--bot: the table has no computer player"),
+    (["--lang", "fr", "create", "corse", "--people", "4", "--bot", "reflex"],
+     "--bot : la table n'a pas de joueur ordinateur"),
 ])
 def test_options_the_rules_refuse_are_one_line_before_any_call(
         argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
