@@ -73,8 +73,17 @@ def describe_event(game: ClientGame, event: pb.Event, table: Table) -> str | Non
         return "[bold green]" + _("game {number} over: {verdict}").format(
             number=ended.game_number, verdict=table.verdict(list(ended.winners))) + "[/]"
     if which == "game_abandoned":
-        return _("the table was abandoned")
+        return abandoned_line(event.game_abandoned.reason)
     return game.describe_event(event, table)
+
+
+def abandoned_line(reason: pb.AbandonReason.ValueType) -> str:
+    """Why the table was abandoned, as its ``GameAbandoned`` says."""
+    if reason == pb.ABANDON_REASON_IDLE:
+        return _("the table was abandoned: nobody played for too long")
+    if reason == pb.ABANDON_REASON_ENDED_BY_BACKEND:
+        return _("the table was closed by the service that set it up")
+    return _("the table was abandoned")
 
 
 def series_line(game: ClientGame, view: pb.GameView, table: Table) -> str:

@@ -766,7 +766,8 @@ async def test_the_history_says_what_the_backend_did_to_the_table_in_french(
                                   metadata=backend)
     await expect(history).to_contain_text("L’ordinateur joue désormais la place 1")
     await served.stub.EndTable(pb.EndTableRequest(game_id=game_id), metadata=backend)
-    await expect(history.locator("li").first).to_have_text("La table a été abandonnée")
+    await expect(history.locator("li").first).to_have_text(
+        "La table a été fermée par le site d’où vous jouez")
     assert page.errors == []
 
 

@@ -85,6 +85,12 @@ def test_people_not_seats() -> None:
         "the table is back: the turn timers start again"
     resumed.turn_timers_resumed.deadlines[0].seat = 0
     assert "you have a whole turn" in str(lines.describe_event(war.GAME, resumed, table))
+    abandoned = pb.Event(game_abandoned=pb.GameAbandoned(reason=pb.ABANDON_REASON_IDLE))
+    assert lines.describe_event(war.GAME, abandoned, table) == \
+        "the table was abandoned: nobody played for too long"
+    abandoned.game_abandoned.reason = pb.ABANDON_REASON_ENDED_BY_BACKEND
+    assert lines.describe_event(war.GAME, abandoned, table) == \
+        "the table was closed by the service that set it up"
 
 
 def test_basra_flags_a_basra_and_names_teams() -> None:

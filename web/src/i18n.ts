@@ -1,6 +1,7 @@
 // The client's texts in French and English. The language is the browser's unless chosen. The
 // refusals' sentences, one per reason a player can meet, are in refusals.json.
 import { BasraVariant } from "@tapis/client/gen/tapis/v1/basra_pb";
+import { AbandonReason } from "@tapis/client/gen/tapis/v1/game_service_pb";
 import refusals from "./refusals.json";
 
 /** A name for each variant the lobby offers (unspecified is shown as Egyptian). */
@@ -64,7 +65,10 @@ const en = {
         : `The computer plays seat ${seat + 1} from now on`,
   timersResumed: (mine: boolean) =>
     `The table is back: ${mine ? "you have a whole turn to play" : "the turn timers start again"}`,
-  abandoned: "The table was abandoned",
+  abandoned: (reason: AbandonReason): string =>
+    reason === AbandonReason.IDLE ? "The table was abandoned: nobody played for too long"
+      : reason === AbandonReason.ENDED_BY_BACKEND ? "The table was closed by the site you play from"
+        : "The table was abandoned",
   online: "connected",
   offline: "disconnected",
   nextGame: "Next game",
@@ -238,7 +242,10 @@ const fr: Texts = {
         : `L’ordinateur joue désormais la place ${seat + 1}`,
   timersResumed: (mine) =>
     `La table est de retour : ${mine ? "vous avez un tour entier pour jouer" : "les chronomètres repartent"}`,
-  abandoned: "La table a été abandonnée",
+  abandoned: (reason) =>
+    reason === AbandonReason.IDLE ? "La table a été abandonnée : personne n’a joué depuis trop longtemps"
+      : reason === AbandonReason.ENDED_BY_BACKEND ? "La table a été fermée par le site d’où vous jouez"
+        : "La table a été abandonnée",
   online: "connecté",
   offline: "déconnecté",
   nextGame: "Partie suivante",

@@ -36,7 +36,7 @@ function tableLine(event: Event, context: TableContext): string | null {
     case "turnTimersResumed":
       return t.timersResumed(body.value.deadlines.some((d) => mine(d.seat)));
     case "gameAbandoned":
-      return t.abandoned;
+      return t.abandoned(body.value.reason);
     default:
       return null;
   }
