@@ -1,4 +1,4 @@
-"""The SQLite journal in two parts (schema 3): inputs by arrival in ``journal_inbox``, folded
+"""The SQLite journal in two parts (schemas 3 and 4): inputs by arrival in ``journal_inbox``, folded
 into the by-table tree ``journal_folded`` in bulk; ``journal`` the view of both. Across folds
 the writer ends every write as the one-table journal ended it, a retry after a commit in doubt
 is refused wherever the first copy went, every reader (``load_game``, ``load``,
@@ -117,6 +117,39 @@ async def test_a_version_2_file_is_migrated_with_its_inputs(tmp_path: Path) -> N
     store.close()
 
 
+async def test_a_version_3_file_is_migrated_with_its_inbox_folded_and_unkeyed(
+        tmp_path: Path) -> None:
+    """Schema 4 takes the inbox's unique index away: the inputs a version 3 server left in its
+    inbox (killed before its fold) are moved into the tree first, and the new inbox has no
+    index; a hand-written repeat on the view is still refused."""
+    data = tmp_path / "data"
+    version_2_file(data)
+    old = sqlite3.connect(data / FILE_NAME)
+    old.executescript(MIGRATIONS[2] + "INSERT INTO tapis_schema (version) VALUES (3);")
+    old.executemany("INSERT INTO journal_inbox VALUES ('g', ?, ?)",
+                    [(index, f'{{"i":{index}}}') for index in (4, 5)])
+    old.commit()
+    old.close()
+    store = SqliteStore(data)
+    assert rows(data, "SELECT version FROM tapis_schema") == [
+        (version,) for version in range(1, SCHEMA_VERSION + 1)]
+    assert parts(data) == {"journal_folded": [("g", index) for index in range(1, 6)],
+                           "journal_inbox": []}
+    assert rows(data, "SELECT name FROM sqlite_master WHERE tbl_name = 'journal_inbox' "
+                      "AND type = 'index'") == []
+    assert await store.load_game("g") == ({"kind": "war"}, None,
+                                          [{"i": index} for index in range(1, 6)])
+    await store.appended("g", 6, {"i": 6})
+    store.close()
+    raw = sqlite3.connect(data / FILE_NAME, isolation_level=None)
+    raw.execute("INSERT INTO journal VALUES ('g', 7, '{}')")  # into the inbox
+    for index in (5, 7):  # one in the tree, one in the inbox
+        with pytest.raises(sqlite3.IntegrityError, match="UNIQUE constraint failed"):
+            raw.execute("INSERT INTO journal VALUES ('g', ?, '{}')", (index,))
+    raw.close()
+    assert parts(data)["journal_inbox"] == [("g", 7)]
+
+
 @pytest.mark.parametrize(("reached", "folded"), [(True, False), (True, True), (False, False)])
 async def test_a_retry_after_a_commit_in_doubt_is_applied_once(
         tmp_path: Path, reached: bool, folded: bool) -> None:
@@ -156,7 +189,7 @@ async def test_a_retry_after_a_commit_in_doubt_is_applied_once(
 async def test_admin_reads_both_parts_and_folds_nothing(tmp_path: Path) -> None:
     """``tapis-admin check`` and ``backup`` of a running server's directory whose inbox holds
     inputs: counted with the tree's, copied with them (the restored copy loads them), and the
-    inbox left as it is; an input in both parts is a problem."""
+    inbox left as it is; an input in both parts, or twice in the inbox, is a problem."""
     data = tmp_path / "data"
     store = SqliteStore(data, fold_at=4, fold_per_table=0)
     (data / KEY_NAME).write_bytes(os.urandom(KEY_BYTES))
@@ -182,6 +215,13 @@ async def test_admin_reads_both_parts_and_folds_nothing(tmp_path: Path) -> None:
     twice.close()
     assert admin.check(data)["problems"] == [
         "1 journal inputs are both in the inbox and in the tree"]
+    twice = sqlite3.connect(data / FILE_NAME)  # damage: an input in the inbox twice
+    twice.execute("INSERT INTO journal_inbox VALUES ('g', 7, '{}'), ('g', 7, '{}')")
+    twice.commit()
+    twice.close()
+    assert admin.check(data)["problems"] == [
+        "1 journal inputs are both in the inbox and in the tree",
+        "1 journal inputs are in the inbox more than once"]
 
 
 async def test_a_fold_that_fails_moves_nothing_and_the_writer_goes_on(tmp_path: Path) -> None:
@@ -213,6 +253,30 @@ async def test_a_fold_that_fails_moves_nothing_and_the_writer_goes_on(tmp_path: 
     assert parts(tmp_path) == {"journal_folded": [("g", index) for index in range(1, 7)],
                                "journal_inbox": []}
     store.close()
+
+
+async def test_a_repeat_written_into_the_inbox_by_hand_is_damage_found_at_reading(
+        tmp_path: Path) -> None:
+    """The inbox has no key of its own (schema 4): a repeat written into it behind the
+    writer's back is not refused there. It is found all the same: `tapis-admin check` says
+    so, every fold meets the tree's key and moves nothing, and the table reads back damaged
+    (quarantined by the server), never as a journal with the input twice."""
+    store = SqliteStore(tmp_path)
+    await store.created("g", {"kind": "war"})
+    for index in (1, 2):
+        await store.appended("g", index, {"i": index})
+    raw = sqlite3.connect(tmp_path / FILE_NAME, isolation_level=None)
+    raw.execute("INSERT INTO journal_inbox VALUES ('g', 2, '{\"i\":2}')")  # behind its back
+    raw.close()
+    record, snapshot, journal = await store.load_game("g") or ({}, None, [])
+    assert "journal input 3 is missing" in record["damaged"] and journal == []
+    store.close()  # its fold refused: the inbox kept as it is
+    assert parts(tmp_path)["journal_inbox"] == [("g", 1), ("g", 2), ("g", 2)]
+    checked = admin.check(tmp_path)
+    assert "1 journal inputs are in the inbox more than once" in checked["problems"]
+    again = SqliteStore(tmp_path)
+    assert (await again.load())[0][1]["damaged"].startswith("journal input 3")
+    again.close()
 
 
 def test_hand_written_sql_on_the_view_acts_on_the_part_holding_the_row(tmp_path: Path) -> None:

@@ -169,27 +169,76 @@ async def test_the_writes_of_one_step_of_the_loop_are_one_batch_in_order(
     assert rows(tmp_path, "SELECT COUNT(*) FROM journal") == [(5,)]
 
 
-async def test_a_vouched_input_the_file_refuses_fails_its_batch_and_is_checked_after(
+async def test_a_first_input_whose_commit_was_in_doubt_is_looked_for_in_the_inbox(
         tmp_path: Path) -> None:
-    """The inputs the writer vouches for go in by runs (``executemany``); no part of the file
-    can hold one, but if it did (here a row written behind the writer's back), the whole batch
-    fails uncommitted, its tables are forgotten, and the retries are checked against the file:
-    never a wrong answer."""
-    store = SqliteStore(tmp_path)
-    for game in ("g", "h"):
-        await store.created(game, {"kind": "war"})
-    await store.appended("g", 1, {"i": 1})  # committed: the writer vouches for g's input 2
-    behind = sqlite3.connect(tmp_path / FILE_NAME, isolation_level=None)
-    behind.execute("INSERT INTO journal_inbox VALUES ('g', 2, '{}')")
-    behind.close()
-    checked = store.appended("h", 1, {"i": 1})  # one step of the loop: one batch
-    vouched = store.appended("g", 2, {"i": 2})
-    outcomes = await asyncio.gather(checked, vouched, return_exceptions=True)
-    assert [type(outcome) for outcome in outcomes] == [StoreUnavailable, StoreUnavailable]
-    assert rows(tmp_path, "SELECT game_id, idx, entry FROM journal ORDER BY 1, 2") == [
-        ("g", 1, '{"i":1}'), ("g", 2, "{}")]
-    with pytest.raises(JournalConflict):  # checked now: the file holds it
-        await store.appended("g", 2, {"i": 2})
-    await store.appended("h", 1, {"i": 1})
-    assert rows(tmp_path, "SELECT game_id, idx FROM journal WHERE game_id = 'h'") == [("h", 1)]
+    """The inbox has no index (schema 4): the writer reads it only for the tables that may have
+    inputs there. A commit in doubt puts its tables among them, so the retry of a table's
+    first input that did reach the disk is refused, never put in twice."""
+    armed, box = [False], list[SqliteStore]()
+    store = SqliteStore(tmp_path, failpoint=failing_commit(
+        sqlite3.SQLITE_IOERR_FSYNC, armed, lambda: box[0]._connection.execute("COMMIT")))
+    box.append(store)
+    await store.created("g", {"kind": "war"})
+    armed[0] = True
+    with pytest.raises(CommitUnknown):
+        await store.appended("g", 1, {"i": 1})  # in doubt, and in the inbox in fact
+    statements = traced(store)
+    with pytest.raises(JournalConflict):
+        await store.appended("g", 1, {"i": "again"})
+    assert any("FROM journal WHERE" in sql for sql in statements)  # both parts read
+    await store.appended("g", 2, {"i": 2})
+    assert rows(tmp_path, "SELECT idx, entry FROM journal ORDER BY idx") == [
+        (1, '{"i":1}'), (2, '{"i":2}')]
     store.close()
+
+
+async def test_a_table_with_no_input_in_the_inbox_is_looked_for_in_the_tree_alone(
+        tmp_path: Path) -> None:
+    """An input the writer cannot vouch for (its table not seen since the store opened) is
+    checked in the tree, by its key, without reading the inbox, which holds none of its
+    inputs (the store folds the inbox when it opens)."""
+    store = SqliteStore(tmp_path)
+    await store.created("g", {"kind": "war"})
+    await store.created("h", {"kind": "war"})
+    for index in (1, 2):
+        await store.appended("g", index, {"i": index})
+    store.close()
+    store = SqliteStore(tmp_path)  # folded: g's inputs in the tree
+    await store.appended("h", 1, {"i": 1})  # h in the inbox now, g still not
+    statements = traced(store)
+    await store.appended("g", 3, {"i": 3})
+    with pytest.raises(JournalConflict):
+        await store.appended("h", 1, {"i": "again"})  # h may have inputs in the inbox
+    checks = [sql for sql in statements if "SELECT" in sql]
+    assert [sql.split(" FROM ")[1].split(" ")[0] for sql in checks] == [
+        "journal_folded",  # g's 2, in the tree alone
+        "journal_folded",  # g's 3 in it? (unless)
+        "games",  # h's creation record
+        "journal",  # h's 1 in either part? (unless: the inbox read)
+    ]
+    store.close()
+
+
+async def test_a_snapshot_of_an_input_the_writer_saw_committed_reads_nothing(
+        tmp_path: Path) -> None:
+    """A snapshot needs its input committed: the writer knows it for an input it committed
+    (or puts in the same batch); otherwise the file is read, and a snapshot of an input it
+    does not hold is refused."""
+    store = SqliteStore(tmp_path)
+    await store.created("g", {"kind": "war"})
+    statements = traced(store)
+    await store.appended("g", 1, {"i": 1})
+    await asyncio.gather(store.appended("g", 2, {"i": 2}),
+                         store.snapshot("g", 2, {"format": 1, "state": "two"}))
+    await store.snapshot("g", 1, {"format": 1, "state": "one"})
+    reads = [sql for sql in statements if sql.startswith("SELECT")]
+    assert reads == ["SELECT 1 FROM games WHERE game_id = 'g'"]  # input 1's only
+    with pytest.raises(StoreUnavailable, match="input 3 is not committed"):
+        await store.snapshot("g", 3, {"format": 1, "state": "three"})
+    store.close()
+    store = SqliteStore(tmp_path)  # a writer that has seen nothing: the file is read
+    await store.snapshot("g", 2, {"format": 1, "state": "two again"})
+    with pytest.raises(StoreUnavailable, match="input 3 is not committed"):
+        await store.snapshot("g", 3, {"format": 1, "state": "three"})
+    store.close()
+    assert rows(tmp_path, "SELECT idx FROM snapshots") == [(2,)]

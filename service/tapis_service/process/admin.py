@@ -94,6 +94,17 @@ def twice_journaled(connection: sqlite3.Connection) -> int:
         "ON f.game_id = i.game_id AND f.idx = i.idx").fetchone()[0])
 
 
+def repeated_in_inbox(connection: sqlite3.Connection) -> int:
+    """Inputs the journal's inbox holds more than once: none in a sound file (schema 4's inbox
+    has no key of its own: its writer keeps it free of repeats; a fold would stop at them)."""
+    if connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                          "name = 'journal_inbox'").fetchone() is None:
+        return 0
+    return int(connection.execute(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM journal_inbox GROUP BY game_id, idx "
+        "HAVING COUNT(*) > 1)").fetchone()[0])
+
+
 def results_counts(connection: sqlite3.Connection) -> dict[str, int]:
     """The results ledger: backends, records kept, records not acknowledged yet."""
     def one(sql: str) -> int:
@@ -274,6 +285,10 @@ def _check_tables(database: Path, problems: list[str]
                 if twice:
                     problems.append(f"{twice} journal inputs are both in the inbox and in the "
                                     "tree")
+                repeated = repeated_in_inbox(connection)
+                if repeated:
+                    problems.append(f"{repeated} journal inputs are in the inbox more than "
+                                    "once")
             except sqlite3.Error as error:
                 found = {}
                 problems.append(f"not a Tapis store: {error}")

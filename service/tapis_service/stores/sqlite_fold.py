@@ -1,14 +1,14 @@
-"""The SQLite journal in two parts (schema 3), and the fold that moves one into the other.
+"""The SQLite journal in two parts (schemas 3 and 4), and the fold that moves one into the other.
 
-New inputs go into ``journal_inbox``, a table in arrival order (its rowid): a commit of one
-input for each of 50 tables writes the inbox's last pages and a few leaves of its small unique
-index, not a leaf of the by-table tree per table (docs/performance.md, "The journal by
-arrival"). The writer moves the inbox into ``journal_folded``, the by-table tree, in bulk
+New inputs go into ``journal_inbox``, a table in arrival order (its rowid) with no index: a
+commit of one input for each of 50 tables writes the inbox's last pages, not a leaf of the
+by-table tree per table (docs/performance.md, "The journal by arrival" and "The inbox without
+a key"). The writer moves the inbox into ``journal_folded``, the by-table tree, in bulk
 (``fold``): once it holds ``FOLD_AT`` rows, or ``FOLD_PER_TABLE`` rows per table it holds rows
 of if that is more, when the store opens and when it closes. Every
 reader reads the view ``journal``, both parts as one: an input is in exactly one of them (the
-writer never puts one in the inbox that the tree holds, and a fold moves the inbox whole, in
-one transaction), so the view has the rows and the unique key the table ``journal`` had.
+writer never puts one in the inbox that either part holds, and a fold moves the inbox whole,
+in one transaction), so the view has the rows and the unique key the table ``journal`` had.
 """
 
 from __future__ import annotations
@@ -60,12 +60,42 @@ the inbox is added, and ``journal`` is the view of both. The view's triggers let
 ``INSERT``, ``UPDATE`` or ``DELETE`` on ``journal`` (an operator's, a test's) act on the part
 that holds the row; the server itself writes each part by name."""
 
+UNKEYED_INBOX = """
+    INSERT INTO journal_folded SELECT game_id, idx, entry FROM journal_inbox
+        ORDER BY game_id, idx;
+    DROP TABLE journal_inbox;
+    CREATE TABLE journal_inbox (
+        game_id TEXT NOT NULL,
+        idx INTEGER NOT NULL,
+        entry TEXT NOT NULL
+    );
+    DROP TRIGGER journal_insert;
+    CREATE TRIGGER journal_insert INSTEAD OF INSERT ON journal BEGIN
+        SELECT RAISE(ABORT, 'UNIQUE constraint failed: journal.game_id, journal.idx')
+            WHERE EXISTS (SELECT 1 FROM journal
+                          WHERE game_id = NEW.game_id AND idx = NEW.idx);
+        INSERT INTO journal_inbox (game_id, idx, entry) VALUES (NEW.game_id, NEW.idx, NEW.entry);
+    END;
+"""
+"""Migration 4: the inbox without a key of its own (its rows folded into the tree first). Its
+unique index cost a leaf of the index per table in each commit, at random places: 2 µs of CPU
+per input at 50 tables, 6-9 at 500, SQLite alone (docs/performance.md, "The inbox without a
+key"). The writer keeps the inbox free of repeats instead: it is the file's only writer, it
+put every row the inbox holds since the last fold, and it knows which tables those rows are
+of (``GroupCommitWriter``). A hand-written ``INSERT`` on the view is still refused when
+either part holds its key (the trigger reads the inbox)."""
+
 INSERT_INPUT = "INSERT INTO journal_inbox VALUES (?, ?, ?)"
 """An input the writer vouches for: its predecessor is the table's last input it saw
 committed, so no part holds it."""
 INSERT_UNLESS_FOLDED = ("INSERT INTO journal_inbox SELECT ?1, ?2, ?3 WHERE NOT EXISTS "
                         "(SELECT 1 FROM journal_folded WHERE game_id = ?1 AND idx = ?2)")
-"""Any other input: none if the tree holds it (the inbox's own key refuses one it holds)."""
+"""An input the writer cannot vouch for, of a table with no input in the inbox: none if the tree
+holds it."""
+INSERT_UNLESS_STORED = ("INSERT INTO journal_inbox SELECT ?1, ?2, ?3 WHERE NOT EXISTS "
+                        "(SELECT 1 FROM journal WHERE game_id = ?1 AND idx = ?2)")
+"""...of a table that may have inputs in the inbox: none if either part holds it (the inbox
+read whole: rare, a table whose commit was in doubt, or a repeat)."""
 DROP_PARTS = ("journal_folded", "journal_inbox")
 """The tables a dropped game's journal is deleted from."""
 

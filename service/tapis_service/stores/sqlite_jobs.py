@@ -26,23 +26,28 @@ Write = tuple[str, tuple[Any, ...], str]
 "" when that is fine)."""
 
 GAME_STORED = "SELECT 1 FROM games WHERE game_id = ?"
+INPUT_FOLDED = "SELECT 1 FROM journal_folded WHERE game_id = ? AND idx = ?"
 INPUT_STORED = "SELECT 1 FROM journal WHERE game_id = ? AND idx = ?"
 """The checks before an input the writer cannot vouch for: input N only after input N-1
-(input 1 only after the creation record), so no holes. (One ``INSERT ... SELECT ... WHERE
-EXISTS`` reading the journal costs twice as much: SQLite copies what an INSERT reads from its
-own table before inserting.)"""
+(input 1 only after the creation record), so no holes; in the tree alone for a table with no
+input in the inbox, in both parts (the inbox read whole: it has no index) for one that may
+have some. (One ``INSERT ... SELECT ... WHERE EXISTS`` reading the journal costs twice as
+much: SQLite copies what an INSERT reads from its own table before inserting.)"""
 
 
 class Job:
     """Statements to run in order, and who to tell once they are committed. ``forget``: a
-    table whose journal the job deletes (the writer forgets what it knew of it)."""
+    table whose journal the job deletes (the writer forgets what it knew of it). ``after``:
+    (table, input) the job needs committed first, or it is refused (a snapshot's input)."""
 
     def __init__(self, writes: list[Write], loop: asyncio.AbstractEventLoop,
-                 future: asyncio.Future[None], forget: str | None = None) -> None:
+                 future: asyncio.Future[None], forget: str | None = None,
+                 after: tuple[str, int] | None = None) -> None:
         self.writes = writes
         self.loop = loop
         self.future = future
         self.forget = forget
+        self.after = after
 
 
 class Append(Job):
@@ -105,13 +110,15 @@ class Handing:
             loop = self.loop = asyncio.get_running_loop()
         return loop
 
-    def submit(self, writes: list[Write], forget: str | None = None) -> asyncio.Future[None]:
-        """Queue a job of ``writes``: its awaitable completes once they are committed."""
+    def submit(self, writes: list[Write], forget: str | None = None,
+               after: tuple[str, int] | None = None) -> asyncio.Future[None]:
+        """Queue a job of ``writes`` (``Job``): its awaitable completes once they are
+        committed."""
         if self.closed:
             raise RuntimeError("the store is closed")
         loop = self.running_loop()
         future: asyncio.Future[None] = loop.create_future()
-        self.put(Job(writes, loop, future, forget), loop)
+        self.put(Job(writes, loop, future, forget, after), loop)
         return future
 
     def append(self, game_id: str, index: int, entry: dict[str, Any],
@@ -178,26 +185,43 @@ def vouched(job: Append, committed: dict[str, int], appended: dict[str, int]) ->
     return known == job.index - 1 and job.index != 1
 
 
-def run_append(cursor: sqlite3.Cursor, job: Append, appended: dict[str, int]
-               ) -> StoreError | None:
+def run_append(cursor: sqlite3.Cursor, job: Append, appended: dict[str, int],
+               inbox: set[str]) -> StoreError | None:
     """One journal input the writer cannot vouch for, in the open transaction, after its
-    predecessor (for the first, the creation record) is found in the file: None, or why it
-    changed nothing."""
+    predecessor (for the first, the creation record) is found in the file, unless the file
+    holds it: None, or why it changed nothing. ``inbox``: the tables that may have inputs in
+    the inbox (the others' inputs are all in the tree, or in ``appended``)."""
     game_id, index = job.game_id, job.index
+    in_inbox = game_id in inbox or game_id in appended
     try:
         if index == 1:
             cursor.execute(GAME_STORED, (game_id,))
         else:
-            cursor.execute(INPUT_STORED, (game_id, index - 1))
+            cursor.execute(INPUT_STORED if in_inbox else INPUT_FOLDED, (game_id, index - 1))
         if cursor.fetchone() is None:
             return StoreUnavailable(f"game {game_id}: input {index - 1} is not committed")
-        cursor.execute(sqlite_fold.INSERT_UNLESS_FOLDED, (game_id, index, job.text))
+        cursor.execute(sqlite_fold.INSERT_UNLESS_STORED if in_inbox
+                       else sqlite_fold.INSERT_UNLESS_FOLDED, (game_id, index, job.text))
         if not cursor.rowcount:
             return JournalConflict(f"game {game_id}: input {index} is already in the journal")
-    except sqlite3.IntegrityError as error:  # the inbox holds it; undone by SQLite itself
+    except sqlite3.IntegrityError as error:  # undone by SQLite itself
         return JournalConflict(str(error))
     appended[game_id] = index
     return None
+
+
+def has_input(cursor: sqlite3.Cursor, game_id: str, index: int, committed: dict[str, int],
+              appended: dict[str, int], inbox: set[str]) -> bool:
+    """Whether input ``index`` of ``game_id`` is committed, or put in by this batch: known
+    when the writer saw it (a table's inputs have no holes), else read from the file."""
+    known = appended.get(game_id)
+    if known is None:
+        known = committed.get(game_id)
+    if known is not None and known >= index:
+        return True
+    in_inbox = game_id in inbox or game_id in appended
+    cursor.execute(INPUT_STORED if in_inbox else INPUT_FOLDED, (game_id, index))
+    return cursor.fetchone() is not None
 
 
 def is_check(sql: str) -> bool:
@@ -244,18 +268,18 @@ def settle_all(settled: list[tuple[asyncio.Future[None], StoreError | None]]) ->
 
 
 def run_batch(cursor: sqlite3.Cursor, batch: list[Job], committed: dict[str, int],
-              appended: dict[str, int], outcomes: list[StoreError | None]) -> int:
+              appended: dict[str, int], inbox: set[str],
+              outcomes: list[StoreError | None]) -> int:
     """Every job of ``batch`` in the open transaction, in order, each one's outcome appended
     to ``outcomes``: how many inputs went in. ``appended`` gets each table's last input put
     in (committed with the transaction); a job that deletes a table's journal forgets it in
-    both maps at once (a read if in doubt). A statement SQLite fails otherwise (no refusal: a
-    full disk, an I/O error) is raised: the transaction cannot commit.
+    both maps at once (a read if in doubt). ``inbox``: the tables that may have inputs in the
+    inbox since its last fold. A statement SQLite fails otherwise (no refusal: a full disk,
+    an I/O error) is raised: the transaction cannot commit.
 
     The inputs the writer vouches for (``vouched``) go in by runs, one ``executemany`` per
     run of them in a row, before the next job or input that is checked (which may read them).
-    No part of the journal can hold a vouched input, so the file never refuses one; if it did,
-    the refusal is raised as any other error: the whole batch fails uncommitted and its tables
-    are forgotten, never a wrong answer."""
+    No part of the journal can hold a vouched input: the writer is the file's only writer."""
     added = 0
     run: list[tuple[str, int, str]] = []
     for job in batch:
@@ -268,12 +292,18 @@ def run_batch(cursor: sqlite3.Cursor, batch: list[Job], committed: dict[str, int
                 cursor.executemany(sqlite_fold.INSERT_INPUT, run)
                 run = []
             if type(job) is Append:
-                outcome = run_append(cursor, job, appended)
+                outcome = run_append(cursor, job, appended, inbox)
             else:
                 if job.forget is not None:
                     committed.pop(job.forget, None)
                     appended.pop(job.forget, None)
-                outcome = run_job(cursor, job)
+                after = job.after
+                if after is not None and not has_input(cursor, after[0], after[1], committed,
+                                                       appended, inbox):
+                    outcome = StoreUnavailable(f"game {after[0]}: input {after[1]} is not "
+                                               "committed")
+                else:
+                    outcome = run_job(cursor, job)
         if outcome is None and type(job) is Append:
             added += 1
         outcomes.append(outcome)

@@ -38,10 +38,13 @@ batch whose COMMIT failed are forgotten (it may have reached the disk).
 Inputs go into the journal's inbox (``sqlite_fold``), which the writer folds into the by-table
 tree once it holds ``fold_at`` inputs (or ``fold_per_table`` per table it holds inputs of, if
 that is more), after settling a batch, in a transaction of its own. An
-input the writer vouches for is in neither part; any other goes into the inbox only if the
-tree does not hold it, and the inbox's own key refuses one it holds (``JournalConflict``, as
-the journal's key did before it had two parts), so no input is ever in both and a fold never
-meets a duplicate.
+input the writer vouches for is in neither part; any other goes into the inbox only if no
+part holds it (``JournalConflict`` otherwise, as the journal's key did before it had two
+parts), so no input is ever in both and a fold never meets a duplicate. The inbox has no index
+(schema 4): the writer, the file's only writer, knows which tables may have inputs there
+(``_inbox_tables``: committed since the last fold, or in a commit in doubt) and reads the
+inbox, whole, only for an input of one of those it cannot vouch for (rare: after a commit in
+doubt, or a repeat). A snapshot needs its input committed: known by the writer, or read.
 
 A failpoint (tests) is awaited on the loop between a batch's statements and its COMMIT, as
 PostgreSQL's writer awaits its own: the writer thread waits for it; a batch the loop holds so
@@ -138,8 +141,11 @@ class GroupCommitWriter:
         self.appended = self._handing.append
         self._committed: dict[str, int] = {}
         """Each table's last input known committed (whoever commits: one at a time)."""
-        self._inbox_tables: set[str] = set()
-        """The tables whose inputs were committed since the last fold."""
+        self._inbox_tables: set[str] = {row[0] for row in self._connection.execute(
+            "SELECT DISTINCT game_id FROM journal_inbox")}  # none, unless the open fold failed
+        """The tables that may have inputs in the inbox: those whose inputs were committed, or
+        in a commit in doubt, since the last fold (the inbox has no index: an input the writer
+        cannot vouch for is looked for there only for these tables)."""
         self.commits = 0
         """Transactions committed (each may carry many writes): for measurements."""
         self._in_thread = 0
@@ -287,7 +293,7 @@ class GroupCommitWriter:
         try:
             cursor.execute("BEGIN")
             added = sqlite_jobs.run_batch(cursor, batch, self._committed, self._appended,
-                                          outcomes)
+                                          self._inbox_tables, outcomes)
         except sqlite3.Error as error:
             metrics.observe_commit("sqlite", time.perf_counter() - started, False)
             self._settle(batch, self._failed(batch, outcomes, error, committing=False))
@@ -347,6 +353,7 @@ class GroupCommitWriter:
         for job in batch:  # nor vouched for: a commit in doubt may have reached the disk
             if type(job) is Append:
                 self._committed.pop(job.game_id, None)
+                self._inbox_tables.add(job.game_id)
         with contextlib.suppress(sqlite3.Error):
             if self._connection.in_transaction:
                 self._connection.execute("ROLLBACK")
