@@ -268,7 +268,7 @@ async def test_a_repeat_written_into_the_inbox_by_hand_is_damage_found_at_readin
     raw = sqlite3.connect(tmp_path / FILE_NAME, isolation_level=None)
     raw.execute("INSERT INTO journal_inbox VALUES ('g', 2, '{\"i\":2}')")  # behind its back
     raw.close()
-    record, snapshot, journal = await store.load_game("g") or ({}, None, [])
+    record, _snapshot, journal = await store.load_game("g") or ({}, None, [])
     assert "journal input 3 is missing" in record["damaged"] and journal == []
     store.close()  # its fold refused: the inbox kept as it is
     assert parts(tmp_path)["journal_inbox"] == [("g", 1), ("g", 2), ("g", 2)]

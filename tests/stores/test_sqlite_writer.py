@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tapis_service.stores.sqlite_store import FILE_NAME, SqliteStore
+from tapis_service.stores.sqlite_store import SqliteStore
 from tapis_service.stores.store import CommitUnknown, JournalConflict, StoreUnavailable
 from tests.support.sqlite_writes import (
     append_a_seeded_batch,
