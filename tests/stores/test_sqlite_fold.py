@@ -269,13 +269,13 @@ async def test_a_repeat_written_into_the_inbox_by_hand_is_damage_found_at_readin
     raw.execute("INSERT INTO journal_inbox VALUES ('g', 2, '{\"i\":2}')")  # behind its back
     raw.close()
     record, _snapshot, journal = await store.load_game("g") or ({}, None, [])
-    assert "journal input 3 is missing" in record["damaged"] and journal == []
+    assert "journal input 2 is there twice" in record["damaged"] and journal == []
     store.close()  # its fold refused: the inbox kept as it is
     assert parts(tmp_path)["journal_inbox"] == [("g", 1), ("g", 2), ("g", 2)]
     checked = admin.check(tmp_path)
     assert "1 journal inputs are in the inbox more than once" in checked["problems"]
     again = SqliteStore(tmp_path)
-    assert (await again.load())[0][1]["damaged"].startswith("journal input 3")
+    assert (await again.load())[0][1]["damaged"].startswith("journal input 2 is there twice")
     again.close()
 
 

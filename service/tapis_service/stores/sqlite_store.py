@@ -389,7 +389,8 @@ def _decoded(game_id: str, record: bytes | str, snapshot_row: tuple[Any, ...] | 
     entries = []
     for expected, (index, entry) in enumerate(journal, start=1):
         if index != expected:
-            return damaged(f"journal input {expected} is missing")
+            return damaged(f"journal input {index} is there twice" if index == expected - 1
+                           else f"journal input {expected} is missing")
         try:
             decoded = json.loads(entry)
         except (ValueError, TypeError, RecursionError) as error:
