@@ -47,10 +47,12 @@ def game_options_problem(args: argparse.Namespace) -> str | None:
     if args.points and chosen.set_points is None:  # shared, but only by games with a target
         return _("{option} is not an option of {game}").format(option="--points",
                                                                 game=chosen.title)
-    seats_problem = _seats_problem(args, chosen)
+    people = args.people if args.command == "create" else 1  # `play`: the one who plays
+    players = args.players or chosen.seats[0]
+    seats_problem = _seats_problem(chosen, people, players)
     if seats_problem:
         return seats_problem
-    if args.bot and _people(args) >= seats_asked(args, chosen, _people(args)):
+    if args.bot and people >= players:  # every seat a person's
         return _("{option}: the table has no computer player").format(option="--bot")
     if chosen.set_options is not None:
         try:
@@ -60,19 +62,12 @@ def game_options_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _seats_problem(args: argparse.Namespace, game: ClientGame) -> str | None:
+def _seats_problem(game: ClientGame, people: int, players: int) -> str | None:
     """The seats asked for (``--players``, or ``--people`` when that makes more), when the
     game's rules seat other counts."""
-    people = _people(args)
-    players = args.players or game.seats[0]
     if people > players:
         return seat_count_problem(game, "--people", people)
     return seat_count_problem(game, "--players", players)
-
-
-def _people(args: argparse.Namespace) -> int:
-    """The people at the table asked for (`play`: the one who plays)."""
-    return int(args.people) if args.command == "create" else 1
 
 
 def bot_options_problem(args: argparse.Namespace) -> str | None:

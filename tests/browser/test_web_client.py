@@ -324,14 +324,19 @@ async def test_boutons_shows_the_bets(browser: Any, served: Harness) -> None:
     client.close()
 
 
+async def durable_with_a_socket(data: Path) -> tuple[Restartable, int, Client]:
+    """A server on SQLite in ``data`` with its WebSocket on a free port (started again on the
+    same port by ``start(clock, ws_port=port)``), its port, and a client socket on it."""
+    durable = Restartable(data)
+    await durable.start(SystemClock(), ws_port=0)  # type: ignore[arg-type]
+    assert durable.running is not None and durable.running.ws_port is not None
+    port = durable.running.ws_port
+    return durable, port, await Client.open(f"ws://127.0.0.1:{port}/ws")
+
+
 async def test_the_page_reconnects_after_the_server_restarts(
         browser: Any, tmp_path: Path) -> None:
-    durable = Restartable(tmp_path)
-    await durable.start(SystemClock(), ws_port=0)  # type: ignore[arg-type]
-    assert durable.running is not None
-    first = durable.running
-    port = first.ws_port
-    client = await Client.open(f"ws://127.0.0.1:{port}/ws")
+    durable, port, client = await durable_with_a_socket(tmp_path)
     game_id = await war_against_the_computer(client)
     client.close()
     page = await open_page(browser, port, f"#/join/{game_id}")
@@ -358,11 +363,7 @@ async def test_the_history_says_who_sat_down_and_that_the_table_is_back_after_a_
     seat 0's sees seat 1 sit down and the game start; the server restarts while seat 0 is
     awaited (TurnTimersResumed): seat 0's page says it has a whole turn, seat 1's that the
     timers start again (the terminal client's lines)."""
-    durable = Restartable(tmp_path)
-    await durable.start(SystemClock(), ws_port=0)  # type: ignore[arg-type]
-    assert durable.running is not None
-    port = durable.running.ws_port
-    client = await Client.open(f"ws://127.0.0.1:{port}/ws")
+    durable, port, client = await durable_with_a_socket(tmp_path)
     created = await client.call(create_game=pb.CreateGameRequest(
         kind=pb.GAME_KIND_WAR, seats=2, stacked_deck=war_deck(), stacked_first_seat=0,
         turn_time_limit_ms=120_000, war=war_pb2.WarOptions(target_points=50),
@@ -422,11 +423,8 @@ async def test_a_move_cut_by_a_stop_is_sent_again_with_its_request_id(
     """A reveal applied, its answer cut COMMIT_UNKNOWN by a stop: the page says it is sending
     (never the server's sentence), and once the server is back sends the same request again;
     the server answers what it applied, and the line at the top goes."""
-    durable = Restartable(tmp_path)
-    await durable.start(SystemClock(), ws_port=0)  # type: ignore[arg-type]
+    durable, port, client = await durable_with_a_socket(tmp_path)
     assert durable.running is not None and durable.running.ws is not None
-    port = durable.running.ws_port
-    client = await Client.open(f"ws://127.0.0.1:{port}/ws")
     game_id = await war_against_the_computer(client, target=30)
     client.close()
     page = await browser.new_page(locale="en-GB")
@@ -494,11 +492,7 @@ async def test_an_event_made_while_the_page_was_away_reaches_its_history(
     WebSocket port): once back, the page reads the table and its stream resumes; the move's
     event, after what the page streamed but within the view it read (its batch held until the
     read is answered), is in its history."""
-    durable = Restartable(tmp_path)
-    await durable.start(SystemClock(), ws_port=0)  # type: ignore[arg-type]
-    assert durable.running is not None
-    port = durable.running.ws_port
-    client = await Client.open(f"ws://127.0.0.1:{port}/ws")
+    durable, port, client = await durable_with_a_socket(tmp_path)
     created = await client.call(create_game=pb.CreateGameRequest(
         kind=pb.GAME_KIND_WAR, seats=2, stacked_deck=war_deck(), stacked_first_seat=0,
         seat_configs=[pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)] * 2))
@@ -532,11 +526,7 @@ async def test_a_table_restored_behind_the_page_is_shown_as_it_now_is(
     """The operator restores a copy taken before the page's last moves: the page's stream is
     refused (INVALID_CURSOR), it says so, reads the table again, and plays on from there."""
     data, copy = tmp_path / "data", tmp_path / "copy"
-    durable = Restartable(data)
-    await durable.start(SystemClock(), ws_port=0)  # type: ignore[arg-type]
-    assert durable.running is not None
-    port = durable.running.ws_port
-    client = await Client.open(f"ws://127.0.0.1:{port}/ws")
+    durable, port, client = await durable_with_a_socket(data)
     game_id = await war_against_the_computer(client)
     client.close()
     page = await open_page(browser, port, f"#/join/{game_id}")

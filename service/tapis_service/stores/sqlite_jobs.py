@@ -192,13 +192,14 @@ def run_append(cursor: sqlite3.Cursor, job: Append, appended: dict[str, int],
     holds it: None, or why it changed nothing. ``inbox``: the tables that may have inputs in
     the inbox (the others' inputs are all in the tree, or in ``appended``)."""
     game_id, index = job.game_id, job.index
-    in_inbox = game_id in inbox or game_id in appended
+    in_inbox = may_be_in_inbox(game_id, appended, inbox)
     try:
         if index == 1:
             cursor.execute(GAME_STORED, (game_id,))
+            found = cursor.fetchone() is not None
         else:
-            cursor.execute(INPUT_STORED if in_inbox else INPUT_FOLDED, (game_id, index - 1))
-        if cursor.fetchone() is None:
+            found = input_stored(cursor, game_id, index - 1, in_inbox)
+        if not found:
             return StoreUnavailable(f"game {game_id}: input {index - 1} is not committed")
         cursor.execute(sqlite_fold.INSERT_UNLESS_STORED if in_inbox
                        else sqlite_fold.INSERT_UNLESS_FOLDED, (game_id, index, job.text))
@@ -219,7 +220,18 @@ def has_input(cursor: sqlite3.Cursor, game_id: str, index: int, committed: dict[
         known = committed.get(game_id)
     if known is not None and known >= index:
         return True
-    in_inbox = game_id in inbox or game_id in appended
+    return input_stored(cursor, game_id, index, may_be_in_inbox(game_id, appended, inbox))
+
+
+def may_be_in_inbox(game_id: str, appended: dict[str, int], inbox: set[str]) -> bool:
+    """Whether ``game_id`` may have inputs in the inbox: committed there since the last fold
+    (or in doubt), or put there by this batch; the others' inputs are all in the tree."""
+    return game_id in inbox or game_id in appended
+
+
+def input_stored(cursor: sqlite3.Cursor, game_id: str, index: int, in_inbox: bool) -> bool:
+    """Whether the file holds input ``index`` of ``game_id``: read in the tree alone, or in
+    both parts when the table ``may_be_in_inbox`` (the inbox read whole: it has no index)."""
     cursor.execute(INPUT_STORED if in_inbox else INPUT_FOLDED, (game_id, index))
     return cursor.fetchone() is not None
 

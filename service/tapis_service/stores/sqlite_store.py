@@ -106,6 +106,9 @@ MIGRATIONS: tuple[str, ...] = (
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this server writes and reads."""
+UNDECODABLE = (ValueError, TypeError, RecursionError)
+"""What ``json.loads`` raises for a stored row it cannot read (RecursionError: valid JSON nested
+deeper than the decoder follows, no record Tapis writes)."""
 
 
 class SqliteStore(GroupCommitWriter):
@@ -226,7 +229,7 @@ class SqliteStore(GroupCommitWriter):
         for raw_id, listing in rows:
             try:
                 decoded = json.loads(listing)
-            except (ValueError, TypeError, RecursionError):
+            except UNDECODABLE:
                 decoded = None
             found.append((_text(raw_id), decoded if isinstance(decoded, dict) else None))
         return found
@@ -377,7 +380,7 @@ def _decoded(game_id: str, record: bytes | str, snapshot_row: tuple[Any, ...] | 
         snap = {"index": index, "format": fmt, "checksum_ok": valid, "text": text}
     try:
         decoded_record = json.loads(record)
-    except (ValueError, TypeError, RecursionError) as error:
+    except UNDECODABLE as error:
         return {"damaged": f"the creation record is not valid JSON ({_undecoded(error)})"}, None, []
     if not isinstance(decoded_record, dict):
         return {"damaged": "the creation record is not a JSON object"}, None, []
@@ -393,7 +396,7 @@ def _decoded(game_id: str, record: bytes | str, snapshot_row: tuple[Any, ...] | 
                            else f"journal input {expected} is missing")
         try:
             decoded = json.loads(entry)
-        except (ValueError, TypeError, RecursionError) as error:
+        except UNDECODABLE as error:
             return damaged(f"journal input {index} is not valid JSON ({_undecoded(error)})")
         if not isinstance(decoded, dict):
             return damaged(f"journal input {index} is not a JSON object")

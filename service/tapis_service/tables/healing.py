@@ -77,6 +77,13 @@ def stored_owner(record: Any) -> Ownership | None:
         return None
 
 
+def rebuild_failed(game_id: str, error: Exception) -> str:
+    """Reading ``game_id`` back raised ``error``, neither damage ``restore`` names nor the
+    store's outage: logged with its traceback (``game_rebuild_failed``); why it is quarantined."""
+    log.error("game_rebuild_failed", game=game_id, exc_info=error)
+    return f"game {game_id}: rebuilding it failed ({type(error).__name__}: {str(error)[:200]})"
+
+
 def quarantined_refusal(game_id: str) -> ServiceError:
     """What a call for a quarantined game is told."""
     return failed_precondition("GAME_QUARANTINED", f"game {game_id} is quarantined: its stored "
@@ -196,9 +203,10 @@ class Healing:
         except StoreError:
             raise
         except Exception as error:  # a bug, or a record nothing foresaw
-            old = self.host.tables.unavailable(game_id)  # None: served or given up since
-            self.rebuild_failed(game_id, error,
-                                None if old is None else (old.rules.kind, old.ownership))
+            why = rebuild_failed(game_id, error)
+            old = self.host.tables.unavailable(game_id)
+            if old is not None:  # still awaiting this rebuild (not served or given up since)
+                self._quarantined(game_id, Quarantined(old.rules.kind, why, old.ownership))
 
     async def _rebuild(self, game_id: str) -> None:
         """Rebuild one discarded table from its durable prefix and serve it again, once the
@@ -247,22 +255,8 @@ class Healing:
         except RecoveryError as error:
             self.quarantine(game_id, str(error), stored[0])
         except Exception as error:  # a bug, or a record nothing foresaw
-            record = stored[0]
-            self.rebuild_failed(game_id, error, (stored_kind(record), stored_owner(record)))
+            self.quarantine(game_id, rebuild_failed(game_id, error), stored[0])
         return None
-
-    def rebuild_failed(self, game_id: str, error: Exception,
-                       known: tuple[str, Ownership | None] | None) -> None:
-        """Reading ``game_id`` back raised ``error``, neither damage ``restore`` names nor the
-        store's outage: logged with its traceback (``game_rebuild_failed``) and the table
-        quarantined as it stands, ``known`` its kind and owner (None: it no longer awaits
-        this rebuild, nothing of it to keep apart)."""
-        log.error("game_rebuild_failed", game=game_id, exc_info=error)
-        if known is None:
-            return
-        kind, owner = known
-        why = f"game {game_id}: rebuilding it failed ({type(error).__name__}: {str(error)[:200]})"
-        self._quarantined(game_id, Quarantined(kind, why, owner))
 
     def quarantine(self, game_id: str, why: str, record: Any) -> None:
         """Keep ``game_id`` apart: ``record`` is its stored creation record (what of it can be
