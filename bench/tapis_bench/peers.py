@@ -10,7 +10,9 @@ events broadcast once; an answer). ``load.mjs`` gives each side its turns in alt
 reads each server's CPU from /proc during its own turns only. Colyseus's cost per action falls
 steeply as its action rate rises, so each side's rate is recorded, and so is the host's
 one-minute load before the run: a ratio from a busy host (load >= 2) is flagged, not
-comparable.
+comparable. Before each table count it waits (``--settle``, 90 s at most) for the load to fall
+under 1: a run leaves the host's one-minute average at about 2 (four servers and the load
+generator on two cores), which would otherwise stand as the next table count's "load before".
 
 The last line printed is a JSON object, per table count (``"50"``, ``"500"``):
 ``colyseus_cpu_ratio_state`` and ``colyseus_cpu_ratio_messages`` (Tapis over WebSocket on the
@@ -21,7 +23,7 @@ from its metrics: persons' inputs ÷ store transactions; SQLite's group commit a
 the memory store).
 
     python -m tapis_bench.peers --dir build/peers [--quick] [--tables 50,500] [--turns 5]
-                                [--compare OTHER_TREE/.venv/bin/python]
+                                [--settle SECONDS] [--compare OTHER_TREE/.venv/bin/python]
                                 [--compare-store memory|sqlite]
 
 ``--compare`` runs another tree's server (on the memory store, or ``--compare-store``'s) as one
@@ -37,8 +39,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -51,7 +54,25 @@ from tapis_bench.stats import raise_fd_limit, ratio
 RESULTS = Path(__file__).resolve().parent.parent / "peers.json"
 BUSY_LOAD = 2.0
 """A one-minute load average from which the host counts as busy (the ratios are flagged)."""
+QUIET_LOAD = 1.0
+"""The one-minute load average a run waits for before it starts (``settle``)."""
 TAPIS_STORES = ("memory", "sqlite")
+
+
+def settle(longest_s: float, load: Callable[[], float] = lambda: os.getloadavg()[0],
+           sleep: Callable[[float], None] = time.sleep,
+           now: Callable[[], float] = time.monotonic, poll_s: float = 5.0) -> float:
+    """Wait until the host's one-minute load is under ``QUIET_LOAD``, ``longest_s`` at most
+    (the previous table count's own load decays by half in about 40 s): the load then."""
+    deadline = now() + longest_s
+    current = load()
+    if current >= QUIET_LOAD and longest_s > 0:
+        progress(f"peers: waiting for a quiet host (load {current:.2f}, {longest_s:.0f} s at "
+                 "most)")
+    while current >= QUIET_LOAD and now() < deadline:
+        sleep(min(poll_s, max(0.0, deadline - now())))
+        current = load()
+    return current
 COLYSEUS_ROOMS = {"colyseus_state": "war_state", "colyseus_messages": "war"}
 
 
@@ -182,6 +203,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tables", default="50,500")
     parser.add_argument("--turns", type=int, default=5, help="measured turns per side")
     parser.add_argument("--turn-s", type=float, default=2.0)
+    parser.add_argument("--settle", type=float, default=90.0, metavar="SECONDS",
+                        help="before each table count, wait this long at most for the "
+                             f"one-minute load to fall under {QUIET_LOAD} (0: do not wait)")
     parser.add_argument("--compare", action="append", default=[], metavar="PYTHON",
                         help="also run another tree's server (its .venv/bin/python) in the "
                              "same turns: a diagnostic row, no ratio changes")
@@ -195,6 +219,7 @@ def main(argv: list[str] | None = None) -> None:
     raise_fd_limit()
     runs: dict[str, dict[str, Any]] = {}
     for tables in (int(n) for n in args.tables.split(",")):
+        settle(args.settle)
         progress(f"peers: {tables} tables: Tapis (memory, SQLite) and Colyseus (state, messages)")
         runs[str(tables)] = run(args.dir, tables, args.turns, args.turn_s, tuple(args.compare),
                                  args.compare_store)
