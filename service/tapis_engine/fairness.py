@@ -10,6 +10,10 @@ salt tells nothing about the next game's.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
+
+from tapis_engine import rng
+from tapis_engine.protocol import GameSetup
 
 
 def commitment(seed: int, salt: str) -> str:
@@ -25,3 +29,19 @@ def verify(seed: int, salt: str, published: str) -> bool:
 def game_salt(table_salt: str, number: int) -> str:
     """The salt of game ``number`` of a series (revealed when that game ends)."""
     return hashlib.sha256(f"{table_salt}:{number}".encode()).hexdigest()[:32]
+
+
+def game_seed(setup: GameSetup[Any], number: int) -> int:
+    """The seed of game ``number`` of the series, derived one way from the table's seed."""
+    return rng.derive(setup.seed, number)
+
+
+def seed_salt(setup: GameSetup[Any], number: int) -> str:
+    """The salt of game ``number``'s seed commitment (secret until that game is over)."""
+    return game_salt(setup.salt, number)
+
+
+def seed_commitment(setup: GameSetup[Any], number: int) -> str:
+    """The commitment to game ``number``'s seed, published when it starts: what determines
+    its deal is its own seed ``game_seed`` (with the stacked deck, if any)."""
+    return commitment(game_seed(setup, number), seed_salt(setup, number))

@@ -91,7 +91,7 @@ class GameStarted:
     number: int
     seats: int
     seed_commitment: str = ""
-    """The commitment to this game's seed (``seed_commitment``), revealed when it ends."""
+    """The commitment to this game's seed (``fairness.seed_commitment``), revealed when it ends."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,13 +179,15 @@ class Table:
     next_sequence: int = 1
     abandoned: bool = False
     """Ended by the server (``Abandon``): every further input is refused."""
+    resumes: int = 0
+    """``Resume`` inputs since the last accepted move (``resume_due``: ``MAX_RESUMES``)."""
 
     # written out for mypyc to compile it (tapis_engine/frozen.py)
     def __init__(
         self, kind: str, setup: GameSetup[Any], turn_time_ms: int, seats: tuple[SeatSlot, ...],
         game_number: int = 0, state: Any = None, records: tuple[GameRecord, ...] = (),
         deadlines: tuple[tuple[int, int], ...] = (), version: int = 0, next_sequence: int = 1,
-        abandoned: bool = False
+        abandoned: bool = False, resumes: int = 0
     ) -> None:
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "setup", setup)
@@ -198,6 +200,7 @@ class Table:
         object.__setattr__(self, "version", version)
         object.__setattr__(self, "next_sequence", next_sequence)
         object.__setattr__(self, "abandoned", abandoned)
+        object.__setattr__(self, "resumes", resumes)
 
     @property
     def started(self) -> bool:
@@ -216,22 +219,6 @@ class Table:
 
 
 fast_init(Table)
-
-
-def game_seed(setup: GameSetup[Any], number: int) -> int:
-    """The seed of game ``number`` of the series, derived one way from the table's seed."""
-    return rng.derive(setup.seed, number)
-
-
-def seed_salt(setup: GameSetup[Any], number: int) -> str:
-    """The salt of game ``number``'s seed commitment (secret until that game is over)."""
-    return fairness.game_salt(setup.salt, number)
-
-
-def seed_commitment(setup: GameSetup[Any], number: int) -> str:
-    """The commitment to game ``number``'s seed, published when it starts: what determines
-    its deal is its own seed ``game_seed`` (with the stacked deck, if any)."""
-    return fairness.commitment(game_seed(setup, number), seed_salt(setup, number))
 
 
 def new_table(
@@ -293,7 +280,7 @@ def step(
         table = _refresh_deadlines(rules, table, table.state, now_ms, {move.seat})
     else:
         return _play(rules, table, move, now_ms, events), events  # _play bumps the version
-    return replace(table, version=table.version + 1), events
+    return replace(table, version=table.version + 1, resumes=0), events
 
 
 def bot_move(rules: Rules[Any, Any, Any], table: Table, seat: int) -> Any | None:
@@ -326,19 +313,32 @@ def _abandon(rules: Rules[Any, Any, Any], table: Table, events: list[TableEvent]
 
 def _resume(table: Table, now_ms: int, events: list[TableEvent]) -> Table:
     # the clocks stood still while nobody could play: a whole turn from now, at least (the
-    # version stays: no move was made, a move chosen before still applies)
-    if not resume_due(table, now_ms):
+    # version stays: no move was made, a move chosen before still applies). Not bounded by
+    # MAX_RESUMES here: a journal written before the bound replays as it was played.
+    if not _short_of_a_turn(table, now_ms):
         raise precondition(Reason.NOT_ALLOWED_NOW,
                            "no turn timer has less than a whole turn left")
     due = now_ms + table.turn_time_ms
     deadlines = tuple((seat, max(at, due)) for seat, at in table.deadlines)
     _emit(table, events, TurnTimersResumed(deadlines))
-    return replace(table, deadlines=deadlines, next_sequence=table.next_sequence + len(events))
+    return replace(table, deadlines=deadlines, next_sequence=table.next_sequence + len(events),
+                   resumes=table.resumes + 1)
+
+
+MAX_RESUMES = 3
+"""A turn's clocks stop for this many interruptions at most (docs/rulings.md): a table served
+again more often before anyone moves (a server restarting faster than a turn) keeps its
+deadlines, so a person who left is timed out at last."""
 
 
 def resume_due(table: Table, now_ms: int) -> bool:
-    """``Resume`` would give a person awaited more time (some deadline is under a whole turn
-    from ``now_ms``)."""
+    """The service should ``Resume`` a table served again: some person awaited has less than a
+    whole turn from ``now_ms`` left, and the clocks stopped fewer than ``MAX_RESUMES`` times
+    since the last move."""
+    return table.resumes < MAX_RESUMES and _short_of_a_turn(table, now_ms)
+
+
+def _short_of_a_turn(table: Table, now_ms: int) -> bool:
     due = now_ms + table.turn_time_ms
     return any(at < due for _, at in table.deadlines)
 
@@ -395,11 +395,11 @@ def _replace(
 def _start_game(
     rules: Rules[Any, Any, Any], table: Table, number: int, now_ms: int, events: list[TableEvent]
 ) -> Table:
-    setup = replace(table.setup, seed=game_seed(table.setup, number))
+    setup = replace(table.setup, seed=fairness.game_seed(table.setup, number))
     state, game_events = rules.start(setup)
     table = replace(table, game_number=number, state=state, deadlines=())
     _emit(table, events, GameStarted(number, len(table.seats),
-                                     seed_commitment(table.setup, number)))
+                                     fairness.seed_commitment(table.setup, number)))
     for body in game_events:
         _emit(table, events, body)
     table = replace(table, next_sequence=table.next_sequence + len(events))
@@ -455,7 +455,7 @@ def _play(
     if outcome is not None:
         record = GameRecord(
             number=table.game_number,
-            seed=game_seed(table.setup, table.game_number),
+            seed=fairness.game_seed(table.setup, table.game_number),
             winners=outcome.winners,
             scores=outcome.scores,
             summary=outcome.summary,

@@ -55,6 +55,7 @@ def encode_table(rules: Rules[Any, Any, Any], table: Table) -> JSON:
         "version": table.version,
         "next_sequence": table.next_sequence,
         **({"abandoned": True} if table.abandoned else {}),
+        **({"resumes": table.resumes} if table.resumes else {}),
     }
 
 
@@ -83,6 +84,7 @@ def decode_table(rules: Rules[Any, Any, Any], data: Mapping[str, Any]) -> Table:
         version=data["version"],
         next_sequence=data["next_sequence"],
         abandoned=bool(data.get("abandoned", False)),
+        resumes=int(data.get("resumes", 0)),
     )
 
 

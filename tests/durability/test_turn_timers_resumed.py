@@ -3,6 +3,8 @@ restart, a store outage or a takeover gives each person it awaits a whole turn f
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,6 +15,7 @@ from tapis_engine import table as tbl
 from tapis_engine.war import RULES as WAR
 from tapis_engine.war import Reveal
 from tapis_service.observe.clock import ManualClock
+from tapis_service.stores.checksums import canonical_json, checksum
 from tapis_service.stores.sqlite_store import SqliteStore
 from tapis_service.stores.store import StoreUnavailable
 from tapis_service.tables.host import GameHost
@@ -71,6 +74,72 @@ async def test_a_restart_longer_than_a_turn_gives_the_person_awaited_a_whole_tur
         assert not (await view_of(h, game_id)).seats[first].bot_controlled
         clock.advance(1)  # the whole turn has run: the timer fires, from the resume
         assert (await view_of(h, game_id)).seats[first].bot_controlled
+    finally:
+        await servers.stop()
+
+
+async def test_a_server_restarting_faster_than_a_turn_times_the_person_out_at_last(
+        tmp_path: Path) -> None:
+    """A crash loop of 20 s with a 30 s turn: each restart used to give the person who left a
+    whole turn again, so the table waited for ever. The clocks stop for ``MAX_RESUMES``
+    interruptions of a turn; the next restart keeps the deadline, and it fires."""
+    servers = Restartable(tmp_path)
+    clock = ManualClock(1_000_000)
+    try:
+        stub = await servers.start(clock)
+        h = _on(stub)
+        game_id, _ = await new_war(h, target=50, turn_ms=TURN)
+        first = (await view_of(h, game_id)).awaiting_seats[0]
+        deadlines = []
+        for _ in range(tbl.MAX_RESUMES + 2):
+            await servers.stop()
+            clock.advance(20_000)
+            stub = await servers.start(clock)
+            h = _on(stub)
+            clock.advance(0)  # whatever timer the restart armed fires now
+            view = await view_of(h, game_id)
+            if view.seats[first].bot_controlled:
+                break
+            deadlines.append(_deadlines(view)[first])
+        resumed_at = 1_000_000 + 20_000 * tbl.MAX_RESUMES
+        assert deadlines[-1] == resumed_at + TURN  # the last whole turn, from the last resume
+        assert len(deadlines) == tbl.MAX_RESUMES + 1  # a restart that kept it, then...
+        assert view.seats[first].bot_controlled  # ...one after it had run: timed out at once
+        assert clock.now_ms() >= resumed_at + TURN
+    finally:
+        await servers.stop()
+
+
+async def test_a_snapshot_written_before_the_interruptions_count_still_loads(
+        tmp_path: Path) -> None:
+    """A snapshot taken just after a ``Resume`` by a server before the count: the replayed table
+    counts one interruption, the snapshot none. It loads (not quarantined), with the count."""
+    servers = Restartable(tmp_path)
+    clock = ManualClock(1_000_000)
+    try:
+        h = _on(await servers.start(clock))
+        game_id, _ = await new_war(h, target=50, turn_ms=TURN)
+        first = (await view_of(h, game_id)).awaiting_seats[0]
+        await servers.stop()
+        with sqlite3.connect(tmp_path / "tapis.sqlite3") as db:
+            inputs = db.execute("SELECT count(*) FROM journal WHERE game_id = ?",
+                                (game_id,)).fetchone()[0]
+        clock.advance(TURN)  # the resume is input inputs + 1: snapshotted with it
+        await servers.start(clock, snapshot_every=inputs + 1)
+        await servers.stop()
+        with sqlite3.connect(tmp_path / "tapis.sqlite3") as db:
+            index, text = db.execute("SELECT idx, data FROM snapshots WHERE game_id = ?",
+                                     (game_id,)).fetchone()
+            data = json.loads(text)
+            assert index == inputs + 1 and data["table"].pop("resumes") == 1
+            text = canonical_json(data)  # as the server before the count wrote it
+            db.execute("UPDATE snapshots SET data = ?, checksum = ? WHERE game_id = ?",
+                       (text, checksum(text), game_id))
+        h = _on(await servers.start(clock))
+        view = await view_of(h, game_id)  # loaded, not quarantined
+        assert _deadlines(view) == {first: 1_000_000 + 2 * TURN}
+        assert servers.running is not None
+        assert live_of(servers.running.host)[game_id].table.resumes == 1
     finally:
         await servers.stop()
 

@@ -99,6 +99,43 @@ def test_resume_keeps_a_deadline_further_than_a_turn_and_skips_tables_without_ti
         tbl.step(RULES, untimed, tbl.Resume(), 10**9)
 
 
+def test_a_turns_clocks_stop_for_three_interruptions_then_keep_their_deadlines() -> None:
+    # docs/rulings.md: a server restarting faster than a turn must not keep a person who left
+    # from being timed out for ever
+    table, _ = claimed(turn_ms=1000)
+    first = table.state.first
+    now = 0
+    for resumes in range(1, tbl.MAX_RESUMES + 1):
+        now += 600  # served again before the deadline the last resume set
+        assert tbl.resume_due(table, now)
+        table, _ = tbl.step(RULES, table, tbl.Resume(), now)
+        assert (table.resumes, table.deadlines) == (resumes, ((first, now + 1000),))
+    now += 600
+    assert not tbl.resume_due(table, now)  # the fourth time: the deadline is kept
+    assert not tbl.resume_due(table, now + 10**6)  # ...even once it has passed
+    deadline = table.deadline_of(first)
+    assert deadline is not None
+    taken, _ = tbl.step(RULES, table, tbl.Timeout(first), deadline)
+    assert taken.seats[first].taken_over and taken.resumes == 0
+    # a journal written before the bound replays as it was played: a fourth Resume applies
+    replayed, _ = tbl.step(RULES, table, tbl.Resume(), now)
+    assert replayed.deadlines == ((first, now + 1000),)
+    # any move starts the count again
+    moved, _ = tbl.step(RULES, table, tbl.Act(first, Reveal()), now)
+    assert moved.resumes == 0 and tbl.resume_due(moved, now + 10**6)
+    reclaimed, _ = tbl.step(RULES, taken, tbl.Reclaim(first), now)
+    assert reclaimed.resumes == 0
+
+
+def test_the_interruptions_count_is_kept_in_a_snapshot_and_absent_means_none() -> None:
+    table, _ = claimed(turn_ms=1000)
+    resumed, _ = tbl.step(RULES, table, tbl.Resume(), 5000)
+    data = table_codec.encode_table(RULES, resumed)
+    assert data["resumes"] == 1 and table_codec.decode_table(RULES, data) == resumed
+    assert "resumes" not in table_codec.encode_table(RULES, table)  # records as before
+    assert table_codec.decode_table(RULES, table_codec.encode_table(RULES, table)) == table
+
+
 def test_taken_over_seat_is_played_by_the_bot_until_reclaimed() -> None:
     table, _ = claimed(turn_ms=1000)
     first = table.state.first

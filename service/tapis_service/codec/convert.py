@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from tapis.v1 import game_service_pb2 as pb
+from tapis_engine import fairness as seeds
 from tapis_engine import table as tbl
 from tapis_engine.cards import Card
 from tapis_engine.errors import Reason, RuleError, invalid
@@ -154,10 +155,10 @@ def fairness(session: Session) -> pb.Fairness:
     message = pb.Fairness(deal_chosen=setup.deal_chosen)
     number = table.game_number
     if number:
-        message.seed_commitment = tbl.seed_commitment(setup, number)
+        message.seed_commitment = seeds.seed_commitment(setup, number)
         if table.game_over(session.rules):
-            message.seed = tbl.game_seed(setup, number)
-            message.seed_salt = tbl.seed_salt(setup, number)
+            message.seed = seeds.game_seed(setup, number)
+            message.seed_salt = seeds.seed_salt(setup, number)
     return message
 
 

@@ -9,6 +9,7 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from tapis.v1 import game_service_pb2 as pb
+from tapis_engine import fairness
 from tapis_engine import table as tbl
 
 if TYPE_CHECKING:  # the codec reads a table's session; it runs nothing of tables/
@@ -19,8 +20,8 @@ def summaries(session: Session, records: tuple[tbl.GameRecord, ...]) -> list[pb.
     setup = session.table.setup
     return [pb.GameSummary(game_number=r.number, winners=r.winners, scores=r.scores,
                            summary=r.summary, seed=r.seed,
-                           seed_salt=tbl.seed_salt(setup, r.number),
-                           seed_commitment=tbl.seed_commitment(setup, r.number))
+                           seed_salt=fairness.seed_salt(setup, r.number),
+                           seed_commitment=fairness.seed_commitment(setup, r.number))
             for r in records]
 
 

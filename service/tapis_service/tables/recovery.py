@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -200,6 +200,8 @@ def _verify(game_id: str, rules: Any, session: Session, data: JSON) -> None:
     except (KeyError, TypeError, ValueError) as error:
         raise RecoveryError(f"game {game_id}: snapshot is corrupt (cannot decode: "
                             f"{error!r})") from error
+    if "resumes" not in data["table"]:  # written before the count: the replay's is kept
+        stored = replace(stored, resumes=session.table.resumes)
     if _normal(table_codec.encode_table(rules, stored)) != _normal(
             table_codec.encode_table(rules, session.table)):
         raise RecoveryError(f"game {game_id}: snapshot at input {data['index']} differs from "

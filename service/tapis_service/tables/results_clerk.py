@@ -27,6 +27,7 @@ import structlog
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from tapis.v1 import game_service_pb2 as pb
+from tapis_engine import fairness
 from tapis_engine import table as tbl
 from tapis_service.observe import metrics
 from tapis_service.observe.logrepeat import RepeatLimiter
@@ -46,8 +47,8 @@ NEAR_LISTED = 100
 def _summary(setup: object, record: tbl.GameRecord) -> pb.GameSummary:
     return pb.GameSummary(game_number=record.number, winners=record.winners,
                           scores=record.scores, summary=record.summary, seed=record.seed,
-                          seed_salt=tbl.seed_salt(setup, record.number),  # type: ignore[arg-type]
-                          seed_commitment=tbl.seed_commitment(setup,  # type: ignore[arg-type]
+                          seed_salt=fairness.seed_salt(setup, record.number),  # type: ignore[arg-type]
+                          seed_commitment=fairness.seed_commitment(setup,  # type: ignore[arg-type]
                                                               record.number))
 
 

@@ -373,8 +373,8 @@ class TableActor(TableWrites):
 
     def resume(self, session: Session) -> None:
         """A table read back into memory (restored, rebuilt, adopted), which nobody could play
-        at meanwhile: each person it awaits gets at least a whole turn from now (``tbl.Resume``,
-        journaled; its event published once committed). Armed by its loading, not here."""
+        at meanwhile: each person awaited gets a whole turn from now at least (``tbl.Resume``:
+        journaled, published once committed; ``tbl.MAX_RESUMES`` a move). Armed by its loading."""
         now = self._now_ms()
         if tbl.resume_due(session.table, now):
             move = tbl.Resume()
