@@ -33,7 +33,7 @@ from tests.browser.tables import (
     war_against_the_computer,
     war_deck,
 )
-from tests.support.browser import screenshot_path
+from tests.support.browser import address, open_page, screenshot_path, socket_to
 from tests.support.calls import auth
 from tests.support.cards import cards
 from tests.support.server import Harness, Restartable, ServerFactory
@@ -55,26 +55,6 @@ async def assert_suits_coloured(page: Any) -> None:
         "cards => cards.map(c => [c.dataset.card, c.classList.contains('red')])")
     wrong = [card for card, red in shown if red != any(suit in card for suit in "♥♦")]
     assert not wrong, f"cards in the wrong colour: {wrong}"
-
-
-def address(served: Harness | int | None) -> str:
-    port = served if isinstance(served, int) else served.running.ws_port  # type: ignore[union-attr]
-    return f"http://127.0.0.1:{port}/"
-
-
-async def socket_to(harness: Harness) -> Client:
-    return await Client.open(f"ws://127.0.0.1:{harness.running.ws_port}/ws")
-
-
-async def open_page(browser: Any, harness: Harness | int | None, path: str = "",
-                    locale: str = "en-GB") -> Any:
-    context = await browser.new_context(locale=locale, viewport={"width": 1100, "height": 820})
-    page = await context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.errors = errors
-    await page.goto(address(harness) + path)
-    return page
 
 
 async def test_the_page_names_the_four_games(browser: Any, served: Harness) -> None:

@@ -10,6 +10,10 @@ import importlib.util
 import os
 import shutil
 from pathlib import Path
+from typing import Any
+
+from tests.support.server import Harness
+from tests.support.websocket import Client
 
 CHROMIUM = shutil.which("chromium")
 REQUIRED = os.environ.get("TAPIS_BROWSER_TESTS") == "1"
@@ -26,3 +30,26 @@ def screenshot_path(name: str) -> str | None:
         return None
     Path(SCREENS).mkdir(parents=True, exist_ok=True)
     return str(Path(SCREENS) / f"web-{name}.png")
+
+
+def address(served: Harness | int | None) -> str:
+    """The web client's address on ``served``'s WebSocket port (or on that port)."""
+    port = served if isinstance(served, int) else served.running.ws_port  # type: ignore[union-attr]
+    return f"http://127.0.0.1:{port}/"
+
+
+async def socket_to(harness: Harness) -> Client:
+    return await Client.open(f"ws://127.0.0.1:{harness.running.ws_port}/ws")
+
+
+async def open_page(browser: Any, harness: Harness | int | None, path: str = "",
+                    locale: str = "en-GB") -> Any:
+    """A new page at ``path`` of the web client, in ``locale``; its uncaught errors gathered
+    in ``page.errors``."""
+    context = await browser.new_context(locale=locale, viewport={"width": 1100, "height": 820})
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.errors = errors
+    await page.goto(address(harness) + path)
+    return page
