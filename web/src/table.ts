@@ -60,6 +60,12 @@ export class Table {
   /** The last event taken in from the table's stream (never from a view read: events after
    * it still come on the stream, resumed from there after a new socket). */
   streamed = 0n;
+  /** The table's last event when the page opened it. The page reads the events from the
+   * table's first, as the terminal client does: those up to here are its history (their lines,
+   * what the screen keeps), never a window. So a page opened on a seat the computer plays says
+   * why: the seat's timer ran out, or the seat was handed to this page's holder (a SeatReplaced
+   * only ever read so: the former holder's stream ends before it). */
+  opened = 0n;
   /** Actions sent and not answered yet (keys are ignored meanwhile). */
   sending = 0;
   log: string[] = [];
@@ -80,7 +86,7 @@ export class Table {
   async start(): Promise<void> {
     await this.refresh();
     if (this.view) {
-      this.streamed = this.view.lastSequence;
+      this.opened = this.view.lastSequence;
       await socket.follow(this.gameId, { seatToken: this.token }, this.streamed,
         (batch) => {
           if (batch.presence.length) this.presence(batch.presence);
@@ -114,12 +120,16 @@ export class Table {
       if (event.sequence <= this.streamed) continue;
       this.streamed = event.sequence;
       const screen = this.view ? screenFor(this.view.kind) : undefined;
-      // a new game, a new history (game 1's keeps who sat down)
+      // a new game, a new history (game 1's keeps who sat down); the seat handed to this
+      // page's holder, too (the seat's lines before it were its former holder's)
       if (event.body.case === "gameStarted" && event.body.value.gameNumber > 1) this.log = [];
+      if (event.body.case === "seatReplaced" && event.body.value.seat === this.view?.yourSeat) {
+        this.log = [];
+      }
       screen?.see?.(event, this.view, this.context());
       const line = tableLine(event, this.context()) ?? screen?.describe(event, this.context());
       if (line) this.logged(line);
-      if (event.body.case === "gameEnded") this.seriesOpen = true;
+      if (event.body.case === "gameEnded" && event.sequence > this.opened) this.seriesOpen = true;
     }
     void this.refresh();
   }
