@@ -1,12 +1,15 @@
-"""The clients' tests run in English whatever the machine's locale, and leave it so."""
+"""The clients' tests run in English whatever the machine's locale, and leave it so; the
+``terminal`` fixture starts the CLI on a pty."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
 from tapis_clients import i18n
+from tests.clients.terminal import StartTerminal, Terminal
 
 
 @pytest.fixture(autouse=True)
@@ -17,3 +20,17 @@ def english(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     i18n.use("en")
     yield
     i18n.use("en")
+
+
+@pytest.fixture
+async def terminal(tmp_path: Path) -> AsyncIterator[StartTerminal]:
+    started: list[Terminal] = []
+
+    async def start(*args: str, **options: object) -> Terminal:
+        term = await Terminal.start(*args, state_dir=tmp_path, **options)  # type: ignore[arg-type]
+        started.append(term)
+        return term
+
+    yield start
+    for term in started:
+        await term.close()

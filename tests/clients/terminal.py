@@ -11,10 +11,17 @@ import signal
 import struct
 import sys
 import termios
-from collections.abc import Callable
+import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pyte
+
+from tapis.v1 import game_service_pb2 as pb
+from tapis.v1 import war_pb2
+from tapis.v1.cards_pb2 import Card
+from tests.support.calls import REVEAL, auth, person_seats
+from tests.support.server import Harness
 
 ROWS, COLUMNS = 24, 80
 PATIENCE_S = 30.0
@@ -153,3 +160,48 @@ class Terminal:
         loop.remove_reader(self.master)
         os.close(self.master)
         os.close(self.slave)
+
+
+StartTerminal = Callable[..., Awaitable[Terminal]]
+"""The ``terminal`` fixture: starts ``tapis ARGS`` on a pty (closed at the test's end)."""
+
+
+def target(h: Harness) -> str:
+    return f"127.0.0.1:{h.running.port}"
+
+
+async def war_for_two(h: Harness, turn_ms: int = 0, deck: list[Card] | None = None,
+                      points: int = 20) -> tuple[str, str]:
+    """A War table for two people; the test sits at seat 0 (its token), the CLI gets seat 1."""
+    request = pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, seat_configs=person_seats(2),
+        turn_time_limit_ms=turn_ms, request_id=uuid.uuid4().hex,
+        war=war_pb2.WarOptions(target_points=points))
+    if deck:
+        request.stacked_deck.extend(deck)
+        request.stacked_first_seat = 0
+    else:
+        request.seed = 4
+    created = await h.stub.CreateGame(request)
+    joined = await h.stub.JoinGame(pb.JoinGameRequest(
+        game_id=created.game.game_id, seat=0, display_name="tester"))
+    return created.game.game_id, joined.seat_token
+
+
+async def view(h: Harness, game_id: str, token: str = "") -> pb.GameView:
+    return (await h.stub.GetGame(pb.GetGameRequest(game_id=game_id),
+                                 metadata=auth(token) if token else None)).game
+
+
+async def cli_to_move(h: Harness, game_id: str, token: str, term: Terminal) -> pb.GameView:
+    """Play the test's seat until the CLI's seat (1) is awaited and its menu is on screen."""
+    await term.wait_for(lambda text: "(you)" in text and "deck 26" in text,
+                        "the CLI seated and the game started")
+    table = await view(h, game_id)
+    if table.awaiting_seats[0] == 0:
+        await h.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),
+                                  metadata=auth(token))
+        table = await view(h, game_id)
+    assert table.awaiting_seats[0] == 1
+    await term.wait_for("reveal your top card")
+    return table

@@ -11,7 +11,6 @@ import re
 import signal
 import termios
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -22,34 +21,23 @@ from tapis.v1 import war_pb2
 from tapis.v1.cards_pb2 import Card
 from tapis_clients import seats_file
 from tapis_service.observe.clock import ManualClock
-from tests.clients.terminal import PATIENCE_S, Terminal
+from tests.clients.terminal import (
+    PATIENCE_S,
+    REVEAL,
+    StartTerminal,
+    Terminal,
+    cli_to_move,
+    target,
+    view,
+    war_for_two,
+)
 from tests.support.calls import auth, person_seats
 from tests.support.server import Harness, ServerFactory
 
-REVEAL = pb.Action(war=war_pb2.WarAction(reveal=war_pb2.WarReveal()))
 FLIP = pb.Action(bataille_corse=corse_pb2.BatailleCorseAction(
     flip=corse_pb2.BatailleCorseFlip()))
-StartTerminal = Callable[..., Awaitable[Terminal]]
 COUNTDOWN = re.compile(r"\b(\d):(\d\d)\b")
 END_WINDOW = re.compile(r"Game \d+ is over|Partie \d+ terminée")
-
-
-@pytest.fixture
-async def terminal(tmp_path: Path) -> AsyncIterator[StartTerminal]:
-    started: list[Terminal] = []
-
-    async def start(*args: str, **options: object) -> Terminal:
-        term = await Terminal.start(*args, state_dir=tmp_path, **options)  # type: ignore[arg-type]
-        started.append(term)
-        return term
-
-    yield start
-    for term in started:
-        await term.close()
-
-
-def target(h: Harness) -> str:
-    return f"127.0.0.1:{h.running.port}"
 
 
 def row(text: str, name: str) -> str:
@@ -62,43 +50,6 @@ def full_deck(first: list[Card]) -> list[Card]:
     top = {(c.rank, c.suit) for c in first}
     return first + [Card(rank=r, suit=s) for s in (1, 2, 3, 4) for r in range(2, 15)  # type: ignore[arg-type]
                     if (r, s) not in top]
-
-
-async def war_for_two(h: Harness, turn_ms: int = 0, deck: list[Card] | None = None,
-                      points: int = 20) -> tuple[str, str]:
-    """A War table for two people; the test sits at seat 0 (its token), the CLI gets seat 1."""
-    request = pb.CreateGameRequest(
-        kind=pb.GAME_KIND_WAR, seats=2, seat_configs=person_seats(2),
-        turn_time_limit_ms=turn_ms, request_id=uuid.uuid4().hex,
-        war=war_pb2.WarOptions(target_points=points))
-    if deck:
-        request.stacked_deck.extend(deck)
-        request.stacked_first_seat = 0
-    else:
-        request.seed = 4
-    created = await h.stub.CreateGame(request)
-    joined = await h.stub.JoinGame(pb.JoinGameRequest(
-        game_id=created.game.game_id, seat=0, display_name="tester"))
-    return created.game.game_id, joined.seat_token
-
-
-async def view(h: Harness, game_id: str, token: str = "") -> pb.GameView:
-    return (await h.stub.GetGame(pb.GetGameRequest(game_id=game_id),
-                                 metadata=auth(token) if token else None)).game
-
-
-async def cli_to_move(h: Harness, game_id: str, token: str, term: Terminal) -> pb.GameView:
-    """Play the test's seat until the CLI's seat (1) is awaited and its menu is on screen."""
-    await term.wait_for(lambda text: "(you)" in text and "deck 26" in text,
-                        "the CLI seated and the game started")
-    table = await view(h, game_id)
-    if table.awaiting_seats[0] == 0:
-        await h.stub.SubmitAction(pb.SubmitActionRequest(game_id=game_id, action=REVEAL),
-                                  metadata=auth(token))
-        table = await view(h, game_id)
-    assert table.awaiting_seats[0] == 1
-    await term.wait_for("reveal your top card")
-    return table
 
 
 async def the_only_table(h: Harness) -> str:
