@@ -193,9 +193,17 @@ async def view(h: Harness, game_id: str, token: str = "") -> pb.GameView:
                                  metadata=auth(token) if token else None)).game
 
 
-async def cli_to_move(h: Harness, game_id: str, token: str, term: Terminal) -> pb.GameView:
-    """Play the test's seat until the CLI's seat (1) is awaited and its menu is on screen."""
-    await term.wait_for(lambda text: "(you)" in text and "deck 26" in text,
+WAR_SCREEN = {"en": ("(you)", "deck 26", "reveal your top card"),
+              "fr": ("(vous)", "paquet 26", "retourner votre carte du dessus")}
+"""A War table's first screen in each language: the CLI's seat, its deck, its move."""
+
+
+async def cli_to_move(h: Harness, game_id: str, token: str, term: Terminal,
+                      language: str = "en") -> pb.GameView:
+    """Play the test's seat until the CLI's seat (1) is awaited and its menu is on screen (in
+    ``language``)."""
+    you, deck, reveal = WAR_SCREEN[language]
+    await term.wait_for(lambda text: you in text and deck in text,
                         "the CLI seated and the game started")
     table = await view(h, game_id)
     if table.awaiting_seats[0] == 0:
@@ -203,5 +211,5 @@ async def cli_to_move(h: Harness, game_id: str, token: str, term: Terminal) -> p
                                   metadata=auth(token))
         table = await view(h, game_id)
     assert table.awaiting_seats[0] == 1
-    await term.wait_for("reveal your top card")
+    await term.wait_for(reveal)
     return table
