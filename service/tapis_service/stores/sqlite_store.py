@@ -24,7 +24,6 @@ import fcntl
 import json
 import os
 import sqlite3
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,7 @@ from tapis_service.stores.store import (
     StoreUnavailable,
     paced,
 )
+from tapis_service.stores.stored_rows import UNDECODABLE, decoded, row_text, short
 
 JSON = dict[str, Any]
 FILE_NAME = "tapis.sqlite3"
@@ -106,9 +106,6 @@ MIGRATIONS: tuple[str, ...] = (
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this server writes and reads."""
-UNDECODABLE = (ValueError, TypeError, RecursionError)
-"""What ``json.loads`` raises for a stored row it cannot read (RecursionError: valid JSON nested
-deeper than the decoder follows, no record Tapis writes)."""
 
 
 class SqliteStore(GroupCommitWriter):
@@ -224,14 +221,14 @@ class SqliteStore(GroupCommitWriter):
             finally:
                 reader.close()
         except sqlite3.Error as error:
-            raise StoreCorrupt(f"{self.path}: cannot be read ({_short(error)})") from error
+            raise StoreCorrupt(f"{self.path}: cannot be read ({short(error)})") from error
         found: list[tuple[str, JSON | None]] = []
         for raw_id, listing in rows:
             try:
-                decoded = json.loads(listing)
+                read = json.loads(listing)
             except UNDECODABLE:
-                decoded = None
-            found.append((_text(raw_id), decoded if isinstance(decoded, dict) else None))
+                read = None
+            found.append((row_text(raw_id), read if isinstance(read, dict) else None))
         return found
 
     def probe(self) -> asyncio.Future[None]:
@@ -261,12 +258,12 @@ class SqliteStore(GroupCommitWriter):
             finally:
                 reader.close()
         except sqlite3.Error as error:
-            raise StoreCorrupt(f"{self.path}: cannot be read ({_short(error)})") from error
+            raise StoreCorrupt(f"{self.path}: cannot be read ({short(error)})") from error
         loaded: list[tuple[str, JSON, JSON | None, list[JSON]]] = []
         async for raw_id, record in paced(games):  # the health service answers meanwhile
             row = snapshots.get(raw_id)
-            game_id = _text(raw_id)
-            loaded.append((game_id, *_decoded(game_id, record, row, journals.get(raw_id, []))))
+            game_id = row_text(raw_id)
+            loaded.append((game_id, *decoded(record, row, journals.get(raw_id, []))))
         return loaded
 
     async def load_game(self, game_id: str) -> StoredGame | None:
@@ -288,8 +285,8 @@ class SqliteStore(GroupCommitWriter):
             finally:
                 reader.close()
         except sqlite3.Error as error:
-            raise StoreUnavailable(f"{self.path}: cannot be read ({_short(error)})") from error
-        return _decoded(game_id, row[0], snap_row, journal)
+            raise StoreUnavailable(f"{self.path}: cannot be read ({short(error)})") from error
+        return decoded(row[0], snap_row, journal)
 
     def close(self) -> None:
         """Commit what is queued, fold the journal's inbox (a file closed cleanly has every
@@ -347,58 +344,3 @@ def _lock_directory(data_dir: Path) -> int:
         raise StoreInUse(f"another tapis-server is using {data_dir} ({LOCK_NAME} is "
                          "locked)") from error
     return descriptor
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-
-
-def _short(error: BaseException) -> str:
-    """An error's text cut short: SQLite may quote a whole stored row in it."""
-    text = str(error)
-    return text if len(text) <= 80 else text[:80] + "…"
-
-
-def _undecoded(error: Exception) -> str:
-    """Why a stored row is not JSON the store can read: the decoder's words, or that it nests
-    deeper than the decoder follows (valid JSON still, but no record Tapis writes)."""
-    return "nested too deep" if isinstance(error, RecursionError) else _short(error)
-
-
-def _decoded(game_id: str, record: bytes | str, snapshot_row: tuple[Any, ...] | None,
-             journal: Sequence[tuple[int, bytes | str]]) -> StoredGame:
-    """Decode one table's rows; a table that cannot be decoded is marked damaged. Messages
-    never quote the stored text (it holds request ids and cards)."""
-    snap: JSON | None = None
-    if snapshot_row is not None:
-        index, fmt, digest, data = snapshot_row
-        try:
-            text = data.decode("utf-8") if isinstance(data, bytes) else data
-            valid = checksum(text) == _text(digest)
-        except UnicodeDecodeError:
-            text, valid = "", False
-        snap = {"index": index, "format": fmt, "checksum_ok": valid, "text": text}
-    try:
-        decoded_record = json.loads(record)
-    except UNDECODABLE as error:
-        return {"damaged": f"the creation record is not valid JSON ({_undecoded(error)})"}, None, []
-    if not isinstance(decoded_record, dict):
-        return {"damaged": "the creation record is not a JSON object"}, None, []
-
-    def damaged(why: str) -> StoredGame:
-        return {"damaged": why, "kind": decoded_record.get("kind"),
-                "ownership": decoded_record.get("ownership")}, None, []
-
-    entries = []
-    for expected, (index, entry) in enumerate(journal, start=1):
-        if index != expected:
-            return damaged(f"journal input {index} is there twice" if index == expected - 1
-                           else f"journal input {expected} is missing")
-        try:
-            decoded = json.loads(entry)
-        except UNDECODABLE as error:
-            return damaged(f"journal input {index} is not valid JSON ({_undecoded(error)})")
-        if not isinstance(decoded, dict):
-            return damaged(f"journal input {index} is not a JSON object")
-        entries.append(decoded)
-    return decoded_record, snap, entries
