@@ -1,20 +1,24 @@
 """One suite for every durable store (SQLite and PostgreSQL): committed before the awaitable
 completes, in order, group-committed; close commits what is queued; a table is read back as
-it was written; the journal key refuses a second input at an index."""
+it was written; the journal key refuses a second input at an index; a table whose rows
+cannot be decoded is read back as that table damaged, its neighbours intact."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 
 from tapis_service.stores.postgres_store import PostgresStore
-from tapis_service.stores.sqlite_store import SqliteStore
+from tapis_service.stores.sqlite_store import FILE_NAME, SqliteStore
 from tapis_service.stores.store import JournalConflict
+from tests.support.damage import TOO_DEEP
 
 
 @dataclass
@@ -24,6 +28,8 @@ class Kit:
     name: str
     open: Callable[[], Awaitable[Any]]
     close: Callable[[Any], Awaitable[None]]
+    tamper: Callable[[str], Awaitable[None]]
+    """Runs a statement on the stored tables behind the store's back (the store closed)."""
 
 
 async def _close_sqlite(store: SqliteStore) -> None:
@@ -42,7 +48,13 @@ async def kit(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[K
         async def open_sqlite() -> SqliteStore:
             opened.append(SqliteStore(tmp_path))
             return opened[-1]
-        made = Kit("sqlite", open_sqlite, _close_sqlite)  # type: ignore[arg-type]
+
+        async def tamper_sqlite(statement: str) -> None:
+            stored = sqlite3.connect(tmp_path / FILE_NAME)
+            with stored:
+                stored.execute(statement)
+            stored.close()
+        made = Kit("sqlite", open_sqlite, _close_sqlite, tamper_sqlite)  # type: ignore[arg-type]
     else:
         postgres = request.getfixturevalue("postgres")
         database = await postgres.create_database()
@@ -51,7 +63,15 @@ async def kit(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[K
         async def open_postgres() -> PostgresStore:
             opened.append(await PostgresStore.open(url))
             return opened[-1]
-        made = Kit("postgres", open_postgres, _close_postgres)  # type: ignore[arg-type]
+
+        async def tamper_postgres(statement: str) -> None:
+            connection = await asyncpg.connect(url)
+            try:
+                await connection.execute(statement)
+            finally:
+                await connection.close()
+        made = Kit("postgres", open_postgres, _close_postgres,  # type: ignore[arg-type]
+                   tamper_postgres)
     yield made
     for store in opened:
         await made.close(store)
@@ -135,3 +155,40 @@ async def test_the_journal_key_refuses_a_second_input_at_an_index(kit: Kit) -> N
         await must(store.appended("g", 1, {"second": True}))
     _, _, journal = await one(store, "g")
     assert journal == [{"first": True}]
+
+
+@pytest.mark.parametrize(("statement", "why"), [
+    (f"UPDATE journal SET entry = '{TOO_DEEP}' WHERE game_id = 'g' AND idx = 2",
+     "journal input 2 is not valid JSON (nested too deep)"),
+    ("UPDATE journal SET entry = '{\"i\": ' WHERE game_id = 'g' AND idx = 2",
+     "journal input 2 is not valid JSON"),
+    ("UPDATE journal SET entry = '[1, 2]' WHERE game_id = 'g' AND idx = 2",
+     "journal input 2 is not a JSON object"),
+    ("DELETE FROM journal WHERE game_id = 'g' AND idx = 2", "journal input 2 is missing"),
+    (f"UPDATE games SET record = '{TOO_DEEP}' WHERE game_id = 'g'",
+     "the creation record is not valid JSON (nested too deep)"),
+    ("UPDATE games SET record = '\"war\"' WHERE game_id = 'g'",
+     "the creation record is not a JSON object"),
+], ids=["input-too-deep", "input-cut", "input-list", "input-missing", "record-too-deep",
+        "record-string"])
+async def test_a_row_it_cannot_decode_reads_back_as_that_table_damaged(
+        kit: Kit, statement: str, why: str) -> None:
+    """``load`` and ``load_game`` alike: the table is marked damaged (recovery quarantines
+    it), saying why without quoting the row; its neighbour reads back intact."""
+    store = await kit.open()
+    for game_id in ("g", "h"):
+        store.created(game_id, {"kind": "war", "ownership": {"backend": "b"}})
+        for i in (1, 2, 3):
+            store.appended(game_id, i, {"i": i})
+    await kit.close(store)
+    await kit.tamper(statement)
+    reopened = await kit.open()
+    stored = {game_id: (record, snapshot, journal)
+              for game_id, record, snapshot, journal in await loaded(reopened)}
+    assert stored["h"] == ({"kind": "war", "ownership": {"backend": "b"}}, None,
+                           [{"i": 1}, {"i": 2}, {"i": 3}])
+    record, snapshot, journal = stored["g"]
+    assert record["damaged"] == why or record["damaged"].startswith(why + " (")
+    assert (snapshot, journal) == (None, [])
+    assert await one(reopened, "g") == stored["g"]
+    assert await one(reopened, "h") == stored["h"]

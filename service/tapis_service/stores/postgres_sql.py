@@ -17,8 +17,8 @@ from typing import Any
 import asyncpg
 import structlog
 
-from tapis_service.stores.checksums import checksum
 from tapis_service.stores.store import RecoveryError, SchemaTooNew, StoredGame
+from tapis_service.stores.stored_rows import UNDECODABLE, decoded
 
 JSON = dict[str, Any]
 Loaded = list[tuple[str, JSON, JSON | None, list[JSON]]]
@@ -190,19 +190,20 @@ async def probe(connection: asyncpg.Connection) -> None:
 
 async def load_all(connection: asyncpg.Connection) -> Loaded:
     """Every stored table not at rest (``resting`` lists those), oldest first: (game_id,
-    record, snapshot or None, journal). Nothing of a resting table is read."""
+    record, snapshot or None, journal); one whose rows cannot be decoded, marked damaged
+    (``stored_rows``: recovery quarantines it). Nothing of a resting table is read."""
     games = await connection.fetch(
         "SELECT game_id, record FROM games WHERE listing IS NULL ORDER BY created_order")
     snapshots = {r["game_id"]: r for r in await connection.fetch(
         "SELECT s.game_id, s.idx, s.format, s.checksum, s.data FROM snapshots s "
         "JOIN games g ON g.game_id = s.game_id WHERE g.listing IS NULL")}
-    journals: dict[str, list[JSON]] = {}
+    journals: dict[str, list[tuple[int, str]]] = {}
     for row in await connection.fetch(
-            "SELECT j.game_id, j.entry FROM journal j JOIN games g ON g.game_id = j.game_id "
-            "WHERE g.listing IS NULL ORDER BY j.game_id, j.idx"):
-        journals.setdefault(row["game_id"], []).append(json.loads(row["entry"]))
-    return [(r["game_id"], json.loads(r["record"]), _snapshot(snapshots.get(r["game_id"])),
-             journals.get(r["game_id"], [])) for r in games]
+            "SELECT j.game_id, j.idx, j.entry FROM journal j JOIN games g "
+            "ON g.game_id = j.game_id WHERE g.listing IS NULL ORDER BY j.game_id, j.idx"):
+        journals.setdefault(row["game_id"], []).append((row["idx"], row["entry"]))
+    return [(r["game_id"], *decoded(r["record"], _snapshot_row(snapshots.get(r["game_id"])),
+                                    journals.get(r["game_id"], []))) for r in games]
 
 
 async def resting(connection: asyncpg.Connection) -> list[tuple[str, JSON | None]]:
@@ -211,16 +212,17 @@ async def resting(connection: asyncpg.Connection) -> list[tuple[str, JSON | None
     for row in await connection.fetch("SELECT game_id, listing FROM games WHERE listing IS "
                                       "NOT NULL ORDER BY created_order"):
         try:
-            decoded = json.loads(row["listing"])
-        except (ValueError, RecursionError):
-            decoded = None
-        found.append((row["game_id"], decoded if isinstance(decoded, dict) else None))
+            read = json.loads(row["listing"])
+        except UNDECODABLE:
+            read = None
+        found.append((row["game_id"], read if isinstance(read, dict) else None))
     return found
 
 
 async def load_game(connection: asyncpg.Connection, game_id: str
                     ) -> tuple[StoredGame, int] | None:
-    """One stored table and its last journal index (0: none); None when not stored."""
+    """One stored table as ``load_all`` gives it, and its last journal index (0: none); None
+    when not stored."""
     row = await connection.fetchrow("SELECT record FROM games WHERE game_id = $1", game_id)
     if row is None:
         return None
@@ -228,16 +230,16 @@ async def load_game(connection: asyncpg.Connection, game_id: str
         "SELECT idx, format, checksum, data FROM snapshots WHERE game_id = $1", game_id)
     entries = await connection.fetch(
         "SELECT idx, entry FROM journal WHERE game_id = $1 ORDER BY idx", game_id)
-    stored = (json.loads(row["record"]), _snapshot(snap_row),
-              [json.loads(r["entry"]) for r in entries])
+    stored = decoded(row["record"], _snapshot_row(snap_row),
+                     [(r["idx"], r["entry"]) for r in entries])
     return stored, entries[-1]["idx"] if entries else 0
 
 
-def _snapshot(row: Any) -> JSON | None:
+def _snapshot_row(row: Any) -> tuple[int, int, str, str] | None:
+    """A snapshot's row as ``stored_rows.decoded`` reads it (None: no snapshot)."""
     if row is None:
         return None
-    return {"index": row["idx"], "format": row["format"],
-            "checksum_ok": checksum(row["data"]) == row["checksum"], "text": row["data"]}
+    return row["idx"], row["format"], row["checksum"], row["data"]
 
 
 async def secret(connection: asyncpg.Connection, name: str) -> bytes:
