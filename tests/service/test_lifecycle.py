@@ -210,6 +210,10 @@ def transit(world: World, game_id: str, was: TableState, to: TableState,
         session = war_session(game_id)
         tables.begin(session)
         return session
+    if to is S.QUARANTINED and was is S.LIVE:  # its install failed part way
+        assert held is not None
+        tables.install_failed(held, Quarantined("war", "install failed", OWNER))
+        return None
     if to is S.QUARANTINED:
         tables.quarantine(game_id, Quarantined("war", "damaged again", OWNER))
         return None
@@ -363,7 +367,7 @@ async def test_a_table_installed_unarmed_is_armed_later_if_still_live() -> None:
 GAMES = ("g0", "g1", "g2")
 OPERATIONS = ("begin", "created", "not_created", "in_doubt", "install", "rebuild",
               "unconfirmed", "listed_at_rest", "rest", "failed", "discard", "unlist_resting",
-              "give_up", "quarantine", "drop")
+              "give_up", "quarantine", "install_failed", "drop")
 
 
 def operate(world: World, operation: str, game_id: str) -> None:
@@ -384,6 +388,8 @@ def operate(world: World, operation: str, game_id: str) -> None:
         tables.listed_at_rest(game_id, resting_line(game_id))
     elif operation == "quarantine":
         tables.quarantine(game_id, Quarantined("war", "damaged", OWNER))
+    elif operation == "install_failed":
+        tables.install_failed(held, Quarantined("war", "install failed", OWNER))
     elif operation in ("discard", "unlist_resting", "drop"):
         getattr(tables, operation)(game_id)
     else:

@@ -10,6 +10,7 @@ The states (``TableState``) and the transitions between them (``Tables`` methods
     LIVE ──failed──▶ UNAVAILABLE ──give_up──▶ GONE      (a write failed; not rebuilt)
     LIVE ──discard──▶ GONE ◀──unlist_resting── RESTING  (dropped, moved or lost, handed off)
     GONE, RESTING, UNAVAILABLE ──quarantine──▶ QUARANTINED  (stored but damaged)
+    LIVE ──install_failed──▶ QUARANTINED   (restored, but its install raised part way)
 
 ``GONE`` is no entry at all: a table this server does not hold. What each transition does is
 declared in ``TRANSITIONS`` and done by ``Tables._move``, the one function that changes a
@@ -109,6 +110,7 @@ TRANSITIONS: dict[tuple[TableState, TableState], Effects] = {
     (S.RESTING, S.QUARANTINED): Effects("-", "remove", "-", "-", False),
     (S.UNAVAILABLE, S.QUARANTINED): Effects("-", "-", "end", "-", False),
     (S.QUARANTINED, S.QUARANTINED): Effects("-", "-", "-", "-", False),  # damaged again
+    (S.LIVE, S.QUARANTINED): Effects("cancel", "remove", "end", "forget", False),  # install failed
 }
 """The allowed transitions and their effects; any other is a bug (``TransitionError``)."""
 
@@ -446,6 +448,19 @@ class Tables:
         apart, listed as damaged (``ListGames`` reads ``quarantined_tables``), refused."""
         self._move(game_id, S.QUARANTINED, (S.GONE, S.RESTING, S.UNAVAILABLE, S.QUARANTINED),
                    damaged=damaged)
+
+    def install_failed(self, session: Session, damaged: Quarantined,
+                       kept: Session | None = None) -> None:
+        """LIVE -> QUARANTINED: ``session``'s install (or deferred arming) raised part way;
+        nothing of it stays (timers, listing, tokens, streams: ``kept``'s too, a rebuild's).
+        One that failed before it went LIVE is quarantined from where it still is."""
+        if self.session(session.game_id) is session:
+            self._move(session.game_id, S.QUARANTINED, (S.LIVE,), damaged=damaged)
+        else:
+            self.quarantine(session.game_id, damaged)
+        if kept is not None:
+            for subscriber in list(kept.subscribers):
+                subscriber.close()
 
     # --- stopping --------------------------------------------------------------------------
 
