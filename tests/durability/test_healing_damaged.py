@@ -1,8 +1,9 @@
 """The healer after an outage meets a table it cannot rebuild: the table is quarantined alone
 (refused with GAME_QUARANTINED, with a log line), every other discarded table is rebuilt and
 served, and the server reports the store available again. Neither a damaged record that the
-engine refuses on replay (a ``RuleError``, not a ``RecoveryError``) nor an unexpected exception
-while reading one table ends the healing for good."""
+engine refuses on replay (a ``RuleError``, not a ``RecoveryError``), nor an unexpected exception
+while reading one table, nor an install that fails part way once the table is restored ends the
+healing for good."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from tapis_service.stores.sqlite_store import FILE_NAME, SqliteStore
 from tapis_service.stores.store import StoreUnavailable
 from tapis_service.tables.lifecycle import TableState
 from tests.support.calls import person_seats, reason_of
+from tests.support.damage import FAILED_INSTALL, FailingInstall
 from tests.support.server import Harness, ServerFactory
 from tests.support.tables import live_of, quarantined_of
 
@@ -121,3 +123,23 @@ async def test_an_unexpected_error_reading_one_table_quarantines_it_alone(
         _outage(h, games)
         await _healed(h)
     await _assert_quarantined_alone(h, games, damaged, logs, "RuntimeError")
+
+
+@pytest.mark.parametrize("after_arming", [False, True], ids=["told", "armed"])
+async def test_a_table_whose_install_fails_on_rebuild_is_quarantined_alone(
+        make_server: ServerFactory, tmp_path: Path, after_arming: bool) -> None:
+    """Restored faithfully, the middle table's install raises part way (a hook run on a table
+    read back, or its arming): quarantined, not left live half-installed, and the stream that
+    waited for its rebuild ends; the others are rebuilt."""
+    h, games = await _three_tables(make_server, SqliteStore(tmp_path, synchronous="OFF"))
+    damaged = games[1]
+    waiting, _, _ = h.host.subscribe(live_of(h.host)[damaged], None, 0)
+    failing = FailingInstall(damaged, after_arming)
+    failing.on(h.host)
+    with structlog.testing.capture_logs() as logs:
+        _outage(h, games)
+        await _healed(h)
+    await _assert_quarantined_alone(h, games, damaged, logs, FAILED_INSTALL)
+    assert waiting.closed
+    assert damaged not in h.host.lobby
+    failing.assert_nothing_left(logs)

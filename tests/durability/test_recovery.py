@@ -22,7 +22,13 @@ from tapis_service.observe.clock import ManualClock
 from tapis_service.stores.sqlite_store import FILE_NAME
 from tapis_service.tables.ownership import Ownership
 from tests.support.calls import auth, reason_of
-from tests.support.damage import fail_restoring, nest_journal_too_deep, nest_snapshot_too_deep
+from tests.support.damage import (
+    FAILED_INSTALL,
+    FailingInstall,
+    fail_restoring,
+    nest_journal_too_deep,
+    nest_snapshot_too_deep,
+)
 from tests.support.driver import all_events, play, start_game
 from tests.support.server import Restartable
 from tests.support.tables import quarantined_of
@@ -269,6 +275,25 @@ async def test_a_journal_input_nested_too_deep_is_quarantined_and_the_server_sta
     await two_games_one_with_a_snapshot(servers)
     game_id = nest_journal_too_deep(servers.data_dir)
     await assert_quarantined_alone(servers, game_id, "is not valid JSON (nested too deep)")
+
+
+@pytest.mark.parametrize("after_arming", [False, True], ids=["told", "armed"])
+async def test_a_game_whose_install_fails_is_quarantined_and_the_server_starts(
+        servers: Restartable, monkeypatch: pytest.MonkeyPatch, after_arming: bool) -> None:
+    """A game restored faithfully whose install raises part way (a hook the host runs on a
+    table read back, or its arming, deferred until every game is loaded): that game alone is
+    quarantined, its traceback logged and nothing of it left installed (its turn timers
+    cancelled), and the server starts, serving the other."""
+    stub = await servers.start(ManualClock())
+    damaged, _ = await war_between_people(stub, turn_ms=60_000)
+    await war_between_people(stub, turn_ms=60_000)
+    await servers.stop()
+    failing = FailingInstall(damaged, after_arming)
+    failing.at_start(monkeypatch)
+    with structlog.testing.capture_logs() as logs:
+        await assert_quarantined_alone(servers, damaged, FAILED_INSTALL)
+    failing.assert_nothing_left(logs)
+    assert bool(failing.armed) == after_arming
 
 
 async def test_a_retried_join_gets_the_same_seat_and_token_across_a_restart(

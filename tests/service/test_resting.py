@@ -9,6 +9,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+import structlog.testing
 
 from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import game_service_pb2_grpc as pb_grpc
@@ -17,7 +18,7 @@ from tapis_service.observe.clock import ManualClock
 from tapis_service.stores.sqlite_store import FILE_NAME, SqliteStore
 from tapis_service.tables.resting import RestingTable
 from tests.support.calls import auth, person_seats, reason_of
-from tests.support.damage import fail_restoring
+from tests.support.damage import FAILED_INSTALL, FailingInstall, fail_restoring
 from tests.support.driver import all_events
 from tests.support.resting import REVEAL, finished_war, views
 from tests.support.server import Harness, Restartable, ServerFactory
@@ -217,6 +218,31 @@ async def test_a_resting_table_restore_fails_on_unexpectedly_is_quarantined_when
     assert "RuntimeError" in quarantined_of(durable.host)[game_id].why
     assert [(g.game_id, g.status) for g in await listed(durable.stub, True)] == [
         (game_id, pb.GAME_STATUS_QUARANTINED)]
+
+
+@pytest.mark.parametrize("after_arming", [False, True], ids=["told", "armed"])
+async def test_a_resting_table_whose_install_fails_is_quarantined_when_it_comes_back(
+        durable: Harness, after_arming: bool) -> None:
+    """Restored faithfully, its install raises part way (a hook run on a table read back, or
+    its arming): refused GAME_QUARANTINED and listed so, not left live half-installed; another
+    resting table still comes back."""
+    game_id, _, _ = await finished_war(durable.stub, create_id="c1")
+    other, _, _ = await finished_war(durable.stub, create_id="c2")
+    assert rest(durable) == 2
+    failing = FailingInstall(game_id, after_arming)
+    failing.on(durable.host)
+    with structlog.testing.capture_logs() as logs:
+        for _ in range(2):  # quarantined at the first call; the second is told so too
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await durable.stub.GetGame(pb.GetGameRequest(game_id=game_id))
+            assert reason_of(refused.value) == "GAME_QUARANTINED"
+    failing.assert_nothing_left(logs)
+    assert FAILED_INSTALL in quarantined_of(durable.host)[game_id].why
+    assert {g.game_id: g.status for g in await listed(durable.stub, True)} == {
+        game_id: pb.GAME_STATUS_QUARANTINED, other: pb.GAME_STATUS_GAME_OVER}
+    view = (await durable.stub.GetGame(pb.GetGameRequest(game_id=other))).game
+    assert view.status == pb.GAME_STATUS_GAME_OVER
+    assert set(live_of(durable.host)) == {other}
 
 
 async def _played_to_its_end(h: Harness) -> str:

@@ -11,11 +11,13 @@ restored faithfully is quarantined: kept on disk untouched, listed (a private on
 backend only; one whose owner cannot be read, to nobody), and refused with GAME_QUARANTINED.
 
 What quarantines a table is declared here once, for every path that reads one back (the
-start, an adoption, a wake, this healer): ``Healing.restore_or_quarantine``. The damage
-``restore`` names (``RecoveryError``) and anything else it raises (a bug, or damage nothing
-foresaw, logged with its traceback: ``rebuild_failed``) quarantine that table alone; the
-store's own failure (``StoreError``: an outage, not damage) and a cancellation are the
-caller's.
+start, an adoption, a wake, this healer): ``Healing.restore_or_quarantine``, then
+``install_or_quarantine`` (and ``arm_or_quarantine`` for recovery's deferred arming). The
+damage ``restore`` names (``RecoveryError``) and anything else it raises (a bug, or damage
+nothing foresaw, logged with its traceback: ``rebuild_failed``) quarantine that table alone;
+so does anything its install raises once restored (a hook it runs: timers, fan-out, results,
+listeners), with nothing of that install left behind (``Tables.install_failed``). The store's
+own failure (``StoreError``: an outage, not damage) and a cancellation are the caller's.
 """
 
 from __future__ import annotations
@@ -233,9 +235,10 @@ class Healing:
         if not owned:
             self.lost(old)
             return
-        # its streams and presence carry on
-        fresh = host.tables.install(restored, confirmed=owned, epoch=old.epoch, kept=old)
-        log.info("game_rebuilt", game=game_id, inputs=fresh.journal_length)
+        # its streams and presence carry on (they end if it is quarantined)
+        fresh = self.install_or_quarantine(restored, confirmed=owned, epoch=old.epoch, kept=old)
+        if fresh is not None:
+            log.info("game_rebuilt", game=game_id, inputs=fresh.journal_length)
 
     def lost(self, session: Session) -> None:
         """A discarded table this server does not own any more (another node serves it):
@@ -257,6 +260,35 @@ class Healing:
         except Exception as error:  # a bug, or a record nothing foresaw
             self.quarantine(game_id, rebuild_failed(game_id, error), stored[0])
         return None
+
+    def install_or_quarantine(self, restored: Restored, *, confirmed: bool,
+                              epoch: int | None = None, at_rest: bool = False,
+                              kept: Session | None = None, arm: bool = True) -> Session | None:
+        """``Tables.install`` a restored table (the same arguments), or quarantine it alone
+        (None) when the install raises part way (a bug in a hook it runs: ``rebuild_failed``),
+        nothing of it left installed: no timer, listing, token nor stream."""
+        try:
+            return self.host.tables.install(restored, confirmed=confirmed, epoch=epoch,
+                                            at_rest=at_rest, kept=kept, arm=arm)
+        except Exception as error:  # a bug met on this table
+            self._install_failed(restored.session, error, kept)
+            return None
+
+    def arm_or_quarantine(self, session: Session) -> bool:
+        """``Tables.arm_deferred`` (recovery arms its tables once all are loaded), or
+        quarantine the table alone when arming it raises (False, as for one not LIVE)."""
+        try:
+            return self.host.tables.arm_deferred(session)
+        except Exception as error:  # a bug met on this table
+            self._install_failed(session, error, None)
+            return False
+
+    def _install_failed(self, session: Session, error: Exception, kept: Session | None) -> None:
+        game_id = session.game_id
+        damaged = Quarantined(session.rules.kind, rebuild_failed(game_id, error),
+                              session.ownership)
+        self.host.tables.install_failed(session, damaged, kept)
+        log.error("game_quarantined", game=game_id, error=damaged.why[:300])
 
     def quarantine(self, game_id: str, why: str, record: Any) -> None:
         """Keep ``game_id`` apart: ``record`` is its stored creation record (what of it can be

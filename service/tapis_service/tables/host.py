@@ -259,8 +259,9 @@ class GameHost:
     async def adopt(self, game_id: str, epoch: int) -> Session | None:
         """Load one table from the store (snapshot-checked journal replay) under the fencing
         ``epoch`` this server now holds it at, arm its timers and bots, and serve it; None
-        when the store does not hold it. One that cannot be restored, whatever ``restore``
-        raises, is quarantined alone and refused with GAME_QUARANTINED; the store's failure
+        when the store does not hold it. One that cannot be restored or installed, whatever
+        ``restore`` or the install raises, is quarantined alone and refused with
+        GAME_QUARANTINED; the store's failure
         (``StoreError``) is raised as it is."""
         if (held := self.tables.session(game_id)) is not None:
             return held
@@ -276,7 +277,11 @@ class GameHost:
             raise quarantined_refusal(game_id)
         # its first input clears a stored rest listing
         # the caller (the locator) took or holds it at ``epoch`` in the database
-        return self.tables.install(restored, confirmed=True, epoch=epoch, at_rest=was_resting)
+        session = self.healing.install_or_quarantine(restored, confirmed=True, epoch=epoch,
+                                                     at_rest=was_resting)
+        if session is None:
+            raise quarantined_refusal(game_id)
+        return session
 
     # --- start and stop ------------------------------------------------------------------------
 

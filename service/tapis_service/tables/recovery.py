@@ -16,8 +16,9 @@ A snapshot with an unknown format version, a bad checksum, one the replay does n
 a record that cannot be decoded raises ``RecoveryError`` naming the game: the host quarantines
 that game (kept on disk untouched, refused with GAME_QUARANTINED) and serves every other; so it
 does for anything else ``restore`` raises (a bug, or damage nothing foresaw: its traceback is
-logged). Every path restores through ``Healing.restore_or_quarantine``, which says so once. A
-game is never half-loaded and nothing acknowledged is silently skipped.
+logged), and for anything its install raises once restored. Every path restores through
+``Healing.restore_or_quarantine`` and installs through ``install_or_quarantine``, which say so
+once. A game is never half-loaded and nothing acknowledged is silently skipped.
 """
 
 from __future__ import annotations
@@ -215,8 +216,9 @@ def _normal(data: Any) -> Any:
 
 async def recover_all(host: GameHost) -> None:
     """Restore every stored table of ``host`` not at rest before serving (those at rest are
-    only listed, from their stored listing); one that cannot be restored, whatever ``restore``
-    raises, is quarantined alone (``Healing.restore_or_quarantine``). The store's tables are
+    only listed, from their stored listing); one that cannot be restored or installed,
+    whatever ``restore`` or the install raises, is quarantined alone
+    (``Healing.restore_or_quarantine``, ``install_or_quarantine``). The store's tables are
     read and restored in paced steps: the starting server's health service answers
     throughout."""
     started = time.perf_counter()
@@ -241,9 +243,10 @@ async def recover_all(host: GameHost) -> None:
         if restored is None:  # quarantined alone: the others are served
             continue
         # armed below (``start_recovered``); an unreadable listing is still stored; owned:
-        # the store holds this server's tables (a cluster node's under its lease)
-        host.tables.install(restored, confirmed=True, at_rest=game_id in unreadable,
-                            arm=False)
+        # the store holds this server's tables (a cluster node's under its lease); one whose
+        # install fails is quarantined alone
+        host.healing.install_or_quarantine(restored, confirmed=True,
+                                           at_rest=game_id in unreadable, arm=False)
     tables, kept = host.tables, (TableState.LIVE, TableState.RESTING)
     held = tables.count(*kept)
     host.shelf.enforce_retention()

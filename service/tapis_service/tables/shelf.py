@@ -96,13 +96,15 @@ class Shelf:
         return True
 
     async def start_recovered(self) -> int:
-        """At start: arm each recovered table's timers and bots; a finished one rests at once
-        (no restart loads it again). How many rested."""
+        """At start: arm each recovered table's timers and bots (one whose arming raises is
+        quarantined alone); a finished one rests at once (no restart loads it again). How many
+        rested."""
         host, rested = self.host, 0
         async for session in paced(host.tables.unarmed()):  # liveness answers
             # publish nothing yet, arm the timers and bots (``Tables.install(arm=False)``)
-            if not host.tables.arm_deferred(session):
-                continue  # rested or dropped meanwhile (a bot's move ended its game)
+            if not host.healing.arm_or_quarantine(session):
+                continue  # rested or dropped meanwhile (a bot's move ended its game), or
+                # quarantined (arming it raised)
             if session.table.game_over(session.rules):
                 rested += self.rest_if_done(session)
         return rested
@@ -157,12 +159,16 @@ class Shelf:
         if resting is None or stored is None:  # dropped meanwhile
             tables.unlist_resting(game_id)
             raise not_found(f"no game {quote(game_id)} on this server")
-        restored = self.host.healing.restore_or_quarantine(game_id, stored)
+        healing = self.host.healing
+        restored = healing.restore_or_quarantine(game_id, stored)
         if restored is None:
             raise quarantined_refusal(game_id)
-        self._used.add(game_id)
         # owned: confirmed above (a store that keeps it says so)
-        tables.install(restored, confirmed=True, epoch=resting.epoch, at_rest=True)
-        log.info("game_woken", game=game_id, inputs=restored.session.journal_length)
-        return restored.session
+        session = healing.install_or_quarantine(restored, confirmed=True, epoch=resting.epoch,
+                                                at_rest=True)
+        if session is None:
+            raise quarantined_refusal(game_id)
+        self._used.add(game_id)
+        log.info("game_woken", game=game_id, inputs=session.journal_length)
+        return session
 
