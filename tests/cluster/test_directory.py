@@ -14,6 +14,7 @@ from tapis_service.cluster.liveness import Liveness
 from tapis_service.observe.clock import ManualClock
 from tapis_service.stores import postgres_sql
 from tapis_service.stores.postgres_store import PostgresStore
+from tests.support.damage import TOO_DEEP
 
 
 def seconds(clock: ManualClock) -> Liveness:
@@ -304,5 +305,25 @@ async def test_a_step_of_the_databases_clock_moves_no_table(database_url: str) -
         assert await directory.sweep_orphans(10) == []
         owner = await directory.owner_of("theirs")
         assert owner is not None and owner.alive and owner.node_id == "other"
+    finally:
+        await store.aclose()
+
+
+async def test_an_orphan_whose_listing_cannot_be_read_is_listed_without_it(
+        database_url: str) -> None:
+    """A stored listing that is not JSON, nested deeper than the decoder follows, or not an
+    object reads as None (the node loads that table instead), never failing the sweep's read
+    of every orphan."""
+    store = await PostgresStore.open(database_url)
+    try:
+        directory = Directory(store.pool, "me", "x", 3.0, seconds(ManualClock()))
+        async with store.pool.acquire() as connection:
+            for game_id, listing in (("readable", '{"kind": "war"}'), ("cut", '{"kind'),
+                                     ("too-deep", TOO_DEEP), ("a-list", "[1]")):
+                await connection.execute(
+                    "INSERT INTO games (game_id, record, finished, listing) "
+                    "VALUES ($1, '{}', TRUE, $2)", game_id, listing)
+        assert await directory.orphans(True, 10) == [
+            ("readable", {"kind": "war"}), ("cut", None), ("too-deep", None), ("a-list", None)]
     finally:
         await store.aclose()

@@ -24,6 +24,7 @@ import asyncpg
 
 from tapis_service.cluster.liveness import Liveness
 from tapis_service.stores.postgres_store import ACQUIRE_TIMEOUT_S
+from tapis_service.stores.stored_rows import UNDECODABLE
 
 _ORPHAN = ("(owner IS NULL OR owner = ANY($3::text[]) OR NOT EXISTS (SELECT 1 FROM members m "
            "WHERE m.node_id = games.owner))")
@@ -57,9 +58,10 @@ committed, so a renewal that waited for a takeover counts it."""
 
 
 def _decoded(listing: str | None) -> dict[str, Any] | None:
+    """A stored listing, or None (none, or it cannot be read: the table is loaded instead)."""
     try:
         decoded = json.loads(listing) if listing is not None else None
-    except ValueError:
+    except UNDECODABLE:
         return None
     return decoded if isinstance(decoded, dict) else None
 
