@@ -24,7 +24,8 @@ from tapis_service.stores.sqlite_store import SqliteStore
 from tapis_service.tables.host import GameHost
 from tapis_service.tables.ownership import Ownership
 from tapis_service.tables.session import HANDED_OVER, Session
-from tests.support.calls import auth
+from tests.support.calls import auth, reason_of
+from tests.support.damage import fail_restoring
 from tests.support.process import free_port
 from tests.support.server import TEST_SETTINGS
 from tests.support.tables import live_of, resting_of
@@ -131,6 +132,36 @@ async def test_after_a_restart_another_backend_still_gets_its_own_table(
     assert (await third.stub.CreateGame(reserved_request(request_id=VICTIM_ID),
                                         metadata=backend(KEY_A))).game.game_id \
         == victim.game.game_id
+
+
+async def test_a_retried_create_of_a_quarantined_table_is_refused_never_made_twice(
+        tmp_path: Path, start_secured: StartSecured, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The table of a CreateGame request id is quarantined at the restart (a bug met on it
+    alone): its backend's retry is told so (GAME_QUARANTINED, naming it), not handed a second
+    table under the same id; another backend's same id still gets its own."""
+    files = door(tmp_path)
+    data = tmp_path / "data"
+    data.mkdir()
+    first = await start_secured(files, tls=False, store="sqlite", data_dir=data)
+    victim = await first.stub.CreateGame(reserved_request(request_id=VICTIM_ID),
+                                         metadata=backend(KEY_A))
+    await first.channel.close()
+    await first.running.stop(0)
+    fail_restoring(monkeypatch, victim.game.game_id)
+    second = await start_secured(files, tls=False, store="sqlite", data_dir=data)
+    stub = second.stub
+    for _ in range(2):
+        with pytest.raises(grpc.aio.AioRpcError) as retried:
+            await stub.CreateGame(reserved_request(request_id=VICTIM_ID),
+                                  metadata=backend(KEY_A))
+        assert retried.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+        assert victim.game.game_id in (retried.value.details() or "")
+        assert reason_of(retried.value) == "GAME_QUARANTINED"
+    listed = await stub.ListGames(pb.ListGamesRequest(), metadata=backend(KEY_A))
+    assert [g.game_id for g in listed.games] == [victim.game.game_id]  # no second table
+    attacker = await stub.CreateGame(reserved_request(request_id=VICTIM_ID),
+                                     metadata=backend(KEY_B))
+    assert attacker.game.game_id != victim.game.game_id
 
 
 async def test_a_victim_s_table_at_rest_stays_its_own_across_a_restart(

@@ -64,7 +64,8 @@ def decoded(record: bytes | str, snapshot_row: Sequence[Any] | None,
 
     def damaged(why: str) -> StoredGame:
         return {"damaged": why, "kind": decoded_record.get("kind"),
-                "ownership": decoded_record.get("ownership")}, None, []
+                "ownership": decoded_record.get("ownership"),
+                "request_id": decoded_record.get("request_id")}, None, []
 
     entries = []
     for expected, (index, entry) in enumerate(journal, start=1):

@@ -208,7 +208,8 @@ class Healing:
             why = rebuild_failed(game_id, error)
             old = self.host.tables.unavailable(game_id)
             if old is not None:  # still awaiting this rebuild (not served or given up since)
-                self._quarantined(game_id, Quarantined(old.rules.kind, why, old.ownership))
+                self._quarantined(game_id, Quarantined(old.rules.kind, why, old.ownership),
+                                  old.create_request_id)
 
     async def _rebuild(self, game_id: str) -> None:
         """Rebuild one discarded table from its durable prefix and serve it again, once the
@@ -293,10 +294,12 @@ class Healing:
     def quarantine(self, game_id: str, why: str, record: Any) -> None:
         """Keep ``game_id`` apart: ``record`` is its stored creation record (what of it can be
         read names its kind and its owner)."""
-        self._quarantined(game_id, Quarantined(stored_kind(record), why, stored_owner(record)))
+        request_id = record.get("request_id") if isinstance(record, dict) else None
+        self._quarantined(game_id, Quarantined(stored_kind(record), why, stored_owner(record)),
+                          request_id if isinstance(request_id, str) else "")
 
-    def _quarantined(self, game_id: str, damaged: Quarantined) -> None:
-        self.host.tables.quarantine(game_id, damaged)
+    def _quarantined(self, game_id: str, damaged: Quarantined, request_id: str = "") -> None:
+        self.host.tables.quarantine(game_id, damaged, request_id)
         log.error("game_quarantined", game=game_id, error=damaged.why[:300])
 
     def stop(self) -> None:

@@ -148,12 +148,11 @@ class GameHost:
         if request_id:
             if (scope, request_id) in self._create_calls:
                 await asyncio.wait([self._create_calls[scope, request_id]])
-            created = self.tables.create_request(scope, request_id) or ""
-            existing = self.tables.session(created)
-            if existing is not None:
-                return existing
-            if self.tables.state_of(created) is TableState.RESTING:
-                return await self.shelf.wake(created)
+            # its table, wherever it is: live, at rest, being rebuilt (STORE_UNAVAILABLE: a
+            # retry gets it), quarantined (refused), never a second one
+            created = self.tables.create_request(scope, request_id)
+            if created is not None and self.tables.state_of(created) is not TableState.GONE:
+                return await self.find(created)
         in_memory = (TableState.LIVE, TableState.CREATING)
         if self.tables.count(*in_memory) >= self.settings.max_games:
             self.shelf.make_room()

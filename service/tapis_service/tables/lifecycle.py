@@ -443,11 +443,14 @@ class Tables:
         written = self.store.dropped(game_id, epoch)
         asyncio.ensure_future(written).add_done_callback(handled_elsewhere)
 
-    def quarantine(self, game_id: str, damaged: Quarantined) -> None:
+    def quarantine(self, game_id: str, damaged: Quarantined, request_id: str = "") -> None:
         """GONE, RESTING, UNAVAILABLE (its streams end) or QUARANTINED -> QUARANTINED: kept
-        apart, listed as damaged (``ListGames`` reads ``quarantined_tables``), refused."""
+        apart, listed as damaged (``ListGames`` reads ``quarantined_tables``), refused; so is
+        a retry of the CreateGame ``request_id`` that made it (its owner's, when known)."""
         self._move(game_id, S.QUARANTINED, (S.GONE, S.RESTING, S.UNAVAILABLE, S.QUARANTINED),
                    damaged=damaged)
+        if request_id and damaged.owner is not None:
+            self._create_requests[damaged.owner.backend or "", request_id] = game_id
 
     def install_failed(self, session: Session, damaged: Quarantined,
                        kept: Session | None = None) -> None:
