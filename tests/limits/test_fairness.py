@@ -96,13 +96,13 @@ async def test_a_stacked_deck_or_a_chosen_seed_says_the_deal_was_chosen(
 
 def test_each_game_of_a_series_commits_to_its_own_seed() -> None:
     setup = GameSetup(seats=2, seed=11, options=WAR.default_options(), salt="s" * 32)
-    first, second = tbl.seed_commitment(setup, 1), tbl.seed_commitment(setup, 2)
+    first, second = fairness.seed_commitment(setup, 1), fairness.seed_commitment(setup, 2)
     assert first != second
-    assert tbl.seed_salt(setup, 1) != tbl.seed_salt(setup, 2)
-    assert fairness.verify(tbl.game_seed(setup, 2), tbl.seed_salt(setup, 2), second)
+    assert fairness.seed_salt(setup, 1) != fairness.seed_salt(setup, 2)
+    assert fairness.verify(fairness.game_seed(setup, 2), fairness.seed_salt(setup, 2), second)
     # what determines each deal is the game's own seed: the same seed deals the same game
-    state_a, _ = WAR.start(GameSetup(2, tbl.game_seed(setup, 2), WAR.default_options()))
-    state_b, _ = WAR.start(GameSetup(2, tbl.game_seed(setup, 2), WAR.default_options()))
+    state_a, _ = WAR.start(GameSetup(2, fairness.game_seed(setup, 2), WAR.default_options()))
+    state_b, _ = WAR.start(GameSetup(2, fairness.game_seed(setup, 2), WAR.default_options()))
     assert WAR.encode_state(state_a) == WAR.encode_state(state_b)
 
 
