@@ -4,7 +4,7 @@
 // goes away or comes back).
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { GameStatus, SeatType, type Event, type GameView, type PresenceChanged } from "@tapis/client/gen/tapis/v1/game_service_pb";
-import { h } from "./dom";
+import { focusKey, h, refocus } from "./dom";
 import { GAMES, screenFor } from "./games/index";
 import type { ActionInit, TableContext } from "./games/screen";
 import { languageToggle, message, requestId, say, sendSafely, socket, ui, type SeatKey } from "./app";
@@ -322,6 +322,7 @@ export class Table {
     document.body.dataset.status = GameStatus[view.status];
     const game = h("div", { class: `game ${screen.key}` }, screen.render(view, context));
     this.markPresence(game, view);
+    const focused = focusKey(this.root);  // a keyboard player's control, focused again below
     this.root.replaceChildren(
       h("header", {},
         h("h1", {}, ui.t.games[screen.key]),
@@ -334,6 +335,7 @@ export class Table {
         h("ul", { class: "log" }, this.log.map((line) => h("li", {}, line)))),
       this.seriesWindow(view, context) ?? "",
     );
+    refocus(this.root, focused);
     this.tick();
   }
 }

@@ -4,7 +4,7 @@ import { GameKind, type Action, type GameView } from "@tapis/client/gen/tapis/v1
 import { BasraVariant, type BasraDealScored } from "@tapis/client/gen/tapis/v1/basra_pb";
 import { Rank, type Card } from "@tapis/client/gen/tapis/v1/cards_pb";
 import { cardButton, cardElement, cardId, cardText, sameCard } from "../cards";
-import { h } from "../dom";
+import { focusKey, h, refocus } from "../dom";
 import type { GameScreen, LobbyChoices, TableContext } from "./screen";
 import type { Texts } from "../i18n";
 
@@ -114,7 +114,9 @@ export const basra: GameScreen = {
     const t = context.t;
     const root = h("div", { class: "basra" });
     const draw = (): void => {
+      const focused = focusKey(root);
       root.replaceChildren(...content());
+      refocus(root, focused);
     };
     const content = (): HTMLElement[] => {
       if (choosing && !plays(view, choosing).length) choosing = undefined;

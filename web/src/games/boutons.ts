@@ -4,7 +4,7 @@ import { GameKind, type Action, type GameView } from "@tapis/client/gen/tapis/v1
 import { BoutonsPhase, type BoutonsButtonPile } from "@tapis/client/gen/tapis/v1/boutons_pb";
 import { cardButton, cardElement, sameCard } from "../cards";
 import type { Card } from "@tapis/client/gen/tapis/v1/cards_pb";
-import { h } from "../dom";
+import { focusKey, h, refocus } from "../dom";
 import type { GameScreen, LobbyChoices, TableContext } from "./screen";
 import type { Texts } from "../i18n";
 
@@ -81,6 +81,7 @@ export const boutons: GameScreen = {
             return h("div", { class: "laid" }, card, piles(laid.buttons, context));
           }))));
       const flip = view.legalActions.find((a) => a.action.case === "boutons" && a.action.value.action.case === "flip");
+      const focused = focusKey(root);
       root.replaceChildren(
         h("div", { class: "round", id: "boutons-round", "data-rounds": String(boutons.rounds) }, t.round(boutons.round, boutons.rounds), " · ",
           boutons.phase === BoutonsPhase.BETTING ? t.betting : t.drawing),
@@ -94,6 +95,7 @@ export const boutons: GameScreen = {
             class: `colour-choice colour-${c}${c === colour ? " chosen" : ""}`, "data-colour": String(c),
             onclick: () => { colour = c; draw(); } }, `${SHAPES[c] ?? "◌"} ${t.colours[c]}`)),
           flip ? h("button", { class: "primary", id: "flip", onclick: () => context.act(flip) }, t.flip) : null));
+      refocus(root, focused);
     };
     draw();
     return root;
