@@ -52,12 +52,16 @@ serve: setup
 cluster: setup
 	$(BIN)/tapis-cluster --nodes 3 --port 50051 --metrics-port 9101 --data-dir ./var/cluster $(ARGS)
 
+# The tests run in a worker per core, four at most (pytest-xdist: each test is independent; a
+# worker starts its own embedded PostgreSQL when a test asks for one). TEST_WORKERS=0: in this
+# process, one after the other.
+TEST_WORKERS ?= auto --maxprocesses 4
 test: setup
-	$(BIN)/python -m pytest $(ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(ARGS)
 
 # The quick tier: every test but the slow ones (PostgreSQL, clusters, server processes).
 test-fast: setup
-	$(BIN)/python -m pytest -m "not slow" $(ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not slow" $(ARGS)
 
 lint: setup
 	$(BIN)/ruff check service clients tests tools bench
@@ -169,7 +173,7 @@ $(BROWSER_STAMP): $(STAMP)
 	touch $(BROWSER_STAMP)
 
 test-browser: web-check $(BROWSER_STAMP)
-	TAPIS_BROWSER_TESTS=1 $(BIN)/python -m pytest tests/browser $(ARGS)
+	TAPIS_BROWSER_TESTS=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) tests/browser $(ARGS)
 
 # The README's screenshots of the web client (docs/screens/web-*.png), taken by the browser tests.
 web-screens: $(BROWSER_STAMP)
