@@ -25,7 +25,7 @@ from tapis_service.tables.host import GameHost
 from tapis_service.tables.ownership import Ownership
 from tapis_service.tables.session import HANDED_OVER, Session
 from tests.support.calls import auth, reason_of
-from tests.support.damage import fail_restoring
+from tests.support.damage import FailingInstall, fail_restoring
 from tests.support.process import free_port
 from tests.support.server import TEST_SETTINGS
 from tests.support.tables import live_of, resting_of
@@ -134,11 +134,14 @@ async def test_after_a_restart_another_backend_still_gets_its_own_table(
         == victim.game.game_id
 
 
+@pytest.mark.parametrize("failure", ["restoring", "installing", "arming"])
 async def test_a_retried_create_of_a_quarantined_table_is_refused_never_made_twice(
-        tmp_path: Path, start_secured: StartSecured, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, start_secured: StartSecured, monkeypatch: pytest.MonkeyPatch,
+        failure: str) -> None:
     """The table of a CreateGame request id is quarantined at the restart (a bug met on it
-    alone): its backend's retry is told so (GAME_QUARANTINED, naming it), not handed a second
-    table under the same id; another backend's same id still gets its own."""
+    alone, restoring it, installing it or arming it): its backend's retry is told so
+    (GAME_QUARANTINED, naming it), not handed a second table under the same id; another
+    backend's same id still gets its own."""
     files = door(tmp_path)
     data = tmp_path / "data"
     data.mkdir()
@@ -147,7 +150,10 @@ async def test_a_retried_create_of_a_quarantined_table_is_refused_never_made_twi
                                          metadata=backend(KEY_A))
     await first.channel.close()
     await first.running.stop(0)
-    fail_restoring(monkeypatch, victim.game.game_id)
+    if failure == "restoring":
+        fail_restoring(monkeypatch, victim.game.game_id)
+    else:
+        FailingInstall(victim.game.game_id, failure == "arming").at_start(monkeypatch)
     second = await start_secured(files, tls=False, store="sqlite", data_dir=data)
     stub = second.stub
     for _ in range(2):
