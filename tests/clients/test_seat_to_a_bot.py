@@ -37,8 +37,8 @@ SAID = {
         "time_ran_out": "votre temps est écoulé : un robot joue pour vous jusqu'à ce",
         "come_back": "Vous avez quitté la place 1 (bo) de cette table : la reprendre ? [O/n]",
         "taken_back": "│vous reprenez votre place",
-        "bea": "Bea reçoit la place 0 : un bot la joue jusqu'à ce qu'il la",
-        "nobody": "un bot joue désormais la place 0",
+        "bea": "Bea reçoit la place 0 : un robot la joue jusqu'à ce",
+        "nobody": "un robot joue désormais la place 0",
         "given_away": "cette place a été donnée à quelqu'un d'autre",
     },
 }
