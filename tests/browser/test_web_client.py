@@ -745,18 +745,6 @@ VIEWPORTS = [pytest.param((1280, 800), id="desktop"), pytest.param((390, 844), i
 """The screens every table is checked on: a desktop and a phone."""
 
 
-async def open_sized(browser: Any, harness: Harness, size: tuple[int, int], path: str = "",
-                     locale: str = "en-GB") -> Any:
-    context = await browser.new_context(locale=locale,
-                                        viewport={"width": size[0], "height": size[1]})
-    page = await context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.errors = errors
-    await page.goto(address(harness) + path)
-    return page
-
-
 async def play_war_to_its_end(page: Any) -> None:
     clicks = 0
     while not await page.locator("#series").count():
@@ -775,7 +763,7 @@ async def test_war_shows_the_series_the_keys_the_history_and_why_it_ended(
         browser: Any, served: Harness, size: tuple[int, int]) -> None:
     client = await socket_to(served)
     game_id = await war_against_the_computer(client)
-    page = await open_sized(browser, served, size, f"#/join/{game_id}")
+    page = await open_page(browser, served, f"#/join/{game_id}", size=size)
     line = page.locator("#series-line")
     await expect(line).to_contain_text("Game 1")
     await expect(line).to_contain_text("Series: you 0 · computer 0 · draws 0")
@@ -803,7 +791,7 @@ async def test_basra_flags_a_basra_and_marks_and_explains_the_dealer(
         browser: Any, served: Harness, size: tuple[int, int]) -> None:
     client = await socket_to(served)
     game_id = await basra_against_the_computer(client, basra_sweep_deck())
-    page = await open_sized(browser, served, size, f"#/join/{game_id}")
+    page = await open_page(browser, served, f"#/join/{game_id}", size=size)
     await expect(page.locator("#hand .card")).to_have_count(4)
     await expect(page.locator('#hand .card[data-card="7♦"]')).to_have_class(
         re.compile(r"\bmakes-basra\b"))
@@ -825,7 +813,7 @@ async def test_boutons_shows_each_score_a_shape_per_colour_and_the_rule(
         browser: Any, served: Harness, size: tuple[int, int]) -> None:
     client = await socket_to(served)
     game_id = await boutons_against_the_computer(client)
-    page = await open_sized(browser, served, size, f"#/join/{game_id}")
+    page = await open_page(browser, served, f"#/join/{game_id}", size=size)
     scores = page.locator(".player-score")
     await expect(scores).to_have_count(2)
     await expect(scores.first).to_contain_text(re.compile(r"Score: .+ = \d+"))
@@ -849,7 +837,7 @@ async def test_a_corse_slap_is_captioned_with_its_combination_cards_who_and_how_
         browser: Any, served: Harness, size: tuple[int, int]) -> None:
     client = await socket_to(served)
     game_id, other = await corse_for_two(client)
-    page = await open_sized(browser, served, size, f"#/join/{game_id}")
+    page = await open_page(browser, served, f"#/join/{game_id}", size=size)
     await expect(page.locator("#keys")).to_contain_text("Enter: flip · Space: slap")
     await page.keyboard.press("Enter")  # 5♠
     await expect(page.locator("#pile .card")).to_have_count(1)
@@ -905,7 +893,7 @@ async def test_a_long_name_fits_a_small_screen(browser: Any, served: Harness,
     game_id = created.create_game.game.game_id
     await client.call(join_game=pb.JoinGameRequest(game_id=game_id, seat=1,
                                                    display_name=LONG_NAME))
-    page = await open_sized(browser, served, (360, 740), f"#/join/{game_id}")
+    page = await open_page(browser, served, f"#/join/{game_id}", size=(360, 740))
     await expect(page.locator(".game .name", has_text=LONG_NAME[:20]).first).to_be_visible()
     assert await page.evaluate("document.documentElement.scrollWidth") <= 360
     assert page.errors == []
@@ -917,7 +905,7 @@ async def test_war_to_its_end_in_french(browser: Any, served: Harness,
                                         size: tuple[int, int]) -> None:
     client = await socket_to(served)
     game_id = await war_against_the_computer(client)
-    page = await open_sized(browser, served, size, f"#/join/{game_id}", locale="fr-FR")
+    page = await open_page(browser, served, f"#/join/{game_id}", locale="fr-FR", size=size)
     await expect(page.locator("#series-line")).to_contain_text(
         "Partie 1 · Série : vous 0 · l’ordinateur 0 · nuls 0")
     await expect(page.locator("#keys")).to_contain_text("Touches : Espace ou Entrée")
@@ -939,7 +927,7 @@ async def test_basra_shows_the_deal_sheet_when_a_deal_ends(
     shows every side's line and its legend, in French."""
     client = await socket_to(served)
     game_id = await basra_against_the_computer(client)
-    page = await open_sized(browser, served, size, f"#/join/{game_id}", locale="fr-FR")
+    page = await open_page(browser, served, f"#/join/{game_id}", locale="fr-FR", size=size)
     moves = 0
     while not await page.locator("#deal-sheet").count():
         version = await page.locator("body").get_attribute("data-version")
@@ -967,7 +955,7 @@ async def test_boutons_to_its_end_in_french(browser: Any, served: Harness) -> No
     it says why the game ended, in French (who ran out of buttons, when one did)."""
     client = await socket_to(served)
     game_id = await boutons_against_the_computer(client)
-    page = await open_sized(browser, served, (390, 844), f"#/join/{game_id}", locale="fr-FR")
+    page = await open_page(browser, served, f"#/join/{game_id}", locale="fr-FR", size=(390, 844))
     await expect(page.locator("#product-rule")).to_contain_text("le produit")
     moves = 0
     while not await page.locator("#series").count():
@@ -1026,7 +1014,7 @@ async def test_bataille_corse_to_its_end_in_french(browser: Any, make_server: Se
     served = await make_server(ws_port=0, bot_delay_ms=20)
     client = await socket_to(served)
     game_id = await corse_against_the_computer(client, flip_cap=40)
-    page = await open_sized(browser, served, (390, 844), f"#/join/{game_id}", locale="fr-FR")
+    page = await open_page(browser, served, f"#/join/{game_id}", locale="fr-FR", size=(390, 844))
     await expect(page.locator("#keys")).to_contain_text("Entrée : retourner")
     await play_to_the_end(page, "#flip", limit=60)
     await expect(page.locator("#series")).to_contain_text("Partie terminée")
@@ -1044,7 +1032,7 @@ async def test_basra_to_its_end_in_french(browser: Any, make_server: ServerFacto
     served = await make_server(ws_port=0, bot_delay_ms=20)
     client = await socket_to(served)
     game_id = await basra_against_the_computer(client, seed=11)
-    page = await open_sized(browser, served, (1280, 800), f"#/join/{game_id}", locale="fr-FR")
+    page = await open_page(browser, served, f"#/join/{game_id}", locale="fr-FR", size=(1280, 800))
     await expect(page.locator("#keys")).to_contain_text("Cliquez sur une carte de votre main")
     await play_to_the_end(page, "#hand .card", limit=400)
     await expect(page.locator("#series")).to_contain_text("Partie terminée")
@@ -1084,7 +1072,7 @@ async def test_the_page_shows_who_went_away_and_who_came_back(
 
     stream = zoe_streams()
     await stream.read()  # the table's first event: the stream is open on the server
-    page = await open_sized(browser, served, size, f"#/join/{game_id}", locale=locale)
+    page = await open_page(browser, served, f"#/join/{game_id}", locale=locale, size=size)
     zoe = page.locator('.corse-player[data-seat="1"] .presence')
     await expect(zoe).to_have_attribute("data-connected", "true")
     await expect(page.locator('.corse-player[data-seat="0"] .presence')).to_have_attribute(

@@ -21,7 +21,7 @@ from tapis.v1 import game_service_pb2 as pb
 from tapis.v1 import war_pb2
 from tapis.v1.cards_pb2 import Card
 from tests.support.calls import REVEAL, auth, person_seats
-from tests.support.server import Harness
+from tests.support.server import Harness, ServerFactory
 
 ROWS, COLUMNS = 24, 80
 PATIENCE_S = 30.0
@@ -186,6 +186,26 @@ async def war_for_two(h: Harness, turn_ms: int = 0, deck: list[Card] | None = No
     joined = await h.stub.JoinGame(pb.JoinGameRequest(
         game_id=created.game.game_id, seat=0, display_name="tester"))
     return created.game.game_id, joined.seat_token
+
+
+BACKEND_KEY = "backend-a-key-0123456789abcdef"
+BACKEND = (("x-api-key", BACKEND_KEY),)
+"""The metadata of ``backend_war``'s backend."""
+
+
+async def backend_war(make_server: ServerFactory, folder: Path
+                      ) -> tuple[Harness, pb.CreateGameResponse]:
+    """A server that knows one backend's key (``BACKEND``), and that backend's War table to 20
+    points: seat 0 its player "tester" (u-1, the test plays it), seat 1 open (the CLI)."""
+    keys = folder / "api-keys"
+    keys.write_text(f"{BACKEND_KEY} backend-a\n", encoding="utf-8")
+    h = await make_server(api_keys_file=keys)
+    created = await h.stub.CreateGame(pb.CreateGameRequest(
+        kind=pb.GAME_KIND_WAR, seats=2, seed=4, visibility=pb.VISIBILITY_PUBLIC,
+        war=war_pb2.WarOptions(target_points=20), seat_configs=[
+            pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, player_id="u-1", display_name="tester"),
+            pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)]), metadata=BACKEND)
+    return h, created
 
 
 async def view(h: Harness, game_id: str, token: str = "") -> pb.GameView:

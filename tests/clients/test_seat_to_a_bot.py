@@ -13,14 +13,18 @@ from pathlib import Path
 import pytest
 
 from tapis.v1 import game_service_pb2 as pb
-from tapis.v1 import war_pb2
 from tapis_clients import seats_file
 from tapis_service.observe.clock import ManualClock
-from tests.clients.terminal import StartTerminal, cli_to_move, target, view, war_for_two
+from tests.clients.terminal import (
+    BACKEND,
+    StartTerminal,
+    backend_war,
+    cli_to_move,
+    target,
+    view,
+    war_for_two,
+)
 from tests.support.server import ServerFactory
-
-BACKEND_KEY = "backend-a-key-0123456789abcdef"
-BACKEND = (("x-api-key", BACKEND_KEY),)
 
 SAID = {
     "en": {
@@ -81,14 +85,7 @@ async def test_a_seat_its_backend_hands_over_is_said_to_its_former_holder_and_th
     then gives seat 1 away. The former holder's stream ends before that SeatReplaced, with its
     token revoked: the client says so, forgets the seat and exits 1."""
     said = SAID[language]
-    keys = tmp_path / "api-keys"
-    keys.write_text(f"{BACKEND_KEY} backend-a\n", encoding="utf-8")
-    h = await make_server(api_keys_file=keys)
-    created = await h.stub.CreateGame(pb.CreateGameRequest(
-        kind=pb.GAME_KIND_WAR, seats=2, seed=4, visibility=pb.VISIBILITY_PUBLIC,
-        war=war_pb2.WarOptions(target_points=20), seat_configs=[
-            pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, player_id="u-1", display_name="tester"),
-            pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)]), metadata=BACKEND)
+    h, created = await backend_war(make_server, tmp_path)
     game_id = created.game.game_id
     term = await terminal("join", game_id, "--target", target(h), "--name", "bo",
                           "--lang", language)

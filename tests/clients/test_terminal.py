@@ -22,10 +22,12 @@ from tapis.v1.cards_pb2 import Card
 from tapis_clients import seats_file
 from tapis_service.observe.clock import ManualClock
 from tests.clients.terminal import (
+    BACKEND,
     PATIENCE_S,
     REVEAL,
     StartTerminal,
     Terminal,
+    backend_war,
     cli_to_move,
     target,
     view,
@@ -422,20 +424,12 @@ async def test_a_timeout_takeover_shows_a_banner_with_the_key_to_take_the_seat_b
 
 async def test_a_seat_its_backend_gives_away_ends_the_screen_saying_so(
         make_server: ServerFactory, terminal: StartTerminal, tmp_path: Path) -> None:
-    keys = tmp_path / "api-keys"
-    keys.write_text("backend-a-key-0123456789abcdef backend-a\n", encoding="utf-8")
-    backend = (("x-api-key", "backend-a-key-0123456789abcdef"),)
-    h = await make_server(api_keys_file=keys)
-    created = await h.stub.CreateGame(pb.CreateGameRequest(
-        kind=pb.GAME_KIND_WAR, seats=2, seed=4, visibility=pb.VISIBILITY_PUBLIC,
-        war=war_pb2.WarOptions(target_points=20), seat_configs=[
-            pb.SeatConfig(type=pb.SEAT_TYPE_PERSON, player_id="u-1", display_name="tester"),
-            pb.SeatConfig(type=pb.SEAT_TYPE_PERSON)]), metadata=backend)
+    h, created = await backend_war(make_server, tmp_path)
     game_id = created.game.game_id
     term = await terminal("join", game_id, "--target", target(h), "--name", "bo")
     await cli_to_move(h, game_id, created.seat_tokens[0].seat_token, term)
     await h.stub.ReplaceSeat(pb.ReplaceSeatRequest(game_id=game_id, seat=1, player_id="u-2"),
-                             metadata=backend)
+                             metadata=BACKEND)
     assert await term.exit_status() == 1
     await term.wait_for("this seat was given to someone else")
     assert seats_file.find(game_id, tmp_path / "seats.json") is None

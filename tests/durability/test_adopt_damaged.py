@@ -23,11 +23,12 @@ from tapis_service.tables.ownership import Ownership
 from tests.support.damage import (
     FAILED_INSTALL,
     FailingInstall,
+    adopt_each,
     fail_restoring,
     nest_snapshot_too_deep,
 )
 from tests.support.server import TEST_SETTINGS
-from tests.support.tables import live_of, quarantined_of
+from tests.support.tables import quarantined_of
 
 SETTINGS = replace(TEST_SETTINGS, abandon_after_s=0, unjoined_ttl_s=0, snapshot_every=3)
 
@@ -52,19 +53,6 @@ async def _three_tables_of_a_dead_node(store: SqliteStore, turn_time_ms: int = 0
     return games
 
 
-async def _adopt_each(a: GameHost, games: list[str], damaged: str) -> None:
-    """As the sweep adopts the orphans, one by one: ``damaged`` is refused GAME_QUARANTINED,
-    every other is served."""
-    for game_id in games:
-        if game_id == damaged:
-            with pytest.raises(ServiceError) as refused:
-                await a.adopt(game_id, 2)
-            assert refused.value.reason == "GAME_QUARANTINED"
-        else:
-            assert await a.adopt(game_id, 2) is not None
-    assert set(live_of(a)) == set(games) - {damaged}
-
-
 @pytest.mark.parametrize(("damage", "message"), [
     ("snapshot nested too deep", "RecursionError"),
     ("a bug restoring it", "RuntimeError: a bug met on this table only"),
@@ -80,7 +68,7 @@ async def test_a_table_adoption_cannot_restore_is_quarantined_alone(
         nest_snapshot_too_deep(tmp_path, damaged)
     a = GameHost(SETTINGS, ManualClock(), store)
     with structlog.testing.capture_logs() as logs:
-        await _adopt_each(a, games, damaged)
+        await adopt_each(a, games, damaged)
     for other in set(games) - {damaged}:
         assert a.get(other).epoch == 2
     kind, why, owner = quarantined_of(a)[damaged]
@@ -109,7 +97,7 @@ async def test_a_table_whose_install_fails_on_adoption_is_quarantined_alone(
     failing = FailingInstall(damaged, after_arming)
     failing.on(a)
     with structlog.testing.capture_logs() as logs:
-        await _adopt_each(a, games, damaged)
+        await adopt_each(a, games, damaged)
     kind, why, owner = quarantined_of(a)[damaged]
     assert kind == "war" and owner == Ownership() and FAILED_INSTALL in why
     assert damaged not in a.lobby

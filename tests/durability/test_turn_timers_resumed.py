@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import cast
 
 from tapis.v1 import game_service_pb2 as pb
+from tapis.v1 import game_service_pb2_grpc as pb_grpc
 from tapis_engine import table as tbl
 from tapis_engine.war import RULES as WAR
 from tapis_engine.war import Reveal
@@ -33,6 +34,15 @@ def _on(stub: object) -> Harness:
     return cast(Harness, SimpleNamespace(stub=stub))
 
 
+async def _restarted(servers: Restartable, clock: ManualClock, down_ms: int
+                     ) -> tuple[pb_grpc.GameServiceStub, Harness]:
+    """The server stopped, down ``down_ms`` by ``clock``, and started again."""
+    await servers.stop()
+    clock.advance(down_ms)
+    stub = await servers.start(clock)
+    return stub, _on(stub)
+
+
 def _deadlines(view: pb.GameView) -> dict[int, int]:
     return {d.seat: d.expire_time.ToMilliseconds() for d in view.deadlines}
 
@@ -49,11 +59,8 @@ async def test_a_restart_longer_than_a_turn_gives_the_person_awaited_a_whole_tur
         before = await view_of(h, game_id)
         first = before.awaiting_seats[0]
         assert _deadlines(before) == {first: 1_000_000 + TURN}
-        await servers.stop()
-        clock.advance(10 * MINUTE)
+        stub, h = await _restarted(servers, clock, 10 * MINUTE)
         back = clock.now_ms()
-        stub = await servers.start(clock)
-        h = _on(stub)
         clock.advance(0)  # whatever timer the restart armed fires now
         view = await view_of(h, game_id, tokens[first])
         assert not view.seats[first].bot_controlled
@@ -64,9 +71,7 @@ async def test_a_restart_longer_than_a_turn_gives_the_person_awaited_a_whole_tur
         assert {d.seat: d.expire_time.ToMilliseconds()
                 for d in resumed[0].turn_timers_resumed.deadlines} == {first: back + TURN}
         # a restart at once changes nothing: the journal replays the same deadline
-        await servers.stop()
-        stub = await servers.start(clock)
-        h = _on(stub)
+        stub, h = await _restarted(servers, clock, 0)
         again = await view_of(h, game_id)
         assert (again.last_sequence, _deadlines(again)) == (view.last_sequence,
                                                             {first: back + TURN})
@@ -92,10 +97,7 @@ async def test_a_server_restarting_faster_than_a_turn_times_the_person_out_at_la
         first = (await view_of(h, game_id)).awaiting_seats[0]
         deadlines = []
         for _ in range(tbl.MAX_RESUMES + 2):
-            await servers.stop()
-            clock.advance(20_000)
-            stub = await servers.start(clock)
-            h = _on(stub)
+            stub, h = await _restarted(servers, clock, 20_000)
             clock.advance(0)  # whatever timer the restart armed fires now
             view = await view_of(h, game_id)
             if view.seats[first].bot_controlled:

@@ -16,11 +16,10 @@ from tapis_engine import table as tbl
 from tapis_engine.war import RULES as WAR
 from tapis_engine.war import Reveal
 from tapis_service.observe.clock import ManualClock
-from tapis_service.observe.errors import ServiceError
 from tapis_service.stores.postgres_store import PostgresStore
 from tapis_service.tables.host import GameHost
 from tests.support.calls import auth, person_seats, reason_of
-from tests.support.damage import TOO_DEEP
+from tests.support.damage import TOO_DEEP, adopt_each
 from tests.support.resting import REVEAL, finished_war
 from tests.support.server import TEST_SETTINGS, Harness, ServerFactory
 from tests.support.tables import live_of, quarantined_of, resting_of
@@ -127,14 +126,7 @@ async def test_a_table_nested_too_deep_is_quarantined_when_adopted(database_url:
     store = await PostgresStore.open(database_url, preload=False)
     adopting = GameHost(settings, ManualClock(), store)
     try:
-        for game_id in games:
-            if game_id == damaged:
-                with pytest.raises(ServiceError) as refused:
-                    await adopting.adopt(game_id, 2)
-                assert refused.value.reason == "GAME_QUARANTINED"
-            else:
-                assert await adopting.adopt(game_id, 2) is not None
-        assert set(live_of(adopting)) == set(games) - {damaged}
+        await adopt_each(adopting, games, damaged)
         assert "journal input 3 is not valid JSON (nested too deep)" in \
             quarantined_of(adopting)[damaged].why
     finally:

@@ -43,10 +43,11 @@ async def socket_to(harness: Harness) -> Client:
 
 
 async def open_page(browser: Any, harness: Harness | int | None, path: str = "",
-                    locale: str = "en-GB") -> Any:
-    """A new page at ``path`` of the web client, in ``locale``; its uncaught errors gathered
-    in ``page.errors``."""
-    context = await browser.new_context(locale=locale, viewport={"width": 1100, "height": 820})
+                    locale: str = "en-GB", size: tuple[int, int] = (1100, 820)) -> Any:
+    """A new page at ``path`` of the web client, in ``locale``, on a screen of ``size``
+    (width, height); its uncaught errors gathered in ``page.errors``."""
+    context = await browser.new_context(locale=locale,
+                                        viewport={"width": size[0], "height": size[1]})
     page = await context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))

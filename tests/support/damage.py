@@ -12,11 +12,14 @@ from typing import Any
 
 import pytest
 
+from tapis_service.observe.errors import ServiceError
 from tapis_service.process import server
 from tapis_service.stores.checksums import checksum
 from tapis_service.stores.sqlite_store import FILE_NAME
 from tapis_service.tables import recovery
+from tapis_service.tables.host import GameHost
 from tapis_service.tables.session import Session
+from tests.support.tables import live_of
 
 TOO_DEEP = "[" * 100_000 + "]" * 100_000
 """Valid JSON nested deeper than the decoder follows: ``json.loads`` raises RecursionError."""
@@ -118,3 +121,16 @@ class FailingInstall:
         assert isinstance(failed[0]["exc_info"], BaseException)  # the traceback, for the operator
         assert [line["game"] for line in logs if line["event"] == "game_quarantined"] == \
             [self.game_id]
+
+
+async def adopt_each(a: GameHost, games: list[str], damaged: str) -> None:
+    """As the sweep adopts the orphans, one by one: ``damaged`` is refused GAME_QUARANTINED,
+    every other is served."""
+    for game_id in games:
+        if game_id == damaged:
+            with pytest.raises(ServiceError) as refused:
+                await a.adopt(game_id, 2)
+            assert refused.value.reason == "GAME_QUARANTINED"
+        else:
+            assert await a.adopt(game_id, 2) is not None
+    assert set(live_of(a)) == set(games) - {damaged}

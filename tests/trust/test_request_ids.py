@@ -33,6 +33,7 @@ from tests.trust.door import (
     KEY_A,
     KEY_B,
     REVEAL,
+    Door,
     StartSecured,
     backend,
     door,
@@ -103,8 +104,10 @@ async def test_another_backend_s_first_create_of_another_kind_gets_its_own_table
     assert other.game.kind == pb.GAME_KIND_BASRA and not other.seat_tokens
 
 
-async def test_after_a_restart_another_backend_still_gets_its_own_table(
-        tmp_path: Path, start_secured: StartSecured) -> None:
+async def victim_stored(tmp_path: Path, start_secured: StartSecured
+                        ) -> tuple[Door, Path, pb.CreateGameResponse]:
+    """The victim's table of ``VICTIM_ID`` created on a server on SQLite, which then stops:
+    its door's files, its data directory, and the victim's answer."""
     files = door(tmp_path)
     data = tmp_path / "data"
     data.mkdir()
@@ -113,6 +116,12 @@ async def test_after_a_restart_another_backend_still_gets_its_own_table(
                                          metadata=backend(KEY_A))
     await first.channel.close()
     await first.running.stop(0)
+    return files, data, victim
+
+
+async def test_after_a_restart_another_backend_still_gets_its_own_table(
+        tmp_path: Path, start_secured: StartSecured) -> None:
+    files, data, victim = await victim_stored(tmp_path, start_secured)
     second = await start_secured(files, tls=False, store="sqlite", data_dir=data)
     stub = second.stub
     for body in (reserved_request, other_kind):
@@ -142,14 +151,7 @@ async def test_a_retried_create_of_a_quarantined_table_is_refused_never_made_twi
     alone, restoring it, installing it or arming it): its backend's retry is told so
     (GAME_QUARANTINED, naming it), not handed a second table under the same id; another
     backend's same id still gets its own."""
-    files = door(tmp_path)
-    data = tmp_path / "data"
-    data.mkdir()
-    first = await start_secured(files, tls=False, store="sqlite", data_dir=data)
-    victim = await first.stub.CreateGame(reserved_request(request_id=VICTIM_ID),
-                                         metadata=backend(KEY_A))
-    await first.channel.close()
-    await first.running.stop(0)
+    files, data, victim = await victim_stored(tmp_path, start_secured)
     if failure == "restoring":
         fail_restoring(monkeypatch, victim.game.game_id)
     else:

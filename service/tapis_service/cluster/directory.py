@@ -15,7 +15,6 @@ upgrade, never read here).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +23,7 @@ import asyncpg
 
 from tapis_service.cluster.liveness import Liveness
 from tapis_service.stores.postgres_store import ACQUIRE_TIMEOUT_S
-from tapis_service.stores.stored_rows import UNDECODABLE
+from tapis_service.stores.stored_rows import listing
 
 _ORPHAN = ("(owner IS NULL OR owner = ANY($3::text[]) OR NOT EXISTS (SELECT 1 FROM members m "
            "WHERE m.node_id = games.owner))")
@@ -55,15 +54,6 @@ RENEW = ("INSERT INTO members (node_id, address, expires_at) "
 """A membership's renewal (its row's trigger gives it a new heartbeat), answering how many of
 its tables were ever taken over: read once the row is ours, after any takeover holding it has
 committed, so a renewal that waited for a takeover counts it."""
-
-
-def _decoded(listing: str | None) -> dict[str, Any] | None:
-    """A stored listing, or None (none, or it cannot be read: the table is loaded instead)."""
-    try:
-        decoded = json.loads(listing) if listing is not None else None
-    except UNDECODABLE:
-        return None
-    return decoded if isinstance(decoded, dict) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +184,7 @@ class Directory:
                 f"SELECT game_id, listing FROM games WHERE ($1 OR NOT finished) AND {_ORPHAN} "
                 "ORDER BY created_order LIMIT $2", include_finished, limit,
                 list(self.liveness.dead()))
-        return [(r["game_id"], _decoded(r["listing"])) for r in rows]
+        return [(r["game_id"], listing(r["listing"])) for r in rows]
 
     async def unlisted_owners(self, listed: Sequence[str], include_finished: bool
                               ) -> list[str]:

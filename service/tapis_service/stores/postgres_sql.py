@@ -8,7 +8,6 @@ is one statement, atomic by itself) and says which of its writes the database re
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ import asyncpg
 import structlog
 
 from tapis_service.stores.store import RecoveryError, SchemaTooNew, StoredGame
-from tapis_service.stores.stored_rows import UNDECODABLE, decoded
+from tapis_service.stores.stored_rows import decoded, listing
 
 JSON = dict[str, Any]
 Loaded = list[tuple[str, JSON, JSON | None, list[JSON]]]
@@ -208,15 +207,8 @@ async def load_all(connection: asyncpg.Connection) -> Loaded:
 
 async def resting(connection: asyncpg.Connection) -> list[tuple[str, JSON | None]]:
     """The tables at rest, oldest first: (game_id, listing; None when it cannot be decoded)."""
-    found: list[tuple[str, JSON | None]] = []
-    for row in await connection.fetch("SELECT game_id, listing FROM games WHERE listing IS "
-                                      "NOT NULL ORDER BY created_order"):
-        try:
-            read = json.loads(row["listing"])
-        except UNDECODABLE:
-            read = None
-        found.append((row["game_id"], read if isinstance(read, dict) else None))
-    return found
+    return [(row["game_id"], listing(row["listing"])) for row in await connection.fetch(
+        "SELECT game_id, listing FROM games WHERE listing IS NOT NULL ORDER BY created_order")]
 
 
 async def load_game(connection: asyncpg.Connection, game_id: str

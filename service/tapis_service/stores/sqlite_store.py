@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import json
 import os
 import sqlite3
 from pathlib import Path
@@ -47,7 +46,7 @@ from tapis_service.stores.store import (
     StoreUnavailable,
     paced,
 )
-from tapis_service.stores.stored_rows import UNDECODABLE, decoded, row_text, short
+from tapis_service.stores.stored_rows import decoded, listing, row_text, short
 
 JSON = dict[str, Any]
 FILE_NAME = "tapis.sqlite3"
@@ -222,14 +221,7 @@ class SqliteStore(GroupCommitWriter):
                 reader.close()
         except sqlite3.Error as error:
             raise StoreCorrupt(f"{self.path}: cannot be read ({short(error)})") from error
-        found: list[tuple[str, JSON | None]] = []
-        for raw_id, listing in rows:
-            try:
-                read = json.loads(listing)
-            except UNDECODABLE:
-                read = None
-            found.append((row_text(raw_id), read if isinstance(read, dict) else None))
-        return found
+        return [(row_text(raw_id), listing(text)) for raw_id, text in rows]
 
     def probe(self) -> asyncio.Future[None]:
         """A small write of its own: completes once the store commits writes again."""

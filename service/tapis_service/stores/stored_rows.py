@@ -41,6 +41,16 @@ def _undecoded(error: Exception) -> str:
     return "nested too deep" if isinstance(error, RecursionError) else short(error)
 
 
+def listing(text: bytes | str | None) -> JSON | None:
+    """A table's stored rest listing, or None: none stored, or one that cannot be read (the host
+    loads that table instead of listing it)."""
+    try:
+        read = json.loads(text) if text is not None else None
+    except UNDECODABLE:
+        return None
+    return read if isinstance(read, dict) else None
+
+
 def decoded(record: bytes | str, snapshot_row: Sequence[Any] | None,
             journal: Sequence[tuple[int, bytes | str]]) -> StoredGame:
     """One table's rows decoded: its creation record, its snapshot row (index, format,

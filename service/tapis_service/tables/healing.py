@@ -136,10 +136,11 @@ def store_refusal(error: StoreError) -> ServiceError:
     return store_unavailable()
 
 
-def stored_kind(record: Any) -> str:
-    """The game kind a creation record names ("" when it cannot be read)."""
-    kind = record.get("kind") if isinstance(record, dict) else None
-    return kind if isinstance(kind, str) else ""
+def stored_text(record: Any, key: str) -> str:
+    """What a creation record says of ``key`` (its game ``kind``, its CreateGame
+    ``request_id``): "" when it cannot be read."""
+    value = record.get(key) if isinstance(record, dict) else None
+    return value if isinstance(value, str) else ""
 
 
 class Healing:
@@ -294,9 +295,9 @@ class Healing:
     def quarantine(self, game_id: str, why: str, record: Any) -> None:
         """Keep ``game_id`` apart: ``record`` is its stored creation record (what of it can be
         read names its kind and its owner)."""
-        request_id = record.get("request_id") if isinstance(record, dict) else None
-        self._quarantined(game_id, Quarantined(stored_kind(record), why, stored_owner(record)),
-                          request_id if isinstance(request_id, str) else "")
+        self._quarantined(game_id, Quarantined(stored_text(record, "kind"), why,
+                                               stored_owner(record)),
+                          stored_text(record, "request_id"))
 
     def _quarantined(self, game_id: str, damaged: Quarantined, request_id: str = "") -> None:
         self.host.tables.quarantine(game_id, damaged, request_id)

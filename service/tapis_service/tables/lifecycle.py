@@ -13,22 +13,20 @@ The states (``TableState``) and the transitions between them (``Tables`` methods
     LIVE ──install_failed──▶ QUARANTINED   (restored, but its install raised part way)
 
 ``GONE`` is no entry at all: a table this server does not hold. What each transition does is
-declared in ``TRANSITIONS`` and done by ``Tables._move``, the one function that changes a
-table's state, from that declaration: the turn and bot timers (cancelled when a table leaves
-memory; armed by ``arm``, the table actor's ``after_change``, when it enters it; the unjoined
-TTL and the abandon are housekeeping's sweeps over the live tables), the ``ListGames`` line
-(``lobby``), the seat tokens (forgotten, or read back with a restored table), the open
-streams (ended, or kept for a rebuild). The ``Tables`` methods only hand it what the new state
-holds (and write the store's rest listing or drop). Ownership is confirmed by the caller
-before an install (a wake or a rebuild awaits ``host.confirm_owner``; an adoption holds the
-epoch the database gave it; recovery loads the store's own tables): those transitions are
-declared to require it, and ``_move`` refuses them unless the caller says it did
-(``install(confirmed=...)``).
+declared in ``TRANSITIONS`` and done by ``Tables._move``, the one function that changes a table's
+state, from that declaration: the turn and bot timers (cancelled when a table leaves memory; armed
+by ``arm``, the table actor's ``after_change``, when it enters it; the unjoined TTL and the abandon
+are housekeeping's sweeps over the live tables), the ``ListGames`` line (``lobby``), the seat
+tokens (forgotten, or read back with a restored table), the open streams (ended, or kept for a
+rebuild). The ``Tables`` methods only hand it what the new state holds (and write the store's rest
+listing or drop). Ownership is confirmed by the caller before an install (a wake or a rebuild
+awaits ``host.confirm_owner``; an adoption holds the epoch the database gave it; recovery loads the
+store's own tables): those transitions are declared to require it, and ``_move`` refuses them
+unless the caller says it did (``install(confirmed=...)``).
 
-The tables are one map (``Tables.by_game``: game id -> ``Entry``, its state and what that
-state holds), each table in exactly one state; the counts per state are kept beside it (no
-scan to count), and a live table is found with one dict get and one slot read
-(``Tables.session``).
+The tables are one map (``Tables.by_game``: game id -> ``Entry``, its state and what that state
+holds), each table in exactly one state; the counts per state are kept beside it (no scan to
+count), and a live table is found with one dict get and one slot read (``Tables.session``).
 """
 
 from __future__ import annotations
@@ -209,6 +207,11 @@ class Tables:
         """The table a CreateGame ``request_id`` of ``scope`` created, if known here."""
         return self._create_requests.get((scope, request_id))
 
+    def _answers(self, backend: str | None, request_id: str, game_id: str) -> None:
+        """A retry of CreateGame ``request_id`` from ``backend`` (None: keyless): ``game_id``."""
+        if request_id:
+            self._create_requests[backend or "", request_id] = game_id
+
     def _entries(self, state: TableState) -> list[tuple[str, Entry]]:
         """The tables in ``state`` now (a copy, in the order they entered it: the caller may
         change them as it goes, and another thread may read it). A walk over the one map, for
@@ -297,7 +300,7 @@ class Tables:
             metrics.GAMES.set(self._counts[_LIVE])
             if request_id:
                 session.create_request_id = request_id
-                self._create_requests[owned.backend or "", request_id] = game_id
+            self._answers(owned.backend, request_id, game_id)
         if effects.streams == "end" or (effects.streams == "keep" and to is _LIVE
                                         and left is not kept):
             assert left is not None  # a newer session than the one they wait on: they resume
@@ -376,8 +379,8 @@ class Tables:
         """GONE -> RESTING: a table the store keeps at rest (recovery, a takeover), listed by
         it (``answers_request``: a retry of the CreateGame that made it gets it)."""
         self._move(game_id, S.RESTING, (S.GONE,), resting=table)
-        if answers_request and table.request_id:
-            self._create_requests[table.backend or "", table.request_id] = game_id
+        if answers_request:
+            self._answers(table.backend, table.request_id, game_id)
 
     # --- leaving memory --------------------------------------------------------------------
 
@@ -449,14 +452,13 @@ class Tables:
         a retry of the CreateGame ``request_id`` that made it (its owner's, when known)."""
         self._move(game_id, S.QUARANTINED, (S.GONE, S.RESTING, S.UNAVAILABLE, S.QUARANTINED),
                    damaged=damaged)
-        if request_id and damaged.owner is not None:
-            self._create_requests[damaged.owner.backend or "", request_id] = game_id
+        if damaged.owner is not None:
+            self._answers(damaged.owner.backend, request_id, game_id)
 
     def install_failed(self, session: Session, damaged: Quarantined,
                        kept: Session | None = None) -> None:
-        """LIVE -> QUARANTINED: ``session``'s install (or deferred arming) raised part way;
-        nothing of it stays (timers, listing, tokens, streams: ``kept``'s too, a rebuild's).
-        One that failed before it went LIVE is quarantined from where it still is."""
+        """LIVE -> QUARANTINED: ``session``'s install (or arming) raised part way; nothing of it
+        stays (timers, listing, tokens, streams: ``kept``'s too); not LIVE yet: ``quarantine``."""
         if self.session(session.game_id) is session:
             self._move(session.game_id, S.QUARANTINED, (S.LIVE,), damaged=damaged)
         else:
